@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// ResponseFormat is how strictly the model is asked to shape its answer.
+type ResponseFormat string
+
+const (
+	// FormatJSONSchema: structured output constrained by a JSON Schema.
+	FormatJSONSchema ResponseFormat = "json_schema"
+	// FormatJSONObject: any JSON object.
+	FormatJSONObject ResponseFormat = "json_object"
+	// FormatText: plain text; the output contract in the prompt is all there is.
+	FormatText ResponseFormat = "text"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string // "system", "user" or "assistant"
+	Content string
+}
+
+// ChatRequest is one call to the model.
+type ChatRequest struct {
+	Model    string
+	Messages []Message
+	// Format is the preferred response format; an LLM may fall back to a weaker
+	// one when the server refuses it, and reports the one used.
+	Format ResponseFormat
+	// Schema constrains the answer when Format is FormatJSONSchema.
+	SchemaName string
+	Schema     json.RawMessage
+	// Temperature and MaxTokens are passed through when non-zero.
+	Temperature float32
+	MaxTokens   int
+}
+
+// ChatResponse is the model's answer to one call.
+type ChatResponse struct {
+	Content string
+	// Format is the response format the server accepted.
+	Format ResponseFormat
+	Model  string
+	// Usage counts this call's tokens (LLMCalls is 1).
+	Usage Usage
+}
+
+// LLM is the port the engine judges through. Implementations retry transient
+// transport failures themselves and return errors wrapping ErrLLMUnavailable
+// (the model could not be reached; try again later) or ErrLLMRejected (the
+// request itself was refused; trying again will not help).
+type LLM interface {
+	Chat(ctx context.Context, req ChatRequest) (ChatResponse, error)
+}
+
+var (
+	// ErrLLMUnavailable: transport failures outlasted the retry budget.
+	ErrLLMUnavailable = errors.New("model unavailable")
+	// ErrLLMRejected: the server refused the request permanently (bad
+	// credentials, bad request, context length exceeded).
+	ErrLLMRejected = errors.New("model rejected the request")
+	// ErrInvalidOutput: the model's answer still had problems when the
+	// output-retry budget ran out.
+	ErrInvalidOutput = errors.New("model output invalid")
+	// ErrInvalidRuleset and ErrInvalidInput mark bad requests; no model call is made.
+	ErrInvalidRuleset = errors.New("invalid ruleset")
+	ErrInvalidInput   = errors.New("invalid input")
+)

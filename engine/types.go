@@ -1,0 +1,212 @@
+package engine
+
+// RuleType says how a rule is judged.
+type RuleType string
+
+const (
+	// Boolean rules pass or fail.
+	Boolean RuleType = "boolean"
+	// Numerical rules get an integer score from an allowed set.
+	Numerical RuleType = "numerical"
+)
+
+// BooleanAggregation combines boolean verdicts into one pass/fail.
+type BooleanAggregation string
+
+const (
+	AggregateAll      BooleanAggregation = "all"
+	AggregateAny      BooleanAggregation = "any"
+	AggregateMajority BooleanAggregation = "majority"
+)
+
+// NumericalAggregation combines numerical scores into one number.
+type NumericalAggregation string
+
+const (
+	AggregateMean         NumericalAggregation = "mean"
+	AggregateSum          NumericalAggregation = "sum"
+	AggregateWeightedMean NumericalAggregation = "weighted_mean"
+)
+
+// Ruleset is a type_config: the rules to judge and how to combine their verdicts.
+// Build one with ParseRuleset, or fill it in and call Validate, which also
+// resolves defaults (rule types, weights, materialised score sets) in place.
+type Ruleset struct {
+	ID                        string                     `json:"id,omitempty"`
+	Version                   string                     `json:"version,omitempty"`
+	Type                      RuleType                   `json:"type,omitempty"`
+	GlobalNumericalRuleConfig *GlobalNumericalRuleConfig `json:"global_numerical_rule_config,omitempty"`
+	BooleanAggregation        BooleanAggregation         `json:"boolean_aggregation,omitempty"`
+	NumericalAggregation      NumericalAggregation       `json:"numerical_aggregation,omitempty"`
+	GenerateReport            bool                       `json:"generate_report,omitempty"`
+	// NestedRulesets and FilterCriteria are accepted and carried unchanged for
+	// forward compatibility; the engine does not interpret them yet.
+	NestedRulesets any    `json:"nested_rulesets,omitempty"`
+	FilterCriteria any    `json:"filter_criteria,omitempty"`
+	Rules          []Rule `json:"rules"`
+}
+
+// GlobalNumericalRuleConfig materialises min..max by increment as the score set of
+// numerical rules that have no possible_scores of their own.
+type GlobalNumericalRuleConfig struct {
+	MinScore  *int `json:"min_score,omitempty"`
+	MaxScore  *int `json:"max_score,omitempty"`
+	Increment *int `json:"increment,omitempty"`
+}
+
+// NumericalRuleConfig is a rule's own score set.
+type NumericalRuleConfig struct {
+	PossibleScores []int `json:"possible_scores,omitempty"`
+}
+
+// Rule is one business rule.
+type Rule struct {
+	RuleID              string               `json:"rule_id"`
+	RuleText            string               `json:"rule_text"`
+	Type                RuleType             `json:"type,omitempty"`
+	NumericalRuleConfig *NumericalRuleConfig `json:"numerical_rule_config,omitempty"`
+	// NotApplicableText is an alternate rule the model evaluates when the
+	// primary rule does not apply.
+	NotApplicableText string `json:"not_applicable_text,omitempty"`
+	// Name is a display label for reports; it is never shown to the model.
+	Name string `json:"name,omitempty"`
+	// Weight is used by weighted_mean; Validate sets it to 1 when absent.
+	Weight *float64 `json:"weight,omitempty"`
+}
+
+// AllowedScores is the resolved score set of a numerical rule (after Validate).
+func (r Rule) AllowedScores() []int {
+	if r.NumericalRuleConfig == nil {
+		return nil
+	}
+	return r.NumericalRuleConfig.PossibleScores
+}
+
+// WeightOrDefault is the rule's weight, 1 when unset.
+func (r Rule) WeightOrDefault() float64 {
+	if r.Weight == nil {
+		return 1
+	}
+	return *r.Weight
+}
+
+// Document is one supplied document, split into pages. Page N (1-based) is
+// Pages[N-1]. Its text, as offsets count it, is the pages joined by form feeds.
+type Document struct {
+	Name  string   `json:"name"`
+	Pages []string `json:"pages"`
+}
+
+// NamedInput is a named value given to the model next to the documents.
+type NamedInput struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Value       any    `json:"value"`
+}
+
+// Inputs is everything a request supplies to be judged. Documents are untrusted
+// data: they are only ever placed in the user message, wrapped and neutralised.
+type Inputs struct {
+	PrimaryDocs   []Document   `json:"primary_docs,omitempty"`
+	AuxiliaryDocs []Document   `json:"auxiliary_docs,omitempty"`
+	TextInput     string       `json:"text_input,omitempty"`
+	NamedInputs   []NamedInput `json:"named_inputs,omitempty"`
+	Message       string       `json:"message,omitempty"`
+}
+
+// Match says how an evidence quote was found in its document.
+type Match string
+
+const (
+	MatchExact      Match = "exact"
+	MatchNormalized Match = "normalized"
+	MatchFuzzy      Match = "fuzzy"
+	// MatchNone: the quote was not found; its text is kept as the model gave it.
+	MatchNone Match = "none"
+	// MatchNotDocument: the evidence cites a named input or free text, not a document.
+	MatchNotDocument Match = "not_document"
+)
+
+// Evidence is a quote supporting a verdict. After anchoring, a quote found in a
+// supplied document carries the verbatim span, its page and its offsets
+// (Unicode code points into the document text, end exclusive).
+type Evidence struct {
+	Text             string `json:"text"`
+	SourceOrigin     string `json:"source_origin"`
+	SourcePageNumber int    `json:"source_page_number"`
+	Anchored         bool   `json:"anchored"`
+	Match            Match  `json:"match,omitempty"`
+	StartOffset      *int   `json:"start_offset,omitempty"`
+	EndOffset        *int   `json:"end_offset,omitempty"`
+}
+
+// Verdict is the checked answer for one rule.
+type Verdict struct {
+	RuleID          string     `json:"rule_id"`
+	Name            string     `json:"name,omitempty"`
+	Type            RuleType   `json:"type"`
+	DataSufficiency bool       `json:"data_sufficiency"`
+	Rationale       string     `json:"rationale"`
+	BooleanOutput   *bool      `json:"boolean_output,omitempty"`
+	NumericalOutput *int       `json:"numerical_output,omitempty"`
+	NotApplicable   bool       `json:"not_applicable"`
+	Evidences       []Evidence `json:"evidences"`
+}
+
+// Source is a cited source, de-duplicated by (origin, text, page).
+type Source struct {
+	SourceOrigin     string `json:"source_origin"`
+	Text             string `json:"text"`
+	SourcePageNumber int    `json:"source_page_number"`
+}
+
+// BooleanAggregate combines the applicable boolean verdicts.
+type BooleanAggregate struct {
+	Mode        BooleanAggregation `json:"mode"`
+	Passed      bool               `json:"passed"`
+	Applicable  int                `json:"applicable"`
+	PassedCount int                `json:"passed_count"`
+}
+
+// NumericalAggregate combines the counted numerical scores. Score is nil when
+// no score was counted.
+type NumericalAggregate struct {
+	Mode    NumericalAggregation `json:"mode"`
+	Score   *float64             `json:"score"`
+	Counted int                  `json:"counted"`
+}
+
+// Aggregate holds one aggregate per rule type present in the ruleset.
+type Aggregate struct {
+	Boolean   *BooleanAggregate   `json:"boolean,omitempty"`
+	Numerical *NumericalAggregate `json:"numerical,omitempty"`
+}
+
+// Usage is token usage summed over every model call of one request.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	LLMCalls         int `json:"llm_calls"`
+}
+
+// Add sums u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		CachedTokens:     u.CachedTokens + o.CachedTokens,
+		LLMCalls:         u.LLMCalls + o.LLMCalls,
+	}
+}
+
+// Result is the engine's answer for one request.
+type Result struct {
+	RulesetID      string    `json:"ruleset_id,omitempty"`
+	RulesetVersion string    `json:"ruleset_version,omitempty"`
+	Model          string    `json:"model,omitempty"`
+	Rules          []Verdict `json:"rules"`
+	Aggregate      Aggregate `json:"aggregate"`
+	Sources        []Source  `json:"sources"`
+	Usage          Usage     `json:"usage"`
+}
