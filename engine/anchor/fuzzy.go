@@ -1,0 +1,470 @@
+package anchor
+
+import (
+	"math"
+	"slices"
+	"unicode/utf8"
+)
+
+// Fuzzy search works in two steps so its cost grows with the size of the
+// quote, not with the product of quote and document:
+//
+//  1. Candidate regions. The normalised document is split into word tokens
+//     and every pair of adjacent tokens (a word bigram) is hashed into an
+//     index. Each bigram of the quote found at document token p, quote
+//     token j, votes for the alignment diagonal p-j; diagonals that fall
+//     close together form a cluster, and the few clusters with the most
+//     votes are the candidates. Bigrams so common that they say little
+//     (more than maxPostings occurrences) are skipped.
+//  2. Exact alignment. Around each candidate a window of the normalised
+//     text is aligned with the quote by semi-global edit distance (Sellers'
+//     algorithm: the quote must be consumed whole, the window's prefix and
+//     suffix are free), O(len(quote) * len(window)) at worst. The match is
+//     then grown to whole words where that keeps it above the threshold.
+//
+// Similarity is 1 - distance / max(len(quote), len(match)), both counted in
+// code points of normalised text.
+
+const (
+	// maxPostings: a bigram occurring more often than this is skipped...
+	maxPostings = 256
+	// ...unless fewer than minShingles bigrams of the quote are left; then
+	// the rarest are used anyway, if they occur at most maxForcedPostings
+	// times (text made of nothing but very common pairs, such as a table
+	// of zeros, is not worth a fuzzy search).
+	minShingles       = 3
+	maxForcedPostings = 4096
+	// maxCandidates bounds the alignments one quote costs per document.
+	maxCandidates = 4
+)
+
+// shingleIndex maps word bigrams of a normalised text to where they occur.
+// Bigram i is the pair of tokens i and i+1. The index is a hash table in
+// compressed form: the bigrams of bucket b are entries[bucketStart[b]:
+// bucketStart[b+1]], in text order.
+type shingleIndex struct {
+	tokens
+	mask        uint32
+	bucketStart []int32
+	entries     []int32
+}
+
+func newShingleIndex(text string) *shingleIndex {
+	x := &shingleIndex{tokens: tokenize(text)}
+	n := max(0, len(x.hash)-1)
+	buckets := 1
+	for buckets < n {
+		buckets <<= 1
+	}
+	x.mask = uint32(buckets - 1)
+	x.bucketStart = make([]int32, buckets+1)
+	for i := range n {
+		x.bucketStart[x.key(i)&x.mask+1]++
+	}
+	for b := range buckets {
+		x.bucketStart[b+1] += x.bucketStart[b]
+	}
+	x.entries = make([]int32, n)
+	fill := slices.Clone(x.bucketStart[:buckets])
+	for i := range n {
+		b := x.key(i) & x.mask
+		x.entries[fill[b]] = int32(i)
+		fill[b]++
+	}
+	return x
+}
+
+// key is the hash of bigram i.
+func (x *shingleIndex) key(i int) uint32 { return bigramKey(x.hash[i], x.hash[i+1]) }
+
+// postings calls fn with every bigram whose hash is key, in text order.
+func (x *shingleIndex) postings(key uint32, fn func(i int32)) {
+	b := key & x.mask
+	for _, i := range x.entries[x.bucketStart[b]:x.bucketStart[b+1]] {
+		if x.key(int(i)) == key {
+			fn(i)
+		}
+	}
+}
+
+// countUpTo counts the bigrams whose hash is key, stopping once there are
+// more than limit.
+func (x *shingleIndex) countUpTo(key uint32, limit int) int {
+	b := key & x.mask
+	n := 0
+	for _, i := range x.entries[x.bucketStart[b]:x.bucketStart[b+1]] {
+		if x.key(int(i)) == key {
+			if n++; n > limit {
+				break
+			}
+		}
+	}
+	return n
+}
+
+// contains reports whether needle occurs in text, the normalised text the
+// index was built from, by checking only where the rarest pair of the
+// needle's inner tokens occurs. Inner tokens (all but the first and the
+// last, which may be cut words) are whole tokens of the text wherever the
+// needle occurs, since token boundaries depend only on adjacent runes. It
+// decides only for needles of four tokens or more.
+func (x *shingleIndex) contains(text, needle string) (found, decided bool) {
+	nt := tokenize(needle)
+	starts, hashes := nt.start, nt.hash
+	if len(hashes) < 4 {
+		return false, false
+	}
+	rarest, rarestN := 0, math.MaxInt
+	for j := 1; j+1 < len(hashes)-1 && rarestN > 0; j++ {
+		if n := x.countUpTo(bigramKey(hashes[j], hashes[j+1]), rarestN); n < rarestN {
+			rarest, rarestN = j, n
+		}
+	}
+	x.postings(bigramKey(hashes[rarest], hashes[rarest+1]), func(i int32) {
+		at := int(x.start[i] - starts[rarest])
+		if !found && at >= 0 && at+len(needle) <= len(text) && text[at:at+len(needle)] == needle {
+			found = true
+		}
+	})
+	return found, true
+}
+
+// cluster is a run of alignment diagonals (document token - quote token)
+// that agree to within the allowed drift.
+type cluster struct {
+	lo, hi int32
+	votes  int
+}
+
+// clusters returns up to limit candidate regions for a quote with token
+// hashes q, best first. drift is how far (in tokens) insertions and
+// deletions may shift the diagonal across the quote. Between clusters of
+// equal votes the one of lower rank (say, distance from the cited page)
+// goes first, so text repeated on many pages is still looked for on the
+// page cited.
+func (x *shingleIndex) clusters(q []uint32, drift int32, limit int, rank func(diag int32) int) []cluster {
+	type shingle struct {
+		j, n int
+		key  uint32
+	}
+	shingles := make([]shingle, 0, len(q)-1)
+	for j := range len(q) - 1 {
+		key := bigramKey(q[j], q[j+1])
+		if n := x.countUpTo(key, maxForcedPostings); n > 0 {
+			shingles = append(shingles, shingle{j: j, n: n, key: key})
+		}
+	}
+	slices.SortStableFunc(shingles, func(a, b shingle) int { return a.n - b.n })
+	var diags []int32
+	for k, s := range shingles {
+		if s.n > maxForcedPostings || (s.n > maxPostings && k >= minShingles) {
+			break
+		}
+		x.postings(s.key, func(i int32) { diags = append(diags, i-int32(s.j)) })
+	}
+	if len(diags) == 0 {
+		return nil
+	}
+	slices.Sort(diags)
+
+	// votes[l] counts the diagonals in [diags[l], diags[l]+drift].
+	votes := make([]int, len(diags))
+	r := 0
+	for l := range diags {
+		for r < len(diags) && diags[r]-diags[l] <= drift {
+			r++
+		}
+		votes[l] = r - l
+	}
+	// Clusters closer than half a quote would align to overlapping windows;
+	// keep only the strongest of them.
+	exclusion := int32(len(q)/2) + drift
+	var out []cluster
+	for len(out) < limit {
+		l, lRank := -1, 0
+		for i, v := range votes {
+			if v == 0 || (l >= 0 && v < votes[l]) {
+				continue
+			}
+			if l < 0 || v > votes[l] {
+				l, lRank = i, -1 // ranked only when a tie needs it
+				continue
+			}
+			if lRank < 0 {
+				lRank = rank(diags[l])
+			}
+			if r := rank(diags[i]); r < lRank {
+				l, lRank = i, r
+			}
+		}
+		if l < 0 {
+			break
+		}
+		c := cluster{lo: diags[l], hi: diags[l+votes[l]-1], votes: votes[l]}
+		out = append(out, c)
+		for i, d := range diags {
+			if d >= c.lo-exclusion && d <= c.hi+exclusion {
+				votes[i] = 0
+			}
+		}
+	}
+	return out
+}
+
+// tokens is a text split into words: runs of letters, digits and marks,
+// with each rune of a script written without spaces a word of its own.
+type tokens struct {
+	start, end []int32 // byte range of each word
+	hash       []uint32
+}
+
+// tokenize splits s into words, hashing each with 32-bit FNV-1a.
+func tokenize(s string) tokens {
+	guess := len(s)/5 + 1
+	t := tokens{start: make([]int32, 0, guess), end: make([]int32, 0, guess), hash: make([]uint32, 0, guess)}
+	const offset, prime = 2166136261, 16777619
+	open, h := -1, uint32(offset)
+	closeWord := func(at int) {
+		t.start = append(t.start, int32(open))
+		t.end = append(t.end, int32(at))
+		t.hash = append(t.hash, h)
+		open, h = -1, offset
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if asciiWord[c] {
+				if open < 0 {
+					open = i
+				}
+				h = (h ^ uint32(c)) * prime
+			} else if open >= 0 {
+				closeWord(i)
+			}
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case !isWordRune(r):
+			if open >= 0 {
+				closeWord(i)
+			}
+		case standalone(r):
+			if open >= 0 {
+				closeWord(i)
+			}
+			open = i
+			for k := i; k < i+w; k++ {
+				h = (h ^ uint32(s[k])) * prime
+			}
+			closeWord(i + w)
+		default:
+			if open < 0 {
+				open = i
+			}
+			for k := i; k < i+w; k++ {
+				h = (h ^ uint32(s[k])) * prime
+			}
+		}
+		i += w
+	}
+	if open >= 0 {
+		closeWord(len(s))
+	}
+	return t
+}
+
+func bigramKey(a, b uint32) uint32 {
+	return uint32((uint64(a)<<32 | uint64(b)) * 0x9E3779B97F4A7C15 >> 32)
+}
+
+// fuzzyMatch is a match in normalised text: bytes [lo, hi).
+type fuzzyMatch struct {
+	lo, hi     int
+	similarity float64
+}
+
+// findFuzzy finds the region of the normalised text most similar to the
+// trimmed quote, if its similarity reaches threshold. Ties go to the match
+// nearest to page (when valid), then to the earliest. What trimming took
+// off the quote joins the match where the text has it right there: the
+// quotation marks were the document's own.
+func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuzzyMatch, bool) {
+	quote := pq.trimmed
+	n := d.normalized()
+	x := d.shingleIndex()
+	if n == nil || x == nil {
+		return fuzzyMatch{}, false
+	}
+	qHash := tokenize(quote).hash
+	if len(qHash) < 2 {
+		return fuzzyMatch{}, false
+	}
+	q := []rune(quote)
+	drift := int32(math.Ceil((1-threshold)*float64(len(qHash)))) + 1
+	words := int32(len(x.hash))
+
+	pageDistance := func(normOff int) int {
+		if !d.validPage(page) {
+			return 0
+		}
+		return abs(d.pageOf(int(n.orig[normOff])) - page)
+	}
+	rank := func(diag int32) int { return pageDistance(int(x.start[min(max(diag, 0), words-1)])) }
+
+	best, found, bestDist := fuzzyMatch{}, false, math.MaxInt
+	for _, c := range x.clusters(qHash, drift, maxCandidates, rank) {
+		first := max(0, c.lo-drift)
+		last := min(words, c.hi+int32(len(qHash))+drift) // exclusive
+		lo, hi := 0, len(n.text)
+		if first > 0 {
+			lo = int(x.end[first-1])
+		}
+		if last < words {
+			hi = int(x.start[last])
+		}
+		m, ok := alignWindow(q, n.text, lo, hi, threshold)
+		if !ok {
+			continue
+		}
+		m.lo, m.hi = surround(n.text, m.lo, m.hi, pq.lead, pq.trail)
+		dist := pageDistance(m.lo)
+		better := !found || m.similarity > best.similarity ||
+			(m.similarity == best.similarity && (dist < bestDist || (dist == bestDist && m.lo < best.lo)))
+		if better {
+			best, found, bestDist = m, true, dist
+		}
+	}
+	return best, found
+}
+
+// alignWindow aligns q with text[lo:hi] and returns the best match there,
+// snapped to whole words when that keeps it above threshold.
+func alignWindow(q []rune, text string, lo, hi int, threshold float64) (fuzzyMatch, bool) {
+	window := make([]rune, 0, hi-lo)
+	offs := make([]int, 0, hi-lo+1)
+	for i := lo; i < hi; {
+		r, w := utf8.DecodeRuneInString(text[i:])
+		window = append(window, r)
+		offs = append(offs, i)
+		i += w
+	}
+	offs = append(offs, hi)
+
+	// similarity >= threshold needs dist <= (1-threshold) * (len(q)+dist).
+	dist, s, e, ok := semiGlobal(q, window, int((1-threshold)*float64(len(q))/threshold+1e-9))
+	if !ok {
+		return fuzzyMatch{}, false
+	}
+	raw := similarity(dist, len(q), e-s)
+	if raw < threshold {
+		return fuzzyMatch{}, false
+	}
+	// Prefer the match grown to whole words, then the match without the
+	// white space it may start or end with, then the alignment as it is.
+	ts, te := s, e
+	for ts < te && window[ts] == ' ' {
+		ts++
+	}
+	for te > ts && window[te-1] == ' ' {
+		te--
+	}
+	ws, we := ts, te
+	for ws > 0 && ws < we && joins(window[ws-1], window[ws]) {
+		ws--
+	}
+	for we < len(window) && we > ws && joins(window[we-1], window[we]) {
+		we++
+	}
+	sim := raw
+	for _, c := range [][2]int{{ws, we}, {ts, te}} {
+		if c[0] >= c[1] || (c[0] == s && c[1] == e) {
+			continue
+		}
+		if cs := similarity(levenshtein(q, window[c[0]:c[1]]), len(q), c[1]-c[0]); cs >= threshold {
+			s, e, sim = c[0], c[1], cs
+			break
+		}
+	}
+	return fuzzyMatch{lo: offs[s], hi: offs[e], similarity: sim}, true
+}
+
+func similarity(dist, a, b int) float64 {
+	return 1 - float64(dist)/float64(max(a, b, 1))
+}
+
+// semiGlobal finds the substring t[s:e] whose edit distance to q is least,
+// with q consumed whole (Sellers' algorithm), if that distance is at most
+// k. Each cell carries the start of the path that reached it, so no
+// traceback is needed and memory is O(len(q)). Ukkonen's cut-off skips the
+// rows of a column that can no longer come within k (a cell is never less
+// than its upper-left neighbour), so unrelated text costs about
+// O(k * len(t)) rather than O(len(q) * len(t)). Ties go to the earliest end.
+func semiGlobal(q, t []rune, k int) (dist, s, e int, ok bool) {
+	m := len(q)
+	k = min(k, m)
+	over := int32(k + 1)        // every cell beyond k is stored as k+1
+	cost := make([]int32, m+1)  // column j: cost[i] = distance of q[:i] to the best t[x:j]
+	start := make([]int32, m+1) // start[i] = that x
+	for i := range cost {
+		cost[i] = min(int32(i), over)
+	}
+	last := k // the last row at most k in the current column
+	best, bs, be := over, int32(0), 0
+	if last == m {
+		best = cost[m]
+	}
+	for j := 1; j <= len(t); j++ {
+		top := min(last+1, m)
+		diag, diagStart := cost[0], start[0]
+		cost[0], start[0] = 0, int32(j)
+		tj := t[j-1]
+		for i := 1; i <= top; i++ {
+			v, st := diag, diagStart
+			if q[i-1] != tj {
+				v++
+			}
+			if skip := cost[i] + 1; skip < v { // t[j-1] left out of q
+				v, st = skip, start[i]
+			}
+			if miss := cost[i-1] + 1; miss < v { // q[i-1] missing from t
+				v, st = miss, start[i-1]
+			}
+			diag, diagStart = cost[i], start[i]
+			cost[i], start[i] = min(v, over), st
+		}
+		last = top
+		for last > 0 && cost[last] == over {
+			last--
+		}
+		if last == m && cost[m] < best {
+			best, bs, be = cost[m], start[m], j
+		}
+	}
+	if best == over {
+		return 0, 0, 0, false
+	}
+	return int(best), int(bs), be, true
+}
+
+// levenshtein is the edit distance between a and b.
+func levenshtein(a, b []rune) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		diag := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			v := diag
+			if a[i-1] != b[j-1] {
+				v++
+			}
+			v = min(v, row[j]+1, row[j-1]+1)
+			diag, row[j] = row[j], v
+		}
+	}
+	return row[len(b)]
+}
