@@ -1,0 +1,284 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Problem reasons: why an answer (or one rule of it) was not accepted. They are
+// low-cardinality and double as metric labels.
+const (
+	ReasonMalformedJSON     = "malformed_json"
+	ReasonCodeFence         = "code_fence"
+	ReasonMissingRule       = "missing_rule"
+	ReasonDuplicateRule     = "duplicate_rule"
+	ReasonUnknownRule       = "unknown_rule"
+	ReasonMissingRuleID     = "missing_rule_id"
+	ReasonMissingRationale  = "missing_rationale"
+	ReasonMissingBoolean    = "missing_boolean_output"
+	ReasonMissingScore      = "missing_numerical_output"
+	ReasonScoreNotAllowed   = "score_not_allowed"
+	ReasonWrongOutputType   = "wrong_output_type"
+	ReasonEmptyResponse     = "empty_response"
+	ReasonMalformedEvidence = "malformed_evidence"
+)
+
+// Problem is one thing wrong with a model answer. RuleID is empty when the
+// problem concerns the answer as a whole.
+type Problem struct {
+	RuleID string
+	Reason string
+	Detail string
+}
+
+func (p Problem) String() string {
+	if p.RuleID == "" {
+		return p.Detail
+	}
+	return "rule " + strconv.Quote(p.RuleID) + ": " + p.Detail
+}
+
+// rawAnswer mirrors the output contract with pointers, so that a missing field
+// can be told apart from a zero value.
+type rawAnswer struct {
+	Rules []json.RawMessage `json:"rules"`
+}
+
+type rawRule struct {
+	RuleID          *string         `json:"rule_id"`
+	DataSufficiency *bool           `json:"data_sufficiency"`
+	Rationale       *string         `json:"rationale"`
+	BooleanOutput   json.RawMessage `json:"boolean_output"`
+	NumericalOutput json.RawMessage `json:"numerical_output"`
+	NotApplicable   *bool           `json:"not_applicable"`
+	Evidences       []rawEvidence   `json:"evidences"`
+}
+
+type rawEvidence struct {
+	Text             string          `json:"text"`
+	SourceOrigin     string          `json:"source_origin"`
+	SourcePageNumber json.RawMessage `json:"source_page_number"`
+}
+
+// checkAnswer parses one model answer and checks it against the rules still
+// pending. It returns the verdicts that passed every check and the problems
+// found; pending rules with neither a verdict nor a problem of their own get a
+// missing_rule problem.
+func checkAnswer(content string, pending []Rule) (map[string]Verdict, []Problem) {
+	body, fenced := stripCodeFence(content)
+	if strings.TrimSpace(body) == "" {
+		return nil, []Problem{{Reason: ReasonEmptyResponse, Detail: "the answer was empty; answer with the JSON object"}}
+	}
+	var ans rawAnswer
+	dec := json.NewDecoder(strings.NewReader(body))
+	if err := dec.Decode(&ans); err != nil {
+		reason, detail := ReasonMalformedJSON, "the answer is not valid JSON ("+jsonErrorDetail(body, err)+")"
+		if fenced {
+			reason, detail = ReasonCodeFence, "the answer was wrapped in a code fence and its content is not valid JSON ("+jsonErrorDetail(body, err)+"); answer with bare JSON, no code fences"
+		}
+		return nil, []Problem{{Reason: reason, Detail: detail}}
+	}
+	if dec.More() {
+		return nil, []Problem{{Reason: ReasonMalformedJSON, Detail: "the answer has text after the JSON object; answer with exactly one JSON object"}}
+	}
+	if ans.Rules == nil {
+		return nil, []Problem{{Reason: ReasonMalformedJSON, Detail: `the answer has no "rules" array`}}
+	}
+
+	byID := make(map[string]Rule, len(pending))
+	for _, r := range pending {
+		byID[r.RuleID] = r
+	}
+	good := make(map[string]Verdict, len(pending))
+	seen := make(map[string]int, len(pending))
+	var problems []Problem
+	for i, raw := range ans.Rules {
+		var rr rawRule
+		if err := json.Unmarshal(raw, &rr); err != nil {
+			problems = append(problems, Problem{Reason: ReasonMalformedJSON, Detail: fmt.Sprintf("rules[%d] is not an object of the expected shape (%v)", i, err)})
+			continue
+		}
+		if rr.RuleID == nil || strings.TrimSpace(*rr.RuleID) == "" {
+			problems = append(problems, Problem{Reason: ReasonMissingRuleID, Detail: fmt.Sprintf("rules[%d] has no rule_id", i)})
+			continue
+		}
+		id := *rr.RuleID
+		rule, ok := byID[id]
+		if !ok {
+			problems = append(problems, Problem{Reason: ReasonUnknownRule, Detail: fmt.Sprintf("rules[%d] has rule_id %q, which is not one of the rules asked for (%s)", i, id, ruleIDList(pending))})
+			continue
+		}
+		seen[id]++
+		if seen[id] == 2 {
+			delete(good, id)
+			problems = append(problems, Problem{RuleID: id, Reason: ReasonDuplicateRule, Detail: "answered more than once; give exactly one entry per rule"})
+		}
+		if seen[id] > 1 {
+			continue
+		}
+		v, ps := checkRule(rule, rr)
+		if len(ps) > 0 {
+			problems = append(problems, ps...)
+			continue
+		}
+		good[id] = v
+	}
+	for _, r := range pending {
+		if seen[r.RuleID] == 0 {
+			problems = append(problems, Problem{RuleID: r.RuleID, Reason: ReasonMissingRule, Detail: "no answer was given for this rule"})
+		}
+	}
+	return good, problems
+}
+
+// checkRule turns one answered rule into a verdict, or says what is wrong.
+func checkRule(rule Rule, rr rawRule) (Verdict, []Problem) {
+	var problems []Problem
+	add := func(reason, format string, args ...any) {
+		problems = append(problems, Problem{RuleID: rule.RuleID, Reason: reason, Detail: fmt.Sprintf(format, args...)})
+	}
+	v := Verdict{
+		RuleID:          rule.RuleID,
+		Name:            rule.Name,
+		Type:            rule.Type,
+		DataSufficiency: rr.DataSufficiency == nil || *rr.DataSufficiency,
+		NotApplicable:   rr.NotApplicable != nil && *rr.NotApplicable,
+		Evidences:       []Evidence{},
+	}
+	if rr.Rationale == nil || strings.TrimSpace(*rr.Rationale) == "" {
+		add(ReasonMissingRationale, "rationale is missing or empty")
+	} else {
+		v.Rationale = strings.TrimSpace(*rr.Rationale)
+	}
+	// A rule that does not apply and has no alternate has nothing to judge; a
+	// numerical rule without sufficient data has no score to give.
+	outputOptional := v.NotApplicable && rule.NotApplicableText == ""
+	switch rule.Type {
+	case Numerical:
+		if !isAbsent(rr.BooleanOutput) && isAbsent(rr.NumericalOutput) {
+			add(ReasonWrongOutputType, "this is a numerical rule: give numerical_output (one of %s), not boolean_output", joinInts(rule.AllowedScores()))
+			break
+		}
+		if isAbsent(rr.NumericalOutput) {
+			if !outputOptional && v.DataSufficiency {
+				add(ReasonMissingScore, "numerical_output is missing; give one of %s", joinInts(rule.AllowedScores()))
+			}
+			break
+		}
+		score, ok := parseScore(rr.NumericalOutput)
+		if !ok {
+			add(ReasonScoreNotAllowed, "numerical_output %s is not an integer; give one of %s", string(rr.NumericalOutput), joinInts(rule.AllowedScores()))
+			break
+		}
+		if !slices.Contains(rule.AllowedScores(), score) {
+			add(ReasonScoreNotAllowed, "numerical_output %d is not one of the allowed scores %s", score, joinInts(rule.AllowedScores()))
+			break
+		}
+		v.NumericalOutput = &score
+	default:
+		if isAbsent(rr.BooleanOutput) {
+			if !outputOptional {
+				if !isAbsent(rr.NumericalOutput) {
+					add(ReasonWrongOutputType, "this is a boolean rule: give boolean_output (true or false), not numerical_output")
+				} else {
+					add(ReasonMissingBoolean, "boolean_output is missing; give true or false")
+				}
+			}
+			break
+		}
+		var b bool
+		if err := json.Unmarshal(rr.BooleanOutput, &b); err != nil {
+			add(ReasonMissingBoolean, "boolean_output %s is not true or false", string(rr.BooleanOutput))
+			break
+		}
+		v.BooleanOutput = &b
+	}
+	for _, e := range rr.Evidences {
+		text := strings.TrimSpace(e.Text)
+		if text == "" {
+			continue // an empty quote supports nothing; drop it rather than re-ask
+		}
+		page, _ := parseScore(e.SourcePageNumber)
+		v.Evidences = append(v.Evidences, Evidence{Text: text, SourceOrigin: strings.TrimSpace(e.SourceOrigin), SourcePageNumber: max(page, 0)})
+	}
+	return v, problems
+}
+
+// isAbsent reports whether a raw JSON field was missing or null.
+func isAbsent(raw json.RawMessage) bool {
+	return len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// parseScore reads an integer given as a JSON number (3 or 3.0) or a numeric
+// string ("3"), which small models often produce.
+func parseScore(raw json.RawMessage) (int, bool) {
+	if isAbsent(raw) {
+		return 0, false
+	}
+	s := strings.TrimSpace(string(raw))
+	if unq, err := strconv.Unquote(s); err == nil {
+		s = strings.TrimSpace(unq)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || f != math.Trunc(f) || math.Abs(f) > 1e9 {
+		return 0, false
+	}
+	return int(f), true
+}
+
+// stripCodeFence removes one surrounding Markdown code fence (```json … ```).
+func stripCodeFence(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "```") {
+		return s, false
+	}
+	t = strings.TrimPrefix(t, "```")
+	if nl := strings.IndexByte(t, '\n'); nl >= 0 {
+		t = t[nl+1:] // drop the info string, e.g. "json"
+	} else {
+		t = ""
+	}
+	t = strings.TrimSpace(t)
+	t = strings.TrimSuffix(t, "```")
+	return t, true
+}
+
+// jsonErrorDetail says where JSON parsing failed, with the byte offset.
+func jsonErrorDetail(body string, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v at byte offset %d", se, se.Offset)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Sprintf("unexpected end of input after %d bytes", len(body))
+	}
+	return err.Error()
+}
+
+func ruleIDList(rules []Rule) string {
+	ids := make([]string, len(rules))
+	for i, r := range rules {
+		ids[i] = strconv.Quote(r.RuleID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// correctiveMessage tells the model what was wrong and asks again for the
+// failing rules only.
+func correctiveMessage(problems []Problem, pending []Rule) string {
+	var b strings.Builder
+	b.WriteString("Your previous answer could not be accepted:\n")
+	for _, p := range problems {
+		b.WriteString("- " + p.String() + "\n")
+	}
+	b.WriteString("\nAnswer again with one JSON object in the same format, containing only these rules: " + ruleIDList(pending) + ". ")
+	b.WriteString("The other rules are already accepted; do not repeat them. No code fences, no prose.")
+	return b.String()
+}

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func newTestEngine(t *testing.T, llm LLM, cfg Config) *Engine {
+	t.Helper()
+	if cfg.Model == "" {
+		cfg.Model = "test-model"
+	}
+	e, err := New(llm, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestEvaluateFirstAnswerAccepted(t *testing.T) {
+	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t,
+		numRule("score", 3),
+		boolRule("term", true, map[string]any{"text": "The term of this agreement is two (2) years", "source_origin": "msa.pdf", "source_page_number": 1}),
+		boolRule("cap", true, map[string]any{"text": "total liability is capped at fees paid", "source_origin": "msa.pdf", "source_page_number": 1}),
+	)}}}
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{res.Rules[0].RuleID, res.Rules[1].RuleID, res.Rules[2].RuleID}; fmt.Sprint(got) != "[cap term score]" {
+		t.Errorf("verdicts in order %v, want ruleset order [cap term score]", got)
+	}
+	if res.Rules[0].Name != "Liability cap label" || res.Rules[2].Type != Numerical {
+		t.Errorf("verdicts lack rule metadata: %+v", res.Rules)
+	}
+	// The term quote sits on page 2 although the model said page 1.
+	ev := res.Rules[1].Evidences[0]
+	if !ev.Anchored || ev.Match != MatchExact || ev.SourcePageNumber != 2 || ev.StartOffset == nil {
+		t.Errorf("term evidence not anchored to page 2: %+v", ev)
+	}
+	if res.Usage != (Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1}) {
+		t.Errorf("usage = %+v", res.Usage)
+	}
+	if len(res.Sources) != 2 || res.Sources[0].SourcePageNumber != 1 || res.Sources[1].SourcePageNumber != 2 {
+		t.Errorf("sources = %+v", res.Sources)
+	}
+	if res.Aggregate.Boolean == nil || !res.Aggregate.Boolean.Passed || res.Aggregate.Boolean.Applicable != 2 {
+		t.Errorf("boolean aggregate = %+v", res.Aggregate.Boolean)
+	}
+	if n := res.Aggregate.Numerical; n == nil || n.Score == nil || *n.Score != 3 || n.Counted != 1 {
+		t.Errorf("numerical aggregate = %+v", res.Aggregate.Numerical)
+	}
+	// One call, structured output constrained to the ruleset, documents only in the user message.
+	call := llm.calls[0]
+	if call.Format != FormatJSONSchema || !strings.Contains(string(call.Schema), `"const":"cap"`) || !strings.Contains(string(call.Schema), `"enum":[1,2,3]`) {
+		t.Errorf("request schema = %s (format %s)", call.Schema, call.Format)
+	}
+	if strings.Contains(call.Messages[0].Content, "Master Services Agreement") || !strings.Contains(call.Messages[1].Content, "Master Services Agreement") {
+		t.Error("document text must be in the user message and only there")
+	}
+}
+
+func TestEvaluateReasksOnlyFailingRules(t *testing.T) {
+	llm := &scriptedLLM{replies: []scriptedReply{
+		{content: answer(t, boolRule("cap", true), numRule("score", 9))},   // term missing, score not allowed
+		{content: answer(t, boolRule("term", false), numRule("score", 2))}, // both fixed
+	}}
+	var retries []string
+	res, err := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(r string) { retries = append(retries, r) }}}).
+		Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(llm.calls) != 2 {
+		t.Fatalf("%d calls, want 2", len(llm.calls))
+	}
+	second := llm.calls[1]
+	msgs := second.Messages
+	if len(msgs) != 4 || msgs[2].Role != "assistant" || msgs[3].Role != "user" {
+		t.Fatalf("re-ask messages = %+v", msgs)
+	}
+	correction := msgs[3].Content
+	for _, want := range []string{`rule "score": numerical_output 9 is not one of the allowed scores 1, 2, 3`, `rule "term": no answer was given`, `containing only these rules: "term", "score"`} {
+		if !strings.Contains(correction, want) {
+			t.Errorf("correction lacks %q:\n%s", want, correction)
+		}
+	}
+	if strings.Contains(string(second.Schema), `"const":"cap"`) {
+		t.Error("re-ask schema still asks for the accepted rule")
+	}
+	if fmt.Sprint(retries) != "[score_not_allowed missing_rule]" {
+		t.Errorf("retry reasons %v", retries)
+	}
+	if *res.Rules[0].BooleanOutput != true || *res.Rules[1].BooleanOutput != false || *res.Rules[2].NumericalOutput != 2 {
+		t.Errorf("merged verdicts wrong: %+v", res.Rules)
+	}
+	if res.Usage.LLMCalls != 2 || res.Usage.PromptTokens != 200 || res.Usage.CachedTokens != 20 {
+		t.Errorf("usage not summed over retries: %+v", res.Usage)
+	}
+}
+
+func TestEvaluateBudgetExhausted(t *testing.T) {
+	bad := answer(t, boolRule("cap", true), boolRule("term", true), numRule("score", 9))
+	llm := &scriptedLLM{replies: []scriptedReply{{content: "not json"}, {content: bad}, {content: bad}}}
+	_, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	if !errors.Is(err, ErrInvalidOutput) {
+		t.Fatalf("err = %v, want ErrInvalidOutput", err)
+	}
+	if len(llm.calls) != 3 {
+		t.Errorf("%d calls, want 1 + 2 retries", len(llm.calls))
+	}
+	if !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(err.Error(), `rule "score": numerical_output 9`) {
+		t.Errorf("error does not list what is still wrong: %v", err)
+	}
+}
+
+func TestEvaluateNoRetriesWhenDisabled(t *testing.T) {
+	llm := &scriptedLLM{replies: []scriptedReply{{content: "{"}}}
+	_, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	if !errors.Is(err, ErrInvalidOutput) || len(llm.calls) != 1 {
+		t.Fatalf("err = %v after %d calls", err, len(llm.calls))
+	}
+}
+
+func TestEvaluateLLMErrorsPassThrough(t *testing.T) {
+	for _, sentinel := range []error{ErrLLMUnavailable, ErrLLMRejected} {
+		llm := &scriptedLLM{replies: []scriptedReply{{err: fmt.Errorf("%w: boom", sentinel)}}}
+		_, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+		if !errors.Is(err, sentinel) {
+			t.Errorf("err = %v, want %v", err, sentinel)
+		}
+	}
+}
+
+func TestEvaluateRejectsBadRequestsWithoutCallingTheModel(t *testing.T) {
+	tests := []struct {
+		name string
+		req  Request
+		want error
+	}{
+		{"no ruleset", Request{Inputs: testInputs()}, ErrInvalidRuleset},
+		{"invalid ruleset", Request{Ruleset: &Ruleset{ID: "x"}, Inputs: testInputs()}, ErrInvalidRuleset},
+		{"no inputs", Request{Ruleset: testRuleset()}, ErrInvalidInput},
+		{"empty inputs", Request{Ruleset: testRuleset(), Inputs: &Inputs{}}, ErrInvalidInput},
+		{"too large", Request{Ruleset: testRuleset(), Inputs: &Inputs{TextInput: strings.Repeat("x", 2048)}}, ErrInputTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			llm := &scriptedLLM{}
+			_, err := newTestEngine(t, llm, Config{MaxInputBytes: 1024}).Evaluate(context.Background(), tt.req)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+			if len(llm.calls) != 0 {
+				t.Error("the model was called for an invalid request")
+			}
+		})
+	}
+}
+
+func TestEvaluateEvidenceOrigins(t *testing.T) {
+	in := testInputs()
+	in.AuxiliaryDocs = []Document{{Name: "policy.md", Pages: []string{"Suppliers must carry insurance of at least one million euros."}}}
+	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t,
+		boolRule("cap", true,
+			// wrong origin, found verbatim in the other document
+			map[string]any{"text": "Suppliers must carry insurance", "source_origin": "msa.pdf", "source_page_number": 1},
+			// named input evidence
+			map[string]any{"text": "50000", "source_origin": "budget", "source_page_number": 3},
+			// not in any document
+			map[string]any{"text": "The supplier shall indemnify the customer against all claims whatsoever.", "source_origin": "msa.pdf", "source_page_number": 1},
+		),
+		boolRule("term", true), numRule("score", 1),
+	)}}}
+	var matches []Match
+	res, err := newTestEngine(t, llm, Config{Hooks: Hooks{Anchor: func(m Match) { matches = append(matches, m) }}}).
+		Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := res.Rules[0].Evidences
+	if ev[0].SourceOrigin != "policy.md" || !ev[0].Anchored {
+		t.Errorf("wrong-origin quote not moved to its document: %+v", ev[0])
+	}
+	if ev[1].SourcePageNumber != 0 || ev[1].Anchored || ev[1].Match != MatchNotDocument {
+		t.Errorf("named-input evidence: %+v", ev[1])
+	}
+	if ev[2].Anchored || ev[2].Match != MatchNone || ev[2].StartOffset != nil || !strings.Contains(ev[2].Text, "indemnify") {
+		t.Errorf("unfound quote must stay unanchored with its text: %+v", ev[2])
+	}
+	if fmt.Sprint(matches) != "[exact not_document none]" {
+		t.Errorf("anchor outcomes %v", matches)
+	}
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	for _, cfg := range []Config{{Format: "xml"}, {FuzzyThreshold: 1.5}, {Temperature: -1}, {MaxTokens: -1}} {
+		if _, err := New(&scriptedLLM{}, cfg); err == nil {
+			t.Errorf("New(%+v) accepted a bad config", cfg)
+		}
+	}
+	if _, err := New(nil, Config{}); err == nil {
+		t.Error("New accepted a nil LLM")
+	}
+}
