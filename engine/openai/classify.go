@@ -1,0 +1,276 @@
+package openai
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+)
+
+// failureKind says what to do about a failed attempt.
+type failureKind int
+
+const (
+	// transient: try again after a wait.
+	transient failureKind = iota
+	// permanent: the same request will fail the same way.
+	permanent
+	// formatRefused: the server does not do the response_format asked for;
+	// try a weaker one.
+	formatRefused
+)
+
+// failure is one failed attempt, classified.
+type failure struct {
+	kind failureKind
+	// status is the HTTP status, 0 when no response arrived.
+	status int
+	// reason says what happened, for errors and logs.
+	reason string
+	// retryAfter is the server's requested wait, when it sent one.
+	retryAfter    time.Duration
+	hasRetryAfter bool
+	// cause is the error go-openai or the transport returned.
+	cause error
+}
+
+// attemptRecord is what the HTTP layer saw of one attempt. Each attempt has
+// its own record, carried in the request context, so concurrent calls share
+// nothing.
+type attemptRecord struct {
+	sent   bool
+	status int
+	header http.Header
+}
+
+type attemptKey struct{}
+
+// recordingDoer notes whether a request went out and the status and headers
+// of its response; go-openai's errors do not carry the headers (Retry-After).
+type recordingDoer struct{ next *http.Client }
+
+func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.next.Do(req)
+	if rec, ok := req.Context().Value(attemptKey{}).(*attemptRecord); ok {
+		rec.sent = true
+		if resp != nil {
+			rec.status = resp.StatusCode
+			rec.header = resp.Header.Clone()
+		}
+	}
+	return resp, err
+}
+
+// attemptInfo describes the attempt being classified.
+type attemptInfo struct {
+	model string
+	// withFormat says the request carried a response_format.
+	withFormat bool
+	timeout    time.Duration
+	// timedOut says the attempt's own deadline expired while the caller's
+	// context is still live.
+	timedOut bool
+	now      time.Time
+}
+
+// classify turns the error of one attempt into a failure.
+func classify(err error, rec *attemptRecord, a attemptInfo) *failure {
+	f := &failure{kind: transient, status: rec.status, cause: err}
+	if wait, ok := retryAfter(rec.header, a.now); ok {
+		f.retryAfter, f.hasRetryAfter = wait, true
+	}
+
+	var apiErr *goopenai.APIError
+	var reqErr *goopenai.RequestError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode >= http.StatusBadRequest:
+		f.status = apiErr.HTTPStatusCode
+		classifyStatus(f, serverError{
+			message: apiErr.Message,
+			code:    fmt.Sprint(nonNil(apiErr.Code)),
+			typ:     apiErr.Type,
+			param:   deref(apiErr.Param),
+		}, a)
+	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode >= http.StatusBadRequest:
+		// An error status with a body that is not an OpenAI error object,
+		// e.g. a proxy's HTML page.
+		f.status = reqErr.HTTPStatusCode
+		classifyStatus(f, serverError{message: bodySnippet(reqErr.Body)}, a)
+	case !rec.sent:
+		// go-openai refused the request before sending it (e.g. a
+		// parameter its model table says the model does not take).
+		f.kind = permanent
+		f.reason = "the request was refused before sending: " + err.Error()
+	case a.timedOut:
+		f.reason = fmt.Sprintf("no response within %s (attempt timeout)", a.timeout)
+	case isCertificateError(err):
+		f.kind = permanent
+		f.reason = "the server's TLS certificate was refused: " + err.Error()
+	case rec.status != 0:
+		// The status line arrived but the body could not be read or
+		// decoded: a connection dropped mid-response or a garbled reply.
+		f.reason = fmt.Sprintf("%s, then reading the response failed: %v", statusLine(rec.status), err)
+	default:
+		// No response at all: connection refused or reset, DNS, EOF.
+		f.reason = err.Error()
+	}
+	return f
+}
+
+// serverError is the useful part of an error response.
+type serverError struct {
+	message, code, typ, param string
+}
+
+// classifyStatus fills in f for an HTTP error status.
+//
+// Rules, first match wins:
+//   - a message or code about the context length (any status): permanent,
+//     the input is too long for the model's context window;
+//   - a 500 to a request with a response_format whose message names the
+//     response_format parameter: formatRefused. llama-cpp-python's server
+//     reports its request validation errors ("Input should be 'text' or
+//     'json_object'" at body.response_format.type) as 500s; retrying
+//     those would only repeat the refusal;
+//   - 408, 429 and 5xx other than 501 and 505: transient;
+//   - 400 or 422 to a request with a response_format, pointing at it (param response_format,
+//     or a message mentioning response_format, json_schema, json_object,
+//     schema, grammar or structured output): formatRefused. A 400 that
+//     says nothing about the format is a bad request, not a reason to
+//     give up structured output for every later call;
+//   - 401/403: the API key was refused; 404: the model (or endpoint) does
+//     not exist; any other 4xx: the request was refused. All permanent.
+func classifyStatus(f *failure, se serverError, a attemptInfo) {
+	status := f.status
+	detail := ""
+	if se.message != "" && !strings.EqualFold(se.message, http.StatusText(status)) {
+		detail = ": " + se.message
+	}
+	switch {
+	case isContextLength(se):
+		f.kind = permanent
+		f.reason = fmt.Sprintf("the input is too long for the model's context window (%d%s)", status, detail)
+	case a.withFormat && status == http.StatusInternalServerError && strings.Contains(se.message, "response_format"):
+		f.kind = formatRefused
+		f.reason = fmt.Sprintf("the server refused the response format (%d%s)", status, detail)
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests ||
+		(status >= 500 && status != http.StatusNotImplemented && status != http.StatusHTTPVersionNotSupported):
+		f.kind = transient
+		f.reason = statusLine(status) + detail
+	case a.withFormat && (status == http.StatusBadRequest || status == http.StatusUnprocessableEntity) && isFormatRefusal(se):
+		f.kind = formatRefused
+		f.reason = fmt.Sprintf("the server refused the response format (%d%s)", status, detail)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		f.kind = permanent
+		f.reason = fmt.Sprintf("the server refused the API key (%d%s)", status, detail)
+	case status == http.StatusNotFound:
+		f.kind = permanent
+		f.reason = fmt.Sprintf("model %q not found (404%s)", a.model, detail)
+	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+		f.kind = permanent
+		f.reason = fmt.Sprintf("bad request (%d%s)", status, detail)
+	default:
+		f.kind = permanent
+		f.reason = statusLine(status) + detail
+	}
+}
+
+func isContextLength(se serverError) bool {
+	if se.code == "context_length_exceeded" || strings.Contains(se.typ, "context") {
+		return true
+	}
+	msg := strings.ToLower(se.message)
+	for _, s := range []string{"context length", "maximum context", "context window", "context size", "context_length"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isFormatRefusal(se serverError) bool {
+	if se.param == "response_format" || strings.HasPrefix(se.param, "response_format.") {
+		return true
+	}
+	msg := strings.ToLower(se.message)
+	for _, s := range []string{"response_format", "response format", "json_schema", "json schema", "json_object", "schema", "grammar", "structured output"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isCertificateError(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// retryAfter reads the wait a server asked for: retry-after-ms (OpenAI,
+// Azure) in milliseconds, else Retry-After in seconds or as an HTTP-date.
+// A date in the past means no wait.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if h == nil {
+		return 0, false
+	}
+	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+func statusLine(status int) string {
+	if text := http.StatusText(status); text != "" {
+		return fmt.Sprintf("%d %s", status, text)
+	}
+	return strconv.Itoa(status)
+}
+
+// bodySnippet shortens an error body for messages.
+func bodySnippet(b []byte) string {
+	const limit = 200
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if r := []rune(s); len(r) > limit {
+		s = string(r[:limit]) + "…"
+	}
+	return s
+}
+
+func nonNil(v any) any {
+	if v == nil {
+		return ""
+	}
+	return v
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,336 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"rulevalidator/engine"
+)
+
+// Client is an engine.LLM backed by an OpenAI-compatible chat completions
+// endpoint. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+	api *goopenai.Client
+	log *slog.Logger
+
+	mu sync.Mutex
+	// formats holds, per model, the strongest response format the server
+	// has not refused; calls start there.
+	formats map[string]engine.ResponseFormat
+}
+
+var _ engine.LLM = (*Client)(nil)
+
+// New checks cfg, fills in its defaults and returns a Client.
+func New(cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	oc := goopenai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.HTTPClient = recordingDoer{next: cfg.HTTPClient}
+	return &Client{
+		cfg:     cfg,
+		api:     goopenai.NewClientWithConfig(oc),
+		log:     cfg.Logger,
+		formats: map[string]engine.ResponseFormat{},
+	}, nil
+}
+
+// Chat sends req, retrying transient failures and falling back to a weaker
+// response format when the server refuses the one asked for. Errors wrap
+// engine.ErrLLMUnavailable or engine.ErrLLMRejected, or the context's error
+// when ctx ends first.
+func (c *Client) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatResponse, error) {
+	format, err := c.startFormat(req)
+	if err != nil {
+		return engine.ChatResponse{}, err
+	}
+	start := time.Now()
+	for {
+		resp, refused, err := c.callWithRetries(ctx, req, format, start)
+		if refused == nil {
+			return resp, err
+		}
+		// Text sends no response_format, so a refusal always has a weaker
+		// format to go to.
+		next := weaker(format)
+		c.remember(req.Model, next)
+		c.log.Warn("openai: server refused the response format, falling back",
+			"model", req.Model, "format", format, "fallback", next,
+			"status", refused.status, "error", refused.reason)
+		format = next
+	}
+}
+
+// Format is the response format calls for model start at: the configured
+// bound, lowered by any refusal seen so far.
+func (c *Client) Format(model string) engine.ResponseFormat {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.boundLocked(model)
+}
+
+func (c *Client) boundLocked(model string) engine.ResponseFormat {
+	bound := engine.FormatJSONSchema
+	if c.cfg.Format != "" {
+		bound = c.cfg.Format
+	}
+	if known, ok := c.formats[model]; ok {
+		bound = weakest(bound, known)
+	}
+	return bound
+}
+
+func (c *Client) remember(model string, f engine.ResponseFormat) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if known, ok := c.formats[model]; !ok || strength(f) < strength(known) {
+		c.formats[model] = f
+	}
+}
+
+var schemaNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// startFormat checks req and picks the format of its first attempt. An
+// empty req.Format means json_schema when a Schema is given, else json_object.
+func (c *Client) startFormat(req engine.ChatRequest) (engine.ResponseFormat, error) {
+	want := req.Format
+	if want == "" {
+		want = engine.FormatJSONObject
+		if len(req.Schema) > 0 {
+			want = engine.FormatJSONSchema
+		}
+	}
+	switch {
+	case strength(want) == 0:
+		return "", rejectedLocally("format %q is not one of %s, %s, %s",
+			want, engine.FormatJSONSchema, engine.FormatJSONObject, engine.FormatText)
+	case len(req.Messages) == 0:
+		return "", rejectedLocally("the request has no messages")
+	case want == engine.FormatJSONSchema && len(req.Schema) == 0:
+		return "", rejectedLocally("format json_schema needs a Schema")
+	case want == engine.FormatJSONSchema && !json.Valid(req.Schema):
+		return "", rejectedLocally("schema %q is not valid JSON", schemaName(req))
+	case want == engine.FormatJSONSchema && !schemaNamePattern.MatchString(schemaName(req)):
+		return "", rejectedLocally("SchemaName %q must be 1 to 64 letters, digits, '_' or '-'", req.SchemaName)
+	}
+	return weakest(want, c.Format(req.Model)), nil
+}
+
+// callWithRetries sends req in format until it succeeds, fails for good, or
+// the server refuses the format (refused is then set and err is nil).
+func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, format engine.ResponseFormat, start time.Time) (resp engine.ChatResponse, refused *failure, err error) {
+	creq := buildRequest(req, format)
+	for n := 1; ; n++ {
+		out, f := c.attempt(ctx, creq, req.Model, format)
+		if f == nil {
+			return c.toChatResponse(out, req.Model, format), nil, nil
+		}
+		if ctx.Err() != nil {
+			return engine.ChatResponse{}, nil, fmt.Errorf("openai: call abandoned during attempt %d: %w", n, ctx.Err())
+		}
+		switch f.kind {
+		case formatRefused:
+			return engine.ChatResponse{}, f, nil
+		case permanent:
+			return engine.ChatResponse{}, nil, &chatError{
+				msg:   fmt.Sprintf("%s: %s", engine.ErrLLMRejected, f.reason),
+				kind:  engine.ErrLLMRejected,
+				cause: f.cause,
+			}
+		}
+		elapsed := time.Since(start)
+		wait, retry, why := c.nextWait(n, f, elapsed)
+		if !retry {
+			return engine.ChatResponse{}, nil, &chatError{
+				msg: fmt.Sprintf("%s after %d %s over %s%s: last error: %s",
+					engine.ErrLLMUnavailable, n, plural(n, "attempt", "attempts"), roundDuration(elapsed), why, f.reason),
+				kind:  engine.ErrLLMUnavailable,
+				cause: f.cause,
+			}
+		}
+		level := slog.LevelWarn
+		if f.status == http.StatusTooManyRequests {
+			level = slog.LevelInfo // rate limiting is back-pressure, not a fault
+		}
+		attrs := []any{"model", req.Model, "attempt", n, "max_attempts", c.cfg.MaxAttempts, "wait", wait, "error", f.reason}
+		if f.status != 0 {
+			attrs = append(attrs, "status", f.status)
+		}
+		if f.hasRetryAfter {
+			attrs = append(attrs, "retry_after", f.retryAfter)
+		}
+		c.log.Log(ctx, level, "openai: retrying chat completion", attrs...)
+		if err := c.cfg.Sleep(ctx, wait); err != nil {
+			return engine.ChatResponse{}, nil, fmt.Errorf("openai: call abandoned waiting to retry after %d %s (last error: %s): %w",
+				n, plural(n, "attempt", "attempts"), f.reason, err)
+		}
+	}
+}
+
+// attempt sends one request under its own timeout.
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat) (goopenai.ChatCompletionResponse, *failure) {
+	rec := &attemptRecord{}
+	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, rec), c.cfg.Timeout)
+	defer cancel()
+	resp, err := c.api.CreateChatCompletion(actx, creq)
+	if err == nil {
+		return resp, nil
+	}
+	return resp, classify(err, rec, attemptInfo{
+		model:      model,
+		withFormat: format != engine.FormatText,
+		timeout:    c.cfg.Timeout,
+		timedOut:   ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded),
+		now:        time.Now(),
+	})
+}
+
+func (c *Client) toChatResponse(resp goopenai.ChatCompletionResponse, model string, format engine.ResponseFormat) engine.ChatResponse {
+	out := engine.ChatResponse{
+		Format: format,
+		Model:  resp.Model,
+		Usage: engine.Usage{
+			PromptTokens:     resp.Usage.PromptTokens,
+			CompletionTokens: resp.Usage.CompletionTokens,
+			LLMCalls:         1,
+		},
+	}
+	if d := resp.Usage.PromptTokensDetails; d != nil {
+		out.Usage.CachedTokens = d.CachedTokens
+	}
+	if out.Model == "" {
+		out.Model = model
+	}
+	// No choices, or an empty or refused message, is an answer the engine's
+	// output checks deal with, not a transport failure.
+	if len(resp.Choices) == 0 {
+		c.log.Debug("openai: response has no choices", "model", model)
+		return out
+	}
+	msg := resp.Choices[0].Message
+	out.Content = msg.Content
+	if msg.Refusal != "" {
+		c.log.Info("openai: model refused to answer", "model", model, "refusal", msg.Refusal)
+	}
+	return out
+}
+
+// buildRequest maps req onto the wire request for format.
+func buildRequest(req engine.ChatRequest, format engine.ResponseFormat) goopenai.ChatCompletionRequest {
+	msgs := make([]goopenai.ChatCompletionMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = goopenai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+	}
+	creq := goopenai.ChatCompletionRequest{
+		Model:       req.Model,
+		Messages:    msgs,
+		Temperature: req.Temperature,
+		MaxTokens:   req.MaxTokens,
+	}
+	switch format {
+	case engine.FormatJSONSchema:
+		creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
+			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
+				Name:   schemaName(req),
+				Schema: req.Schema,
+				Strict: true,
+			},
+		}
+	case engine.FormatJSONObject:
+		creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
+			Type: goopenai.ChatCompletionResponseFormatTypeJSONObject,
+		}
+	}
+	// Reasoning models take max_completion_tokens and refuse max_tokens;
+	// everything else (llama.cpp, vLLM, Ollama) understands max_tokens.
+	if creq.MaxTokens > 0 && errors.Is(goopenai.NewReasoningValidator().Validate(creq), goopenai.ErrReasoningModelMaxTokensDeprecated) {
+		creq.MaxCompletionTokens, creq.MaxTokens = creq.MaxTokens, 0
+	}
+	return creq
+}
+
+func schemaName(req engine.ChatRequest) string {
+	if req.SchemaName == "" {
+		return "response"
+	}
+	return req.SchemaName
+}
+
+// strength orders formats; 0 means unknown.
+func strength(f engine.ResponseFormat) int {
+	switch f {
+	case engine.FormatJSONSchema:
+		return 3
+	case engine.FormatJSONObject:
+		return 2
+	case engine.FormatText:
+		return 1
+	}
+	return 0
+}
+
+func weakest(a, b engine.ResponseFormat) engine.ResponseFormat {
+	if strength(b) < strength(a) {
+		return b
+	}
+	return a
+}
+
+// weaker is the next format to try after f is refused.
+func weaker(f engine.ResponseFormat) engine.ResponseFormat {
+	if f == engine.FormatJSONSchema {
+		return engine.FormatJSONObject
+	}
+	return engine.FormatText
+}
+
+// chatError wraps the engine's sentinel and the underlying cause; its
+// message already names the sentinel.
+type chatError struct {
+	msg   string
+	kind  error
+	cause error
+}
+
+func (e *chatError) Error() string { return "openai: " + e.msg }
+func (e *chatError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.cause}
+}
+
+// rejectedLocally is an ErrLLMRejected for a request that is not sent.
+func rejectedLocally(format string, args ...any) error {
+	return fmt.Errorf("openai: %w: %s (no request was sent)", engine.ErrLLMRejected, fmt.Sprintf(format, args...))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// roundDuration keeps messages readable: 41.3s, 850ms.
+func roundDuration(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}

@@ -1,0 +1,136 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"rulevalidator/engine"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultTimeout     = 120 * time.Second
+	DefaultMaxAttempts = 6
+	DefaultMaxElapsed  = 5 * time.Minute
+	DefaultBaseDelay   = 500 * time.Millisecond
+	DefaultMaxDelay    = 30 * time.Second
+)
+
+// Config configures a Client. Zero durations and counts take the defaults above.
+type Config struct {
+	// BaseURL is the API root, e.g. https://api.openai.com/v1 or
+	// http://127.0.0.1:8080/v1; chat completions are posted to
+	// BaseURL + "/chat/completions".
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends none (local servers).
+	APIKey string
+	// Timeout bounds one HTTP attempt (default 120s).
+	Timeout time.Duration
+	// MaxAttempts bounds the requests sent for one call in one response
+	// format when transient failures repeat (default 6; 1 means no
+	// retries). A format fallback starts a fresh count; MaxElapsed bounds
+	// the call as a whole.
+	MaxAttempts int
+	// MaxElapsed bounds the time spent retrying one call: no retry starts
+	// after it (default 5m).
+	MaxElapsed time.Duration
+	// BaseDelay and MaxDelay shape the backoff between attempts: the n-th
+	// wait is drawn uniformly from [0, min(MaxDelay, BaseDelay·2^(n-1))]
+	// (defaults 500ms and 30s).
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	// Format is the strongest response format to ask for; "" starts at
+	// json_schema and falls back as the server requires. json_object never
+	// tries json_schema; text never sends response_format.
+	Format engine.ResponseFormat
+	// HTTPClient sends the requests; nil uses a client with the default
+	// transport. Its own Timeout, if any, also applies.
+	HTTPClient *http.Client
+	// Logger receives retry and fallback logs; nil uses slog.Default().
+	Logger *slog.Logger
+	// Sleep waits d or until ctx is done; nil uses a timer. Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (c *Config) setDefaults() {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.MaxElapsed == 0 {
+		c.MaxElapsed = DefaultMaxElapsed
+	}
+	if c.BaseDelay == 0 {
+		c.BaseDelay = DefaultBaseDelay
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+}
+
+// Validate reports the first thing wrong with c. Zero fields are valid: New
+// fills them with defaults.
+func (c Config) Validate() error {
+	if c.BaseURL == "" {
+		return errors.New("openai: BaseURL is required")
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("openai: BaseURL %q is not an absolute http(s) URL", c.BaseURL)
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"Timeout", c.Timeout},
+		{"MaxElapsed", c.MaxElapsed},
+		{"BaseDelay", c.BaseDelay},
+		{"MaxDelay", c.MaxDelay},
+	} {
+		if d.value < 0 {
+			return fmt.Errorf("openai: %s must not be negative, got %s", d.name, d.value)
+		}
+	}
+	if c.MaxAttempts < 0 {
+		return fmt.Errorf("openai: MaxAttempts must not be negative, got %d", c.MaxAttempts)
+	}
+	if c.BaseDelay > 0 && c.MaxDelay > 0 && c.BaseDelay > c.MaxDelay {
+		return fmt.Errorf("openai: BaseDelay %s exceeds MaxDelay %s", c.BaseDelay, c.MaxDelay)
+	}
+	if c.Format != "" && strength(c.Format) == 0 {
+		return fmt.Errorf("openai: Format %q is not one of %s, %s, %s",
+			c.Format, engine.FormatJSONSchema, engine.FormatJSONObject, engine.FormatText)
+	}
+	return nil
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,293 @@
+// Package llmfake is a scripted OpenAI-compatible chat completions server for
+// tests. It answers POST {URL}/chat/completions with the replies it was given,
+// in order, records every request it saw, and can refuse chosen response
+// formats the way servers without structured output do.
+package llmfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Reply is one scripted answer. The zero Reply is a 200 with empty content.
+type Reply struct {
+	// Status is the HTTP status; 0 means 200.
+	Status int
+	// Header is added to the response (e.g. Retry-After).
+	Header map[string]string
+	// Content is the assistant message of a 200 reply.
+	Content string
+	// NoChoices sends a 200 with an empty choices list.
+	NoChoices bool
+	// Model is the model reported back; empty echoes the request's model.
+	Model string
+	// Usage is reported on a 200 reply.
+	PromptTokens, CompletionTokens, CachedTokens int
+	// Error fills an OpenAI-style error body when Status is 400 or more.
+	Error *Error
+	// Body, when set, is sent verbatim instead of any generated body.
+	Body string
+	// Delay holds the reply back; it ends early when the client goes away.
+	Delay time.Duration
+	// Truncate sends half of the body and then drops the connection.
+	Truncate bool
+}
+
+// Error is the "error" object of an OpenAI error response.
+type Error struct {
+	Message string `json:"message"`
+	Type    string `json:"type,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Param   string `json:"param,omitempty"`
+}
+
+// Request is what the server saw of one request.
+type Request struct {
+	Header   http.Header
+	Model    string
+	Messages []Message
+	// Format is response_format.type, "" when response_format was absent.
+	Format      string
+	SchemaName  string
+	Schema      json.RawMessage
+	Strict      bool
+	Temperature *float64
+	// MaxTokens is max_tokens; MaxCompletionTokens is max_completion_tokens.
+	MaxTokens, MaxCompletionTokens int
+	// Raw is the request body as sent.
+	Raw []byte
+}
+
+// Message is one chat message of a recorded request.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Server is a running fake. Create it with New and Close it when done.
+type Server struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	queue    []Reply
+	fallback Reply
+	refuse   map[string]bool
+	requests []Request
+}
+
+// New starts a fake on a loopback port. Until told otherwise it answers every
+// request with a 200 whose content is "{}".
+func New() *Server {
+	s := &Server{fallback: Reply{Content: "{}"}, refuse: map[string]bool{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	s.srv = httptest.NewServer(mux)
+	return s
+}
+
+// URL is the base URL to configure a client with (it ends in /v1).
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// Close shuts the server down.
+func (s *Server) Close() { s.srv.Close() }
+
+// Enqueue adds replies to be sent, one per request, in order.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, replies...)
+}
+
+// SetDefault sets the reply sent once the queue is empty.
+func (s *Server) SetDefault(r Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fallback = r
+}
+
+// RefuseFormats makes the server answer 400 to any request whose
+// response_format.type is one of formats, before the queue is consulted,
+// with a message like the one llama.cpp-style servers send.
+func (s *Server) RefuseFormats(formats ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range formats {
+		s.refuse[f] = true
+	}
+}
+
+// Requests returns a copy of the requests seen so far, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// CountByFormat counts the requests seen so far by response_format.type
+// ("" for none).
+func (s *Server) CountByFormat() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counts := map[string]int{}
+	for _, r := range s.requests {
+		counts[r.Format]++
+	}
+	return counts
+}
+
+// wireRequest is the part of a chat completion request the fake records.
+type wireRequest struct {
+	Model          string    `json:"model"`
+	Messages       []Message `json:"messages"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict bool            `json:"strict"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	Temperature         *float64 `json:"temperature"`
+	MaxTokens           int      `json:"max_tokens"`
+	MaxCompletionTokens int      `json:"max_completion_tokens"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // the client went away
+	}
+	var wire wireRequest
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody(Error{Message: "llmfake: request body is not JSON: " + err.Error(), Type: "invalid_request_error"}))
+		return
+	}
+	rec := Request{
+		Header:              r.Header.Clone(),
+		Model:               wire.Model,
+		Messages:            wire.Messages,
+		Temperature:         wire.Temperature,
+		MaxTokens:           wire.MaxTokens,
+		MaxCompletionTokens: wire.MaxCompletionTokens,
+		Raw:                 raw,
+	}
+	if rf := wire.ResponseFormat; rf != nil {
+		rec.Format = rf.Type
+		if js := rf.JSONSchema; js != nil {
+			rec.SchemaName, rec.Schema, rec.Strict = js.Name, js.Schema, js.Strict
+		}
+	}
+
+	s.mu.Lock()
+	s.requests = append(s.requests, rec)
+	var reply Reply
+	switch {
+	case s.refuse[rec.Format]:
+		reply = Reply{Status: http.StatusBadRequest, Error: &Error{
+			Message: fmt.Sprintf("response_format type %q is not supported by this server", rec.Format),
+			Type:    "invalid_request_error",
+			Param:   "response_format",
+		}}
+	case len(s.queue) > 0:
+		reply, s.queue = s.queue[0], s.queue[1:]
+	default:
+		reply = s.fallback
+	}
+	s.mu.Unlock()
+
+	s.send(w, r, rec, reply)
+}
+
+func (s *Server) send(w http.ResponseWriter, r *http.Request, req Request, reply Reply) {
+	if reply.Delay > 0 {
+		select {
+		case <-time.After(reply.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	status := reply.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	body := []byte(reply.Body)
+	if reply.Body == "" {
+		body = mustJSON(replyBody(req, reply, status))
+	}
+	for k, v := range reply.Header {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !reply.Truncate {
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+		return
+	}
+	// Promise the whole body, send half, then hang up mid-response.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body[:len(body)/2])
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	panic(http.ErrAbortHandler)
+}
+
+func replyBody(req Request, reply Reply, status int) any {
+	if status >= http.StatusBadRequest {
+		e := Error{Message: http.StatusText(status)}
+		if reply.Error != nil {
+			e = *reply.Error
+		}
+		return errorBody(e)
+	}
+	model := reply.Model
+	if model == "" {
+		model = req.Model
+	}
+	choices := []any{}
+	if !reply.NoChoices {
+		choices = append(choices, map[string]any{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": reply.Content},
+			"finish_reason": "stop",
+		})
+	}
+	return map[string]any{
+		"id":      "chatcmpl-llmfake",
+		"object":  "chat.completion",
+		"created": 0,
+		"model":   model,
+		"choices": choices,
+		"usage": map[string]any{
+			"prompt_tokens":         reply.PromptTokens,
+			"completion_tokens":     reply.CompletionTokens,
+			"total_tokens":          reply.PromptTokens + reply.CompletionTokens,
+			"prompt_tokens_details": map[string]any{"cached_tokens": reply.CachedTokens},
+		},
+	}
+}
+
+func errorBody(e Error) any { return map[string]any{"error": e} }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(mustJSON(v))
+}
+
+// mustJSON marshals values built from maps, strings and numbers only, which
+// cannot fail.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{"error":{"message":"llmfake: cannot encode reply"}}`)
+	}
+	return b
+}
