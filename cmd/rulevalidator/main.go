@@ -1,0 +1,75 @@
+// Command rulevalidator judges documents against business rules with an LLM.
+//
+//	rulevalidator validate --ruleset FILE --input FILE [--json]
+//
+// Run "rulevalidator help" for every subcommand.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes shared by the subcommands.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the work could not be done (model unreachable, bad answers, I/O)
+	exitInvalid = 2 // the command line, ruleset or input is invalid
+)
+
+// env reads the environment; tests pass their own.
+type env func(string) string
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int
+}
+
+func commands() []command {
+	return []command{
+		{"validate", "judge one input against a ruleset and print the verdicts", runValidate},
+		{"serve", "consume requests from Kafka and publish verdicts and summaries", runServe},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitInvalid
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr, getenv)
+		}
+	}
+	fmt.Fprintf(stderr, "rulevalidator: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitInvalid
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: rulevalidator <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "rulevalidator <command> --help" for a command's flags.`)
+}

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+	"golang.org/x/sync/errgroup"
+
+	"rulevalidator/consumer"
+	"rulevalidator/engine"
+	"rulevalidator/objstore"
+	"rulevalidator/pipeline"
+	"rulevalidator/producer"
+	"rulevalidator/registry"
+	"rulevalidator/schemas"
+)
+
+// serveConfig is everything `serve` needs, resolved from defaults, the config
+// file, the environment and flags (see serveSettings).
+type serveConfig struct {
+	brokers           []string
+	groupID           string
+	requestsTopic     string
+	verdictsTopic     string
+	summariesTopic    string
+	deadLetterTopic   string
+	rulesetsTopic     string
+	rulesetsDir       string
+	wireFormat        string
+	schemaRegistry    []string
+	concurrency       int
+	drainTimeout      time.Duration
+	requestTimeout    time.Duration
+	cacheEntries      int
+	rulesetsReadyWait time.Duration
+
+	llm llmFlags
+
+	s3Endpoint  string
+	s3AccessKey string
+	s3SecretKey string
+	s3Bucket    string
+	s3TLS       bool
+	s3MaxObject int
+
+	logLevel  string
+	logFormat string
+}
+
+// serveSettings binds every setting of `serve` to cfg.
+func serveSettings(cfg *serveConfig) *settings {
+	s := &settings{}
+	s.strList(&cfg.brokers, "kafka-brokers", "RULEVALIDATOR_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma-separated")
+	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
+	s.str(&cfg.requestsTopic, "requests-topic", "RULEVALIDATOR_TOPIC_REQUESTS", "rulevalidator.requests", "topic of validation requests")
+	s.str(&cfg.verdictsTopic, "verdicts-topic", "RULEVALIDATOR_TOPIC_VERDICTS", "rulevalidator.verdicts", "topic of rule verdict events")
+	s.str(&cfg.summariesTopic, "summaries-topic", "RULEVALIDATOR_TOPIC_SUMMARIES", "rulevalidator.summaries", "topic of summary events")
+	s.str(&cfg.deadLetterTopic, "deadletter-topic", "RULEVALIDATOR_TOPIC_DEADLETTER", "rulevalidator.deadletter", "topic of dead letters")
+	s.str(&cfg.rulesetsTopic, "rulesets-topic", "RULEVALIDATOR_TOPIC_RULESETS", "rulevalidator.rulesets", "compacted topic of published rulesets; empty disables it")
+	s.str(&cfg.rulesetsDir, "rulesets-dir", "RULEVALIDATOR_RULESETS_DIR", "", "directory of ruleset files (YAML/JSON), reloaded on change; consulted before the topic")
+	s.duration(&cfg.rulesetsReadyWait, "rulesets-ready-timeout", "RULEVALIDATOR_RULESETS_READY_TIMEOUT", "60s", "how long start-up waits for the rulesets topic to be read to its end")
+	s.str(&cfg.wireFormat, "wire-format", "RULEVALIDATOR_WIRE_FORMAT", "plain", "how events are framed: plain (Avro, fingerprint header) or confluent (schema registry ids); both are read")
+	s.strList(&cfg.schemaRegistry, "schema-registry", "RULEVALIDATOR_SCHEMA_REGISTRY", "", "schema registry URLs, comma-separated (needed by the confluent format)")
+	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
+	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM, how long in-flight requests may finish")
+	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
+	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", "1024", "recent results kept to answer redeliveries without the model (0 disables)")
+
+	s.str(&cfg.llm.baseURL, "llm-base-url", "OPENAI_BASE_URL", defaultBaseURL, "OpenAI-compatible API base URL")
+	s.secret(&cfg.llm.apiKey, "llm-api-key", "OPENAI_API_KEY", "API key (empty for local servers)")
+	s.str(&cfg.llm.model, "model", "RULEVALIDATOR_MODEL", defaultModel, "model name")
+	s.str(&cfg.llm.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, json_object or text")
+	s.integer(&cfg.llm.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request (0: none)")
+	s.duration(&cfg.llm.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
+	s.integer(&cfg.llm.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default)")
+	s.integer(&cfg.llm.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; larger requests are dead-lettered as oversized")
+
+	s.str(&cfg.s3Endpoint, "s3-endpoint", "S3_ENDPOINT", "", "S3-compatible endpoint (host:port) for reports and documents by uri; empty disables both")
+	s.secret(&cfg.s3AccessKey, "s3-access-key", "S3_ACCESS_KEY", "S3 access key")
+	s.secret(&cfg.s3SecretKey, "s3-secret-key", "S3_SECRET_KEY", "S3 secret key")
+	s.str(&cfg.s3Bucket, "s3-bucket", "S3_BUCKET", "rulevalidator-reports", "bucket for reports and claim-checked documents")
+	s.boolean(&cfg.s3TLS, "s3-tls", "S3_TLS", "false", "use HTTPS for S3")
+	s.integer(&cfg.s3MaxObject, "s3-max-object-bytes", "S3_MAX_OBJECT_BYTES", "67108864", "largest document read from object storage")
+
+	s.str(&cfg.logLevel, "log-level", "RULEVALIDATOR_LOG_LEVEL", "info", "debug, info, warn or error")
+	s.str(&cfg.logFormat, "log-format", "RULEVALIDATOR_LOG_FORMAT", "json", "json or text")
+	return s
+}
+
+// validate checks the settings that the components do not check themselves.
+func (c *serveConfig) validate() error {
+	var errs []error
+	if len(c.brokers) == 0 {
+		errs = append(errs, errors.New("--kafka-brokers: at least one broker is required"))
+	}
+	if c.concurrency < 1 {
+		errs = append(errs, fmt.Errorf("--concurrency: %d must be at least 1", c.concurrency))
+	}
+	switch schemas.Format(c.wireFormat) {
+	case schemas.FormatPlain:
+	case schemas.FormatConfluent:
+		if len(c.schemaRegistry) == 0 {
+			errs = append(errs, errors.New("--wire-format confluent needs --schema-registry"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--wire-format: %q is not plain or confluent", c.wireFormat))
+	}
+	if c.requestsTopic == "" {
+		errs = append(errs, errors.New("--requests-topic is required"))
+	}
+	if c.cacheEntries < 0 {
+		errs = append(errs, fmt.Errorf("--result-cache: %d must not be negative", c.cacheEntries))
+	}
+	if c.llm.maxInputBytes < 1 {
+		errs = append(errs, fmt.Errorf("--max-input-bytes: %d must be positive", c.llm.maxInputBytes))
+	}
+	if c.rulesetsDir != "" {
+		if st, err := os.Stat(c.rulesetsDir); err != nil || !st.IsDir() {
+			errs = append(errs, fmt.Errorf("--rulesets-dir: %q is not a directory", c.rulesetsDir))
+		}
+	}
+	if c.s3Endpoint != "" && (c.s3AccessKey == "" || c.s3SecretKey == "") {
+		errs = append(errs, errors.New("--s3-endpoint is set but --s3-access-key or --s3-secret-key is empty"))
+	}
+	if _, err := parseLevel(c.logLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.logFormat != "json" && c.logFormat != "text" {
+		errs = append(errs, fmt.Errorf("--log-format: %q is not json or text", c.logFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level: %q is not debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func newLogger(w io.Writer, level, format string) *slog.Logger {
+	l, _ := parseLevel(level)
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	var cfg serveConfig
+	set := serveSettings(&cfg)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rulevalidator serve [--config FILE] [flags]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Consumes validation requests from Kafka, judges them and publishes one verdict")
+		fmt.Fprintln(stderr, "event per rule plus a summary. Settings come from the defaults, then the config")
+		fmt.Fprintln(stderr, "file, then the environment, then the flags. SIGTERM drains in-flight requests.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := set.load(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "serve: %v\n", err)
+		return exitInvalid
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintf(stderr, "serve: invalid configuration:\n%v\n", err)
+		return exitInvalid
+	}
+	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	if err := serve(ctx, cfg, logger); err != nil {
+		logger.Error("serve stopped", "error", err)
+		if errors.Is(err, errConfig) {
+			return exitInvalid
+		}
+		return exitFailure
+	}
+	logger.Info("serve stopped cleanly")
+	return exitOK
+}
+
+// errConfig marks start-up failures caused by the configuration.
+var errConfig = errors.New("configuration")
+
+// serve wires the components and runs until ctx ends.
+func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the registry loops when start-up fails half way
+	serde, err := newSerde(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	eng, err := cfg.llm.newEngine(logger, engine.Hooks{})
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+
+	var store *objstore.Store
+	if cfg.s3Endpoint != "" {
+		store, err = objstore.New(objstore.Config{
+			Endpoint: cfg.s3Endpoint, AccessKey: cfg.s3AccessKey, SecretKey: cfg.s3SecretKey,
+			Bucket: cfg.s3Bucket, UseTLS: cfg.s3TLS, MaxObjectBytes: int64(cfg.s3MaxObject), Logger: logger,
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %v", errConfig, err)
+		}
+	}
+
+	prod, err := producer.New(producer.Config{
+		Brokers:         cfg.brokers,
+		VerdictTopic:    cfg.verdictsTopic,
+		SummaryTopic:    cfg.summariesTopic,
+		DeadLetterTopic: cfg.deadLetterTopic,
+		Logger:          logger,
+	}, serde)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	defer func() {
+		if err := prod.Close(); err != nil {
+			logger.Warn("closing the producer", "error", err)
+		}
+	}()
+
+	g, gctx := errgroup.WithContext(ctx)
+	resolver, err := startRegistry(gctx, g, cfg, logger)
+	if err != nil {
+		return err
+	}
+
+	pipeCfg := pipeline.Config{
+		Engine:       eng,
+		Rulesets:     resolver,
+		Serde:        serde,
+		Publisher:    prod,
+		CacheEntries: cfg.cacheEntries,
+		Logger:       logger,
+	}
+	if cfg.cacheEntries == 0 {
+		pipeCfg.CacheEntries = -1
+	}
+	if store != nil {
+		pipeCfg.Objects = store
+	}
+	pipe, err := pipeline.New(pipeCfg)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+
+	handler := consumer.Chain(pipe.Handle,
+		consumer.Retry(consumer.RetryPolicy{}, logger),
+		consumer.DeadLetter(prod, logger),
+		consumer.Recover(logger),
+	)
+	cons, err := consumer.New(consumer.Config{
+		Brokers:      cfg.brokers,
+		GroupID:      cfg.groupID,
+		Topic:        cfg.requestsTopic,
+		Concurrency:  cfg.concurrency,
+		DrainTimeout: cfg.drainTimeout,
+		Logger:       logger,
+	}, handler)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
+		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
+	g.Go(func() error { return cons.Run(gctx) })
+	return g.Wait()
+}
+
+func newSerde(ctx context.Context, cfg serveConfig) (*schemas.Serde, error) {
+	sc := schemas.SerdeConfig{
+		Format: schemas.Format(cfg.wireFormat),
+		Topics: map[string]string{
+			cfg.requestsTopic:   schemas.RequestSchema,
+			cfg.verdictsTopic:   schemas.VerdictSchema,
+			cfg.summariesTopic:  schemas.SummarySchema,
+			cfg.deadLetterTopic: schemas.DeadLetterSchema,
+		},
+	}
+	if len(cfg.schemaRegistry) > 0 {
+		client, err := sr.NewClient(sr.URLs(cfg.schemaRegistry...))
+		if err != nil {
+			return nil, fmt.Errorf("%w: --schema-registry: %v", errConfig, err)
+		}
+		sc.Registry = client
+	}
+	serde, err := schemas.NewSerde(ctx, sc)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the wire format: %w", err)
+	}
+	return serde, nil
+}
+
+// startRegistry starts the ruleset sources: the directory first, then the
+// topic, and waits until the topic has been read to its end so no request is
+// dead-lettered as unknown while the rulesets are still loading.
+func startRegistry(ctx context.Context, g *errgroup.Group, cfg serveConfig, logger *slog.Logger) (registry.Resolver, error) {
+	var resolvers []registry.Resolver
+	if cfg.rulesetsDir != "" {
+		dir, err := registry.NewDir(cfg.rulesetsDir, registry.DirOptions{Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("%w: --rulesets-dir: %v", errConfig, err)
+		}
+		g.Go(func() error { return dir.Run(ctx) })
+		resolvers = append(resolvers, dir)
+	}
+	if cfg.rulesetsTopic != "" {
+		topic, err := registry.NewTopic(registry.TopicConfig{Brokers: cfg.brokers, Topic: cfg.rulesetsTopic, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("%w: --rulesets-topic: %v", errConfig, err)
+		}
+		g.Go(func() error { return topic.Run(ctx) })
+		wctx, cancel := context.WithTimeout(ctx, cfg.rulesetsReadyWait)
+		defer cancel()
+		if err := topic.WaitReady(wctx); err != nil {
+			return nil, fmt.Errorf("reading the rulesets topic %q: %w", cfg.rulesetsTopic, err)
+		}
+		resolvers = append(resolvers, topic)
+	}
+	if len(resolvers) == 0 {
+		return nil, fmt.Errorf("%w: no ruleset source: set --rulesets-dir or --rulesets-topic", errConfig)
+	}
+	return registry.Chain(resolvers...), nil
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/internal/llmfake"
+)
+
+const (
+	exampleRuleset = "../../examples/contract-review/ruleset.yaml"
+	exampleInput   = "../../examples/contract-review/input.json"
+)
+
+// exampleAnswer is a valid answer to the example ruleset, quoting the example
+// documents (one quote paraphrased, one from the wrong page).
+func exampleAnswer(t *testing.T, override map[string]map[string]any) string {
+	t.Helper()
+	rules := []map[string]any{
+		{"rule_id": "governing-law", "data_sufficiency": true, "rationale": "Governed by New York law, which the policy approves.", "boolean_output": true, "not_applicable": false,
+			"evidences": []map[string]any{{"text": "This Agreement is governed by the laws of the State of", "source_origin": "northwind-msa.pdf", "source_page_number": 1}}},
+		{"rule_id": "liability-cap", "data_sufficiency": true, "rationale": "Capped at twelve months of fees; confidentiality carved out but not data protection.", "boolean_output": false, "not_applicable": false,
+			"evidences": []map[string]any{{"text": "“This limit does not apply to breach of clause 6 (Confidentiality).”", "source_origin": "northwind-msa.pdf", "source_page_number": 3}}},
+		{"rule_id": "subprocessors", "data_sufficiency": true, "rationale": "Only notice is required, not approval.", "boolean_output": false, "not_applicable": false,
+			"evidences": []map[string]any{{"text": "Supplier may engage subprocessors, provided it notifies Customer at least thirty days in advance.", "source_origin": "northwind-msa.pdf", "source_page_number": 2}}},
+		{"rule_id": "contract-value", "data_sufficiency": true, "rationale": "USD 240,000 a year.", "boolean_output": true, "not_applicable": false, "evidences": []map[string]any{}},
+		{"rule_id": "payment-terms", "data_sufficiency": true, "rationale": "30 days with 1.5% monthly interest.", "numerical_output": 2, "not_applicable": false,
+			"evidences": []map[string]any{{"text": "Invoices are payable within thirty (30) days of receipt.", "source_origin": "northwind-msa.pdf", "source_page_number": 2}}},
+		{"rule_id": "termination", "data_sufficiency": true, "rationale": "Termination for convenience on 90 days' notice.", "numerical_output": 2, "not_applicable": false, "evidences": []map[string]any{}},
+	}
+	for _, r := range rules {
+		for k, v := range override[r["rule_id"].(string)] {
+			r[k] = v
+		}
+	}
+	data, err := json.Marshal(map[string]any{"rules": rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func runCLI(t *testing.T, fake *llmfake.Server, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string {
+		switch k {
+		case "OPENAI_BASE_URL":
+			if fake != nil {
+				return fake.URL()
+			}
+			return "http://127.0.0.1:1/v1"
+		case "RULEVALIDATOR_MODEL":
+			return "fake-model"
+		}
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code = run(ctx, args, &out, &errOut, getenv)
+	return code, out.String(), errOut.String()
+}
+
+func TestValidateJSON(t *testing.T) {
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.Enqueue(llmfake.Reply{Content: exampleAnswer(t, nil), PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512})
+
+	code, stdout, stderr := runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var res engine.Result
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("stdout is not one result object: %v\n%s", err, stdout)
+	}
+	if dec.More() {
+		t.Fatal("stdout holds more than one JSON value")
+	}
+	if len(res.Rules) != 6 || res.Rules[0].RuleID != "governing-law" || res.Rules[5].RuleID != "termination" {
+		t.Fatalf("rules = %+v", res.Rules)
+	}
+	if res.Usage != (engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1}) {
+		t.Errorf("usage = %+v", res.Usage)
+	}
+	// Anchoring: exact (with a corrected page), normalised (curly quotes), fuzzy (paraphrase).
+	want := []struct {
+		rule  int
+		match engine.Match
+		page  int
+	}{{0, engine.MatchExact, 3}, {1, engine.MatchNormalized, 3}, {2, engine.MatchFuzzy, 2}, {4, engine.MatchExact, 2}}
+	for _, w := range want {
+		ev := res.Rules[w.rule].Evidences[0]
+		if !ev.Anchored || ev.Match != w.match || ev.SourcePageNumber != w.page || ev.StartOffset == nil || ev.EndOffset == nil {
+			t.Errorf("rule %s evidence = %+v, want anchored %s on page %d", res.Rules[w.rule].RuleID, ev, w.match, w.page)
+		}
+	}
+	if strings.ContainsAny(res.Rules[1].Evidences[0].Text, "“”") {
+		t.Errorf("normalised quote kept the model's quotes: %q", res.Rules[1].Evidences[0].Text)
+	}
+	if b := res.Aggregate.Boolean; b == nil || b.Passed || b.Applicable != 4 || b.PassedCount != 2 || b.Mode != engine.AggregateAll {
+		t.Errorf("boolean aggregate = %+v", b)
+	}
+	if n := res.Aggregate.Numerical; n == nil || n.Score == nil || *n.Score != 2 || n.Counted != 2 || n.Mode != engine.AggregateWeightedMean {
+		t.Errorf("numerical aggregate = %+v", n)
+	}
+	if len(res.Sources) != 4 {
+		t.Errorf("sources = %+v", res.Sources)
+	}
+	// The request asked for structured output constrained to the example's rules.
+	req := fake.Requests()[0]
+	if req.Format != "json_schema" || req.Model != "fake-model" || !bytes.Contains(req.Schema, []byte(`"enum":[0,1,2,3]`)) {
+		t.Errorf("request format %q model %q schema %s", req.Format, req.Model, req.Schema)
+	}
+}
+
+func TestValidateTable(t *testing.T) {
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.Enqueue(llmfake.Reply{Content: exampleAnswer(t, nil)})
+	code, stdout, stderr := runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", exampleInput)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"Ruleset contract-review (version 1.0.0) · model fake-model · 6 rules",
+		"governing-law   Governing law",
+		"PASS", "FAIL", "score 2",
+		"northwind-msa.pdf, page 3, anchored (exact)",
+		"Boolean aggregate (all): FAILED — 2 of 4 applicable rules passed",
+		"Numerical aggregate (weighted_mean): 2.00 over 2 rules",
+		"Usage:",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// The whole repair path over HTTP: a 429 with Retry-After, then a fenced but
+// broken answer, then an answer with a score outside the set, then the fix.
+func TestValidateRetriesAndRepairsOverHTTP(t *testing.T) {
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.Enqueue(
+		llmfake.Reply{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "1"}, Error: &llmfake.Error{Message: "rate limited"}},
+		llmfake.Reply{Content: "```json\n{\"rules\": [\n```"},
+		llmfake.Reply{Content: exampleAnswer(t, map[string]map[string]any{"termination": {"numerical_output": 5}})},
+		llmfake.Reply{Content: `{"rules":[{"rule_id":"termination","data_sufficiency":true,"rationale":"90 days' notice.","numerical_output":2,"not_applicable":false,"evidences":[]}]}`},
+	)
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Errorf("finished after %v: Retry-After: 1 was not honoured", waited)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	fix := reqs[2].Messages[len(reqs[2].Messages)-1].Content
+	if !strings.Contains(fix, "code fence") {
+		t.Errorf("first correction does not name the code fence:\n%s", fix)
+	}
+	last := reqs[3]
+	fix = last.Messages[len(last.Messages)-1].Content
+	if !strings.Contains(fix, `rule "termination": numerical_output 5 is not one of the allowed scores 0, 1, 2, 3`) || !strings.Contains(fix, `only these rules: "termination"`) {
+		t.Errorf("second correction:\n%s", fix)
+	}
+	if bytes.Contains(last.Schema, []byte(`"governing-law"`)) {
+		t.Error("the last re-ask still asked for accepted rules")
+	}
+	var res engine.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if got := *res.Rules[5].NumericalOutput; got != 2 {
+		t.Errorf("termination score %d, want the corrected 2", got)
+	}
+	if res.Usage.LLMCalls != 3 {
+		t.Errorf("llm calls = %d, want 3 answered calls", res.Usage.LLMCalls)
+	}
+}
+
+func TestValidateExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	badRuleset := write("bad.yaml", "id: x\nrules:\n  - rule_id: a\n    rule_text: ok\n    scroe: 1\n")
+	badInput := write("bad.json", `{"primary_docs": [{"name": "a"}]}`)
+
+	tests := []struct {
+		name       string
+		replies    []llmfake.Reply
+		args       []string
+		wantCode   int
+		wantStderr string
+		noCalls    bool
+	}{
+		{name: "no flags", args: []string{"validate"}, wantCode: exitInvalid, wantStderr: "--ruleset and --input are required", noCalls: true},
+		{name: "invalid ruleset", args: []string{"validate", "--ruleset", badRuleset, "--input", exampleInput}, wantCode: exitInvalid, wantStderr: `unknown field "scroe"`, noCalls: true},
+		{name: "invalid input", args: []string{"validate", "--ruleset", exampleRuleset, "--input", badInput}, wantCode: exitInvalid, wantStderr: "primary_docs[0]", noCalls: true},
+		{name: "missing file", args: []string{"validate", "--ruleset", filepath.Join(dir, "nope.yaml"), "--input", exampleInput}, wantCode: exitInvalid, wantStderr: "nope.yaml", noCalls: true},
+		{name: "model refuses", replies: []llmfake.Reply{{Status: http.StatusUnauthorized, Error: &llmfake.Error{Message: "bad key"}}}, args: []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput}, wantCode: exitFailure, wantStderr: "refused the request"},
+		{name: "bad answers", replies: []llmfake.Reply{{Content: "nope"}, {Content: "nope"}, {Content: "nope"}}, args: []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput}, wantCode: exitFailure, wantStderr: "did not produce a valid answer"},
+		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitInvalid, wantStderr: `unknown command "frobnicate"`, noCalls: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := llmfake.New()
+			defer fake.Close()
+			fake.Enqueue(tt.replies...)
+			code, _, stderr := runCLI(t, fake, tt.args...)
+			if code != tt.wantCode || !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", code, tt.wantCode, stderr, tt.wantStderr)
+			}
+			if tt.noCalls && len(fake.Requests()) != 0 {
+				t.Error("the model was called")
+			}
+		})
+	}
+}
+
+func TestValidateModelUnreachable(t *testing.T) {
+	code, _, stderr := runCLI(t, nil, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--llm-timeout", "1s")
+	if code != exitFailure || !strings.Contains(stderr, "could not reach the model at http://127.0.0.1:1/v1") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
