@@ -1,0 +1,756 @@
+package schemas
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"rulevalidator/engine"
+)
+
+// Event is one of the messages this package encodes: *Request,
+// *VerdictEvent, *SummaryEvent or *DeadLetter.
+type Event interface {
+	// SchemaName is the full name of the event's Avro schema.
+	SchemaName() string
+	// native converts the event to goavro's native form.
+	native() (map[string]any, error)
+}
+
+// ErrInvalidRequest marks a request whose fields are missing or contradictory;
+// see RequestError for the details.
+var ErrInvalidRequest = errors.New("invalid request")
+
+// ErrUnresolvedURI marks a document that names a uri but carries no text yet.
+// The consumer resolves such documents (Request.ResolveURIs) before asking
+// for the engine's inputs.
+var ErrUnresolvedURI = errors.New("document uri not resolved")
+
+// RequestError lists every problem found in a request. It matches
+// errors.Is(err, ErrInvalidRequest). Request is what was read, when a
+// request was decoded at all, so a failure can still be addressed to it.
+type RequestError struct {
+	RequestID string
+	Problems  []string
+	Request   *Request
+}
+
+func (e *RequestError) Error() string {
+	id := ""
+	if e.RequestID != "" {
+		id = fmt.Sprintf(" %q", e.RequestID)
+	}
+	return fmt.Sprintf("invalid request%s: %s", id, strings.Join(e.Problems, "; "))
+}
+
+// Is makes errors.Is(err, ErrInvalidRequest) hold.
+func (e *RequestError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// Request is a validation request (Avro ValidationRequest). Nil pointers and
+// slices stand for Avro nulls; see validation_request.avsc for the meaning of
+// each field.
+type Request struct {
+	RequestID  string
+	TenantID   string
+	RulesetRef *RulesetRef
+	// InlineRuleset is the ruleset as JSON text.
+	InlineRuleset *string
+	PrimaryDocs   []Document
+	AuxiliaryDocs []Document
+	TextInput     *string
+	NamedInputs   []NamedInput
+	Message       *string
+	Options       Options
+	SubmittedAt   time.Time
+}
+
+// RulesetRef names a stored ruleset; a nil Version means the latest.
+type RulesetRef struct {
+	ID      string
+	Version *string
+}
+
+// Document is one document of a request: inline text (Content, whose form
+// feeds separate pages, or Pages) or a claim-check URI to resolve first.
+// Pages is nil when absent; an empty non-nil Pages is an empty array.
+type Document struct {
+	Name        string
+	Content     *string
+	Pages       []string
+	URI         *string
+	ContentType *string
+}
+
+// NamedInput is a named value; ValueJSON is the value as JSON text.
+type NamedInput struct {
+	Name        string
+	Description *string
+	ValueJSON   string
+}
+
+// Options are per-request options; nil means the service's default.
+type Options struct {
+	GenerateReport *bool
+	Model          *string
+	CallbackURL    *string
+}
+
+// SchemaName is RequestSchema.
+func (r *Request) SchemaName() string { return RequestSchema }
+
+// Validate reports every missing or contradictory field as a *RequestError.
+// It checks the request's shape only; the ruleset and the inputs get the
+// engine's own checks later.
+func (r *Request) Validate() error {
+	return r.validate(true)
+}
+
+func (r *Request) validate(needSubmittedAt bool) error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if r.RequestID == "" {
+		add("request_id is empty")
+	}
+	if r.TenantID == "" {
+		add("tenant_id is empty")
+	}
+	switch {
+	case r.RulesetRef != nil && r.InlineRuleset != nil:
+		add("both ruleset_ref and inline_ruleset are set; set exactly one")
+	case r.RulesetRef == nil && r.InlineRuleset == nil:
+		add("neither ruleset_ref nor inline_ruleset is set; set exactly one")
+	case r.RulesetRef != nil && r.RulesetRef.ID == "":
+		add("ruleset_ref.id is empty")
+	}
+	for _, group := range []struct {
+		field string
+		docs  []Document
+	}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
+		for i, d := range group.docs {
+			where := docField(group.field, i, d.Name)
+			switch {
+			case d.Name == "":
+				add("%s: name is empty", where)
+			case d.Content != nil && d.Pages != nil:
+				add("%s: both content and pages given; give one", where)
+			case d.Content == nil && d.Pages == nil && d.URI == nil:
+				add("%s: no content, pages or uri given", where)
+			}
+		}
+	}
+	for i, in := range r.NamedInputs {
+		where := docField("named_inputs", i, in.Name)
+		if in.Name == "" {
+			add("%s: name is empty", where)
+		}
+		if !json.Valid([]byte(in.ValueJSON)) {
+			add("%s: value_json is not valid JSON", where)
+		}
+	}
+	if needSubmittedAt && r.SubmittedAt.IsZero() {
+		add("submitted_at is not set")
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &RequestError{RequestID: r.RequestID, Problems: problems}
+}
+
+// docField names an array element for error messages: primary_docs[1] ("a.pdf").
+func docField(field string, i int, name string) string {
+	if name == "" {
+		return fmt.Sprintf("%s[%d]", field, i)
+	}
+	return fmt.Sprintf("%s[%d] (%q)", field, i, name)
+}
+
+// ResolveURIs fills in the pages of every document that has a uri but no
+// content or pages, using fetch (which reads object storage and extracts the
+// text). Documents with inline text are left alone.
+func (r *Request) ResolveURIs(ctx context.Context, fetch func(ctx context.Context, doc Document) (pages []string, err error)) error {
+	for _, group := range []struct {
+		field string
+		docs  []Document
+	}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
+		for i := range group.docs {
+			d := &group.docs[i]
+			if d.URI == nil || d.Content != nil || d.Pages != nil {
+				continue
+			}
+			pages, err := fetch(ctx, *d)
+			if err != nil {
+				return fmt.Errorf("%s: resolving uri %s: %w", docField(group.field, i, d.Name), *d.URI, err)
+			}
+			if pages == nil {
+				pages = []string{}
+			}
+			d.Pages = pages
+		}
+	}
+	return nil
+}
+
+// EngineInputs converts the request's inputs for the engine, which applies
+// its own checks (engine.InputsFromMap). A document with a uri and neither
+// content nor pages gives an error wrapping ErrUnresolvedURI: resolve it
+// first (ResolveURIs). Other problems wrap engine.ErrInvalidInput.
+func (r *Request) EngineInputs() (*engine.Inputs, error) {
+	m := map[string]any{}
+	for _, group := range []struct {
+		field string
+		docs  []Document
+	}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
+		if len(group.docs) == 0 {
+			continue
+		}
+		docs := make([]any, len(group.docs))
+		for i, d := range group.docs {
+			where := docField(group.field, i, d.Name)
+			doc := map[string]any{"name": d.Name}
+			switch {
+			case d.Content != nil && d.Pages != nil:
+				return nil, &engine.InputError{Field: where, Problem: "both content and pages given; give one"}
+			case d.Content != nil:
+				doc["content"] = *d.Content
+			case d.Pages != nil:
+				doc["pages"] = d.Pages
+			case d.URI != nil:
+				return nil, fmt.Errorf("%s: %w: %s has not been fetched", where, ErrUnresolvedURI, *d.URI)
+			default:
+				return nil, &engine.InputError{Field: where, Problem: "no content, pages or uri given"}
+			}
+			docs[i] = doc
+		}
+		m[group.field] = docs
+	}
+	if r.TextInput != nil {
+		m["text_input"] = *r.TextInput
+	}
+	if r.Message != nil {
+		m["message"] = *r.Message
+	}
+	if len(r.NamedInputs) > 0 {
+		inputs := make([]any, len(r.NamedInputs))
+		for i, in := range r.NamedInputs {
+			value, err := decodeJSONValue(in.ValueJSON)
+			if err != nil {
+				return nil, &engine.InputError{Field: docField("named_inputs", i, in.Name) + ".value_json", Problem: err.Error()}
+			}
+			item := map[string]any{"name": in.Name, "value": value}
+			if in.Description != nil {
+				item["description"] = *in.Description
+			}
+			inputs[i] = item
+		}
+		m["named_inputs"] = inputs
+	}
+	return engine.InputsFromMap(m)
+}
+
+// decodeJSONValue reads one JSON value, keeping numbers exact as the engine does.
+func decodeJSONValue(text string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("not valid JSON: data after the value at byte offset %d", dec.InputOffset())
+	}
+	return v, nil
+}
+
+// VerdictEvent is the verdict on one rule (Avro RuleVerdict).
+type VerdictEvent struct {
+	EventID         string
+	RequestID       string
+	TenantID        string
+	RulesetID       string
+	RulesetVersion  *string
+	Model           string
+	RuleID          string
+	RuleName        *string
+	RuleType        engine.RuleType
+	DataSufficiency bool
+	Rationale       string
+	BooleanOutput   *bool
+	NumericalOutput *int
+	AllowedScores   []int
+	NotApplicable   bool
+	Evidences       []engine.Evidence
+	StartedAt       time.Time
+	CompletedAt     time.Time
+	RuleIndex       int
+	RuleCount       int
+}
+
+// SchemaName is VerdictSchema.
+func (v *VerdictEvent) SchemaName() string { return VerdictSchema }
+
+// VerdictEventID is the deterministic id of the verdict on ruleID.
+func VerdictEventID(requestID, ruleID string) string { return requestID + "/" + ruleID }
+
+// NewVerdictEvents builds one event per verdict of res, in res's order.
+// rs gives each rule's position, display name and allowed scores; it may be
+// nil, in which case positions follow res. model falls back to res.Model.
+// Times are kept to the millisecond, in UTC, as the events carry them.
+func NewVerdictEvents(req *Request, rs *engine.Ruleset, res *engine.Result, model string, started, completed time.Time) []VerdictEvent {
+	rulesetID, rulesetVersion := rulesetIdentity(rs, res)
+	if model == "" {
+		model = res.Model
+	}
+	count := len(res.Rules)
+	position := map[string]int{}
+	if rs != nil {
+		count = len(rs.Rules)
+		for i, rule := range rs.Rules {
+			position[rule.RuleID] = i
+		}
+	}
+	events := make([]VerdictEvent, 0, len(res.Rules))
+	for i, v := range res.Rules {
+		ev := VerdictEvent{
+			EventID:         VerdictEventID(req.RequestID, v.RuleID),
+			RequestID:       req.RequestID,
+			TenantID:        req.TenantID,
+			RulesetID:       rulesetID,
+			RulesetVersion:  rulesetVersion,
+			Model:           model,
+			RuleID:          v.RuleID,
+			RuleType:        v.Type,
+			DataSufficiency: v.DataSufficiency,
+			Rationale:       v.Rationale,
+			BooleanOutput:   clonePtr(v.BooleanOutput),
+			NumericalOutput: clonePtr(v.NumericalOutput),
+			NotApplicable:   v.NotApplicable,
+			Evidences:       cloneOrNil(v.Evidences),
+			StartedAt:       eventTime(started),
+			CompletedAt:     eventTime(completed),
+			RuleIndex:       i,
+			RuleCount:       count,
+		}
+		name := v.Name
+		if idx, ok := position[v.RuleID]; ok {
+			rule := rs.Rules[idx]
+			ev.RuleIndex = idx
+			ev.AllowedScores = cloneOrNil(rule.AllowedScores())
+			if name == "" {
+				name = rule.Name
+			}
+			if ev.RuleType == "" {
+				ev.RuleType = rule.Type
+			}
+		}
+		if name != "" {
+			ev.RuleName = &name
+		}
+		events = append(events, ev)
+	}
+	return events
+}
+
+// Status says whether a request was judged.
+type Status string
+
+const (
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+)
+
+// SummaryEvent is the outcome of one request (Avro ValidationSummary).
+type SummaryEvent struct {
+	EventID        string
+	RequestID      string
+	TenantID       string
+	RulesetID      string
+	RulesetVersion *string
+	Model          string
+	Status         Status
+	Counts         Counts
+	Aggregate      engine.Aggregate
+	Sources        []engine.Source
+	Usage          engine.Usage
+	Error          *SummaryError
+	Report         *ReportDescriptor
+	StartedAt      time.Time
+	CompletedAt    time.Time
+}
+
+// Counts counts verdicts by outcome. Passed and Failed count the applicable
+// boolean rules, as the boolean aggregate does; InsufficientData overlaps them.
+type Counts struct {
+	Rules            int
+	Passed           int
+	Failed           int
+	NotApplicable    int
+	InsufficientData int
+}
+
+// SummaryError says why a request failed.
+type SummaryError struct {
+	Code    Reason
+	Message string
+}
+
+// ReportDescriptor says where a request's report was stored.
+type ReportDescriptor struct {
+	FileName    string
+	URI         string
+	MIMEType    string
+	ReferenceID string
+}
+
+// SchemaName is SummarySchema.
+func (s *SummaryEvent) SchemaName() string { return SummarySchema }
+
+// CountVerdicts counts verdicts by outcome.
+func CountVerdicts(verdicts []engine.Verdict) Counts {
+	c := Counts{Rules: len(verdicts)}
+	for _, v := range verdicts {
+		if v.NotApplicable {
+			c.NotApplicable++
+		} else if v.Type == engine.Boolean {
+			if v.BooleanOutput != nil && *v.BooleanOutput {
+				c.Passed++
+			} else {
+				c.Failed++
+			}
+		}
+		if !v.DataSufficiency {
+			c.InsufficientData++
+		}
+	}
+	return c
+}
+
+// NewSummary builds the summary of a judged request. rs may be nil; model
+// falls back to res.Model; report is nil when no report was written.
+func NewSummary(req *Request, rs *engine.Ruleset, res *engine.Result, model string, report *ReportDescriptor, started, completed time.Time) SummaryEvent {
+	rulesetID, rulesetVersion := rulesetIdentity(rs, res)
+	if model == "" {
+		model = res.Model
+	}
+	return SummaryEvent{
+		EventID:        req.RequestID,
+		RequestID:      req.RequestID,
+		TenantID:       req.TenantID,
+		RulesetID:      rulesetID,
+		RulesetVersion: rulesetVersion,
+		Model:          model,
+		Status:         StatusCompleted,
+		Counts:         CountVerdicts(res.Rules),
+		Aggregate:      cloneAggregate(res.Aggregate),
+		Sources:        cloneOrNil(res.Sources),
+		Usage:          res.Usage,
+		Report:         clonePtr(report),
+		StartedAt:      eventTime(started),
+		CompletedAt:    eventTime(completed),
+	}
+}
+
+// NewFailedSummary builds the summary of a request that could not be judged.
+// The ruleset is the one the request refers to, if any; callers that know
+// more (the ruleset resolved, the model, the tokens spent before failing) set
+// RulesetID, RulesetVersion, Model and Usage on the result.
+func NewFailedSummary(req *Request, code Reason, message string, started, completed time.Time) SummaryEvent {
+	s := SummaryEvent{
+		EventID:     req.RequestID,
+		RequestID:   req.RequestID,
+		TenantID:    req.TenantID,
+		Status:      StatusFailed,
+		Error:       &SummaryError{Code: code, Message: message},
+		StartedAt:   eventTime(started),
+		CompletedAt: eventTime(completed),
+	}
+	if ref := req.RulesetRef; ref != nil {
+		s.RulesetID = ref.ID
+		s.RulesetVersion = clonePtr(ref.Version)
+	}
+	return s
+}
+
+// Reason says why a message was dead-lettered, or why a request failed.
+type Reason string
+
+const (
+	ReasonUndecodable    Reason = "undecodable"
+	ReasonInvalidRequest Reason = "invalid_request"
+	ReasonInvalidRuleset Reason = "invalid_ruleset"
+	ReasonInvalidInput   Reason = "invalid_input"
+	ReasonUnknownRuleset Reason = "unknown_ruleset"
+	ReasonOversized      Reason = "oversized"
+	ReasonModelRejected  Reason = "model_rejected"
+	ReasonInvalidOutput  Reason = "invalid_output"
+	ReasonInternal       Reason = "internal"
+)
+
+// ReasonFor classifies the errors this package and the engine define.
+// Callers check their own causes first (unknown ruleset, oversized message);
+// anything unrecognised is ReasonInternal.
+func ReasonFor(err error) Reason {
+	switch {
+	case errors.Is(err, ErrUndecodable):
+		return ReasonUndecodable
+	case errors.Is(err, ErrInvalidRequest):
+		return ReasonInvalidRequest
+	case errors.Is(err, engine.ErrInvalidRuleset):
+		return ReasonInvalidRuleset
+	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, ErrUnresolvedURI):
+		return ReasonInvalidInput
+	case errors.Is(err, engine.ErrLLMRejected):
+		return ReasonModelRejected
+	case errors.Is(err, engine.ErrInvalidOutput):
+		return ReasonInvalidOutput
+	default:
+		return ReasonInternal
+	}
+}
+
+// DeadLetter is a message that could not be processed, kept byte for byte
+// (Avro DeadLetter). OriginalKey is nil when the record had no key; an empty
+// non-nil key is an empty key.
+type DeadLetter struct {
+	OriginalTopic     string
+	OriginalPartition int
+	OriginalOffset    int64
+	OriginalTimestamp time.Time
+	OriginalKey       []byte
+	OriginalValue     []byte
+	OriginalHeaders   []Header
+	Reason            Reason
+	Message           string
+	FailedAt          time.Time
+	Attempts          int
+}
+
+// SchemaName is DeadLetterSchema.
+func (d *DeadLetter) SchemaName() string { return DeadLetterSchema }
+
+func rulesetIdentity(rs *engine.Ruleset, res *engine.Result) (id string, version *string) {
+	id, v := res.RulesetID, res.RulesetVersion
+	if rs != nil {
+		if id == "" {
+			id = rs.ID
+		}
+		if v == "" {
+			v = rs.Version
+		}
+	}
+	if v == "" {
+		return id, nil
+	}
+	return id, &v
+}
+
+// eventTime is t as events carry it: UTC, whole milliseconds, no monotonic reading.
+func eventTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// cloneOrNil copies s, giving nil for an empty slice as decoding does.
+func cloneOrNil[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+func cloneAggregate(a engine.Aggregate) engine.Aggregate {
+	out := engine.Aggregate{Boolean: clonePtr(a.Boolean), Numerical: clonePtr(a.Numerical)}
+	if out.Numerical != nil {
+		out.Numerical.Score = clonePtr(out.Numerical.Score)
+	}
+	return out
+}
+
+// The request's JSON form is what the HTTP API and the produce CLI accept:
+// the Avro request as a natural object, with inline_ruleset as an object (or
+// a string holding one), named input values as real JSON values and
+// submitted_at in RFC 3339.
+
+type requestJSON struct {
+	RequestID     string           `json:"request_id"`
+	TenantID      string           `json:"tenant_id"`
+	RulesetRef    *rulesetRefJSON  `json:"ruleset_ref,omitempty"`
+	InlineRuleset json.RawMessage  `json:"inline_ruleset,omitempty"`
+	PrimaryDocs   []documentJSON   `json:"primary_docs,omitempty"`
+	AuxiliaryDocs []documentJSON   `json:"auxiliary_docs,omitempty"`
+	TextInput     *string          `json:"text_input,omitempty"`
+	NamedInputs   []namedInputJSON `json:"named_inputs,omitempty"`
+	Message       *string          `json:"message,omitempty"`
+	Options       optionsJSON      `json:"options,omitzero"`
+	SubmittedAt   time.Time        `json:"submitted_at,omitzero"`
+}
+
+type rulesetRefJSON struct {
+	ID      string  `json:"id"`
+	Version *string `json:"version,omitempty"`
+}
+
+type documentJSON struct {
+	Name        string   `json:"name"`
+	Content     *string  `json:"content,omitempty"`
+	Pages       []string `json:"pages,omitzero"`
+	URI         *string  `json:"uri,omitempty"`
+	ContentType *string  `json:"content_type,omitempty"`
+}
+
+type namedInputJSON struct {
+	Name        string          `json:"name"`
+	Description *string         `json:"description,omitempty"`
+	Value       json.RawMessage `json:"value"`
+}
+
+type optionsJSON struct {
+	GenerateReport *bool   `json:"generate_report,omitempty"`
+	Model          *string `json:"model,omitempty"`
+	CallbackURL    *string `json:"callback_url,omitempty"`
+}
+
+// RequestFromJSON reads a request in its JSON form and checks it as Validate
+// does, except that submitted_at may be left out for the caller to stamp
+// before encoding. Problems are reported as a *RequestError.
+func RequestFromJSON(data []byte) (*Request, error) {
+	var r Request
+	if err := r.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	if err := r.validate(false); err != nil {
+		err.(*RequestError).Request = &r
+		return nil, err
+	}
+	return &r, nil
+}
+
+// JSON is the request in its JSON form.
+func (r *Request) JSON() ([]byte, error) { return r.MarshalJSON() }
+
+// MarshalJSON writes the request's JSON form. An inline ruleset holding a
+// JSON object is written as that object, anything else as a string.
+func (r *Request) MarshalJSON() ([]byte, error) {
+	out := requestJSON{
+		RequestID:     r.RequestID,
+		TenantID:      r.TenantID,
+		PrimaryDocs:   documentsJSON(r.PrimaryDocs),
+		AuxiliaryDocs: documentsJSON(r.AuxiliaryDocs),
+		TextInput:     r.TextInput,
+		Message:       r.Message,
+		Options:       optionsJSON(r.Options),
+		SubmittedAt:   r.SubmittedAt,
+	}
+	if ref := r.RulesetRef; ref != nil {
+		out.RulesetRef = &rulesetRefJSON{ID: ref.ID, Version: ref.Version}
+	}
+	if r.InlineRuleset != nil {
+		text := *r.InlineRuleset
+		if isJSONObject(text) {
+			out.InlineRuleset = json.RawMessage(text)
+		} else {
+			quoted, err := json.Marshal(text)
+			if err != nil {
+				return nil, err
+			}
+			out.InlineRuleset = quoted
+		}
+	}
+	for i, in := range r.NamedInputs {
+		if !json.Valid([]byte(in.ValueJSON)) {
+			return nil, fmt.Errorf("request %q: %s: value_json is not valid JSON", r.RequestID, docField("named_inputs", i, in.Name))
+		}
+		out.NamedInputs = append(out.NamedInputs, namedInputJSON{Name: in.Name, Description: in.Description, Value: json.RawMessage(in.ValueJSON)})
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads the request's JSON form; unknown fields are errors so
+// a misspelt field is not silently dropped. It does not call Validate.
+func (r *Request) UnmarshalJSON(data []byte) error {
+	fail := func(format string, args ...any) error {
+		return &RequestError{Problems: []string{fmt.Sprintf(format, args...)}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var in requestJSON
+	if err := dec.Decode(&in); err != nil {
+		return fail("not a request in JSON form: %v", err)
+	}
+	if dec.More() {
+		return fail("not a request in JSON form: data after the object at byte offset %d", dec.InputOffset())
+	}
+	out := Request{
+		RequestID:     in.RequestID,
+		TenantID:      in.TenantID,
+		PrimaryDocs:   documentsFromJSON(in.PrimaryDocs),
+		AuxiliaryDocs: documentsFromJSON(in.AuxiliaryDocs),
+		TextInput:     in.TextInput,
+		Message:       in.Message,
+		Options:       Options(in.Options),
+		SubmittedAt:   in.SubmittedAt,
+	}
+	if in.RulesetRef != nil {
+		out.RulesetRef = &RulesetRef{ID: in.RulesetRef.ID, Version: in.RulesetRef.Version}
+	}
+	if raw := bytes.TrimSpace(in.InlineRuleset); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		var text string
+		switch raw[0] {
+		case '"':
+			if err := json.Unmarshal(raw, &text); err != nil {
+				return fail("inline_ruleset: %v", err)
+			}
+		case '{':
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, raw); err != nil {
+				return fail("inline_ruleset: %v", err)
+			}
+			text = compact.String()
+		default:
+			return fail("inline_ruleset must be a JSON object or a string holding one")
+		}
+		out.InlineRuleset = &text
+	}
+	for i, ni := range in.NamedInputs {
+		if ni.Value == nil {
+			return fail("%s: value is missing (use null for no value)", docField("named_inputs", i, ni.Name))
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, ni.Value); err != nil {
+			return fail("%s: value: %v", docField("named_inputs", i, ni.Name), err)
+		}
+		out.NamedInputs = append(out.NamedInputs, NamedInput{Name: ni.Name, Description: ni.Description, ValueJSON: compact.String()})
+	}
+	*r = out
+	return nil
+}
+
+func isJSONObject(text string) bool {
+	trimmed := strings.TrimSpace(text)
+	return strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed))
+}
+
+func documentsJSON(docs []Document) []documentJSON {
+	var out []documentJSON
+	for _, d := range docs {
+		out = append(out, documentJSON(d))
+	}
+	return out
+}
+
+func documentsFromJSON(docs []documentJSON) []Document {
+	var out []Document
+	for _, d := range docs {
+		out = append(out, Document(d))
+	}
+	return out
+}

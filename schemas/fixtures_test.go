@@ -1,0 +1,219 @@
+package schemas
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"rulevalidator/engine"
+)
+
+// Times as events carry them: UTC, whole milliseconds.
+var (
+	t0 = time.Date(2025, 3, 1, 9, 30, 0, 250_000_000, time.UTC)
+	t1 = t0.Add(1500 * time.Millisecond)
+	t2 = t1.Add(42 * time.Second)
+)
+
+const unicodeText = "Vertrag für Müller & Söhne — 契約書 🚀 \u200b ‘quotes’ \u0000 end"
+
+type eventCase struct {
+	name string
+	ev   Event
+}
+
+// sampleEvents covers every event type with every optional field set and
+// unset, unicode text and empty arrays.
+func sampleEvents() []eventCase {
+	return []eventCase{
+		{"request/full", fullRequest()},
+		{"request/minimal", &Request{
+			RequestID:   "r-min",
+			TenantID:    "t",
+			RulesetRef:  &RulesetRef{ID: "rs"},
+			SubmittedAt: t0,
+		}},
+		{"request/inline and empty values", &Request{
+			RequestID:     "r-inline",
+			TenantID:      "t",
+			InlineRuleset: new(`{"rules":[{"rule_id":"r1","rule_text":"Is it signed?"}]}`),
+			PrimaryDocs: []Document{
+				{Name: "empty-content", Content: new("")},
+				{Name: "no-pages", Pages: []string{}},
+				{Name: "blank-pages", Pages: []string{"", ""}},
+			},
+			TextInput:   new(""),
+			NamedInputs: []NamedInput{{Name: "nothing", Description: new(""), ValueJSON: "null"}},
+			Message:     new(""),
+			Options:     Options{GenerateReport: new(false), Model: new(""), CallbackURL: new("")},
+			SubmittedAt: time.UnixMilli(0).UTC(),
+		}},
+		{"verdict/full", fullVerdict()},
+		{"verdict/minimal", &VerdictEvent{
+			EventID:   "r/x",
+			RequestID: "r",
+			TenantID:  "t",
+			RuleID:    "x",
+			RuleType:  engine.Boolean,
+			StartedAt: t1, CompletedAt: t2,
+			RuleCount: 1,
+		}},
+		{"verdict/numerical unicode", &VerdictEvent{
+			EventID:         "r/ü",
+			RequestID:       "r",
+			TenantID:        "t",
+			RulesetID:       "rs",
+			RulesetVersion:  new(""),
+			Model:           "m",
+			RuleID:          "ü",
+			RuleName:        new(unicodeText),
+			RuleType:        engine.Numerical,
+			DataSufficiency: true,
+			Rationale:       unicodeText,
+			NumericalOutput: new(-3),
+			AllowedScores:   []int{-3, 0, 2147483647, -2147483648},
+			Evidences: []engine.Evidence{{
+				Text: unicodeText, SourceOrigin: "契約書.pdf", SourcePageNumber: 0, Match: engine.MatchNone,
+			}},
+			StartedAt: t1, CompletedAt: t2,
+			RuleIndex: 2, RuleCount: 3,
+		}},
+		{"summary/full", fullSummary()},
+		{"summary/failed", &SummaryEvent{
+			EventID:   "r",
+			RequestID: "r",
+			TenantID:  "t",
+			Status:    StatusFailed,
+			Error:     &SummaryError{Code: ReasonInvalidRuleset, Message: unicodeText},
+			StartedAt: t1, CompletedAt: t2,
+		}},
+		{"summary/numerical no score", &SummaryEvent{
+			EventID: "r", RequestID: "r", TenantID: "t", RulesetID: "rs", Model: "m",
+			Status:    StatusCompleted,
+			Counts:    Counts{Rules: 1, InsufficientData: 1},
+			Aggregate: engine.Aggregate{Numerical: &engine.NumericalAggregate{Mode: engine.AggregateMean}},
+			StartedAt: t1, CompletedAt: t2,
+		}},
+		{"deadletter/full", fullDeadLetter()},
+		{"deadletter/minimal", &DeadLetter{
+			OriginalTopic: "requests",
+			OriginalValue: []byte{},
+			Reason:        ReasonUndecodable,
+			Attempts:      1,
+		}},
+	}
+}
+
+func fullRequest() *Request {
+	return &Request{
+		RequestID:  "req-1",
+		TenantID:   "acme",
+		RulesetRef: &RulesetRef{ID: "supplier-onboarding", Version: new("3")},
+		PrimaryDocs: []Document{
+			{Name: "agreement.pdf", Pages: []string{"page one", unicodeText}},
+			{Name: "scan.pdf", URI: new("s3://inbox/acme/scan.pdf"), ContentType: new("application/pdf")},
+		},
+		AuxiliaryDocs: []Document{{Name: "policy.md", Content: new("first\fsecond"), ContentType: new("text/markdown")}},
+		TextInput:     new(unicodeText),
+		NamedInputs: []NamedInput{
+			{Name: "volume", Description: new("yearly volume"), ValueJSON: "12345678901234567890"},
+			{Name: "contacts", ValueJSON: `[{"role":"sales","email":"a@b.example"}]`},
+		},
+		Message:     new("Flag blockers."),
+		Options:     Options{GenerateReport: new(true), Model: new("gemma-3-270m"), CallbackURL: new("https://hooks.example/x")},
+		SubmittedAt: t0,
+	}
+}
+
+func fullVerdict() *VerdictEvent {
+	return &VerdictEvent{
+		EventID:         "req-1/payment-terms",
+		RequestID:       "req-1",
+		TenantID:        "acme",
+		RulesetID:       "supplier-onboarding",
+		RulesetVersion:  new("3"),
+		Model:           "gemma-3-270m",
+		RuleID:          "payment-terms",
+		RuleName:        new("Payment terms"),
+		RuleType:        engine.Boolean,
+		DataSufficiency: true,
+		Rationale:       "Invoices are payable within 30 days, under the 45-day limit.",
+		BooleanOutput:   new(true),
+		NotApplicable:   false,
+		Evidences: []engine.Evidence{
+			{Text: "payable within 30 days", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, Anchored: true, Match: engine.MatchExact, StartOffset: new(30), EndOffset: new(52)},
+			{Text: "volume 250000", SourceOrigin: "volume", Match: engine.MatchNotDocument},
+		},
+		StartedAt:   t1,
+		CompletedAt: t2,
+		RuleIndex:   1,
+		RuleCount:   4,
+	}
+}
+
+func fullSummary() *SummaryEvent {
+	return &SummaryEvent{
+		EventID:        "req-1",
+		RequestID:      "req-1",
+		TenantID:       "acme",
+		RulesetID:      "supplier-onboarding",
+		RulesetVersion: new("3"),
+		Model:          "gemma-3-270m",
+		Status:         StatusCompleted,
+		Counts:         Counts{Rules: 4, Passed: 2, Failed: 1, NotApplicable: 1, InsufficientData: 1},
+		Aggregate: engine.Aggregate{
+			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 3, PassedCount: 2},
+			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateWeightedMean, Score: new(3.75), Counted: 2},
+		},
+		Sources: []engine.Source{
+			{SourceOrigin: "agreement.pdf", Text: "payable within 30 days", SourcePageNumber: 2},
+			{SourceOrigin: "契約書", Text: unicodeText},
+		},
+		Usage:       engine.Usage{PromptTokens: 1 << 40, CompletionTokens: 321, CachedTokens: 7, LLMCalls: 2},
+		Report:      &ReportDescriptor{FileName: "req-1.xlsx", URI: "s3://reports/acme/req-1.xlsx", MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: "acme/req-1.xlsx"},
+		StartedAt:   t1,
+		CompletedAt: t2,
+	}
+}
+
+func fullDeadLetter() *DeadLetter {
+	return &DeadLetter{
+		OriginalTopic:     "rulevalidator.requests",
+		OriginalPartition: 7,
+		OriginalOffset:    1 << 42,
+		OriginalTimestamp: t0,
+		OriginalKey:       []byte{},
+		OriginalValue:     []byte{0x00, 0xff, '{', 0x80},
+		OriginalHeaders: []Header{
+			{Key: "traceparent", Value: []byte("00-abc-def-01")},
+			{Key: "no-value"},
+			{Key: "empty", Value: []byte{}},
+			{Key: "traceparent", Value: []byte{0xff}},
+		},
+		Reason:   ReasonInvalidRequest,
+		Message:  "invalid request \"req-1\": tenant_id is empty",
+		FailedAt: t2,
+		Attempts: 3,
+	}
+}
+
+func newTestCodecs(t testing.TB) *Codecs {
+	t.Helper()
+	c, err := NewCodecs()
+	if err != nil {
+		t.Fatalf("NewCodecs: %v", err)
+	}
+	return c
+}
+
+// assertEqual compares deeply and shows both sides as JSON when they differ.
+func assertEqual(t *testing.T, got, want any) {
+	t.Helper()
+	if reflect.DeepEqual(got, want) {
+		return
+	}
+	g, _ := json.MarshalIndent(got, "", "  ")
+	w, _ := json.MarshalIndent(want, "", "  ")
+	t.Errorf("values differ\n got: %s\nwant: %s", g, w)
+}
