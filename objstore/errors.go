@@ -1,0 +1,87 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+)
+
+var (
+	// ErrNotFound: the object does not exist (S3's NoSuchKey).
+	ErrNotFound = errors.New("object not found")
+	// ErrTooLarge: the object is bigger than Config.MaxObjectBytes allows to read into memory.
+	ErrTooLarge = errors.New("object too large")
+)
+
+// OpError is the error of one failed call on the store: which operation, on which object,
+// after how many attempts, and the cause (a minio.ErrorResponse for errors the server gave).
+type OpError struct {
+	Op       string // put, get, ensure-bucket, ping
+	URI      string // s3://bucket/key, or s3://bucket for bucket calls
+	Attempts int    // 0 when the call was refused before any request
+	Err      error
+	kind     error // a sentinel such as ErrNotFound, when one applies
+}
+
+func (e *OpError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "objstore: %s %s", e.Op, e.URI)
+	if e.kind != nil {
+		fmt.Fprintf(&b, ": %v", e.kind)
+	}
+	fmt.Fprintf(&b, ": %s", describe(e.Err))
+	switch {
+	case e.Attempts == 1:
+		b.WriteString(" (1 attempt)")
+	case e.Attempts > 1:
+		fmt.Fprintf(&b, " (%d attempts)", e.Attempts)
+	}
+	return b.String()
+}
+
+func (e *OpError) Unwrap() []error {
+	if e.kind != nil {
+		return []error{e.kind, e.Err}
+	}
+	return []error{e.Err}
+}
+
+// describe adds the S3 error code and HTTP status to minio-go's bare message.
+func describe(err error) string {
+	var resp minio.ErrorResponse
+	if !errors.As(err, &resp) {
+		return err.Error()
+	}
+	var b strings.Builder
+	if resp.Code != "" {
+		b.WriteString(resp.Code)
+	}
+	if resp.StatusCode != 0 {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "HTTP %d", resp.StatusCode)
+	}
+	if b.Len() == 0 {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s (%s)", err.Error(), b.String())
+}
+
+// Temporary reports whether err may go away if the call is made again later:
+// the store was unreachable, overloaded or failing (after the retries New's
+// config allows). A missing object, a refusal, a bad address or a bucket this
+// service does not read are not temporary.
+func Temporary(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var op *OpError
+	if !errors.As(err, &op) || op.kind != nil {
+		return false
+	}
+	return transient(context.Background(), op.Err)
+}

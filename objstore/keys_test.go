@@ -1,0 +1,124 @@
+package objstore_test
+
+import (
+	"strings"
+	"testing"
+
+	"rulevalidator/objstore"
+)
+
+func TestTenantKey(t *testing.T) {
+	tests := []struct {
+		name                         string
+		prefix, tenant, id, fileName string
+		want                         string
+		wantErr                      string
+	}{
+		{name: "plain", prefix: "reports", tenant: "acme", id: "req-42", fileName: "report.xlsx",
+			want: "reports/acme/req-42/report.xlsx"},
+		{name: "nested prefix, trailing slash dropped", prefix: "reports/v1/", tenant: "acme", id: "42", fileName: "r.xlsx",
+			want: "reports/v1/acme/42/r.xlsx"},
+		{name: "no prefix", tenant: "acme", id: "42", fileName: "r.xlsx", want: "acme/42/r.xlsx"},
+		{name: "dots inside a name are fine", prefix: "reports", tenant: "acme.eu", id: "42", fileName: "report.v2.xlsx",
+			want: "reports/acme.eu/42/report.v2.xlsx"},
+		{name: "unicode name", prefix: "reports", tenant: "acme", id: "42", fileName: "rapport-été.xlsx",
+			want: "reports/acme/42/rapport-été.xlsx"},
+
+		{name: "empty tenant", prefix: "reports", id: "42", fileName: "r.xlsx", wantErr: `tenant "": is empty`},
+		{name: "empty id", prefix: "reports", tenant: "acme", fileName: "r.xlsx", wantErr: `id "": is empty`},
+		{name: "empty file name", prefix: "reports", tenant: "acme", id: "42", wantErr: `file name "": is empty`},
+		{name: "tenant climbs out", prefix: "reports", tenant: "..", id: "42", fileName: "r.xlsx", wantErr: `tenant "..": holds ".."`},
+		{name: "tenant names another tenant", prefix: "reports", tenant: "acme/../globex", id: "42", fileName: "r.xlsx",
+			wantErr: `tenant "acme/../globex": holds ".."`},
+		{name: "tenant with slash", prefix: "reports", tenant: "acme/eu", id: "42", fileName: "r.xlsx", wantErr: `tenant "acme/eu": holds '/'`},
+		{name: "id climbs out", prefix: "reports", tenant: "acme", id: "../../x", fileName: "r.xlsx", wantErr: `id "../../x": holds ".."`},
+		{name: "file name climbs out", prefix: "reports", tenant: "acme", id: "42", fileName: "../42/r.xlsx", wantErr: `file name "../42/r.xlsx": holds ".."`},
+		{name: "file name is a path", prefix: "reports", tenant: "acme", id: "42", fileName: "a/r.xlsx", wantErr: `file name "a/r.xlsx": holds '/'`},
+		{name: "file name with dot dot inside", prefix: "reports", tenant: "acme", id: "42", fileName: "r..xlsx", wantErr: `holds ".."`},
+		{name: "single dot", prefix: "reports", tenant: "acme", id: ".", fileName: "r.xlsx", wantErr: `id ".": "." is not a name`},
+		{name: "backslash", prefix: "reports", tenant: `acme\..\globex`, id: "42", fileName: "r.xlsx", wantErr: `holds ".."`},
+		{name: "lone backslash", prefix: "reports", tenant: `acme\globex`, id: "42", fileName: "r.xlsx", wantErr: `'\' at byte 4`},
+		{name: "newline", prefix: "reports", tenant: "acme", id: "42\n", fileName: "r.xlsx", wantErr: "control character U+000A at byte 2"},
+		{name: "NUL", prefix: "reports", tenant: "acme", id: "42", fileName: "r.xlsx\x00.exe", wantErr: "control character U+0000 at byte 6"},
+		{name: "invalid UTF-8", prefix: "reports", tenant: "acme\xff", id: "42", fileName: "r.xlsx", wantErr: "not valid UTF-8"},
+		{name: "prefix with traversal", prefix: "reports/../secrets", tenant: "acme", id: "42", fileName: "r.xlsx",
+			wantErr: `key prefix "reports/../secrets", segment 2: ".." is not allowed`},
+		{name: "prefix with leading slash", prefix: "/reports", tenant: "acme", id: "42", fileName: "r.xlsx",
+			wantErr: `key prefix "/reports", segment 1: empty segment`},
+		{name: "too long", prefix: "reports", tenant: "acme", id: "42", fileName: strings.Repeat("x", 1020),
+			wantErr: "over S3's limit of 1024"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := objstore.TenantKey(tt.prefix, tt.tenant, tt.id, tt.fileName)
+			if tt.wantErr != "" {
+				if err == nil {
+					t.Fatalf("TenantKey = %q, want an error containing %q", got, tt.wantErr)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %q, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("TenantKey: %v", err)
+			}
+			if got != tt.want {
+				t.Fatalf("TenantKey = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseURI(t *testing.T) {
+	tests := []struct {
+		uri     string
+		bucket  string
+		key     string
+		wantErr string
+	}{
+		{uri: "s3://reports/acme/42/report.xlsx", bucket: "reports", key: "acme/42/report.xlsx"},
+		{uri: "s3://my-bucket.eu/doc.json", bucket: "my-bucket.eu", key: "doc.json"},
+		{uri: "s3://reports/a b/é.txt", bucket: "reports", key: "a b/é.txt"},
+
+		{uri: "", wantErr: `URI "": want s3://bucket/key`},
+		{uri: "reports/key", wantErr: "want s3://bucket/key"},
+		{uri: "S3://reports/key", wantErr: "want s3://bucket/key"},
+		{uri: "https://reports.s3.amazonaws.com/key", wantErr: "want s3://bucket/key"},
+		{uri: "s3://", wantErr: "has no bucket"},
+		{uri: "s3:///key", wantErr: "has no bucket"},
+		{uri: "s3://reports", wantErr: "has no key after the bucket"},
+		{uri: "s3://reports/", wantErr: "has no key after the bucket"},
+		{uri: "s3://Reports/key", wantErr: `bucket "Reports"`},
+		{uri: "s3://re/key", wantErr: `bucket "re"`},
+		{uri: "s3://reports/../other-bucket/key", wantErr: `segment 1: ".." is not allowed`},
+		{uri: "s3://reports/acme/../globex/secret.json", wantErr: `segment 2: ".." is not allowed`},
+		{uri: "s3://reports/acme/./x", wantErr: `segment 2: "." is not allowed`},
+		{uri: "s3://reports//etc/passwd", wantErr: "segment 1: empty segment"},
+		{uri: "s3://reports/acme//x", wantErr: "segment 2: empty segment"},
+		{uri: "s3://reports/acme/", wantErr: "segment 2: empty segment"},
+		{uri: "s3://reports/acme/x\r\nHost: evil", wantErr: "control character U+000D"},
+		{uri: `s3://reports/acme\..\x`, wantErr: `'\' at byte 4`},
+		{uri: "s3://reports/" + strings.Repeat("k", 1025), wantErr: "over S3's limit of 1024"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.uri, func(t *testing.T) {
+			bucket, key, err := objstore.ParseURI(tt.uri)
+			if tt.wantErr != "" {
+				if err == nil {
+					t.Fatalf("ParseURI = (%q, %q), want an error containing %q", bucket, key, tt.wantErr)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %q, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseURI: %v", err)
+			}
+			if bucket != tt.bucket || key != tt.key {
+				t.Fatalf("ParseURI = (%q, %q), want (%q, %q)", bucket, key, tt.bucket, tt.key)
+			}
+		})
+	}
+}

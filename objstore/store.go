@@ -1,0 +1,259 @@
+// Package objstore keeps reports and claim-check documents in S3-compatible object storage
+// (AWS S3, MinIO, versitygw) through minio-go. Calls retry transient failures with backoff
+// and fail fast on permanent ones; reads into memory are capped.
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Store reads and writes objects in one bucket. It is safe for concurrent use.
+type Store struct {
+	cfg    Config
+	client *minio.Client
+	log    *slog.Logger
+}
+
+// ObjectInfo describes a stored object.
+type ObjectInfo struct {
+	Bucket       string
+	Key          string
+	URI          string // s3://bucket/key
+	Size         int64
+	ETag         string
+	ContentType  string
+	LastModified time.Time
+	// Metadata is the user metadata (x-amz-meta-*), keys in lower case.
+	Metadata map[string]string
+}
+
+// New checks cfg (after filling in defaults) and returns a Store. It makes no request; call
+// EnsureBucket or Ping to find out whether the store answers.
+func New(cfg Config) (*Store, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	host, secure, _ := cfg.endpoint()
+	client, err := minio.New(host, &minio.Options{
+		Creds:     credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Secure:    secure,
+		Region:    cfg.Region,
+		Transport: cfg.Transport,
+		// One attempt per call: retries happen here, where failures are classified and logged.
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("objstore: client for %s: %w", cfg.Endpoint, err)
+	}
+	cfg.AllowedBuckets = slices.Clone(cfg.AllowedBuckets)
+	return &Store{cfg: cfg, client: client, log: cfg.Logger}, nil
+}
+
+// Bucket is the bucket the store writes to.
+func (s *Store) Bucket() string { return s.cfg.Bucket }
+
+// URI is the s3:// address of key in the store's bucket.
+func (s *Store) URI(key string) string { return "s3://" + s.cfg.Bucket + "/" + key }
+
+// EnsureBucket creates the bucket unless it exists already.
+func (s *Store) EnsureBucket(ctx context.Context) error {
+	uri := "s3://" + s.cfg.Bucket
+	var exists bool
+	err := s.retry(ctx, "ensure-bucket", uri, func() (err error) {
+		exists, err = s.client.BucketExists(ctx, s.cfg.Bucket)
+		return err
+	})
+	if err != nil || exists {
+		return err
+	}
+	return s.retry(ctx, "ensure-bucket", uri, func() error {
+		err := s.client.MakeBucket(ctx, s.cfg.Bucket, minio.MakeBucketOptions{Region: s.cfg.Region})
+		if code := minio.ToErrorResponse(err).Code; code == "BucketAlreadyOwnedByYou" || code == "BucketAlreadyExists" {
+			// Created meanwhile by another process (or an earlier attempt whose answer was lost).
+			return nil
+		}
+		return err
+	})
+}
+
+// Ping checks that the credentials work and the bucket exists, for readiness probes.
+func (s *Store) Ping(ctx context.Context) error {
+	uri := "s3://" + s.cfg.Bucket
+	var exists bool
+	err := s.retry(ctx, "ping", uri, func() (err error) {
+		exists, err = s.client.BucketExists(ctx, s.cfg.Bucket)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return &OpError{Op: "ping", URI: uri, Attempts: 1, Err: errors.New("the bucket does not exist")}
+	}
+	return nil
+}
+
+// Put stores body under key, replacing any object there. Transient failures are retried
+// with backoff; permanent ones (AccessDenied, NoSuchBucket, InvalidArgument) return at once.
+// meta becomes the object's user metadata.
+func (s *Store) Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (ObjectInfo, error) {
+	uri := s.URI(key)
+	if err := checkKey(key); err != nil {
+		return ObjectInfo{}, &OpError{Op: "put", URI: uri, Err: err}
+	}
+	if err := checkMetadata(meta); err != nil {
+		return ObjectInfo{}, &OpError{Op: "put", URI: uri, Err: err}
+	}
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	var info minio.UploadInfo
+	err := s.retry(ctx, "put", uri, func() (err error) {
+		info, err = s.client.PutObject(ctx, s.cfg.Bucket, key, bytes.NewReader(body), int64(len(body)),
+			minio.PutObjectOptions{ContentType: contentType, UserMetadata: meta})
+		return err
+	})
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	return ObjectInfo{
+		Bucket:      s.cfg.Bucket,
+		Key:         key,
+		URI:         uri,
+		Size:        int64(len(body)),
+		ETag:        info.ETag,
+		ContentType: contentType,
+		Metadata:    lowerKeys(meta),
+	}, nil
+}
+
+// Get opens key in the store's bucket for streaming. The caller must close the reader.
+// A missing object gives an error wrapping ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error) {
+	return s.get(ctx, s.cfg.Bucket, key)
+}
+
+func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, ObjectInfo, error) {
+	uri := "s3://" + bucket + "/" + key
+	if err := checkKey(key); err != nil {
+		return nil, ObjectInfo{}, &OpError{Op: "get", URI: uri, Err: err}
+	}
+	var obj *minio.Object
+	var stat minio.ObjectInfo
+	err := s.retry(ctx, "get", uri, func() error {
+		o, err := s.client.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
+		if err != nil {
+			return err
+		}
+		// Stat sends the GET and waits for its headers, so a missing object shows here.
+		st, err := o.Stat()
+		if err != nil {
+			o.Close()
+			return err
+		}
+		obj, stat = o, st
+		return nil
+	})
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	return obj, ObjectInfo{
+		Bucket:       bucket,
+		Key:          key,
+		URI:          uri,
+		Size:         stat.Size,
+		ETag:         stat.ETag,
+		ContentType:  stat.ContentType,
+		LastModified: stat.LastModified,
+		Metadata:     lowerKeys(stat.UserMetadata),
+	}, nil
+}
+
+// GetBytes reads key from the store's bucket into memory. An object bigger than
+// MaxObjectBytes gives an error wrapping ErrTooLarge, without reading it.
+func (s *Store) GetBytes(ctx context.Context, key string) ([]byte, error) {
+	return s.getBytes(ctx, s.cfg.Bucket, key)
+}
+
+func (s *Store) getBytes(ctx context.Context, bucket, key string) ([]byte, error) {
+	body, info, err := s.get(ctx, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	limit := s.cfg.MaxObjectBytes
+	if info.Size > limit {
+		return nil, s.tooLarge(info.URI, fmt.Sprintf("%d bytes", info.Size))
+	}
+	// The size header could be wrong; never read past the cap whatever it said.
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, &OpError{Op: "get", URI: info.URI, Attempts: 1, Err: fmt.Errorf("reading the body after %d bytes: %w", len(data), err)}
+	}
+	if int64(len(data)) > limit {
+		// The server announced a smaller size than it sent.
+		return nil, s.tooLarge(info.URI, fmt.Sprintf("more than %d bytes", limit))
+	}
+	return data, nil
+}
+
+func (s *Store) tooLarge(uri, size string) error {
+	return &OpError{Op: "get", URI: uri, Attempts: 1, kind: ErrTooLarge,
+		Err: fmt.Errorf("the object is %s, over the cap of %d bytes (MaxObjectBytes)", size, s.cfg.MaxObjectBytes)}
+}
+
+// GetURI fetches a claim-check document by its s3://bucket/key address. The bucket must be
+// the store's bucket or one of Config.AllowedBuckets: a URI from a request must not make
+// the service read any bucket its credentials reach.
+func (s *Store) GetURI(ctx context.Context, uri string) ([]byte, error) {
+	bucket, key, err := ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	if bucket != s.cfg.Bucket && !slices.Contains(s.cfg.AllowedBuckets, bucket) {
+		allowed := append([]string{s.cfg.Bucket}, s.cfg.AllowedBuckets...)
+		return nil, fmt.Errorf("objstore: %s: bucket %q is not one this service reads (allowed: %s)",
+			uri, bucket, strings.Join(allowed, ", "))
+	}
+	return s.getBytes(ctx, bucket, key)
+}
+
+// checkMetadata rejects keys that are not HTTP header tokens and values with control
+// characters, which would be dropped or would split the header.
+func checkMetadata(meta map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		if k == "" || strings.IndexFunc(k, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
+			return fmt.Errorf("metadata key %q: want letters, digits and !#$%%&'*+-.^_`|~ only", k)
+		}
+		if i := strings.IndexFunc(meta[k], unicode.IsControl); i >= 0 {
+			return fmt.Errorf("metadata %q: control character at byte %d of the value", k, i)
+		}
+	}
+	return nil
+}
+
+func isTokenChar(r rune) bool {
+	return r < 0x7f && r > ' ' && !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+}
+
+func lowerKeys(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}
