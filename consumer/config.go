@@ -1,0 +1,206 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Defaults for Config's zero fields.
+const (
+	DefaultConcurrency    = 8
+	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultCommitTimeout  = 10 * time.Second
+	DefaultDrainTimeout   = 30 * time.Second
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultMinBytes       = 1
+	DefaultMaxBytes       = 10 << 20 // 10 MiB
+	DefaultMaxWait        = 250 * time.Millisecond
+)
+
+// Config configures a Consumer. Zero fields take the documented defaults; New checks the rest.
+type Config struct {
+	// Brokers are the bootstrap addresses (host:port). Required.
+	Brokers []string
+	// GroupID is the consumer group whose offsets the consumer commits. Required.
+	GroupID string
+	// Topic is the topic to consume. Required.
+	Topic string
+
+	// Concurrency is the most messages in flight at once across all partitions, counting those
+	// waiting behind an earlier message with the same key (default 8).
+	Concurrency int
+	// CommitInterval is how often completed offsets are committed (default 100ms). Each commit
+	// is a synchronous call that returns once the group coordinator has stored the offsets.
+	CommitInterval time.Duration
+	// CommitTimeout bounds each commit call, the final one at shutdown included (default 10s).
+	CommitTimeout time.Duration
+	// DrainTimeout is how long in-flight messages may go on once Run's context is cancelled
+	// (default 30s). Handlers' contexts are cancelled only when it runs out.
+	DrainTimeout time.Duration
+
+	// SessionTimeout is how long the group coordinator waits without a heartbeat before it
+	// evicts this member (default 10s; the broker allows 6s to 30min by default). Heartbeats run
+	// apart from message handling, so slow handlers do not count against it; what it bounds is
+	// how long the group waits for a member that vanished, a broker restart included.
+	SessionTimeout time.Duration
+
+	// MinBytes and MaxBytes bound a fetch response (defaults 1 and 10 MiB); MaxBytes must hold
+	// the largest record. MaxWait is how long the broker may wait for MinBytes (default 250ms).
+	MinBytes int
+	MaxBytes int
+	MaxWait  time.Duration
+
+	// StartOffset is where a group with no committed offset starts: kafka.FirstOffset (the
+	// default) or kafka.LastOffset.
+	StartOffset int64
+
+	// Dialer overrides kafka-go's default dialer, for TLS or SASL. Optional.
+	Dialer *kafka.Dialer
+	// Logger receives the consumer's logs and kafka-go's (debug and warnings). Optional.
+	Logger *slog.Logger
+	// Hooks observe the consumer, for metrics. Optional.
+	Hooks Hooks
+}
+
+// Outcomes passed to Hooks.Handled.
+const (
+	// OutcomeOK: the handler returned nil; the offset will be committed.
+	OutcomeOK = "ok"
+	// OutcomeFailed: the handler returned an error (or panicked) while it had time to finish;
+	// the consumer stops and Run returns the error. The offset is not committed.
+	OutcomeFailed = "failed"
+	// OutcomeInterrupted: the handler returned after its context was cancelled at the end of
+	// the drain; the offset is not committed and the message will be redelivered.
+	OutcomeInterrupted = "interrupted"
+)
+
+// Hooks are optional observers, called from the consumer's goroutines; they must be safe for
+// concurrent use and quick. Nil hooks are skipped.
+type Hooks struct {
+	// Fetched is called for every fetched record. highWaterMark-offset-1 is the partition's lag
+	// behind this record.
+	Fetched func(topic string, partition int, offset, highWaterMark int64)
+	// Handled is called when a handler returns, with one of the Outcome constants.
+	Handled func(outcome string, took time.Duration)
+	// Committed is called after a successful commit, with the partition's committed offset:
+	// the next offset the group will read there.
+	Committed func(partition int, offset int64)
+	// InFlight is called with +1 when a message is taken on and -1 when it is let go.
+	InFlight func(delta int)
+}
+
+func (h Hooks) fetched(m *Message) {
+	if h.Fetched != nil {
+		h.Fetched(m.Topic, m.Partition, m.Offset, m.HighWaterMark)
+	}
+}
+
+func (h Hooks) handled(outcome string, took time.Duration) {
+	if h.Handled != nil {
+		h.Handled(outcome, took)
+	}
+}
+
+func (h Hooks) committed(partition int, offset int64) {
+	if h.Committed != nil {
+		h.Committed(partition, offset)
+	}
+}
+
+func (h Hooks) inFlight(delta int) {
+	if h.InFlight != nil {
+		h.InFlight(delta)
+	}
+}
+
+// setDefaults fills the zero fields with their defaults.
+func (c *Config) setDefaults() {
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = DefaultCommitTimeout
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.MinBytes == 0 {
+		c.MinBytes = DefaultMinBytes
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.StartOffset == 0 {
+		c.StartOffset = kafka.FirstOffset
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every problem with the configuration, each naming the field and value.
+// It is meant for a configuration after setDefaults, as New does.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("consumer config: "+format, args...))
+	}
+	if len(c.Brokers) == 0 {
+		bad("Brokers is empty; give at least one bootstrap address (host:port)")
+	}
+	for i, b := range c.Brokers {
+		if b == "" {
+			bad("Brokers[%d] is empty", i)
+		}
+	}
+	if c.GroupID == "" {
+		bad("GroupID is empty; offsets are committed for a consumer group, which needs an id")
+	}
+	if c.Topic == "" {
+		bad("Topic is empty")
+	}
+	if c.Concurrency < 1 {
+		bad("Concurrency must be positive, got %d", c.Concurrency)
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"CommitInterval", c.CommitInterval},
+		{"CommitTimeout", c.CommitTimeout},
+		{"DrainTimeout", c.DrainTimeout},
+		{"SessionTimeout", c.SessionTimeout},
+		{"MaxWait", c.MaxWait},
+	} {
+		if d.value <= 0 {
+			bad("%s must be positive, got %s", d.name, d.value)
+		}
+	}
+	if c.MinBytes < 1 {
+		bad("MinBytes must be positive, got %d", c.MinBytes)
+	}
+	if c.MaxBytes < 1 {
+		bad("MaxBytes must be positive, got %d", c.MaxBytes)
+	}
+	if c.MinBytes > c.MaxBytes {
+		bad("MinBytes (%d) is greater than MaxBytes (%d)", c.MinBytes, c.MaxBytes)
+	}
+	if c.StartOffset != kafka.FirstOffset && c.StartOffset != kafka.LastOffset {
+		bad("StartOffset must be kafka.FirstOffset (%d) or kafka.LastOffset (%d), got %d",
+			kafka.FirstOffset, kafka.LastOffset, c.StartOffset)
+	}
+	return errors.Join(errs...)
+}

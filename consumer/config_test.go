@@ -1,0 +1,74 @@
+package consumer
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func validConfig() Config {
+	return Config{Brokers: []string{"127.0.0.1:9092"}, GroupID: "g", Topic: "t"}
+}
+
+func TestNewAppliesDefaults(t *testing.T) {
+	c, err := New(validConfig(), func(context.Context, *Message) error { return nil })
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	got := c.cfg
+	if got.Concurrency != DefaultConcurrency || got.CommitInterval != DefaultCommitInterval ||
+		got.CommitTimeout != DefaultCommitTimeout || got.DrainTimeout != DefaultDrainTimeout ||
+		got.SessionTimeout != DefaultSessionTimeout ||
+		got.MinBytes != DefaultMinBytes || got.MaxBytes != DefaultMaxBytes || got.MaxWait != DefaultMaxWait ||
+		got.StartOffset != kafka.FirstOffset || got.Logger == nil {
+		t.Errorf("defaults not applied: %+v", got)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Config)
+		want   []string // each must appear in the error
+	}{
+		{"no brokers", func(c *Config) { c.Brokers = nil }, []string{"Brokers is empty"}},
+		{"empty broker", func(c *Config) { c.Brokers = []string{"a:1", ""} }, []string{"Brokers[1] is empty"}},
+		{"no group", func(c *Config) { c.GroupID = "" }, []string{"GroupID is empty"}},
+		{"no topic", func(c *Config) { c.Topic = "" }, []string{"Topic is empty"}},
+		{"negative concurrency", func(c *Config) { c.Concurrency = -1 }, []string{"Concurrency must be positive, got -1"}},
+		{"negative commit interval", func(c *Config) { c.CommitInterval = -time.Second }, []string{"CommitInterval must be positive, got -1s"}},
+		{"negative commit timeout", func(c *Config) { c.CommitTimeout = -time.Second }, []string{"CommitTimeout must be positive, got -1s"}},
+		{"negative drain timeout", func(c *Config) { c.DrainTimeout = -time.Second }, []string{"DrainTimeout must be positive, got -1s"}},
+		{"negative session timeout", func(c *Config) { c.SessionTimeout = -time.Second }, []string{"SessionTimeout must be positive, got -1s"}},
+		{"negative max wait", func(c *Config) { c.MaxWait = -time.Millisecond }, []string{"MaxWait must be positive, got -1ms"}},
+		{"negative min bytes", func(c *Config) { c.MinBytes = -1 }, []string{"MinBytes must be positive, got -1"}},
+		{"min above max", func(c *Config) { c.MinBytes, c.MaxBytes = 10, 5 }, []string{"MinBytes (10) is greater than MaxBytes (5)"}},
+		{"bad start offset", func(c *Config) { c.StartOffset = 42 }, []string{"StartOffset must be kafka.FirstOffset (-2) or kafka.LastOffset (-1), got 42"}},
+		{"every problem at once", func(c *Config) { c.Brokers, c.GroupID, c.Topic = nil, "", "" },
+			[]string{"Brokers is empty", "GroupID is empty", "Topic is empty"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := validConfig()
+			tt.modify(&cfg)
+			_, err := New(cfg, func(context.Context, *Message) error { return nil })
+			if err == nil {
+				t.Fatal("New accepted the config")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestNewRejectsNilHandler(t *testing.T) {
+	if _, err := New(validConfig(), nil); err == nil || !strings.Contains(err.Error(), "handler is nil") {
+		t.Fatalf("New(cfg, nil) = %v, want an error saying the handler is nil", err)
+	}
+}

@@ -1,0 +1,174 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+)
+
+// Recover turns a panic in the wrapped handler into Permanent(ReasonInternal, ...), logging the
+// stack, so that one bad message cannot take the service down and is dead-lettered instead.
+func Recover(logger *slog.Logger) Middleware {
+	logger = orDiscard(logger)
+	return func(next Handler) Handler {
+		return func(ctx context.Context, m *Message) (err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					logger.Error("handler panicked", append(logAttrs(m), "panic", v, "stack", string(debug.Stack()))...)
+					err = Permanent(ReasonInternal, panicError(m, v))
+				}
+			}()
+			return next(ctx, m)
+		}
+	}
+}
+
+// panicError describes a recovered panic, wrapping it when it is an error.
+func panicError(m *Message, v any) error {
+	if err, ok := v.(error); ok {
+		return fmt.Errorf("%s: handler panicked: %w", where(m), err)
+	}
+	return fmt.Errorf("%s: handler panicked: %v", where(m), v)
+}
+
+// RetryPolicy shapes Retry's capped exponential backoff. Zero fields take the defaults.
+type RetryPolicy struct {
+	// Initial is the delay before the first retry (default 500ms). Each retry doubles it.
+	Initial time.Duration
+	// Max caps a single delay (default 30s).
+	Max time.Duration
+	// MaxElapsed gives up once this much time has passed since the first attempt. The default,
+	// 0, retries until the context ends: a broken dependency then holds back consumption instead
+	// of failing messages.
+	MaxElapsed time.Duration
+}
+
+const (
+	defaultRetryInitial = 500 * time.Millisecond
+	defaultRetryMax     = 30 * time.Second
+)
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Initial <= 0 {
+		p.Initial = defaultRetryInitial
+	}
+	if p.Max <= 0 {
+		p.Max = defaultRetryMax
+	}
+	if p.Max < p.Initial {
+		p.Max = p.Initial
+	}
+	if p.MaxElapsed < 0 {
+		p.MaxElapsed = 0
+	}
+	return p
+}
+
+// delay is the pause after the given failed attempt (1-based): Initial doubled per attempt,
+// capped at Max, with "equal jitter" (a uniform pick from the upper half) so that consumers
+// failing together do not retry in lockstep.
+func (p RetryPolicy) delay(attempt int) time.Duration {
+	d := p.Initial
+	for i := 1; i < attempt && d < p.Max; i++ {
+		d *= 2
+	}
+	return jitter(min(d, p.Max))
+}
+
+// Retry retries transient errors of the wrapped handler with capped exponential backoff and
+// jitter. The message keeps its in-flight slot while it waits, so a failing dependency slows
+// consumption down rather than failing messages. Permanent errors return at once. When ctx
+// ends, or MaxElapsed has passed, the last error is returned, still transient: the consumer
+// then does not commit the message.
+func Retry(p RetryPolicy, logger *slog.Logger) Middleware {
+	p = p.withDefaults()
+	logger = orDiscard(logger)
+	return func(next Handler) Handler {
+		return func(ctx context.Context, m *Message) error {
+			start := time.Now()
+			for attempt := 1; ; attempt++ {
+				err := next(ctx, m)
+				if err == nil {
+					if attempt > 1 {
+						logger.Info("handled after retrying", append(logAttrs(m), "attempts", attempt)...)
+					}
+					return nil
+				}
+				if _, permanent := PermanentReason(err); permanent {
+					return err
+				}
+				if ctx.Err() != nil {
+					return fmt.Errorf("%s: stopped retrying after %d attempts (%w): %w", where(m), attempt, context.Cause(ctx), err)
+				}
+				wait := p.delay(attempt)
+				if p.MaxElapsed > 0 && time.Since(start)+wait > p.MaxElapsed {
+					return fmt.Errorf("%s: giving up after %d attempts in %s: %w",
+						where(m), attempt, time.Since(start).Round(time.Millisecond), err)
+				}
+				logger.Warn("transient error; retrying", append(logAttrs(m), "attempt", attempt, "retry_in", wait, "err", err)...)
+				if !sleep(ctx, wait) {
+					return fmt.Errorf("%s: stopped retrying after %d attempts (%w): %w", where(m), attempt, context.Cause(ctx), err)
+				}
+			}
+		}
+	}
+}
+
+// DeadLetterPublisher sends a message that cannot be processed to the dead-letter topic.
+// reason is the permanent error's label; cause is the error itself. An error returned means
+// the message was not published; DeadLetter returns it for Retry to retry. Do not mark it
+// Permanent: that would stop the consumer (Run returns it) instead of retrying.
+type DeadLetterPublisher interface {
+	PublishDeadLetter(ctx context.Context, m *Message, reason string, cause error) error
+}
+
+// DeadLetter publishes messages whose handler failed permanently to pub and reports them
+// handled (nil), so that their offsets are committed and the partition moves on. When
+// publishing fails it returns that failure, transient, so that the message is retried and never
+// committed unpublished. Transient handler errors pass through untouched.
+func DeadLetter(pub DeadLetterPublisher, logger *slog.Logger) Middleware {
+	logger = orDiscard(logger)
+	return func(next Handler) Handler {
+		return func(ctx context.Context, m *Message) error {
+			err := next(ctx, m)
+			reason, permanent := PermanentReason(err)
+			if !permanent {
+				return err
+			}
+			if pubErr := pub.PublishDeadLetter(ctx, m, reason, err); pubErr != nil {
+				// The handler's error is quoted, not wrapped: wrapping would carry its permanent
+				// mark, and Retry would then give up on what is a transient publishing failure.
+				return fmt.Errorf("%s: publishing to the dead-letter topic (reason %s, cause: %v): %w",
+					where(m), reason, err, pubErr)
+			}
+			logger.Warn("message dead-lettered", append(logAttrs(m), "reason", reason, "err", err)...)
+			return nil
+		}
+	}
+}
+
+// sleep waits for d or until ctx ends, reporting whether the full wait passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func orDiscard(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return logger
+}
+
+// errHandlerPanicked marks a panic that reached the consumer loop because no Recover
+// middleware caught it.
+var errHandlerPanicked = errors.New("handler panicked")

@@ -1,0 +1,392 @@
+// Package pipeline turns one consumed validation request into published
+// events: decode, resolve the ruleset and claim-checked documents, judge with
+// the engine, write the report, publish the verdicts and the summary. It is a
+// consumer.Handler; errors it marks permanent are dead-lettered by the
+// consumer's middleware, all others are retried.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/segmentio/kafka-go"
+
+	"rulevalidator/consumer"
+	"rulevalidator/engine"
+	"rulevalidator/objstore"
+	"rulevalidator/producer"
+	"rulevalidator/registry"
+	"rulevalidator/schemas"
+)
+
+// Evaluator judges one request (an *engine.Engine).
+type Evaluator interface {
+	Evaluate(ctx context.Context, req engine.Request) (*engine.Result, error)
+}
+
+// Publisher encodes and writes events (a *producer.Producer).
+type Publisher interface {
+	Encode(r producer.Result) ([]kafka.Message, error)
+	Write(ctx context.Context, msgs []kafka.Message) error
+}
+
+// ObjectReader reads claim-checked documents (an *objstore.Store).
+type ObjectReader interface {
+	GetURI(ctx context.Context, uri string) ([]byte, error)
+}
+
+// ReportWriter renders and stores the report of a judged request. It retries
+// transient failures itself; an error it returns fails the request visibly.
+type ReportWriter interface {
+	WriteReport(ctx context.Context, req *schemas.Request, rs *engine.Ruleset, res *engine.Result, at time.Time) (*schemas.ReportDescriptor, error)
+}
+
+// Hooks observe the pipeline; every field is optional and must be safe for
+// concurrent use.
+type Hooks struct {
+	// RequestDone is called once per handled request with its outcome:
+	// "completed", "failed" (a failed summary was published), "cached" (a
+	// redelivery answered from the cache) or "retry" (a transient error).
+	RequestDone func(outcome string, took time.Duration)
+	// VerdictsPublished counts published verdicts by outcome: "pass",
+	// "fail", "score", "not_applicable" or "no_verdict".
+	VerdictsPublished func(outcome string, n int)
+	// ReportFailed is called when a report could not be stored.
+	ReportFailed func()
+}
+
+// Config configures a Pipeline.
+type Config struct {
+	Engine    Evaluator
+	Rulesets  registry.Resolver
+	Serde     *schemas.Serde
+	Publisher Publisher
+	// Objects resolves documents given by uri; nil rejects such requests.
+	Objects ObjectReader
+	// Reports writes reports when a ruleset or request asks; nil means a
+	// request asking for a report fails with a clear error.
+	Reports ReportWriter
+	// CacheEntries and CacheBytes bound the cache of recent results
+	// (defaults 1024 and 64 MiB; CacheEntries < 0 disables it).
+	CacheEntries int
+	CacheBytes   int
+	// RequestTimeout bounds the work on one request, retries of the model
+	// included (default 10m).
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+	Hooks          Hooks
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.CacheEntries == 0 {
+		c.CacheEntries = 1024
+	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = 64 << 20
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 10 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports the first missing dependency.
+func (c *Config) Validate() error {
+	switch {
+	case c.Engine == nil:
+		return errors.New("pipeline: Engine is required")
+	case c.Rulesets == nil:
+		return errors.New("pipeline: Rulesets is required")
+	case c.Serde == nil:
+		return errors.New("pipeline: Serde is required")
+	case c.Publisher == nil:
+		return errors.New("pipeline: Publisher is required")
+	case c.RequestTimeout < 0:
+		return fmt.Errorf("pipeline: RequestTimeout %v must not be negative", c.RequestTimeout)
+	}
+	return nil
+}
+
+// Pipeline handles validation requests. It is safe for concurrent use.
+type Pipeline struct {
+	cfg   Config
+	cache *resultCache
+}
+
+// New returns a Pipeline.
+func New(cfg Config) (*Pipeline, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Pipeline{cfg: cfg, cache: newResultCache(cfg.CacheEntries, cfg.CacheBytes)}, nil
+}
+
+// Handle processes one request message; it implements consumer.Handler. It
+// returns nil only once every event of the request is acknowledged.
+func (p *Pipeline) Handle(ctx context.Context, m *consumer.Message) error {
+	start := p.cfg.Now()
+	outcome, err := p.handle(ctx, m, start)
+	if err != nil {
+		if _, permanent := consumer.PermanentReason(err); !permanent {
+			outcome = "retry"
+		}
+	}
+	if p.cfg.Hooks.RequestDone != nil {
+		p.cfg.Hooks.RequestDone(outcome, p.cfg.Now().Sub(start))
+	}
+	return err
+}
+
+func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.Time) (string, error) {
+	ev, err := p.cfg.Serde.Decode(ctx, m.Topic, m.Value, schemaHeaders(m.Headers))
+	if err != nil {
+		if errors.Is(err, schemas.ErrUndecodable) {
+			return "failed", consumer.Permanent(string(schemas.ReasonUndecodable), err)
+		}
+		return "", fmt.Errorf("decoding %s: %w", position(m), err) // e.g. registry unavailable
+	}
+	req, ok := ev.(*schemas.Request)
+	if !ok {
+		return "failed", consumer.Permanent(string(schemas.ReasonUndecodable), fmt.Errorf("%s holds a %s, not a %s", position(m), ev.SchemaName(), schemas.RequestSchema))
+	}
+	if err := req.Validate(); err != nil {
+		return "failed", consumer.Permanent(string(schemas.ReasonInvalidRequest), err)
+	}
+	log := p.cfg.Logger.With("request_id", req.RequestID, "tenant_id", req.TenantID, "position", position(m))
+
+	if msgs, ok := p.cache.get(req.RequestID); ok {
+		log.Info("redelivered request answered from the result cache")
+		if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
+			return "", err
+		}
+		return "cached", nil
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	trace := traceHeaders(m.Headers)
+
+	res, rs, report, err := p.judge(ctx, req)
+	if err != nil {
+		reason, permanent := consumer.PermanentReason(err)
+		if !permanent {
+			return "", err
+		}
+		// The request cannot succeed: tell the dashboards with a failed
+		// summary, then let the consumer dead-letter the message.
+		summary := schemas.NewFailedSummary(req, schemas.Reason(reason), err.Error(), start, p.cfg.Now())
+		if rs != nil {
+			summary.RulesetID = rs.ID
+			if rs.Version != "" {
+				summary.RulesetVersion = &rs.Version
+			}
+		}
+		if err := p.publish(ctx, req.RequestID, producer.Result{Summary: summary, Trace: trace}, false); err != nil {
+			return "", err
+		}
+		log.Warn("request failed", "reason", reason, "error", err)
+		return "failed", err
+	}
+
+	completed := p.cfg.Now()
+	result := producer.Result{
+		Verdicts: schemas.NewVerdictEvents(req, rs, res, res.Model, start, completed),
+		Summary:  schemas.NewSummary(req, rs, res, res.Model, report, start, completed),
+		Trace:    trace,
+	}
+	if err := p.publish(ctx, req.RequestID, result, true); err != nil {
+		return "", err
+	}
+	if h := p.cfg.Hooks.VerdictsPublished; h != nil {
+		for outcome, n := range verdictOutcomes(res.Rules) {
+			h(outcome, n)
+		}
+	}
+	log.Info("request judged", "rules", len(res.Rules), "llm_calls", res.Usage.LLMCalls, "took", completed.Sub(start))
+	return "completed", nil
+}
+
+// judge resolves the ruleset and documents, asks the engine and writes the
+// report. Errors that retrying cannot fix are consumer.Permanent.
+func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Result, *engine.Ruleset, *schemas.ReportDescriptor, error) {
+	rs, err := p.ruleset(ctx, req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := req.ResolveURIs(ctx, p.fetchDocument); err != nil {
+		return nil, rs, nil, classifyFetch(err)
+	}
+	in, err := req.EngineInputs()
+	if err != nil {
+		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonFor(err)), err)
+	}
+	model := ""
+	if req.Options.Model != nil {
+		model = *req.Options.Model
+	}
+	res, err := p.cfg.Engine.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Model: model})
+	switch {
+	case err == nil:
+	case errors.Is(err, engine.ErrInputTooLarge):
+		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonOversized), err)
+	case errors.Is(err, engine.ErrInvalidRuleset), errors.Is(err, engine.ErrInvalidInput),
+		errors.Is(err, engine.ErrLLMRejected), errors.Is(err, engine.ErrInvalidOutput):
+		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonFor(err)), err)
+	default:
+		return nil, rs, nil, err // model unavailable, deadline: retry
+	}
+
+	if !wantsReport(req, rs) {
+		return res, rs, nil, nil
+	}
+	if p.cfg.Reports == nil {
+		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonInternal), errors.New("a report was asked for but no report storage is configured"))
+	}
+	report, err := p.cfg.Reports.WriteReport(ctx, req, rs, res, p.cfg.Now())
+	if err != nil {
+		if p.cfg.Hooks.ReportFailed != nil {
+			p.cfg.Hooks.ReportFailed()
+		}
+		return nil, rs, nil, consumer.Permanent("report_failed", fmt.Errorf("storing the report: %w", err))
+	}
+	return res, rs, report, nil
+}
+
+func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.Ruleset, error) {
+	if req.InlineRuleset != nil {
+		rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
+		if err != nil {
+			return nil, consumer.Permanent(string(schemas.ReasonInvalidRuleset), fmt.Errorf("inline_ruleset: %w", err))
+		}
+		return rs, nil
+	}
+	version := ""
+	if req.RulesetRef.Version != nil {
+		version = *req.RulesetRef.Version
+	}
+	rs, err := p.cfg.Rulesets.Resolve(ctx, req.RulesetRef.ID, version)
+	switch {
+	case err == nil:
+		return rs, nil
+	case errors.Is(err, registry.ErrUnknownRuleset):
+		return nil, consumer.Permanent(string(schemas.ReasonUnknownRuleset), err)
+	case errors.Is(err, engine.ErrInvalidRuleset):
+		return nil, consumer.Permanent(string(schemas.ReasonInvalidRuleset), err)
+	default:
+		return nil, fmt.Errorf("resolving ruleset %q: %w", req.RulesetRef.ID, err)
+	}
+}
+
+// fetchDocument reads a claim-checked document: UTF-8 text whose pages are
+// separated by form feeds (what pdftotext writes).
+func (p *Pipeline) fetchDocument(ctx context.Context, doc schemas.Document) ([]string, error) {
+	if p.cfg.Objects == nil {
+		return nil, fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
+	}
+	if ct := deref(doc.ContentType); ct != "" && !strings.HasPrefix(ct, "text/") {
+		return nil, fmt.Errorf("%w: content_type %q is not text; extract the text upstream (e.g. pdftotext) and store it as text/plain", engine.ErrInvalidInput, ct)
+	}
+	data, err := p.cfg.Objects.GetURI(ctx, *doc.URI)
+	if err != nil {
+		return nil, err
+	}
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("%w: the object is not UTF-8 text", engine.ErrInvalidInput)
+	}
+	return strings.Split(string(data), "\f"), nil
+}
+
+func classifyFetch(err error) error {
+	switch {
+	case errors.Is(err, objstore.ErrTooLarge):
+		return consumer.Permanent(string(schemas.ReasonOversized), err)
+	case objstore.Temporary(err):
+		return err
+	}
+	return consumer.Permanent(string(schemas.ReasonInvalidInput), err)
+}
+
+// publish encodes and writes a result; completed results are remembered so a
+// redelivery yields the same bytes.
+func (p *Pipeline) publish(ctx context.Context, requestID string, r producer.Result, remember bool) error {
+	msgs, err := p.cfg.Publisher.Encode(r)
+	if err != nil {
+		return consumer.Permanent(string(schemas.ReasonInternal), err)
+	}
+	if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
+		return err
+	}
+	if remember {
+		p.cache.put(requestID, msgs)
+	}
+	return nil
+}
+
+func wantsReport(req *schemas.Request, rs *engine.Ruleset) bool {
+	if req.Options.GenerateReport != nil {
+		return *req.Options.GenerateReport
+	}
+	return rs.GenerateReport
+}
+
+func verdictOutcomes(verdicts []engine.Verdict) map[string]int {
+	out := map[string]int{}
+	for _, v := range verdicts {
+		switch {
+		case v.NotApplicable:
+			out["not_applicable"]++
+		case v.BooleanOutput != nil && *v.BooleanOutput:
+			out["pass"]++
+		case v.BooleanOutput != nil:
+			out["fail"]++
+		case v.NumericalOutput != nil:
+			out["score"]++
+		default:
+			out["no_verdict"]++
+		}
+	}
+	return out
+}
+
+func schemaHeaders(hs []consumer.Header) []schemas.Header {
+	out := make([]schemas.Header, len(hs))
+	for i, h := range hs {
+		out[i] = schemas.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
+}
+
+// traceHeaders carries the request's W3C trace context onto its events.
+func traceHeaders(hs []consumer.Header) []kafka.Header {
+	var out []kafka.Header
+	for _, h := range hs {
+		if h.Key == producer.HeaderTraceparent || h.Key == producer.HeaderTracestate {
+			out = append(out, kafka.Header{Key: h.Key, Value: h.Value})
+		}
+	}
+	return out
+}
+
+func position(m *consumer.Message) string {
+	return fmt.Sprintf("%s/%d/%d", m.Topic, m.Partition, m.Offset)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
