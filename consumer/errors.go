@@ -46,3 +46,7 @@ func PermanentReason(err error) (reason string, ok bool) {
 	}
 	return "", false
 }
+
+// errHandlerPanicked marks a panic that reached the consumer loop because no Recover
+// middleware caught it.
+var errHandlerPanicked = errors.New("handler panicked")

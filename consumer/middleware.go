@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -168,7 +167,3 @@ func orDiscard(logger *slog.Logger) *slog.Logger {
 	}
 	return logger
 }
-
-// errHandlerPanicked marks a panic that reached the consumer loop because no Recover
-// middleware caught it.
-var errHandlerPanicked = errors.New("handler panicked")

@@ -64,6 +64,7 @@ type Hooks struct {
 type Config struct {
 	Engine    Evaluator
 	Rulesets  registry.Resolver
+	// Serde and Publisher are needed by Handle only; Judge works without.
 	Serde     *schemas.Serde
 	Publisher Publisher
 	// Objects resolves documents given by uri; nil rejects such requests.
@@ -109,10 +110,6 @@ func (c *Config) Validate() error {
 		return errors.New("pipeline: Engine is required")
 	case c.Rulesets == nil:
 		return errors.New("pipeline: Rulesets is required")
-	case c.Serde == nil:
-		return errors.New("pipeline: Serde is required")
-	case c.Publisher == nil:
-		return errors.New("pipeline: Publisher is required")
 	case c.RequestTimeout < 0:
 		return fmt.Errorf("pipeline: RequestTimeout %v must not be negative", c.RequestTimeout)
 	}
@@ -151,6 +148,9 @@ func (p *Pipeline) Handle(ctx context.Context, m *consumer.Message) error {
 }
 
 func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.Time) (string, error) {
+	if p.cfg.Serde == nil || p.cfg.Publisher == nil {
+		return "", errors.New("pipeline: Handle needs a Serde and a Publisher")
+	}
 	ev, err := p.cfg.Serde.Decode(ctx, m.Topic, m.Value, schemaHeaders(m.Headers))
 	if err != nil {
 		if errors.Is(err, schemas.ErrUndecodable) {
@@ -175,18 +175,51 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		return "cached", nil
 	}
 
+	out, judgeErr := p.Judge(ctx, req, start)
+	if judgeErr != nil {
+		if _, permanent := consumer.PermanentReason(judgeErr); !permanent {
+			return "", judgeErr
+		}
+	}
+	// A request that cannot succeed still gets its (failed) summary, so the
+	// dashboards hear of it; the consumer then dead-letters the message.
+	if err := p.publish(ctx, req.RequestID, producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(m.Headers)}, judgeErr == nil); err != nil {
+		return "", err
+	}
+	if judgeErr != nil {
+		log.Warn("request failed", "reason", out.Summary.Error.Code, "error", judgeErr)
+		return "failed", judgeErr
+	}
+	if h := p.cfg.Hooks.VerdictsPublished; h != nil {
+		for outcome, n := range verdictOutcomes(out.Verdicts) {
+			h(outcome, n)
+		}
+	}
+	log.Info("request judged", "rules", len(out.Verdicts), "llm_calls", out.Summary.Usage.LLMCalls, "took", out.Summary.CompletedAt.Sub(out.Summary.StartedAt))
+	return "completed", nil
+}
+
+// Outcome is what judging one request produced: its verdict events (none
+// when it failed) and its summary.
+type Outcome struct {
+	Verdicts []schemas.VerdictEvent
+	Summary  schemas.SummaryEvent
+}
+
+// Judge resolves, judges and reports one decoded request without publishing
+// anything; it is what Handle does between decoding and publishing, and what
+// callers without a broker run in-process. A transient error (model or
+// storage unavailable) returns no outcome; a permanent one (consumer.Permanent)
+// returns the failed summary with it.
+func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.Time) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	trace := traceHeaders(m.Headers)
-
 	res, rs, report, err := p.judge(ctx, req)
 	if err != nil {
 		reason, permanent := consumer.PermanentReason(err)
 		if !permanent {
-			return "", err
+			return Outcome{}, err
 		}
-		// The request cannot succeed: tell the dashboards with a failed
-		// summary, then let the consumer dead-letter the message.
 		summary := schemas.NewFailedSummary(req, schemas.Reason(reason), err.Error(), start, p.cfg.Now())
 		if rs != nil {
 			summary.RulesetID = rs.ID
@@ -194,29 +227,13 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 				summary.RulesetVersion = &rs.Version
 			}
 		}
-		if err := p.publish(ctx, req.RequestID, producer.Result{Summary: summary, Trace: trace}, false); err != nil {
-			return "", err
-		}
-		log.Warn("request failed", "reason", reason, "error", err)
-		return "failed", err
+		return Outcome{Summary: summary}, err
 	}
-
 	completed := p.cfg.Now()
-	result := producer.Result{
+	return Outcome{
 		Verdicts: schemas.NewVerdictEvents(req, rs, res, res.Model, start, completed),
 		Summary:  schemas.NewSummary(req, rs, res, res.Model, report, start, completed),
-		Trace:    trace,
-	}
-	if err := p.publish(ctx, req.RequestID, result, true); err != nil {
-		return "", err
-	}
-	if h := p.cfg.Hooks.VerdictsPublished; h != nil {
-		for outcome, n := range verdictOutcomes(res.Rules) {
-			h(outcome, n)
-		}
-	}
-	log.Info("request judged", "rules", len(res.Rules), "llm_calls", res.Usage.LLMCalls, "took", completed.Sub(start))
-	return "completed", nil
+	}, nil
 }
 
 // judge resolves the ruleset and documents, asks the engine and writes the
@@ -342,7 +359,7 @@ func wantsReport(req *schemas.Request, rs *engine.Ruleset) bool {
 	return rs.GenerateReport
 }
 
-func verdictOutcomes(verdicts []engine.Verdict) map[string]int {
+func verdictOutcomes(verdicts []schemas.VerdictEvent) map[string]int {
 	out := map[string]int{}
 	for _, v := range verdicts {
 		switch {
