@@ -180,15 +180,20 @@ func (e *Engine) ask(ctx context.Context, model string, rs *Ruleset, in *Inputs)
 		if err != nil {
 			return nil, usage, err
 		}
+		grammar, err := GrammarSchema(pending)
+		if err != nil {
+			return nil, usage, err
+		}
 		start := time.Now()
 		resp, err := e.llm.Chat(ctx, ChatRequest{
-			Model:       model,
-			Messages:    messages,
-			Format:      e.cfg.Format,
-			SchemaName:  "rule_verdicts",
-			Schema:      schema,
-			Temperature: e.cfg.Temperature,
-			MaxTokens:   e.cfg.MaxTokens,
+			Model:         model,
+			Messages:      messages,
+			Format:        e.cfg.Format,
+			SchemaName:    "rule_verdicts",
+			Schema:        schema,
+			GrammarSchema: grammar,
+			Temperature:   e.cfg.Temperature,
+			MaxTokens:     e.cfg.MaxTokens,
 		})
 		if e.cfg.Hooks.LLMCall != nil {
 			e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)

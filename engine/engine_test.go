@@ -55,7 +55,7 @@ func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 	}
 	// One call, structured output constrained to the ruleset, documents only in the user message.
 	call := llm.calls[0]
-	if call.Format != FormatJSONSchema || !strings.Contains(string(call.Schema), `"const":"cap"`) || !strings.Contains(string(call.Schema), `"enum":[1,2,3]`) {
+	if call.Format != FormatJSONSchema || !strings.Contains(string(call.Schema), `"enum":["cap"]`) || !strings.Contains(string(call.Schema), `"enum":[1,2,3]`) {
 		t.Errorf("request schema = %s (format %s)", call.Schema, call.Format)
 	}
 	if strings.Contains(call.Messages[0].Content, "Master Services Agreement") || !strings.Contains(call.Messages[1].Content, "Master Services Agreement") {
@@ -88,7 +88,7 @@ func TestEvaluateReasksOnlyFailingRules(t *testing.T) {
 			t.Errorf("correction lacks %q:\n%s", want, correction)
 		}
 	}
-	if strings.Contains(string(second.Schema), `"const":"cap"`) {
+	if strings.Contains(string(second.Schema), `"enum":["cap"]`) {
 		t.Error("re-ask schema still asks for the accepted rule")
 	}
 	if fmt.Sprint(retries) != "[score_not_allowed missing_rule]" {

@@ -34,6 +34,10 @@ type ChatRequest struct {
 	// Schema constrains the answer when Format is FormatJSONSchema.
 	SchemaName string
 	Schema     json.RawMessage
+	// GrammarSchema is a stricter schema for servers that enforce one with a
+	// grammar (llama.cpp); an LLM may send it where the API has no schema
+	// support of its own. Optional.
+	GrammarSchema json.RawMessage
 	// Temperature and MaxTokens are passed through when non-zero.
 	Temperature float32
 	MaxTokens   int

@@ -1,68 +1,148 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
 
+// Bounds written into the grammar schema: they stop a small model from
+// looping inside a string, and keep answers short enough to be fast.
+const (
+	grammarMaxRationale = 400
+	grammarMaxQuote     = 300
+	grammarMaxOrigin    = 200
+	grammarMaxEvidences = 3
+)
+
 // OutputSchema is the JSON Schema the model's answer must follow for the given
-// rules: rule ids are constrained to those asked for and each numerical rule's
-// score to its allowed set. It is deterministic for the same rules, so request
-// prefixes stay cacheable.
+// rules, in the subset strict structured-output servers accept: rule ids are
+// constrained to those asked for and each numerical rule's score to its
+// allowed set. It is deterministic for the same rules, so request prefixes
+// stay cacheable.
 func OutputSchema(rules []Rule) (json.RawMessage, error) {
 	variants := make([]any, 0, len(rules))
 	for _, r := range rules {
-		props := map[string]any{
-			"rule_id":          map[string]any{"type": "string", "const": r.RuleID},
-			"data_sufficiency": map[string]any{"type": "boolean"},
-			"rationale":        map[string]any{"type": "string", "minLength": 1},
-			"not_applicable":   map[string]any{"type": "boolean"},
-			"evidences": map[string]any{
-				"type": "array",
-				"items": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"text":               map[string]any{"type": "string"},
-						"source_origin":      map[string]any{"type": "string"},
-						"source_page_number": map[string]any{"type": "integer"},
-					},
-					"required":             []string{"text", "source_origin", "source_page_number"},
-					"additionalProperties": false,
-				},
-			},
-		}
-		required := []string{"rule_id", "data_sufficiency", "rationale", "not_applicable", "evidences"}
-		if r.Type == Numerical {
-			props["numerical_output"] = map[string]any{"type": "integer", "enum": r.AllowedScores()}
-			required = append(required, "numerical_output")
-		} else {
-			props["boolean_output"] = map[string]any{"type": "boolean"}
-			required = append(required, "boolean_output")
-		}
-		variants = append(variants, map[string]any{
-			"type":                 "object",
-			"properties":           props,
-			"required":             required,
-			"additionalProperties": false,
-		})
+		variants = append(variants, ruleSchema(r, false))
 	}
-	var items any = map[string]any{"anyOf": variants}
+	var items any = obj{{"anyOf", variants}}
 	if len(variants) == 1 {
 		items = variants[0]
 	}
-	schema := map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"rules": map[string]any{
-				"type":     "array",
-				"items":    items,
-				"minItems": len(rules),
-				"maxItems": len(rules),
-			},
-		},
-		"required":             []string{"rules"},
-		"additionalProperties": false,
+	return marshalSchema(obj{
+		{"type", "object"},
+		{"properties", obj{{"rules", obj{{"type", "array"}, {"items", items}}}}},
+		{"required", []string{"rules"}},
+		{"additionalProperties", false},
+	})
+}
+
+// GrammarSchema is a stricter form of OutputSchema for servers that enforce a
+// schema with a grammar (llama.cpp): exactly one entry per rule, in ruleset
+// order, with bounded string lengths. Such servers need no schema support
+// from the API to produce a valid answer.
+func GrammarSchema(rules []Rule) (json.RawMessage, error) {
+	items := make([]any, 0, len(rules))
+	for _, r := range rules {
+		items = append(items, ruleSchema(r, true))
 	}
+	return marshalSchema(obj{
+		{"type", "object"},
+		{"properties", obj{{"rules", obj{
+			{"type", "array"},
+			{"prefixItems", items},
+			{"items", false},
+			{"minItems", len(rules)},
+			{"maxItems", len(rules)},
+		}}}},
+		{"required", []string{"rules"}},
+		{"additionalProperties", false},
+	})
+}
+
+// ruleSchema is one rule's entry. Properties are in the order a model should
+// write them: what it cites, then why, then the verdict.
+func ruleSchema(r Rule, bounded bool) obj {
+	str := func(maxLen int) obj {
+		if !bounded {
+			return obj{{"type", "string"}}
+		}
+		return obj{{"type", "string"}, {"maxLength", maxLen}}
+	}
+	evidence := obj{
+		{"type", "object"},
+		{"properties", obj{
+			{"text", str(grammarMaxQuote)},
+			{"source_origin", str(grammarMaxOrigin)},
+			{"source_page_number", obj{{"type", "integer"}}},
+		}},
+		{"required", []string{"text", "source_origin", "source_page_number"}},
+		{"additionalProperties", false},
+	}
+	evidences := obj{{"type", "array"}, {"items", evidence}}
+	if bounded {
+		evidences = append(evidences, kv{"maxItems", grammarMaxEvidences})
+	}
+	rationale := str(grammarMaxRationale)
+	if bounded {
+		rationale = append(rationale, kv{"minLength", 1})
+	}
+	props := obj{
+		{"rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}}},
+		{"not_applicable", obj{{"type", "boolean"}}},
+		{"data_sufficiency", obj{{"type", "boolean"}}},
+		{"evidences", evidences},
+		{"rationale", rationale},
+	}
+	required := []string{"rule_id", "not_applicable", "data_sufficiency", "evidences", "rationale"}
+	if r.Type == Numerical {
+		props = append(props, kv{"numerical_output", obj{{"type", "integer"}, {"enum", r.AllowedScores()}}})
+		required = append(required, "numerical_output")
+	} else {
+		props = append(props, kv{"boolean_output", obj{{"type", "boolean"}}})
+		required = append(required, "boolean_output")
+	}
+	return obj{
+		{"type", "object"},
+		{"properties", props},
+		{"required", required},
+		{"additionalProperties", false},
+	}
+}
+
+// kv and obj build JSON objects whose keys keep their order: grammar-based
+// servers generate properties in schema order.
+type kv struct {
+	key   string
+	value any
+}
+
+type obj []kv
+
+func (o obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(p.key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(p.value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func marshalSchema(schema obj) (json.RawMessage, error) {
 	data, err := json.Marshal(schema)
 	if err != nil {
 		return nil, fmt.Errorf("engine: marshalling the output schema: %w", err)

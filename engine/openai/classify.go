@@ -1,10 +1,13 @@
 package openai
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,6 +50,9 @@ type attemptRecord struct {
 	sent   bool
 	status int
 	header http.Header
+	// schemaHint, when set, is added to a json_object response_format as
+	// "schema" (see Config.OmitSchemaHint).
+	schemaHint json.RawMessage
 }
 
 type attemptKey struct{}
@@ -56,8 +62,14 @@ type attemptKey struct{}
 type recordingDoer struct{ next *http.Client }
 
 func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
+	rec, _ := req.Context().Value(attemptKey{}).(*attemptRecord)
+	if rec != nil && rec.schemaHint != nil {
+		if err := addSchemaHint(req, rec.schemaHint); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := d.next.Do(req)
-	if rec, ok := req.Context().Value(attemptKey{}).(*attemptRecord); ok {
+	if rec != nil {
 		rec.sent = true
 		if resp != nil {
 			rec.status = resp.StatusCode
@@ -65,6 +77,36 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// addSchemaHint rewrites a chat request's body so that its json_object
+// response_format carries the schema. go-openai has no field for this
+// llama.cpp extension, so it is added on the wire.
+func addSchemaHint(req *http.Request, schema json.RawMessage) error {
+	if req.Body == nil {
+		return nil
+	}
+	raw, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return err
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err == nil {
+		var rf map[string]json.RawMessage
+		if err := json.Unmarshal(body["response_format"], &rf); err == nil && string(rf["type"]) == `"json_object"` {
+			rf["schema"] = schema
+			if body["response_format"], err = json.Marshal(rf); err == nil {
+				if patched, err := json.Marshal(body); err == nil {
+					raw = patched
+				}
+			}
+		}
+	}
+	req.Body = io.NopCloser(bytes.NewReader(raw))
+	req.ContentLength = int64(len(raw))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
+	return nil
 }
 
 // attemptInfo describes the attempt being classified.

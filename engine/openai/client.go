@@ -135,7 +135,7 @@ func (c *Client) startFormat(req engine.ChatRequest) (engine.ResponseFormat, err
 func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, format engine.ResponseFormat, start time.Time) (resp engine.ChatResponse, refused *failure, err error) {
 	creq := buildRequest(req, format)
 	for n := 1; ; n++ {
-		out, f := c.attempt(ctx, creq, req.Model, format)
+		out, f := c.attempt(ctx, creq, req.Model, format, c.schemaHint(req, format))
 		if f == nil {
 			return c.toChatResponse(out, req.Model, format), nil, nil
 		}
@@ -182,8 +182,8 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 }
 
 // attempt sends one request under its own timeout.
-func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat) (goopenai.ChatCompletionResponse, *failure) {
-	rec := &attemptRecord{}
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, hint json.RawMessage) (goopenai.ChatCompletionResponse, *failure) {
+	rec := &attemptRecord{schemaHint: hint}
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, rec), c.cfg.Timeout)
 	defer cancel()
 	resp, err := c.api.CreateChatCompletion(actx, creq)
@@ -227,6 +227,20 @@ func (c *Client) toChatResponse(resp goopenai.ChatCompletionResponse, model stri
 		c.log.Info("openai: model refused to answer", "model", model, "refusal", msg.Refusal)
 	}
 	return out
+}
+
+// schemaHint is the schema to send inside a json_object response_format, or
+// nil (see Config.OmitSchemaHint).
+func (c *Client) schemaHint(req engine.ChatRequest, format engine.ResponseFormat) json.RawMessage {
+	if format != engine.FormatJSONObject || c.cfg.OmitSchemaHint {
+		return nil
+	}
+	for _, s := range []json.RawMessage{req.GrammarSchema, req.Schema} {
+		if len(s) > 0 && json.Valid(s) {
+			return s
+		}
+	}
+	return nil
 }
 
 // buildRequest maps req onto the wire request for format.

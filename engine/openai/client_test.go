@@ -750,3 +750,34 @@ func TestChatFormatRefusedWith500NamingResponseFormat(t *testing.T) {
 		t.Errorf("waited %v; a format refusal is not retried with backoff", got)
 	}
 }
+
+// In json_object mode the schema rides along inside response_format, where
+// llama.cpp-based servers enforce it; OmitSchemaHint turns that off.
+func TestChatJSONObjectCarriesSchemaHint(t *testing.T) {
+	for _, omit := range []bool{false, true} {
+		fake := newFake(t)
+		fake.SetDefault(llmfake.Reply{Content: `{}`})
+		c, _ := newClient(t, fake.URL(), func(c *openai.Config) { c.Format = engine.FormatJSONObject; c.OmitSchemaHint = omit })
+		if _, err := c.Chat(t.Context(), schemaRequest()); err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			ResponseFormat struct {
+				Type   string          `json:"type"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"response_format"`
+		}
+		if err := json.Unmarshal(fake.Requests()[0].Raw, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.ResponseFormat.Type != "json_object" {
+			t.Fatalf("response_format.type = %q", body.ResponseFormat.Type)
+		}
+		if got := len(body.ResponseFormat.Schema) > 0; got == omit {
+			t.Errorf("OmitSchemaHint=%v: schema sent = %v (%s)", omit, got, body.ResponseFormat.Schema)
+		}
+		if !omit && !json.Valid(body.ResponseFormat.Schema) {
+			t.Errorf("schema hint is not JSON: %s", body.ResponseFormat.Schema)
+		}
+	}
+}

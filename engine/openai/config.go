@@ -51,6 +51,12 @@ type Config struct {
 	// HTTPClient sends the requests; nil uses a client with the default
 	// transport. Its own Timeout, if any, also applies.
 	HTTPClient *http.Client
+	// OmitSchemaHint stops the adapter from sending the JSON Schema inside a
+	// json_object response_format ({"type":"json_object","schema":{...}}).
+	// llama.cpp-based servers (llama-cpp-python) enforce that schema with a
+	// grammar although they lack json_schema; most other servers ignore it.
+	// Set it for a server that rejects the extra field.
+	OmitSchemaHint bool
 	// Logger receives retry and fallback logs; nil uses slog.Default().
 	Logger *slog.Logger
 	// Sleep waits d or until ctx is done; nil uses a timer. Tests inject it.

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestGrammarSchemaFixesOrderAndBounds(t *testing.T) {
+	rules := testRuleset().Rules
+	data, err := GrammarSchema(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Properties struct {
+			Rules struct {
+				PrefixItems []struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+					Required   []string                   `json:"required"`
+				} `json:"prefixItems"`
+				Items    bool `json:"items"`
+				MinItems int  `json:"minItems"`
+				MaxItems int  `json:"maxItems"`
+			} `json:"rules"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	r := s.Properties.Rules
+	if len(r.PrefixItems) != 3 || r.Items || r.MinItems != 3 || r.MaxItems != 3 {
+		t.Fatalf("rules array = %+v", r)
+	}
+	for i, rule := range rules {
+		if got := string(r.PrefixItems[i].Properties["rule_id"]); got != `{"type":"string","enum":["`+rule.RuleID+`"]}` {
+			t.Errorf("item %d rule_id = %s, want %s", i, got, rule.RuleID)
+		}
+	}
+	if !strings.Contains(string(r.PrefixItems[2].Properties["numerical_output"]), `"enum":[1,2,3]`) {
+		t.Errorf("score not constrained: %s", r.PrefixItems[2].Properties["numerical_output"])
+	}
+	if !strings.Contains(string(data), `"maxLength":400`) || !strings.Contains(string(data), `"maxItems":3`) {
+		t.Error("strings and evidences are not bounded")
+	}
+	// Properties come in the order a model should write them.
+	text := string(data)
+	if strings.Index(text, `"evidences"`) > strings.Index(text, `"rationale"`) || strings.Index(text, `"rationale"`) > strings.Index(text, `"boolean_output"`) {
+		t.Error("properties are not ordered evidences, rationale, verdict")
+	}
+}
+
+func TestOutputSchemaStaysInTheStrictSubset(t *testing.T) {
+	data, err := OutputSchema(testRuleset().Rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, unsupported := range []string{"maxLength", "minLength", "prefixItems", "const", "minItems"} {
+		if strings.Contains(string(data), unsupported) {
+			t.Errorf("strict schema uses %s, which strict structured-output servers refuse", unsupported)
+		}
+	}
+	a, _ := OutputSchema(testRuleset().Rules)
+	if string(a) != string(data) {
+		t.Error("schema is not deterministic")
+	}
+}
