@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Debian tools that the tests and the local stack use, installed with apt-get when missing.
 #
-#   ops/tools.sh install kcat|prometheus|all
+#   ops/tools.sh install kcat|prometheus|libreoffice|all
 #
 # kcat: a Kafka client nobody here wrote, to check the broker and our events from outside.
 # prometheus: the server and promtool (rule and config checks).
+# libreoffice: headless Calc (soffice), to check that Excel reports convert to PDF.
 # Already-present tools are left alone; `apt-get update` runs only when a package is not
 # known to apt yet, and at most once.
 set -euo pipefail
@@ -66,19 +67,39 @@ install_pkg() {
   log "$pkg: installed ($*)"
 }
 
+# install_libreoffice: Debian's Calc without the X11 front end where the release has it
+# (libreoffice-calc-nogui, bookworm and later), the desktop package otherwise.
+install_libreoffice() {
+  local pkg=libreoffice-calc-nogui
+  if command -v soffice >/dev/null; then
+    install_pkg "$pkg" soffice
+    return
+  fi
+  command -v apt-get >/dev/null || die "libreoffice: apt-get not found; install LibreOffice Calc by hand"
+  if ! apt_knows "$pkg" && ! apt_knows libreoffice-calc && [ "$APT_UPDATED" -eq 0 ]; then
+    log "libreoffice: not in apt's package lists; running apt-get update"
+    as_root apt-get update -qq || die "apt-get update failed"
+    APT_UPDATED=1
+  fi
+  apt_knows "$pkg" || pkg=libreoffice-calc
+  install_pkg "$pkg" soffice
+}
+
 install() {
   case "${1:-}" in
     kcat) install_pkg kcat kcat ;;
     prometheus) install_pkg prometheus prometheus promtool ;;
+    libreoffice) install_libreoffice ;;
     all)
       install_pkg kcat kcat
       install_pkg prometheus prometheus promtool
+      install_libreoffice
       ;;
-    *) die "usage: ops/tools.sh install kcat|prometheus|all" ;;
+    *) die "usage: ops/tools.sh install kcat|prometheus|libreoffice|all" ;;
   esac
 }
 
 case "${1:-}" in
   install) install "${2:-}" ;;
-  *) die "usage: ops/tools.sh install kcat|prometheus|all" ;;
+  *) die "usage: ops/tools.sh install kcat|prometheus|libreoffice|all" ;;
 esac

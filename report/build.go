@@ -1,0 +1,780 @@
+// Package report renders a judged request as an Excel workbook (Build, pure:
+// verdicts in, bytes out) and stores it in object storage under a
+// tenant-scoped, unguessable key (Writer, Open).
+//
+// The workbook has three sheets. "Report": a title, the request's identity,
+// summary counts and aggregates, then one row per rule in ruleset order with
+// its coloured result, rationale and evidence. "Evidence": one row per quote
+// with its source, page, anchoring and offsets, for filtering and audit.
+// "Chart": the outcome counts and a pie chart of them.
+//
+// Every piece of text that came from a document, a model or a request is
+// written as a string cell, so a rationale such as =HYPERLINK(...) is shown
+// as text and never becomes a formula.
+package report
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"rulevalidator/engine"
+	"rulevalidator/schemas"
+)
+
+// Meta identifies the request a report is about; it fills the title rows.
+type Meta struct {
+	RulesetID      string
+	RulesetVersion string
+	RequestID      string
+	TenantID       string
+	Model          string
+	GeneratedAt    time.Time
+}
+
+// Sheet names and the fixed layout of the Report sheet, so that readers can
+// find cells without searching.
+const (
+	SheetReport   = "Report"
+	SheetEvidence = "Evidence"
+	SheetChart    = "Chart"
+
+	// Report sheet rows.
+	TitleRow      = 1 // "Validation report: ruleset … version …"
+	SubtitleRow   = 2 // request, tenant, generation time (UTC), model
+	CountsRow     = 4 // labels; the counts are on the row below
+	AggregatesRow = 7 // labels; boolean then numerical aggregate below
+	HeaderRow     = 11
+	// FirstRuleRow is the row of the first rule; rules follow in ruleset order.
+	FirstRuleRow = HeaderRow + 1
+)
+
+// Report sheet columns of the rules table (1-based).
+const (
+	ColName = iota + 1
+	ColRuleID
+	ColType
+	ColResult
+	ColAllowedScores
+	ColDataSufficient
+	ColRationale
+	ColEvidence
+)
+
+// Fills (RRGGBB) of result cells: Excel's Good, Bad and Neutral styles.
+const (
+	FillPass  = "C6EFCE"
+	FillFail  = "FFC7CE"
+	FillAmber = "FFEB9C"
+
+	fontPass  = "006100"
+	fontFail  = "9C0006"
+	fontAmber = "9C5700"
+)
+
+// column is a table column: its header and its width in digit widths.
+type column struct {
+	title string
+	width float64
+}
+
+var ruleColumns = []column{
+	{"Rule", 30}, {"Rule ID", 18}, {"Type", 11}, {"Result", 14},
+	{"Allowed scores", 16}, {"Data sufficient", 10}, {"Rationale", 60}, {"Evidence", 60},
+}
+
+var evidenceColumns = []column{
+	{"Rule ID", 18}, {"Rule", 28}, {"Quote", 80}, {"Source", 24}, {"Page", 7},
+	{"Anchored", 10}, {"Match", 13}, {"Start offset", 12}, {"End offset", 12},
+}
+
+// Build renders the report of res, judged against rs, as an xlsx workbook.
+// rs may be nil; rules then follow res's order and numerical scores go
+// uncoloured, their range being unknown.
+func Build(meta Meta, rs *engine.Ruleset, res *engine.Result) ([]byte, error) {
+	if res == nil {
+		return nil, errors.New("report: no result to build a report from")
+	}
+	b := &builder{
+		f:      excelize.NewFile(),
+		meta:   fillMeta(meta, rs, res),
+		rs:     rs,
+		res:    res,
+		rows:   ruleRows(rs, res),
+		counts: schemas.CountVerdicts(res.Rules),
+		styles: map[look]int{},
+	}
+	defer b.f.Close()
+	for _, step := range []struct {
+		what string
+		do   func() error
+	}{
+		{"report sheet", b.reportSheet},
+		{"evidence sheet", b.evidenceSheet},
+		{"chart sheet", b.chartSheet},
+		{"document properties", b.docProps},
+	} {
+		if err := step.do(); err != nil {
+			return nil, fmt.Errorf("report: ruleset %q, request %q: %s: %w", b.meta.RulesetID, b.meta.RequestID, step.what, err)
+		}
+	}
+	buf, err := b.f.WriteToBuffer()
+	if err != nil {
+		return nil, fmt.Errorf("report: ruleset %q, request %q: writing the workbook: %w", b.meta.RulesetID, b.meta.RequestID, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// fillMeta takes the ruleset's identity and the model from the result or the
+// ruleset when meta leaves them out.
+func fillMeta(meta Meta, rs *engine.Ruleset, res *engine.Result) Meta {
+	if meta.RulesetID == "" {
+		meta.RulesetID = res.RulesetID
+	}
+	if meta.RulesetVersion == "" {
+		meta.RulesetVersion = res.RulesetVersion
+	}
+	if rs != nil {
+		if meta.RulesetID == "" {
+			meta.RulesetID = rs.ID
+		}
+		if meta.RulesetVersion == "" {
+			meta.RulesetVersion = rs.Version
+		}
+	}
+	if meta.Model == "" {
+		meta.Model = res.Model
+	}
+	return meta
+}
+
+// ruleRow is one rule of the report and its verdict (nil when the result has none).
+type ruleRow struct {
+	id, name string
+	typ      engine.RuleType
+	scores   []int
+	verdict  *engine.Verdict
+}
+
+// ruleRows lists the ruleset's rules in order with their verdicts, then any
+// verdict for a rule the ruleset does not name, so nothing judged is hidden.
+func ruleRows(rs *engine.Ruleset, res *engine.Result) []ruleRow {
+	verdicts := make(map[string]*engine.Verdict, len(res.Rules))
+	for i := range res.Rules {
+		if _, dup := verdicts[res.Rules[i].RuleID]; !dup {
+			verdicts[res.Rules[i].RuleID] = &res.Rules[i]
+		}
+	}
+	var rows []ruleRow
+	used := map[*engine.Verdict]bool{}
+	if rs != nil {
+		for _, rule := range rs.Rules {
+			row := ruleRow{id: rule.RuleID, name: rule.Name, typ: rule.Type, scores: rule.AllowedScores()}
+			if v := verdicts[rule.RuleID]; v != nil {
+				row.verdict = v
+				used[v] = true
+				if v.Name != "" {
+					row.name = v.Name
+				}
+				if v.Type != "" {
+					row.typ = v.Type
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	for i := range res.Rules {
+		v := &res.Rules[i]
+		if used[v] {
+			continue
+		}
+		rows = append(rows, ruleRow{id: v.RuleID, name: v.Name, typ: v.Type, verdict: v})
+	}
+	for i := range rows {
+		if rows[i].name == "" {
+			rows[i].name = rows[i].id
+		}
+	}
+	return rows
+}
+
+type builder struct {
+	f      *excelize.File
+	meta   Meta
+	rs     *engine.Ruleset
+	res    *engine.Result
+	rows   []ruleRow
+	counts schemas.Counts
+	styles map[look]int
+}
+
+// look is a cell style; styles are made once per distinct look.
+type look struct {
+	fill, font string
+	bold       bool
+	size       float64
+	wrap       bool
+	center     bool
+	border     bool
+	numFmt     string
+}
+
+func (b *builder) style(l look) (int, error) {
+	if id, ok := b.styles[l]; ok {
+		return id, nil
+	}
+	size := l.size
+	if size == 0 {
+		size = 11
+	}
+	s := &excelize.Style{
+		// Name and size always, so that no reader falls back to odd defaults.
+		Font:      &excelize.Font{Family: "Calibri", Bold: l.bold, Size: size, Color: l.font},
+		Alignment: &excelize.Alignment{Vertical: "top", WrapText: l.wrap},
+	}
+	if l.center {
+		s.Alignment.Horizontal = "center"
+	}
+	if l.fill != "" {
+		s.Fill = excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{l.fill}}
+	}
+	if l.border {
+		for _, side := range []string{"left", "right", "top", "bottom"} {
+			s.Border = append(s.Border, excelize.Border{Type: side, Color: "BFBFBF", Style: 1})
+		}
+	}
+	if l.numFmt != "" {
+		s.CustomNumFmt = &l.numFmt
+	}
+	id, err := b.f.NewStyle(s)
+	if err != nil {
+		return 0, err
+	}
+	b.styles[l] = id
+	return id, nil
+}
+
+// sheet writes cells of one sheet, keeping the first error so that layout
+// code reads as a list of cells.
+type sheet struct {
+	b    *builder
+	name string
+	err  error
+	// colWidths and lines size rows to their wrapped text: readers
+	// (LibreOffice among them) do not grow rows on their own when a file is
+	// opened, so each row gets an explicit height.
+	colWidths map[int]float64
+	lines     map[int]int
+}
+
+func newSheet(b *builder, name string) *sheet {
+	return &sheet{b: b, name: name, colWidths: map[int]float64{}, lines: map[int]int{}}
+}
+
+func (s *sheet) cell(col, row int) string {
+	name, err := excelize.CoordinatesToCellName(col, row)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return name
+}
+
+// text writes untrusted or fixed text as a string cell, never a formula.
+func (s *sheet) text(col, row int, v string, l look) {
+	if s.err != nil {
+		return
+	}
+	cell := s.cell(col, row)
+	v = cellText(v)
+	if s.err = s.b.f.SetCellStr(s.name, cell, v); s.err == nil {
+		s.styleCell(cell, l)
+	}
+	if l.wrap {
+		s.lines[row] = max(s.lines[row], wrappedLines(v, s.colWidths[col]))
+	}
+}
+
+// fitRows gives every row holding wrapped text the height of its tallest cell.
+func (s *sheet) fitRows() {
+	for row, n := range s.lines {
+		if s.err != nil || n <= 1 {
+			continue
+		}
+		s.err = s.b.f.SetRowHeight(s.name, row, min(lineHeight*float64(n)+2, maxRowHeight))
+	}
+}
+
+func (s *sheet) int(col, row, v int, l look) {
+	if s.err != nil {
+		return
+	}
+	cell := s.cell(col, row)
+	if s.err = s.b.f.SetCellInt(s.name, cell, int64(v)); s.err == nil {
+		s.styleCell(cell, l)
+	}
+}
+
+func (s *sheet) float(col, row int, v float64, l look) {
+	if s.err != nil {
+		return
+	}
+	cell := s.cell(col, row)
+	if s.err = s.b.f.SetCellFloat(s.name, cell, v, -1, 64); s.err == nil {
+		s.styleCell(cell, l)
+	}
+}
+
+func (s *sheet) styleCell(cell string, l look) {
+	if l == (look{}) {
+		return
+	}
+	id, err := s.b.style(l)
+	if err == nil {
+		err = s.b.f.SetCellStyle(s.name, cell, cell, id)
+	}
+	s.err = err
+}
+
+func (s *sheet) widths(cols []column) {
+	for i, c := range cols {
+		if s.err != nil {
+			return
+		}
+		col, _ := excelize.ColumnNumberToName(i + 1)
+		s.err = s.b.f.SetColWidth(s.name, col, col, c.width)
+		s.colWidths[i+1] = c.width
+	}
+}
+
+// header writes a table header at row and freezes the rows down to it.
+func (s *sheet) header(row int, cols []column) {
+	for i, c := range cols {
+		s.text(i+1, row, c.title, lookHeader)
+	}
+	if s.err != nil {
+		return
+	}
+	s.err = s.b.f.SetPanes(s.name, &excelize.Panes{
+		Freeze: true, YSplit: row, TopLeftCell: s.cell(1, row+1), ActivePane: "bottomLeft",
+	})
+}
+
+// autoFilter puts a filter on the table whose header is at row, over n data rows.
+func (s *sheet) autoFilter(row, cols, n int) {
+	if s.err != nil {
+		return
+	}
+	s.err = s.b.f.AutoFilter(s.name, s.cell(1, row)+":"+s.cell(cols, row+max(n, 1)), nil)
+}
+
+var (
+	lookTitle    = look{bold: true, size: 14}
+	lookSubtitle = look{font: "595959"}
+	lookLabel    = look{bold: true, fill: "DDEBF7", border: true}
+	lookValue    = look{border: true}
+	lookCount    = look{border: true, center: true, bold: true, size: 12}
+	lookHeader   = look{bold: true, font: "FFFFFF", fill: "1F4E78", border: true, wrap: true}
+	lookBody     = look{wrap: true, border: true}
+	lookScore    = look{border: true, center: true, bold: true, numFmt: "0.00"}
+)
+
+func (b *builder) reportSheet() error {
+	if err := b.f.SetSheetName("Sheet1", SheetReport); err != nil {
+		return err
+	}
+	s := newSheet(b, SheetReport)
+	s.widths(ruleColumns)
+
+	title := "Validation report: ruleset " + orDash(b.meta.RulesetID)
+	if b.meta.RulesetVersion != "" {
+		title += " version " + b.meta.RulesetVersion
+	}
+	s.text(1, TitleRow, title, lookTitle)
+	s.text(1, SubtitleRow, fmt.Sprintf("Request %s · Tenant %s · Generated %s · Model %s",
+		orDash(b.meta.RequestID), orDash(b.meta.TenantID),
+		b.meta.GeneratedAt.UTC().Format(time.RFC3339), orDash(b.meta.Model)), lookSubtitle)
+
+	c := b.counts
+	for i, stat := range []struct {
+		label string
+		n     int
+	}{
+		{"Rules", c.Rules}, {"Passed", c.Passed}, {"Failed", c.Failed},
+		{"Not applicable", c.NotApplicable}, {"Insufficient data", c.InsufficientData},
+	} {
+		s.text(i+1, CountsRow, stat.label, lookLabel)
+		s.int(i+1, CountsRow+1, stat.n, lookCount)
+	}
+
+	for i, label := range []string{"Aggregate", "Mode", "Result", "Detail"} {
+		s.text(i+1, AggregatesRow, label, lookLabel)
+	}
+	b.booleanAggregate(s, AggregatesRow+1)
+	b.numericalAggregate(s, AggregatesRow+2)
+
+	s.header(HeaderRow, ruleColumns)
+	for i, row := range b.rows {
+		b.ruleRow(s, FirstRuleRow+i, row)
+	}
+	s.autoFilter(HeaderRow, len(ruleColumns), len(b.rows))
+	s.fitRows()
+	if s.err == nil {
+		s.err = b.f.SetRowHeight(SheetReport, TitleRow, 22)
+	}
+	if s.err != nil {
+		return s.err
+	}
+	return b.printSetup(SheetReport, fmt.Sprintf("$%d:$%d", HeaderRow, HeaderRow), 0)
+}
+
+func (b *builder) booleanAggregate(s *sheet, row int) {
+	s.text(1, row, "Boolean", lookValue)
+	agg := b.res.Aggregate.Boolean
+	if agg == nil {
+		s.text(2, row, "—", lookValue)
+		s.text(3, row, "n/a", lookValue)
+		s.text(4, row, "no boolean rules", look{})
+		return
+	}
+	s.text(2, row, string(agg.Mode), lookValue)
+	if agg.Passed {
+		s.text(3, row, "PASSED", look{fill: FillPass, font: fontPass, bold: true, border: true, center: true})
+	} else {
+		s.text(3, row, "FAILED", look{fill: FillFail, font: fontFail, bold: true, border: true, center: true})
+	}
+	s.text(4, row, fmt.Sprintf("%d of %d applicable boolean rules passed", agg.PassedCount, agg.Applicable), look{})
+}
+
+func (b *builder) numericalAggregate(s *sheet, row int) {
+	s.text(1, row, "Numerical", lookValue)
+	agg := b.res.Aggregate.Numerical
+	if agg == nil {
+		s.text(2, row, "—", lookValue)
+		s.text(3, row, "n/a", lookValue)
+		s.text(4, row, "no numerical rules", look{})
+		return
+	}
+	s.text(2, row, string(agg.Mode), lookValue)
+	if agg.Score != nil {
+		s.float(3, row, *agg.Score, lookScore)
+	} else {
+		s.text(3, row, "n/a", lookValue)
+	}
+	noun := "scores"
+	if agg.Counted == 1 {
+		noun = "score"
+	}
+	s.text(4, row, fmt.Sprintf("%d %s counted", agg.Counted, noun), look{})
+}
+
+func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
+	s.text(ColName, row, r.name, lookBody)
+	s.text(ColRuleID, row, r.id, lookBody)
+	s.text(ColType, row, string(r.typ), lookBody)
+	s.text(ColAllowedScores, row, formatScores(r.scores), lookBody)
+
+	res := ruleResult(r)
+	cellLook := look{fill: res.fill, font: res.font, bold: true, center: true, border: true, wrap: true}
+	if res.score != nil {
+		s.int(ColResult, row, *res.score, cellLook)
+	} else {
+		s.text(ColResult, row, res.text, cellLook)
+	}
+
+	v := r.verdict
+	if v == nil {
+		for _, col := range []int{ColDataSufficient, ColRationale, ColEvidence} {
+			s.text(col, row, "", lookBody)
+		}
+		return
+	}
+	s.text(ColDataSufficient, row, yesNo(v.DataSufficiency), lookBody)
+	s.text(ColRationale, row, v.Rationale, lookBody)
+	s.text(ColEvidence, row, evidenceLines(v.Evidences), lookBody)
+}
+
+// result is what a rule's result cell shows: a score as a number, or text.
+type result struct {
+	text       string
+	score      *int
+	fill, font string
+}
+
+// ruleResult colours pass green and fail red, numerical scores on the scale
+// of the rule's allowed scores, and anything that is not a plain verdict
+// (not applicable, insufficient data, missing) amber.
+func ruleResult(r ruleRow) result {
+	amber := func(text string) result { return result{text: text, fill: FillAmber, font: fontAmber} }
+	v := r.verdict
+	switch {
+	case v == nil:
+		return amber("NO VERDICT")
+	case v.NotApplicable:
+		if out := outputText(r.typ, v); out != "" {
+			return amber("N/A (" + out + ")")
+		}
+		return amber("N/A")
+	}
+	var res result
+	switch r.typ {
+	case engine.Boolean:
+		switch {
+		case v.BooleanOutput == nil:
+			// Counted as failed, as the summary counts it.
+			res = result{text: "FAIL (no verdict)", fill: FillFail, font: fontFail}
+		case *v.BooleanOutput:
+			res = result{text: "PASS", fill: FillPass, font: fontPass}
+		default:
+			res = result{text: "FAIL", fill: FillFail, font: fontFail}
+		}
+	case engine.Numerical:
+		if v.NumericalOutput == nil {
+			return amber("NO SCORE")
+		}
+		score := *v.NumericalOutput
+		res = result{score: &score}
+		if lo, hi, ok := scoreRange(r.scores); ok {
+			res.fill = scoreColour(score, lo, hi)
+		}
+	default:
+		return amber("UNKNOWN TYPE")
+	}
+	if !v.DataSufficiency {
+		res.fill, res.font = FillAmber, fontAmber
+	}
+	return res
+}
+
+// outputText is a verdict's output in words, for cells that show it as text.
+func outputText(typ engine.RuleType, v *engine.Verdict) string {
+	switch {
+	case typ == engine.Boolean && v.BooleanOutput != nil && *v.BooleanOutput:
+		return "PASS"
+	case typ == engine.Boolean && v.BooleanOutput != nil:
+		return "FAIL"
+	case typ == engine.Numerical && v.NumericalOutput != nil:
+		return fmt.Sprintf("score %d", *v.NumericalOutput)
+	}
+	return ""
+}
+
+// evidenceLines lists quotes one a line: "quote" — source, p. N.
+func evidenceLines(evs []engine.Evidence) string {
+	lines := make([]string, len(evs))
+	for i, e := range evs {
+		lines[i] = fmt.Sprintf("“%s” — %s", e.Text, sourceLabel(e))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func sourceLabel(e engine.Evidence) string {
+	label := e.SourceOrigin
+	if label == "" {
+		label = "unknown source"
+	}
+	if e.SourcePageNumber > 0 {
+		label += fmt.Sprintf(", p. %d", e.SourcePageNumber)
+	}
+	return label
+}
+
+func (b *builder) evidenceSheet() error {
+	if _, err := b.f.NewSheet(SheetEvidence); err != nil {
+		return err
+	}
+	s := newSheet(b, SheetEvidence)
+	s.widths(evidenceColumns)
+	s.header(1, evidenceColumns)
+	row := 2
+	for _, r := range b.rows {
+		if r.verdict == nil {
+			continue
+		}
+		for _, e := range r.verdict.Evidences {
+			s.text(1, row, r.id, lookBody)
+			s.text(2, row, r.name, lookBody)
+			s.text(3, row, e.Text, lookBody)
+			s.text(4, row, e.SourceOrigin, lookBody)
+			if e.SourcePageNumber > 0 {
+				s.int(5, row, e.SourcePageNumber, lookBody)
+			} else {
+				s.text(5, row, "", lookBody)
+			}
+			s.text(6, row, yesNo(e.Anchored), lookBody)
+			s.text(7, row, string(e.Match), lookBody)
+			for i, off := range []*int{e.StartOffset, e.EndOffset} {
+				if off != nil {
+					s.int(8+i, row, *off, lookBody)
+				} else {
+					s.text(8+i, row, "", lookBody)
+				}
+			}
+			row++
+		}
+	}
+	s.autoFilter(1, len(evidenceColumns), row-2)
+	s.fitRows()
+	if s.err != nil {
+		return s.err
+	}
+	return b.printSetup(SheetEvidence, "$1:$1", 0)
+}
+
+// Outcome rows of the Chart sheet; they partition the rules, so the pie adds up.
+const (
+	chartFirstRow = 2
+	chartLastRow  = 5
+)
+
+func (b *builder) chartSheet() error {
+	if _, err := b.f.NewSheet(SheetChart); err != nil {
+		return err
+	}
+	s := newSheet(b, SheetChart)
+	for col, w := range map[string]float64{"A": 38, "B": 10} {
+		if err := b.f.SetColWidth(SheetChart, col, col, w); err != nil {
+			return err
+		}
+	}
+	c := b.counts
+	outcomes := []struct {
+		label  string
+		n      int
+		colour string
+	}{
+		{"Passed", c.Passed, scaleHigh.hex()},
+		{"Failed", c.Failed, scaleLow.hex()},
+		// Applicable numerical rules (and verdicts of unknown type): whatever
+		// the other rows leave, so the rows add up to the rule count.
+		{"Scored", c.Rules - c.Passed - c.Failed - c.NotApplicable, "5B9BD5"},
+		{"Not applicable", c.NotApplicable, "FFD966"},
+	}
+	s.text(1, 1, "Outcome", lookHeader)
+	s.text(2, 1, "Rules", lookHeader)
+	points := make([]excelize.ChartDataPoint, len(outcomes))
+	for i, o := range outcomes {
+		s.text(1, chartFirstRow+i, o.label, lookValue)
+		s.int(2, chartFirstRow+i, o.n, lookValue)
+		points[i] = excelize.ChartDataPoint{Index: i, Fill: excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{o.colour}}}
+	}
+	s.text(1, chartLastRow+2, "Insufficient data (also counted above)", lookValue)
+	s.int(2, chartLastRow+2, c.InsufficientData, lookValue)
+	if s.err != nil {
+		return s.err
+	}
+	ref := func(col string) string {
+		return fmt.Sprintf("%s!$%s$%d:$%s$%d", SheetChart, col, chartFirstRow, col, chartLastRow)
+	}
+	if err := b.printSetup(SheetChart, "", 1); err != nil {
+		return err
+	}
+	return b.f.AddChart(SheetChart, "D1", &excelize.Chart{
+		Type: excelize.Pie,
+		Series: []excelize.ChartSeries{{
+			Name:       SheetChart + "!$B$1", // a reference: excelize writes series names as formulas
+			Categories: ref("A"),
+			Values:     ref("B"),
+			DataPoint:  points,
+		}},
+		Title:     excelize.ChartTitle{Paragraph: []excelize.RichTextRun{{Text: cellText(truncateRunes("Rule outcomes: "+orDash(b.meta.RulesetID), 80))}}},
+		Legend:    excelize.ChartLegend{Position: "right"},
+		PlotArea:  excelize.ChartPlotArea{ShowVal: true},
+		Dimension: excelize.ChartDimension{Width: 480, Height: 300},
+		Format:    excelize.GraphicOptions{AltText: "Pie chart of rule outcomes"},
+	})
+}
+
+// printSetup prints the sheet landscape on A4, one page wide and tall pages
+// high (0: as many as it takes), repeating titleRows (if any) on every page.
+func (b *builder) printSetup(name, titleRows string, tall int) error {
+	landscape, a4, wide := "landscape", 9, 1
+	if err := b.f.SetPageLayout(name, &excelize.PageLayoutOptions{
+		Orientation: &landscape, Size: &a4, FitToWidth: &wide, FitToHeight: &tall,
+	}); err != nil {
+		return err
+	}
+	fit := true
+	if err := b.f.SetSheetProps(name, &excelize.SheetPropsOptions{FitToPage: &fit}); err != nil {
+		return err
+	}
+	if titleRows == "" {
+		return nil
+	}
+	return b.f.SetDefinedName(&excelize.DefinedName{
+		Name: "_xlnm.Print_Titles", RefersTo: name + "!" + titleRows, Scope: name,
+	})
+}
+
+func (b *builder) docProps() error {
+	b.f.SetActiveSheet(0)
+	subject := "Ruleset " + orDash(b.meta.RulesetID)
+	if b.meta.RulesetVersion != "" {
+		subject += " version " + b.meta.RulesetVersion
+	}
+	return b.f.SetDocProps(&excelize.DocProperties{
+		Title:   "Validation report",
+		Subject: cellText(subject + ", request " + orDash(b.meta.RequestID)),
+		Creator: "rulevalidator",
+		Created: b.meta.GeneratedAt.UTC().Format(time.RFC3339),
+	})
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// maxFileNamePart bounds each of the ruleset and request parts of a file name.
+const maxFileNamePart = 60
+
+// FileName is the report's download name,
+// validation-report-<ruleset>-<request>.xlsx, kept to [A-Za-z0-9._-] and at
+// most 150 bytes so that it is safe in a Content-Disposition header and on
+// any file system.
+func FileName(meta Meta) string {
+	name := "validation-report"
+	for _, part := range []string{meta.RulesetID, meta.RequestID} {
+		if p := fileNamePart(part); p != "" {
+			name += "-" + p
+		}
+	}
+	return name + ".xlsx"
+}
+
+func fileNamePart(s string) string {
+	var b strings.Builder
+	last := rune(0)
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+		case r == '.' || r == '-':
+			if last == '.' || last == '-' {
+				continue // no "..", no runs of separators
+			}
+		default:
+			if last == '-' || last == '.' {
+				continue
+			}
+			r = '-'
+		}
+		b.WriteRune(r)
+		last = r
+	}
+	out := b.String()
+	if len(out) > maxFileNamePart {
+		out = out[:maxFileNamePart]
+	}
+	return strings.Trim(out, ".-")
+}
