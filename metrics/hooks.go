@@ -1,0 +1,137 @@
+package metrics
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"rulevalidator/consumer"
+	"rulevalidator/engine"
+	"rulevalidator/pipeline"
+)
+
+// EngineHooks returns hooks that measure the engine's model calls, corrective
+// re-asks and evidence anchoring.
+func (m *Metrics) EngineHooks() engine.Hooks {
+	return engine.Hooks{
+		LLMCall:     m.observeLLMCall,
+		OutputRetry: m.observeOutputRetry,
+		Anchor:      m.observeAnchor,
+	}
+}
+
+func (m *Metrics) observeLLMCall(model string, took time.Duration, usage engine.Usage, err error) {
+	model = m.models.label(model)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.llmDuration.WithLabelValues(model, outcome).Observe(took.Seconds())
+	for kind, n := range map[string]int{
+		"prompt":     usage.PromptTokens,
+		"completion": usage.CompletionTokens,
+		"cached":     usage.CachedTokens,
+	} {
+		// A counter panics on a negative add; a server reporting nonsense
+		// must not take the consumer down.
+		if n > 0 {
+			m.llmTokens.WithLabelValues(model, kind).Add(float64(n))
+		}
+	}
+}
+
+func (m *Metrics) observeOutputRetry(reason string) {
+	m.llmRetries.WithLabelValues(outputRetryReasons.bound(reason)).Inc()
+}
+
+func (m *Metrics) observeAnchor(match engine.Match) {
+	outcome := string(match)
+	if match == engine.MatchNone {
+		outcome = "unanchored"
+	}
+	m.anchoring.WithLabelValues(anchorOutcomes.bound(outcome)).Inc()
+}
+
+// ConsumerHooks returns hooks that measure a consumer of topic: messages in
+// flight, handler time, and per partition the lag and the committed offset.
+func (m *Metrics) ConsumerHooks(topic string) consumer.Hooks {
+	return consumer.Hooks{
+		Fetched: func(_ string, partition int, offset, highWaterMark int64) {
+			// The consumer reads one topic; labelling with the configured one
+			// keeps Fetched's and Committed's series alike.
+			m.consumerLag.WithLabelValues(topic, strconv.Itoa(partition)).Set(float64(Lag(offset, highWaterMark)))
+		},
+		Handled: func(outcome string, took time.Duration) {
+			m.handlerTimings.WithLabelValues(handlerOutcomes.bound(outcome)).Observe(took.Seconds())
+		},
+		Committed: func(partition int, offset int64) {
+			m.committedOffset.WithLabelValues(topic, strconv.Itoa(partition)).Set(float64(offset))
+		},
+		InFlight: func(delta int) {
+			m.inFlight.Add(float64(delta))
+		},
+	}
+}
+
+// Lag is how many records of a partition follow the one at offset, given the
+// partition's high-water mark (the offset the next produced record will get)
+// when that record was fetched. It is never negative: a high-water mark
+// older than the record, or unknown, means no lag is known.
+func Lag(offset, highWaterMark int64) int64 {
+	return max(highWaterMark-offset-1, 0)
+}
+
+// PipelineHooks returns hooks that measure handled requests, published
+// verdicts and report failures.
+func (m *Metrics) PipelineHooks() pipeline.Hooks {
+	return pipeline.Hooks{
+		RequestDone: func(outcome string, took time.Duration) {
+			outcome = requestOutcomes.bound(outcome)
+			m.requestsConsumed.WithLabelValues(outcome).Inc()
+			m.requestDuration.WithLabelValues(outcome).Observe(took.Seconds())
+		},
+		VerdictsPublished: func(outcome string, n int) {
+			if n > 0 {
+				m.verdictsPublished.WithLabelValues(verdictOutcomes.bound(outcome)).Add(float64(n))
+			}
+		},
+		ReportFailed: func() {
+			// Once the report writer reports its uploads itself, its count is
+			// the one kept, so that a failure is not counted twice.
+			if !m.uploadsObserved.Load() {
+				m.uploadFailures.Inc()
+			}
+		},
+	}
+}
+
+// ObserveReportUpload records one report upload: how long it took and
+// whether it failed. Once it has been called, the pipeline hooks' ReportFailed
+// stops counting failures, so both may be wired for the same uploads.
+func (m *Metrics) ObserveReportUpload(took time.Duration, err error) {
+	m.uploadsObserved.Store(true)
+	m.uploadDuration.Observe(took.Seconds())
+	if err != nil {
+		m.uploadFailures.Inc()
+	}
+}
+
+// CountDeadLetters wraps p so that every message it publishes successfully
+// is counted by reason; failed publications are not dead letters yet (the
+// consumer retries them) and are not counted.
+func (m *Metrics) CountDeadLetters(p consumer.DeadLetterPublisher) consumer.DeadLetterPublisher {
+	return deadLetterCounter{next: p, m: m}
+}
+
+type deadLetterCounter struct {
+	next consumer.DeadLetterPublisher
+	m    *Metrics
+}
+
+func (d deadLetterCounter) PublishDeadLetter(ctx context.Context, msg *consumer.Message, reason string, cause error) error {
+	if err := d.next.PublishDeadLetter(ctx, msg, reason, cause); err != nil {
+		return err
+	}
+	d.m.deadLetters.WithLabelValues(deadLetterReasons.bound(reason)).Inc()
+	return nil
+}
