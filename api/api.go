@@ -1,0 +1,267 @@
+// Package api is rulevalidator's HTTP API: report downloads for tenants and
+// for internal callers, asynchronous validations (submit, then poll or get a
+// callback), and the operational endpoints (health, readiness, metrics).
+//
+// Public routes take a bearer JWT; the caller's tenant comes from the
+// verified token and nowhere else, and every resource of another tenant is
+// answered exactly as a missing one. A report reference id that
+// report.ValidReferenceID refuses (wrong length or alphabet, upper case,
+// encoded slashes or dots, overlong) is answered the same way: 404
+// not_found with the same body and headers as a missing report, so ids
+// cannot be probed. Internal routes take the internal callers' shared token.
+// Errors are JSON, {"error":{"code","message"}}, with the codes listed in
+// errors.go; 401 carries a Bearer challenge, 405 an Allow header.
+//
+// Validations run through Kafka when a Submitter is configured (the serve
+// pipeline judges them, and a JobFeed brings their events back for GET), or
+// in this process through a Runner otherwise.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"rulevalidator/auth"
+	"rulevalidator/callback"
+	"rulevalidator/pipeline"
+	"rulevalidator/schemas"
+)
+
+// TokenVerifier checks public bearer tokens (an *auth.Verifier).
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (auth.Principal, error)
+}
+
+// InternalVerifier checks the internal callers' token (an *auth.StaticToken).
+type InternalVerifier interface {
+	Verify(token string) error
+}
+
+// Submitter publishes a validation request for the serve pipeline (a
+// *KafkaSubmitter).
+type Submitter interface {
+	Submit(ctx context.Context, req *schemas.Request) error
+}
+
+// Runner judges a request in this process (a *pipeline.Pipeline).
+type Runner interface {
+	Judge(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error)
+}
+
+// Instrumenter counts and times requests per route (a *metrics.Metrics).
+type Instrumenter interface {
+	InstrumentHTTP(route string, h http.Handler) http.Handler
+}
+
+// Check is one readiness probe, such as broker, storage or model.
+type Check struct {
+	Name  string
+	Probe func(ctx context.Context) error
+}
+
+// Config configures a Server. Zero values take the documented defaults.
+type Config struct {
+	// Verifier checks the public routes' JWTs. Required.
+	Verifier TokenVerifier
+	// Internal checks the internal routes' token; nil disables them (404).
+	Internal InternalVerifier
+	// Reports serves report downloads; nil disables them (404).
+	Reports ReportSource
+	// Submitter publishes validations to Kafka; nil runs them in-process
+	// with Runner.
+	Submitter Submitter
+	// Runner judges validations in-process when Submitter is nil. One of
+	// Submitter and Runner is required for POST /v1/validations.
+	Runner Runner
+	// MaxInFlight bounds in-process runs (default 4); past it a submission
+	// is answered 503 busy.
+	MaxInFlight int
+	// Jobs tracks validations (default: NewJobStore with its defaults).
+	Jobs *JobStore
+	// Callbacks checks options.callback_url at submission and, in-process,
+	// delivers the result there. In broker mode the serve pipeline delivers
+	// callbacks; this process only checks the URL. Nil refuses requests that
+	// ask for a callback.
+	Callbacks *callback.Notifier
+	// Readiness lists what /readyz probes, each with ReadyTimeout (default 2s).
+	Readiness    []Check
+	ReadyTimeout time.Duration
+	// Metrics instruments every route under its pattern; optional.
+	Metrics Instrumenter
+	// MaxBodyBytes bounds request bodies (default 8 MiB); past it, 413.
+	MaxBodyBytes int64
+	// RequestTimeout bounds every request but downloads (default 30s).
+	RequestTimeout time.Duration
+	// DownloadTimeout bounds a download, streaming included (default 5m,
+	// the WriteTimeout of NewHTTPServer).
+	DownloadTimeout time.Duration
+	Logger          *slog.Logger
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 4
+	}
+	if c.Jobs == nil {
+		c.Jobs = NewJobStore(JobStoreConfig{})
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 2 * time.Second
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 8 << 20
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.DownloadTimeout == 0 {
+		c.DownloadTimeout = 5 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports the first problem with the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case c.Verifier == nil:
+		return errors.New("api: Verifier is required")
+	case c.MaxInFlight < 1:
+		return fmt.Errorf("api: MaxInFlight %d must be at least 1", c.MaxInFlight)
+	case c.MaxBodyBytes < 1:
+		return fmt.Errorf("api: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
+	case c.RequestTimeout <= 0 || c.DownloadTimeout <= 0 || c.ReadyTimeout <= 0:
+		return fmt.Errorf("api: RequestTimeout %v, DownloadTimeout %v and ReadyTimeout %v must be positive", c.RequestTimeout, c.DownloadTimeout, c.ReadyTimeout)
+	}
+	for i, check := range c.Readiness {
+		if check.Name == "" || check.Probe == nil {
+			return fmt.Errorf("api: Readiness[%d] needs a Name and a Probe", i)
+		}
+	}
+	return nil
+}
+
+// Server serves the API. It is safe for concurrent use.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	slots chan struct{} // in-process runs
+
+	// runs tracks in-process runs so Shutdown can wait for them; runCtx is
+	// their context, cancelled when Shutdown gives up waiting.
+	mu        sync.Mutex
+	closed    bool
+	runs      sync.WaitGroup
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+}
+
+// New checks cfg (after filling in defaults) and returns a Server.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "api"),
+		slots:     make(chan struct{}, cfg.MaxInFlight),
+		runCtx:    runCtx,
+		cancelRun: cancel,
+	}, nil
+}
+
+// Route patterns, also the routes' metric labels.
+const (
+	RouteReport          = "GET /rule-validation-reports/{reference_id}"
+	RouteInternalReport  = "GET /internal/rule-validation-reports/{reference_id}"
+	RouteSubmit          = "POST /v1/validations"
+	RouteValidation      = "GET /v1/validations/{request_id}"
+	RouteHealth          = "GET /healthz"
+	RouteReady           = "GET /readyz"
+	RouteMetrics         = "GET /metrics"
+	validationPathPrefix = "/v1/validations/"
+)
+
+// Handler serves the public and internal routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.handle(mux, RouteReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReport))
+	s.handle(mux, RouteInternalReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getInternalReport))
+	s.handle(mux, RouteSubmit, s.cfg.RequestTimeout, http.HandlerFunc(s.submitValidation))
+	s.handle(mux, RouteValidation, s.cfg.RequestTimeout, http.HandlerFunc(s.getValidation))
+	return base(newRouter(mux, s.instrument), s.cfg.MaxBodyBytes, s.log)
+}
+
+// OpsHandler serves /healthz, /readyz and, when metrics is not nil,
+// /metrics. Serve it on its own listener, out of the public one's reach.
+func (s *Server) OpsHandler(metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	s.handle(mux, RouteHealth, s.cfg.RequestTimeout, http.HandlerFunc(s.healthz))
+	s.handle(mux, RouteReady, s.cfg.RequestTimeout, http.HandlerFunc(s.readyz))
+	if metrics != nil {
+		mux.Handle(RouteMetrics, metrics)
+	}
+	return base(newRouter(mux, s.instrument), s.cfg.MaxBodyBytes, s.log)
+}
+
+func (s *Server) handle(mux *http.ServeMux, pattern string, timeout time.Duration, h http.Handler) {
+	mux.Handle(pattern, s.instrument(pattern, withTimeout(h, timeout)))
+}
+
+func (s *Server) instrument(route string, h http.Handler) http.Handler {
+	if s.cfg.Metrics == nil {
+		return h
+	}
+	return s.cfg.Metrics.InstrumentHTTP(route, h)
+}
+
+// Shutdown stops accepting in-process runs and waits for those under way
+// until ctx ends, then cancels them (their jobs are marked failed). Call it
+// after http.Server.Shutdown.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.cancelRun()
+		return nil
+	case <-ctx.Done():
+		s.cancelRun()
+		<-done
+		return fmt.Errorf("api: in-process validations cancelled at shutdown: %w", ctx.Err())
+	}
+}
+
+// NewHTTPServer returns an http.Server for h with timeouts fit for this API:
+// headers within 5s, the body within 1m, the response (downloads) within 5m,
+// idle connections kept 2m, headers up to 64 KiB.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      5 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

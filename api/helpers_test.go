@@ -1,0 +1,323 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"rulevalidator/auth"
+	"rulevalidator/engine"
+	"rulevalidator/metrics"
+	"rulevalidator/objstore"
+	"rulevalidator/pipeline"
+	"rulevalidator/report"
+	"rulevalidator/schemas"
+)
+
+const (
+	testIssuer   = "https://idp.example.test"
+	testAudience = "rulevalidator-api"
+	// internalToken is the internal callers' shared token in these tests.
+	internalToken = "internal-callers-token-0123456789abcdef"
+)
+
+// The production types satisfy the interfaces the server declares.
+var (
+	_ TokenVerifier    = (*auth.Verifier)(nil)
+	_ InternalVerifier = (*auth.StaticToken)(nil)
+	_ Runner           = (*pipeline.Pipeline)(nil)
+	_ Submitter        = (*KafkaSubmitter)(nil)
+	_ Instrumenter     = (*metrics.Metrics)(nil)
+	_ ReportSource     = StoredReports{}
+	_ report.Getter    = (*objstore.Store)(nil)
+)
+
+// identity mints tokens with an Ed25519 key made for the test run, and
+// verifies them with the real auth.Verifier reading its public key from a
+// PEM file.
+type identity struct {
+	priv     ed25519.PrivateKey
+	kid      string
+	verifier *auth.Verifier
+}
+
+func newIdentity(t *testing.T) *identity {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "api-test-signer.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewVerifier(context.Background(), auth.Config{
+		PEMFiles: []string{path},
+		Issuer:   testIssuer,
+		Audience: testAudience,
+		Logger:   quietLogger(),
+	})
+	if err != nil {
+		t.Fatalf("auth.NewVerifier: %v", err)
+	}
+	return &identity{priv: priv, kid: "api-test-signer", verifier: v}
+}
+
+// token mints a valid token for tenant; edit changes the claims first.
+func (id *identity) token(t *testing.T, tenant string, edit ...func(jwt.MapClaims)) string {
+	t.Helper()
+	now := time.Now()
+	claims := jwt.MapClaims{
+		"iss":       testIssuer,
+		"aud":       testAudience,
+		"sub":       "user-of-" + tenant,
+		"tenant_id": tenant,
+		"iat":       now.Unix(),
+		"exp":       now.Add(10 * time.Minute).Unix(),
+	}
+	for _, e := range edit {
+		e(claims)
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
+	tok.Header["kid"] = id.kid
+	signed, err := tok.SignedString(id.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed
+}
+
+func internalVerifier(t *testing.T) *auth.StaticToken {
+	t.Helper()
+	st, err := auth.NewStaticToken(internalToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// lockedBuffer collects log output written from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// serve starts the server's public handler on a test listener.
+func serve(t *testing.T, cfg Config) (*Server, *httptest.Server) {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return s, ts
+}
+
+// response is what a test request got back.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// errorCode is the code of an error body, "" when the body is not one.
+func (r response) errorCode() string {
+	var b errorBody
+	_ = json.Unmarshal(r.body, &b)
+	return b.Error.Code
+}
+
+// errorMessage is the message of an error body.
+func (r response) errorMessage() string {
+	var b errorBody
+	_ = json.Unmarshal(r.body, &b)
+	return b.Error.Message
+}
+
+func (r response) String() string {
+	return http.StatusText(r.status) + " " + strings.TrimSpace(string(r.body))
+}
+
+// call sends one request; bearer is the Authorization token ("" for none),
+// headers are extra header pairs.
+func call(t *testing.T, method, url, bearer string, body []byte, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, url, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// scriptedRunner is a Runner that judges every rule of an inline ruleset as
+// passed, after waiting for its gate when one is set. It records the
+// requests it saw.
+type scriptedRunner struct {
+	gate chan struct{} // nil: answer at once
+	fail error         // returned without an outcome when set
+
+	mu   sync.Mutex
+	seen []*schemas.Request
+}
+
+func (r *scriptedRunner) Judge(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error) {
+	r.mu.Lock()
+	r.seen = append(r.seen, req)
+	r.mu.Unlock()
+	if r.gate != nil {
+		select {
+		case <-r.gate:
+		case <-ctx.Done():
+			return pipeline.Outcome{}, ctx.Err()
+		}
+	}
+	if r.fail != nil {
+		return pipeline.Outcome{}, r.fail
+	}
+	rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
+	if err != nil {
+		return pipeline.Outcome{}, err
+	}
+	pass := true
+	res := &engine.Result{RulesetID: rs.ID, Model: "scripted"}
+	for _, rule := range rs.Rules {
+		res.Rules = append(res.Rules, engine.Verdict{
+			RuleID: rule.RuleID, Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &pass,
+			Rationale: "Scripted pass.",
+			Evidences: []engine.Evidence{{Text: "signed", SourceOrigin: "contract.txt", SourcePageNumber: 1, Match: engine.MatchNone}},
+		})
+	}
+	res.Aggregate.Boolean = &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: true, Applicable: len(rs.Rules), PassedCount: len(rs.Rules)}
+	done := start.Add(time.Second)
+	return pipeline.Outcome{
+		Verdicts: schemas.NewVerdictEvents(req, rs, res, "", start, done),
+		Summary:  schemas.NewSummary(req, rs, res, "", nil, start, done),
+	}, nil
+}
+
+func (r *scriptedRunner) requests() []*schemas.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*schemas.Request(nil), r.seen...)
+}
+
+// validationBody is a request in JSON form with an inline two-rule ruleset.
+func validationBody(requestID string, extra ...string) []byte {
+	fields := []string{
+		`"inline_ruleset":{"id":"contract-check","rules":[` +
+			`{"rule_id":"signed","type":"boolean","rule_text":"Is the contract signed?"},` +
+			`{"rule_id":"dated","type":"boolean","rule_text":"Is the contract dated?"}]}`,
+		`"primary_docs":[{"name":"contract.txt","content":"Signed and dated 1 March 2025."}]`,
+	}
+	if requestID != "" {
+		fields = append(fields, `"request_id":"`+requestID+`"`)
+	}
+	fields = append(fields, extra...)
+	return []byte("{" + strings.Join(fields, ",") + "}")
+}
+
+// jobResponse is the body of POST and GET /v1/validations.
+type jobResponse struct {
+	RequestID   string  `json:"request_id"`
+	Status      string  `json:"status"`
+	SubmittedAt *string `json:"submitted_at"`
+	StatusURL   string  `json:"status_url"`
+	Result      *struct {
+		Summary  schemas.SummaryEvent   `json:"summary"`
+		Verdicts []schemas.VerdictEvent `json:"verdicts"`
+	} `json:"result"`
+}
+
+func decodeJob(t *testing.T, r response) jobResponse {
+	t.Helper()
+	var j jobResponse
+	if err := json.Unmarshal(r.body, &j); err != nil {
+		t.Fatalf("decoding job %s: %v", r.body, err)
+	}
+	return j
+}
+
+// pollDone polls a validation until it is completed or failed.
+func pollDone(t *testing.T, url, token string) jobResponse {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := call(t, http.MethodGet, url, token, nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET %s: %s", url, r)
+		}
+		j := decodeJob(t, r)
+		if j.Status == "completed" || j.Status == "failed" {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: still %s after 15s", url, j.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,158 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"rulevalidator/internal/kafkatest"
+	"rulevalidator/producer"
+	"rulevalidator/schemas"
+)
+
+const testTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// TestSubmitThroughKafka: a validation posted in broker mode lands on the
+// requests topic as an Avro request keyed by its id, with the token's tenant
+// and the caller's trace context; once the serve pipeline's events appear on
+// the summary and verdict topics, GET answers with the result.
+func TestSubmitThroughKafka(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	requests := kafkatest.UniqueTopic(t, "requests")
+	summaries := kafkatest.UniqueTopic(t, "summaries")
+	verdicts := kafkatest.UniqueTopic(t, "verdicts")
+	for _, topic := range []string{requests, summaries, verdicts} {
+		kafkatest.CreateTopic(t, broker, topic, 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	serde, err := schemas.NewSerde(ctx, schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitter, err := NewKafkaSubmitter(KafkaSubmitterConfig{Brokers: []string{broker}, Topic: requests}, serde)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = submitter.Close() })
+
+	jobs := NewJobStore(JobStoreConfig{})
+	feed, err := NewJobFeed(JobFeedConfig{Brokers: []string{broker}, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Jobs: jobs, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feedCtx, stopFeed := context.WithCancel(context.Background())
+	feedDone := make(chan error, 1)
+	go func() { feedDone <- feed.Run(feedCtx) }()
+	t.Cleanup(func() {
+		stopFeed()
+		if err := <-feedDone; err != nil {
+			t.Errorf("feed.Run: %v", err)
+		}
+	})
+	select {
+	case <-feed.Ready():
+	case <-ctx.Done():
+		t.Fatal("job feed not ready within a minute")
+	}
+
+	id := newIdentity(t)
+	_, ts := serve(t, Config{Verifier: id.verifier, Submitter: submitter, Jobs: jobs})
+	token := id.token(t, "acme")
+	r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-k1"), "traceparent", testTraceparent)
+	if r.status != http.StatusAccepted {
+		t.Fatalf("POST: %s", r)
+	}
+
+	// The message on the requests topic.
+	reader := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: requests, Partition: 0, MaxWait: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = reader.Close() })
+	msg, err := reader.FetchMessage(ctx)
+	if err != nil {
+		t.Fatalf("reading the requests topic: %v", err)
+	}
+	if string(msg.Key) != "req-k1" {
+		t.Errorf("key %q, want the request id", msg.Key)
+	}
+	headers := map[string]string{}
+	var schemaHeaders []schemas.Header
+	for _, h := range msg.Headers {
+		headers[h.Key] = string(h.Value)
+		schemaHeaders = append(schemaHeaders, schemas.Header{Key: h.Key, Value: h.Value})
+	}
+	if headers[producer.HeaderTraceparent] != testTraceparent || headers[producer.HeaderTenant] != "acme" {
+		t.Errorf("headers %v: want traceparent %s and tenant acme", headers, testTraceparent)
+	}
+	ev, err := serde.Decode(ctx, requests, msg.Value, schemaHeaders)
+	if err != nil {
+		t.Fatalf("decoding the request: %v", err)
+	}
+	req, ok := ev.(*schemas.Request)
+	if !ok {
+		t.Fatalf("decoded a %T", ev)
+	}
+	if req.RequestID != "req-k1" || req.TenantID != "acme" || req.InlineRuleset == nil || req.SubmittedAt.IsZero() {
+		t.Errorf("request read back: %+v", req)
+	}
+	if g := decodeJob(t, call(t, http.MethodGet, ts.URL+"/v1/validations/req-k1", token, nil)); g.Status != "pending" {
+		t.Errorf("before any event: %s", g.Status)
+	}
+
+	// What the serve pipeline publishes for it, through the real producer.
+	out, err := (&scriptedRunner{}).Judge(ctx, req, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := producer.New(producer.Config{
+		Brokers: []string{broker}, SummaryTopic: summaries, VerdictTopic: verdicts,
+		DeadLetterTopic: kafkatest.UniqueTopic(t, "deadletter"), Logger: quietLogger(),
+	}, serde)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = prod.Close() })
+	msgs, err := prod.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Write(ctx, msgs); err != nil {
+		t.Fatalf("publishing the outcome: %v", err)
+	}
+
+	done := pollDone(t, ts.URL+"/v1/validations/req-k1", token)
+	if done.Status != "completed" || done.Result == nil || len(done.Result.Verdicts) != 2 || done.Result.Summary.Counts.Rules != 2 {
+		t.Errorf("job after the events: %+v", done)
+	}
+	if *done.SubmittedAt != req.SubmittedAt.UTC().Format(schemas.TimeLayout) {
+		t.Errorf("submitted_at %s, want %s", *done.SubmittedAt, req.SubmittedAt.UTC().Format(schemas.TimeLayout))
+	}
+	if r := call(t, http.MethodGet, ts.URL+"/v1/validations/req-k1", id.token(t, "globex"), nil); r.status != http.StatusNotFound {
+		t.Errorf("another tenant: %s", r)
+	}
+}
+
+// A broker that cannot take the request leaves no job behind and answers 503.
+func TestSubmitBrokerDown(t *testing.T) {
+	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitter, err := NewKafkaSubmitter(KafkaSubmitterConfig{Brokers: []string{"127.0.0.1:1"}, WriteTimeout: 500 * time.Millisecond}, serde)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = submitter.Close() })
+	id := newIdentity(t)
+	_, ts := serve(t, Config{Verifier: id.verifier, Submitter: submitter, RequestTimeout: 2 * time.Second})
+	token := id.token(t, "acme")
+	r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-down"))
+	if r.status != http.StatusServiceUnavailable || r.errorCode() != CodeUnavailable || r.header.Get("Retry-After") == "" {
+		t.Fatalf("POST with the broker down: %s", r)
+	}
+	if g := call(t, http.MethodGet, ts.URL+"/v1/validations/req-down", token, nil); g.status != http.StatusNotFound {
+		t.Errorf("GET after a failed submission: %s", g)
+	}
+}

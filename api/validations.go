@@ -1,0 +1,290 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"time"
+
+	"rulevalidator/pipeline"
+	"rulevalidator/schemas"
+)
+
+// jobBody is a validation as POST and GET answer it and as callbacks carry
+// it. Result is null until the job is done; its summary and verdicts are the
+// events' JSON form (schemas.SummaryEvent.MarshalJSON).
+type jobBody struct {
+	RequestID   string      `json:"request_id"`
+	Status      JobStatus   `json:"status"`
+	SubmittedAt *string     `json:"submitted_at"`
+	StatusURL   string      `json:"status_url"`
+	Result      *resultBody `json:"result"`
+}
+
+type resultBody struct {
+	Summary  schemas.SummaryEvent   `json:"summary"`
+	Verdicts []schemas.VerdictEvent `json:"verdicts"`
+}
+
+func newJobBody(j Job) jobBody {
+	b := jobBody{RequestID: j.RequestID, Status: j.Status, StatusURL: statusURL(j.RequestID)}
+	if !j.SubmittedAt.IsZero() {
+		at := j.SubmittedAt.UTC().Format(schemas.TimeLayout)
+		b.SubmittedAt = &at
+	}
+	if j.Done() && j.Summary != nil {
+		verdicts := j.Verdicts
+		if verdicts == nil {
+			verdicts = []schemas.VerdictEvent{}
+		}
+		b.Result = &resultBody{Summary: *j.Summary, Verdicts: verdicts}
+	}
+	return b
+}
+
+// statusURL is where a validation's status is polled.
+func statusURL(requestID string) string {
+	return validationPathPrefix + url.PathEscape(requestID)
+}
+
+// requestIDPattern is what a client-chosen request_id may look like: it
+// becomes a Kafka key, an event id prefix and a URL path segment.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:~-]{0,127}$`)
+
+// newRequestID is a random UUID (version 4).
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// submitValidation accepts a request in the JSON form of the Avro request
+// (schemas.Request.UnmarshalJSON). The tenant is the token's; request_id is
+// optional; submitted_at is set here. It answers 202 once the request is
+// queued (Kafka) or started (in-process); a request id already known for the
+// tenant answers 202 with that job and starts nothing.
+func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.principal(w, r)
+	if !ok {
+		return
+	}
+	if s.cfg.Submitter == nil && s.cfg.Runner == nil {
+		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", tooLarge.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "reading the request body: "+err.Error())
+		return
+	}
+	var req schemas.Request
+	if err := req.UnmarshalJSON(body); err != nil {
+		writeInvalid(w, err)
+		return
+	}
+	if req.TenantID != "" && req.TenantID != p.Tenant {
+		writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("tenant_id %q is not the tenant of your token; leave tenant_id out, the token's tenant is used", req.TenantID))
+		return
+	}
+	req.TenantID = p.Tenant
+	if req.RequestID == "" {
+		req.RequestID = newRequestID()
+	} else if !requestIDPattern.MatchString(req.RequestID) {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("request_id %q: want 1 to 128 characters of A-Z a-z 0-9 . _ : ~ -, starting with a letter or digit", req.RequestID))
+		return
+	}
+	req.SubmittedAt = s.cfg.Now().UTC().Truncate(time.Millisecond)
+	if err := req.Validate(); err != nil {
+		writeInvalid(w, err)
+		return
+	}
+	callbackURL := ""
+	if cb := req.Options.CallbackURL; cb != nil {
+		if msg := s.checkCallback(*cb); msg != "" {
+			writeError(w, http.StatusBadRequest, CodeInvalidRequest, "options.callback_url: "+msg)
+			return
+		}
+		callbackURL = *cb
+	}
+
+	job, created := s.cfg.Jobs.Create(Job{
+		TenantID:    req.TenantID,
+		RequestID:   req.RequestID,
+		Status:      JobPending,
+		SubmittedAt: req.SubmittedAt,
+		CallbackURL: callbackURL,
+	})
+	if !created {
+		s.log.Info("api: request id submitted again; answering with the existing job", "tenant_id", job.TenantID, "request_id", job.RequestID, "status", job.Status)
+		s.accepted(w, job)
+		return
+	}
+	if s.cfg.Submitter != nil {
+		if err := s.cfg.Submitter.Submit(withTrace(r.Context(), r.Header), &req); err != nil {
+			s.cfg.Jobs.Delete(req.TenantID, req.RequestID)
+			s.log.Warn("api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the request could not be queued; try again shortly")
+			return
+		}
+	} else if !s.startRun(&req) {
+		s.cfg.Jobs.Delete(req.TenantID, req.RequestID)
+		writeBusy(w, 5, "too many validations are running; try again shortly")
+		return
+	}
+	s.log.Info("api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "in_process", s.cfg.Submitter == nil)
+	s.accepted(w, job)
+}
+
+func (s *Server) accepted(w http.ResponseWriter, job Job) {
+	w.Header().Set("Location", statusURL(job.RequestID))
+	writeJSON(w, http.StatusAccepted, newJobBody(job))
+}
+
+// checkCallback says what is wrong with a callback URL, "" when nothing.
+func (s *Server) checkCallback(raw string) string {
+	switch {
+	case raw == "":
+		return "is empty; leave it out for no callback"
+	case s.cfg.Callbacks == nil:
+		return "callbacks are not enabled on this server"
+	}
+	if err := s.cfg.Callbacks.CheckURL(raw); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// writeInvalid answers 400 for a request's problems, each listed in details.
+func writeInvalid(w http.ResponseWriter, err error) {
+	var re *schemas.RequestError
+	if errors.As(err, &re) {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error(), re.Problems...)
+		return
+	}
+	writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+}
+
+// getValidation answers a validation of the token's tenant; another
+// tenant's is answered as a missing one.
+func (s *Server) getValidation(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.principal(w, r)
+	if !ok {
+		return
+	}
+	job, ok := s.cfg.Jobs.Get(p.Tenant, r.PathValue("request_id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, CodeNotFound, msgValidationNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, newJobBody(job))
+}
+
+// startRun judges req in the background when a slot is free.
+func (s *Server) startRun(req *schemas.Request) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return false
+	}
+	s.runs.Add(1)
+	go func() {
+		defer s.runs.Done()
+		defer func() { <-s.slots }()
+		s.run(req)
+	}()
+	return true
+}
+
+// run judges one request in-process, records the outcome and, when asked,
+// sends the callback.
+func (s *Server) run(req *schemas.Request) {
+	log := s.log.With("tenant_id", req.TenantID, "request_id", req.RequestID)
+	s.cfg.Jobs.SetRunning(req.TenantID, req.RequestID)
+	start := s.cfg.Now()
+	out, err := s.judge(req, start)
+	retryable := false
+	switch {
+	case err == nil:
+		log.Info("api: validation completed", "rules", len(out.Verdicts))
+	case out.Summary.RequestID != "":
+		log.Warn("api: validation failed", "reason", out.Summary.Error.Code, "error", err)
+	default:
+		// A transient failure comes without an outcome: record one, and let
+		// the same request id be submitted again.
+		retryable = true
+		log.Warn("api: validation could not be judged", "error", err)
+		out = pipeline.Outcome{Summary: schemas.NewFailedSummary(req, schemas.ReasonInternal,
+			fmt.Sprintf("the request could not be judged now (%v); submit it again", err), start, s.cfg.Now())}
+	}
+	job := s.cfg.Jobs.Finish(req.TenantID, req.RequestID, out.Summary, out.Verdicts, retryable)
+	s.sendCallback(job, log)
+}
+
+// judge calls the Runner, turning a panic into an error.
+func (s *Server) judge(req *schemas.Request, start time.Time) (out pipeline.Outcome, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = pipeline.Outcome{}, fmt.Errorf("the runner panicked: %v", v)
+		}
+	}()
+	return s.cfg.Runner.Judge(s.runCtx, req, start)
+}
+
+func (s *Server) sendCallback(job Job, log *slog.Logger) {
+	if job.CallbackURL == "" || s.cfg.Callbacks == nil {
+		return
+	}
+	payload, err := json.Marshal(newJobBody(job))
+	if err == nil {
+		err = s.cfg.Callbacks.Notify(job.CallbackURL, payload, job.RequestID)
+	}
+	if err != nil {
+		log.Warn("api: callback not queued", "error", err)
+	}
+}
+
+// Trace context travels from the HTTP request to the Kafka message.
+type traceKey struct{}
+
+type traceContext struct{ traceparent, tracestate string }
+
+// traceparentPattern is the W3C trace-context header, version 00 and up.
+var traceparentPattern = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
+
+// withTrace keeps a well-formed traceparent (and its tracestate) of h in ctx.
+func withTrace(ctx context.Context, h http.Header) context.Context {
+	tp := h.Get("traceparent")
+	if !traceparentPattern.MatchString(tp) {
+		return ctx
+	}
+	ts := h.Get("tracestate")
+	if len(ts) > 512 {
+		ts = ""
+	}
+	return context.WithValue(ctx, traceKey{}, traceContext{traceparent: tp, tracestate: ts})
+}
+
+func traceFrom(ctx context.Context) (traceContext, bool) {
+	tc, ok := ctx.Value(traceKey{}).(traceContext)
+	return tc, ok
+}

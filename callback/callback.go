@@ -1,0 +1,372 @@
+// Package callback delivers signed webhook notifications: a JSON body POSTed
+// to a URL the requester chose, signed with HMAC-SHA256 over the timestamp
+// and the body, retried with capped exponential backoff on transient
+// failures, and refused when the URL points at an internal address.
+//
+// Receivers check deliveries with Verify and de-duplicate on the
+// X-Rulevalidator-Event-Id header: delivery is at least once.
+package callback
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// ErrQueueFull: Notify found the delivery queue full; the notification was
+// not queued.
+var ErrQueueFull = errors.New("callback: delivery queue full")
+
+// minSecretBytes is the shortest secret accepted: HMAC-SHA256's block of
+// entropy, so that the signature cannot be forged by guessing the secret.
+const minSecretBytes = 32
+
+// Config configures a Notifier. Zero values take the documented defaults.
+type Config struct {
+	// Secret signs every delivery; at least 32 bytes. Required.
+	Secret []byte
+	// AllowHosts limits the hosts callbacks may go to: exact names or
+	// *.domain patterns (any subdomain of domain, not domain itself),
+	// case-insensitive. Empty allows any host.
+	AllowHosts []string
+	// AllowPrivate permits loopback, private, link-local and other internal
+	// addresses. Off by default, so that a requester cannot aim the service
+	// at its own network; the check runs on the address actually dialled,
+	// after DNS resolution, which also defeats DNS rebinding.
+	AllowPrivate bool
+	// MaxAttempts is how many times one notification is tried (default 6).
+	MaxAttempts int
+	// BaseDelay is the wait after the first failed attempt, doubled after
+	// each further one (default 1s), up to MaxDelay (default 1m). A
+	// Retry-After longer than the backoff is honoured up to MaxDelay.
+	BaseDelay, MaxDelay time.Duration
+	// Timeout bounds one attempt, connecting included (default 10s).
+	Timeout time.Duration
+	// Workers deliver concurrently (default 4); a worker waits out the
+	// backoff of the notification it holds.
+	Workers int
+	// QueueSize bounds the notifications waiting for a worker (default 1000).
+	QueueSize int
+	// HTTPClient replaces the built-in client, and with it the dial-time
+	// refusal of internal addresses: leave it nil outside tests.
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	// Now is the clock used for the signed timestamp (tests).
+	Now func() time.Time
+	// OnDone, when set, is told the outcome of every notification once it is
+	// delivered or given up (metrics, tests). It must not block.
+	OnDone func(Delivery)
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 6
+	}
+	if c.BaseDelay == 0 {
+		c.BaseDelay = time.Second
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = time.Minute
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = 1000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports the first problem with the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Secret) < minSecretBytes:
+		return fmt.Errorf("callback: Secret is %d bytes; at least %d are required", len(c.Secret), minSecretBytes)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("callback: MaxAttempts %d must be at least 1", c.MaxAttempts)
+	case c.BaseDelay <= 0 || c.MaxDelay < c.BaseDelay:
+		return fmt.Errorf("callback: BaseDelay %v must be positive and MaxDelay %v at least BaseDelay", c.BaseDelay, c.MaxDelay)
+	case c.Timeout <= 0:
+		return fmt.Errorf("callback: Timeout %v must be positive", c.Timeout)
+	case c.Workers < 1:
+		return fmt.Errorf("callback: Workers %d must be at least 1", c.Workers)
+	case c.QueueSize < 1:
+		return fmt.Errorf("callback: QueueSize %d must be at least 1", c.QueueSize)
+	}
+	return nil
+}
+
+// Delivery is the outcome of one notification.
+type Delivery struct {
+	URL     string
+	EventID string
+	// Delivered is true when the receiver answered 2xx.
+	Delivered bool
+	Attempts  int
+	// Status is the last HTTP status received, 0 when none was.
+	Status int
+	// Err says why the notification was given up; nil when delivered.
+	Err error
+}
+
+type job struct {
+	url     *url.URL
+	payload []byte
+	eventID string
+}
+
+// Notifier queues notifications and delivers them from a fixed set of
+// workers. It is safe for concurrent use.
+type Notifier struct {
+	cfg     Config
+	policy  *targetPolicy
+	client  *http.Client
+	queue   chan job
+	running atomic.Bool
+}
+
+// New checks cfg (after filling in defaults) and returns a Notifier. Call
+// Run to start delivering.
+func New(cfg Config) (*Notifier, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	policy, err := newTargetPolicy(cfg.AllowHosts, cfg.AllowPrivate)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Secret = bytes.Clone(cfg.Secret)
+	client := cfg.HTTPClient
+	if client == nil {
+		dialer := policy.dialer()
+		dialer.Timeout = cfg.Timeout
+		client = &http.Client{
+			Transport: &http.Transport{
+				// No proxy: the dial check must see the receiver's address.
+				Proxy:                 nil,
+				DialContext:           dialer.DialContext,
+				ForceAttemptHTTP2:     true,
+				MaxIdleConns:          cfg.Workers * 2,
+				IdleConnTimeout:       90 * time.Second,
+				TLSHandshakeTimeout:   cfg.Timeout,
+				ResponseHeaderTimeout: cfg.Timeout,
+			},
+			// Redirects are not followed: they would lead past the host
+			// allow-list. A 3xx counts as a refusal.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return &Notifier{
+		cfg:    cfg,
+		policy: policy,
+		client: client,
+		queue:  make(chan job, cfg.QueueSize),
+	}, nil
+}
+
+// CheckURL reports whether rawURL may receive callbacks, as Notify checks
+// it: http or https, no user info, an allowed host and, unless
+// AllowPrivate, no literal internal address. Errors match ErrTargetRefused.
+// A name that resolves to an internal address passes here and is refused
+// when delivering.
+func (n *Notifier) CheckURL(rawURL string) error {
+	_, err := n.policy.checkURL(rawURL)
+	return err
+}
+
+// Notify queues payload (JSON) for delivery to rawURL. eventID is sent in
+// the X-Rulevalidator-Event-Id header for receivers to de-duplicate on. It
+// returns at once: an error matching ErrTargetRefused when the URL is not
+// allowed, ErrQueueFull when the queue is full.
+func (n *Notifier) Notify(rawURL string, payload []byte, eventID string) error {
+	u, err := n.policy.checkURL(rawURL)
+	if err != nil {
+		return err
+	}
+	select {
+	case n.queue <- job{url: u, payload: bytes.Clone(payload), eventID: eventID}:
+		return nil
+	default:
+		return fmt.Errorf("%w (%d notifications waiting); event %s not queued", ErrQueueFull, cap(n.queue), eventID)
+	}
+}
+
+// Run delivers queued notifications until ctx is cancelled, then returns
+// nil. Notifications still queued or waiting to be retried at that point
+// are logged and dropped. Run may be called once.
+func (n *Notifier) Run(ctx context.Context) error {
+	if !n.running.CompareAndSwap(false, true) {
+		return errors.New("callback: Run called twice")
+	}
+	done := make(chan struct{})
+	for range n.cfg.Workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for ctx.Err() == nil {
+				select {
+				case <-ctx.Done():
+					return
+				case j := <-n.queue:
+					n.deliver(ctx, j)
+				}
+			}
+		}()
+	}
+	for range n.cfg.Workers {
+		<-done
+	}
+	if left := len(n.queue); left > 0 {
+		n.cfg.Logger.Warn("callback: notifications dropped at shutdown", "queued", left)
+	}
+	return nil
+}
+
+// deliver tries one notification until it is delivered, refused or out of
+// attempts.
+func (n *Notifier) deliver(ctx context.Context, j job) {
+	log := n.cfg.Logger.With("event_id", j.eventID, "url", logURL(j.url))
+	d := Delivery{URL: j.url.String(), EventID: j.eventID}
+	for {
+		d.Attempts++
+		status, retryAfter, err := n.attempt(ctx, j)
+		d.Status = status
+		if err == nil {
+			d.Delivered = true
+			log.Debug("callback delivered", "attempts", d.Attempts, "status", status)
+			n.done(d)
+			return
+		}
+		if ctx.Err() != nil {
+			log.Warn("callback abandoned at shutdown", "attempts", d.Attempts, "error", err)
+			d.Err = fmt.Errorf("abandoned at shutdown: %w", err)
+			n.done(d)
+			return
+		}
+		var retry retryableError
+		retryable := errors.As(err, &retry)
+		if !retryable || d.Attempts >= n.cfg.MaxAttempts {
+			reason := "refused"
+			if retryable {
+				reason = "out of attempts"
+			}
+			log.Warn("callback given up", "reason", reason, "attempts", d.Attempts, "status", status, "error", err)
+			d.Err = err
+			n.done(d)
+			return
+		}
+		wait := n.backoff(d.Attempts, retryAfter)
+		log.Info("callback attempt failed; retrying", "attempt", d.Attempts, "status", status, "error", err, "retry_in", wait)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			log.Warn("callback abandoned at shutdown", "attempts", d.Attempts, "error", err)
+			d.Err = fmt.Errorf("abandoned at shutdown: %w", err)
+			n.done(d)
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+func (n *Notifier) done(d Delivery) {
+	if n.cfg.OnDone != nil {
+		n.cfg.OnDone(d)
+	}
+}
+
+// retryableError marks a failure another attempt may cure.
+type retryableError struct{ err error }
+
+func (e retryableError) Error() string { return e.err.Error() }
+func (e retryableError) Unwrap() error { return e.err }
+
+// maxDrainBytes is how much of a response body is read so that the
+// connection can be reused; receivers are not expected to say much.
+const maxDrainBytes = 64 << 10
+
+// attempt POSTs once. It returns the status (0 when none came back), the
+// receiver's Retry-After (0 when none) and nil on 2xx, a retryableError for
+// 408, 429, 5xx and network failures, any other error for the rest.
+func (n *Notifier) attempt(ctx context.Context, j job) (int, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
+	defer cancel()
+	timestamp := strconv.FormatInt(n.cfg.Now().Unix(), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.url.String(), bytes.NewReader(j.payload))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "rulevalidator-callback/1")
+	req.Header.Set(HeaderEventID, j.eventID)
+	req.Header.Set(HeaderTimestamp, timestamp)
+	req.Header.Set(HeaderSignature, Sign(n.cfg.Secret, timestamp, j.payload))
+	resp, err := n.client.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrTargetRefused) {
+			return 0, 0, err
+		}
+		return 0, 0, retryableError{err}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainBytes))
+	resp.Body.Close()
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		return code, 0, nil
+	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
+		return code, retryAfter(resp.Header.Get("Retry-After"), n.cfg.Now()), retryableError{fmt.Errorf("receiver answered %s", resp.Status)}
+	default:
+		return code, 0, fmt.Errorf("receiver answered %s, which retrying will not change", resp.Status)
+	}
+}
+
+// backoff is the wait after the given failed attempt: BaseDelay doubled per
+// attempt with jitter in its upper half, at least retryAfter, at most MaxDelay.
+func (n *Notifier) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := n.cfg.BaseDelay
+	for i := 1; i < attempt && d < n.cfg.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, n.cfg.MaxDelay)
+	d = d/2 + rand.N(d/2+1)
+	return min(max(d, retryAfter), n.cfg.MaxDelay)
+}
+
+// retryAfter reads a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// logURL drops the query, which may hold a receiver's token.
+func logURL(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.ForceQuery, c.Fragment = "", false, ""
+	return c.String()
+}
