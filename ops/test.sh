@@ -31,6 +31,13 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
 
+# Tools the integration tests drive: kcat and the Python Kafka/Avro clients
+# (interop), promtool (metrics and alert rules), LibreOffice (reports open).
+bash ops/tools.sh install all
+bash ops/pyclients.sh install
+
+start_service kafka
+start_service s3
 start_service llm
 export OPENAI_BASE_URL="$(bash ops/llm.sh url)"
 
