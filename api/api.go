@@ -19,7 +19,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -66,7 +65,8 @@ type Check struct {
 
 // Config configures a Server. Zero values take the documented defaults.
 type Config struct {
-	// Verifier checks the public routes' JWTs. Required.
+	// Verifier checks the public routes' JWTs; nil disables those routes
+	// (404), leaving the internal and operations ones.
 	Verifier TokenVerifier
 	// Internal checks the internal routes' token; nil disables them (404).
 	Internal InternalVerifier
@@ -135,8 +135,6 @@ func (c *Config) setDefaults() {
 // Validate reports the first problem with the configuration.
 func (c *Config) Validate() error {
 	switch {
-	case c.Verifier == nil:
-		return errors.New("api: Verifier is required")
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("api: MaxInFlight %d must be at least 1", c.MaxInFlight)
 	case c.MaxBodyBytes < 1:
@@ -198,10 +196,12 @@ const (
 // Handler serves the public and internal routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	s.handle(mux, RouteReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReport))
+	if s.cfg.Verifier != nil {
+		s.handle(mux, RouteReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReport))
+		s.handle(mux, RouteSubmit, s.cfg.RequestTimeout, http.HandlerFunc(s.submitValidation))
+		s.handle(mux, RouteValidation, s.cfg.RequestTimeout, http.HandlerFunc(s.getValidation))
+	}
 	s.handle(mux, RouteInternalReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getInternalReport))
-	s.handle(mux, RouteSubmit, s.cfg.RequestTimeout, http.HandlerFunc(s.submitValidation))
-	s.handle(mux, RouteValidation, s.cfg.RequestTimeout, http.HandlerFunc(s.getValidation))
 	return base(newRouter(mux, s.instrument), s.cfg.MaxBodyBytes, s.log)
 }
 

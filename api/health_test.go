@@ -95,6 +95,21 @@ func TestNewHTTPServerTimeouts(t *testing.T) {
 	}
 }
 
+// Without a Verifier the public routes are not served at all.
+func TestNoVerifierDisablesPublicRoutes(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/validations/abc", "/rule-validation-reports/abcdefghijklmnopqrstuvwxyz"} {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", path, rec.Code)
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	id := newIdentity(t)
 	for _, tc := range []struct {
@@ -102,7 +117,6 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"no verifier", Config{}, "api: Verifier is required"},
 		{"bad check", Config{Verifier: id.verifier, Readiness: []Check{{Name: "broker"}}}, "api: Readiness[0] needs a Name and a Probe"},
 		{"negative body limit", Config{Verifier: id.verifier, MaxBodyBytes: -1}, "api: MaxBodyBytes -1 must be positive"},
 	} {

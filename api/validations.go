@@ -288,3 +288,22 @@ func traceFrom(ctx context.Context) (traceContext, bool) {
 	tc, ok := ctx.Value(traceKey{}).(traceContext)
 	return tc, ok
 }
+
+// ResultPayload is the body of a finished validation, in the shape GET
+// /v1/validations/{request_id} answers and callbacks carry. The serve pipeline
+// uses it to send callbacks for requests that came through Kafka.
+func ResultPayload(req *schemas.Request, out pipeline.Outcome) ([]byte, error) {
+	status := JobCompleted
+	if out.Summary.Status == schemas.StatusFailed {
+		status = JobFailed
+	}
+	summary := out.Summary
+	return json.Marshal(newJobBody(Job{
+		TenantID:    req.TenantID,
+		RequestID:   req.RequestID,
+		Status:      status,
+		SubmittedAt: req.SubmittedAt,
+		Summary:     &summary,
+		Verdicts:    out.Verdicts,
+	}))
+}

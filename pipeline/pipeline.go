@@ -58,6 +58,10 @@ type Hooks struct {
 	VerdictsPublished func(outcome string, n int)
 	// ReportFailed is called when a report could not be stored.
 	ReportFailed func()
+	// Finished is called once a request's outcome is published, completed
+	// or failed (not for redeliveries answered from the cache); serve sends
+	// callbacks from here.
+	Finished func(req *schemas.Request, out Outcome)
 }
 
 // Config configures a Pipeline.
@@ -185,6 +189,9 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	// dashboards hear of it; the consumer then dead-letters the message.
 	if err := p.publish(ctx, req.RequestID, producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(m.Headers)}, judgeErr == nil); err != nil {
 		return "", err
+	}
+	if p.cfg.Hooks.Finished != nil {
+		p.cfg.Hooks.Finished(req, out)
 	}
 	if judgeErr != nil {
 		log.Warn("request failed", "reason", out.Summary.Error.Code, "error", judgeErr)

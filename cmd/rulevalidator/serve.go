@@ -53,6 +53,8 @@ type serveConfig struct {
 
 	logLevel  string
 	logFormat string
+
+	http httpConfig
 }
 
 // serveSettings binds every setting of `serve` to cfg.
@@ -90,6 +92,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.boolean(&cfg.s3TLS, "s3-tls", "S3_TLS", "false", "use HTTPS for S3")
 	s.integer(&cfg.s3MaxObject, "s3-max-object-bytes", "S3_MAX_OBJECT_BYTES", "67108864", "largest document read from object storage")
 
+	httpSettings(s, &cfg.http)
 	s.str(&cfg.logLevel, "log-level", "RULEVALIDATOR_LOG_LEVEL", "info", "debug, info, warn or error")
 	s.str(&cfg.logFormat, "log-format", "RULEVALIDATOR_LOG_FORMAT", "json", "json or text")
 	return s
@@ -116,6 +119,9 @@ func (c *serveConfig) validate() error {
 	if c.requestsTopic == "" {
 		errs = append(errs, errors.New("--requests-topic is required"))
 	}
+	if c.requestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout: %s must be positive", c.requestTimeout))
+	}
 	if c.cacheEntries < 0 {
 		errs = append(errs, fmt.Errorf("--result-cache: %d must not be negative", c.cacheEntries))
 	}
@@ -135,6 +141,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.logFormat != "json" && c.logFormat != "text" {
 		errs = append(errs, fmt.Errorf("--log-format: %q is not json or text", c.logFormat))
+	}
+	if err := c.http.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -204,10 +213,6 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	eng, err := cfg.llm.newEngine(logger, engine.Hooks{})
-	if err != nil {
-		return fmt.Errorf("%w: %v", errConfig, err)
-	}
 
 	var store *objstore.Store
 	if cfg.s3Endpoint != "" {
@@ -218,6 +223,15 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", errConfig, err)
 		}
+	}
+
+	svc, err := newServices(cfg, store, logger)
+	if err != nil {
+		return err
+	}
+	eng, err := cfg.llm.newEngine(logger, svc.metrics.EngineHooks())
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 
 	prod, err := producer.New(producer.Config{
@@ -243,12 +257,17 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 
 	pipeCfg := pipeline.Config{
-		Engine:       eng,
-		Rulesets:     resolver,
-		Serde:        serde,
-		Publisher:    prod,
-		CacheEntries: cfg.cacheEntries,
-		Logger:       logger,
+		Engine:         eng,
+		Rulesets:       resolver,
+		Serde:          serde,
+		Publisher:      prod,
+		CacheEntries:   cfg.cacheEntries,
+		RequestTimeout: cfg.requestTimeout,
+		Logger:         logger,
+		Hooks:          svc.pipelineHooks(logger),
+	}
+	if svc.reports != nil {
+		pipeCfg.Reports = svc.reports
 	}
 	if cfg.cacheEntries == 0 {
 		pipeCfg.CacheEntries = -1
@@ -263,7 +282,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 
 	handler := consumer.Chain(pipe.Handle,
 		consumer.Retry(consumer.RetryPolicy{}, logger),
-		consumer.DeadLetter(prod, logger),
+		consumer.DeadLetter(svc.metrics.CountDeadLetters(prod), logger),
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
@@ -273,12 +292,16 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		Concurrency:  cfg.concurrency,
 		DrainTimeout: cfg.drainTimeout,
 		Logger:       logger,
+		Hooks:        svc.metrics.ConsumerHooks(cfg.requestsTopic),
 	}, handler)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
 		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
+	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe, logger); err != nil {
+		return err
+	}
 	g.Go(func() error { return cons.Run(gctx) })
 	return g.Wait()
 }

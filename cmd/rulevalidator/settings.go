@@ -23,6 +23,8 @@ type setting struct {
 	def   string // default, as text
 	help  string
 	apply func(value string) error
+	// isBool lets the flag stand alone (--name means --name=true).
+	isBool bool
 }
 
 // settings is a command's configuration surface.
@@ -85,18 +87,30 @@ func (s *settings) boolean(p *bool, name, env, def, help string) {
 		*p = b
 		return nil
 	})
+	s.list[len(s.list)-1].isBool = true
 }
+
+// textFlag holds a flag's raw text until the settings are applied in order.
+type textFlag struct {
+	value  string
+	isBool bool
+}
+
+func (f *textFlag) String() string     { return f.value }
+func (f *textFlag) Set(v string) error { f.value = v; return nil }
+func (f *textFlag) IsBoolFlag() bool   { return f.isBool }
 
 // load applies defaults, then the config file named by --config, then the
 // environment, then the flags. Every error names the setting and where its
 // value came from.
 func (s *settings) load(fs *flag.FlagSet, args []string, getenv env) error {
 	byName := map[string]*setting{}
-	flagValues := map[string]*string{}
+	flagValues := map[string]*textFlag{}
 	for i := range s.list {
 		st := &s.list[i]
 		byName[st.name] = st
-		flagValues[st.name] = fs.String(st.name, st.def, s.usage(st))
+		flagValues[st.name] = &textFlag{value: st.def, isBool: st.isBool}
+		fs.Var(flagValues[st.name], st.name, s.usage(st))
 	}
 	configPath := fs.String("config", "", "config file (YAML or JSON) with any of the settings below, by name")
 	if err := fs.Parse(args); err != nil {
@@ -138,7 +152,7 @@ func (s *settings) load(fs *flag.FlagSet, args []string, getenv env) error {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
 		if st, ok := byName[f.Name]; ok && err == nil {
-			if e := st.apply(*flagValues[f.Name]); e != nil {
+			if e := st.apply(flagValues[f.Name].value); e != nil {
 				err = fmt.Errorf("--%s: %w", f.Name, e)
 			}
 		}

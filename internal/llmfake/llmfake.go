@@ -87,6 +87,10 @@ func New() *Server {
 	s := &Server{fallback: Reply{Content: "{}"}, refuse: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	// Readiness probes list the models, as they would on a real server.
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]string{{"id": "fake-model", "object": "model"}}})
+	})
 	s.srv = httptest.NewServer(mux)
 	return s
 }

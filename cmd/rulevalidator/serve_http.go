@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"rulevalidator/api"
+	"rulevalidator/auth"
+	"rulevalidator/callback"
+	"rulevalidator/engine"
+	"rulevalidator/metrics"
+	"rulevalidator/objstore"
+	"rulevalidator/pipeline"
+	"rulevalidator/report"
+	"rulevalidator/schemas"
+)
+
+// httpConfig holds the settings of the HTTP listeners, auth, reports and
+// callbacks.
+type httpConfig struct {
+	httpAddr       string
+	opsAddr        string
+	jwksURL        string
+	jwtPEMFiles    []string
+	jwtIssuer      string
+	jwtAudience    string
+	jwtTenantClaim string
+	jwtAlgorithms  []string
+	internalToken  string
+	reportPrefix   string
+	callbackSecret string
+	callbackHosts  []string
+	callbackLocal  bool
+}
+
+// httpSettings binds the HTTP-side settings of serve.
+func httpSettings(s *settings, c *httpConfig) {
+	s.str(&c.httpAddr, "http-addr", "RULEVALIDATOR_HTTP_ADDR", "", "public HTTP API listener (reports, validations), e.g. 127.0.0.1:8080; needs token keys; empty disables it")
+	s.str(&c.opsAddr, "ops-addr", "RULEVALIDATOR_OPS_ADDR", "127.0.0.1:9464", "operations listener: /metrics, /healthz, /readyz")
+	s.str(&c.jwksURL, "jwks-url", "RULEVALIDATOR_JWKS_URL", "", "JWKS URL with the keys that sign API tokens")
+	s.strList(&c.jwtPEMFiles, "jwt-pem-files", "RULEVALIDATOR_JWT_PEM_FILES", "", "PEM public keys that sign API tokens, comma-separated (kid = file base name)")
+	s.str(&c.jwtIssuer, "jwt-issuer", "RULEVALIDATOR_JWT_ISSUER", "", "required iss of API tokens")
+	s.str(&c.jwtAudience, "jwt-audience", "RULEVALIDATOR_JWT_AUDIENCE", "rulevalidator", "required aud of API tokens")
+	s.str(&c.jwtTenantClaim, "jwt-tenant-claim", "RULEVALIDATOR_JWT_TENANT_CLAIM", auth.DefaultTenantClaim, "claim that names the caller's tenant")
+	s.strList(&c.jwtAlgorithms, "jwt-algorithms", "RULEVALIDATOR_JWT_ALGORITHMS", strings.Join(auth.DefaultAlgorithms, ","), "accepted signature algorithms (asymmetric only)")
+	s.secret(&c.internalToken, "internal-token", "RULEVALIDATOR_INTERNAL_TOKEN", "credential of internal callers (at least 32 characters); empty disables /internal routes")
+	s.str(&c.reportPrefix, "report-prefix", "RULEVALIDATOR_REPORT_PREFIX", report.DefaultPrefix, "object key prefix of reports")
+	s.secret(&c.callbackSecret, "callback-secret", "RULEVALIDATOR_CALLBACK_SECRET", "HMAC key that signs callbacks (at least 32 bytes); empty disables callbacks")
+	s.strList(&c.callbackHosts, "callback-hosts", "RULEVALIDATOR_CALLBACK_HOSTS", "", "hosts callbacks may go to (host or *.suffix), comma-separated; empty allows any public host")
+	s.boolean(&c.callbackLocal, "callback-allow-private", "RULEVALIDATOR_CALLBACK_ALLOW_PRIVATE", "false", "allow callbacks to loopback and private addresses (local development only)")
+}
+
+func (c *httpConfig) validate() error {
+	var errs []error
+	if c.opsAddr == "" {
+		errs = append(errs, errors.New("--ops-addr is required: probes and metrics need it"))
+	}
+	if c.httpAddr != "" && c.jwksURL == "" && len(c.jwtPEMFiles) == 0 {
+		errs = append(errs, errors.New("--http-addr needs token keys: set --jwks-url or --jwt-pem-files"))
+	}
+	if c.httpAddr != "" && c.jwtIssuer == "" {
+		errs = append(errs, errors.New("--http-addr needs --jwt-issuer"))
+	}
+	if c.httpAddr != "" && c.httpAddr == c.opsAddr {
+		errs = append(errs, fmt.Errorf("--http-addr and --ops-addr are both %s", c.httpAddr))
+	}
+	return errors.Join(errs...)
+}
+
+// services are the parts of serve that the HTTP side and the pipeline share.
+type services struct {
+	metrics  *metrics.Metrics
+	registry *prometheus.Registry
+	notifier *callback.Notifier
+	reports  *meteredReports
+}
+
+// newServices builds metrics, the callback notifier and the report writer.
+func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*services, error) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	s := &services{metrics: m, registry: reg}
+	if cfg.http.callbackSecret != "" {
+		s.notifier, err = callback.New(callback.Config{
+			Secret:       []byte(cfg.http.callbackSecret),
+			AllowHosts:   cfg.http.callbackHosts,
+			AllowPrivate: cfg.http.callbackLocal,
+			Logger:       logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: --callback-secret: %v", errConfig, err)
+		}
+	}
+	if store != nil {
+		s.reports = &meteredReports{
+			w: report.NewWriter(store, report.WriterOptions{Prefix: cfg.http.reportPrefix}),
+			m: m,
+		}
+	}
+	return s, nil
+}
+
+// meteredReports times report uploads for the metrics.
+type meteredReports struct {
+	w *report.Writer
+	m *metrics.Metrics
+}
+
+func (r *meteredReports) WriteReport(ctx context.Context, req *schemas.Request, rs *engine.Ruleset, res *engine.Result, at time.Time) (*schemas.ReportDescriptor, error) {
+	start := time.Now()
+	d, err := r.w.WriteReport(ctx, req, rs, res, at)
+	r.m.ObserveReportUpload(time.Since(start), err)
+	return d, err
+}
+
+// pipelineHooks are the metrics' hooks plus callbacks for finished requests.
+func (s *services) pipelineHooks(logger *slog.Logger) pipeline.Hooks {
+	h := s.metrics.PipelineHooks()
+	if s.notifier == nil {
+		return h
+	}
+	h.Finished = func(req *schemas.Request, out pipeline.Outcome) {
+		if req.Options.CallbackURL == nil || *req.Options.CallbackURL == "" {
+			return
+		}
+		payload, err := api.ResultPayload(req, out)
+		if err == nil {
+			err = s.notifier.Notify(*req.Options.CallbackURL, payload, req.RequestID)
+		}
+		if err != nil {
+			logger.Warn("callback not queued", "request_id", req.RequestID, "error", err)
+		}
+	}
+	return h
+}
+
+// startHTTP starts the notifier, the job feed and both listeners in g. They
+// stop when ctx ends.
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, runner api.Runner, logger *slog.Logger) error {
+	if svc.notifier != nil {
+		g.Go(func() error { return svc.notifier.Run(ctx) })
+	}
+	checks := readinessChecks(cfg, store)
+	acfg := api.Config{
+		Jobs:      api.NewJobStore(api.JobStoreConfig{}),
+		Callbacks: svc.notifier,
+		Readiness: checks,
+		Metrics:   svc.metrics,
+		Runner:    runner,
+		Logger:    logger,
+	}
+	if cfg.http.httpAddr != "" {
+		verifier, err := auth.NewVerifier(ctx, auth.Config{
+			JWKSURL:     cfg.http.jwksURL,
+			PEMFiles:    cfg.http.jwtPEMFiles,
+			Algorithms:  cfg.http.jwtAlgorithms,
+			Issuer:      cfg.http.jwtIssuer,
+			Audience:    cfg.http.jwtAudience,
+			TenantClaim: cfg.http.jwtTenantClaim,
+			Logger:      logger,
+		})
+		if err != nil {
+			return fmt.Errorf("%w: API token keys: %v", errConfig, err)
+		}
+		acfg.Verifier = verifier
+		if cfg.http.internalToken != "" {
+			tok, err := auth.NewStaticToken(cfg.http.internalToken)
+			if err != nil {
+				return fmt.Errorf("%w: --internal-token: %v", errConfig, err)
+			}
+			acfg.Internal = tok
+		}
+		if store != nil {
+			acfg.Reports = api.StoredReports{Store: store, Prefix: cfg.http.reportPrefix}
+		}
+		sub, err := api.NewKafkaSubmitter(api.KafkaSubmitterConfig{Brokers: cfg.brokers, Topic: cfg.requestsTopic}, serde)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errConfig, err)
+		}
+		acfg.Submitter = sub
+		g.Go(func() error {
+			<-ctx.Done()
+			return sub.Close()
+		})
+		feed, err := api.NewJobFeed(api.JobFeedConfig{
+			Brokers: cfg.brokers, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
+			Serde: serde, Jobs: acfg.Jobs, Logger: logger,
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %v", errConfig, err)
+		}
+		g.Go(func() error { return feed.Run(ctx) })
+	}
+	server, err := api.New(acfg)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	if cfg.http.httpAddr != "" {
+		if err := listen(ctx, g, cfg.http.httpAddr, server.Handler(), "public API", logger); err != nil {
+			return err
+		}
+	}
+	return listen(ctx, g, cfg.http.opsAddr, server.OpsHandler(metrics.Handler(svc.registry)), "operations", logger)
+}
+
+// listen binds addr now, so a taken port fails start-up plainly, and serves
+// until ctx ends.
+func listen(ctx context.Context, g *errgroup.Group, addr string, h http.Handler, what string, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w: %s listener on %s: %v", errConfig, what, addr, err)
+	}
+	srv := api.NewHTTPServer(addr, h)
+	logger.Info("listening", "what", what, "addr", ln.Addr().String())
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("%s listener: %w", what, err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	return nil
+}
+
+// readinessChecks probe what a request needs: the broker, object storage
+// (when configured) and the model server.
+func readinessChecks(cfg serveConfig, store *objstore.Store) []api.Check {
+	checks := []api.Check{
+		{Name: "kafka", Probe: func(ctx context.Context) error {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", cfg.brokers[0])
+			if err != nil {
+				return err
+			}
+			return conn.Close()
+		}},
+		{Name: "model", Probe: func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.llm.baseURL, "/")+"/models", nil)
+			if err != nil {
+				return err
+			}
+			if cfg.llm.apiKey != "" {
+				req.Header.Set("Authorization", "Bearer "+cfg.llm.apiKey)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				return fmt.Errorf("GET /models answered %s", resp.Status)
+			}
+			return nil
+		}},
+	}
+	if store != nil {
+		checks = append(checks, api.Check{Name: "storage", Probe: store.Ping})
+	}
+	return checks
+}
