@@ -35,6 +35,9 @@ func commands() []command {
 	return []command{
 		{"validate", "judge one input against a ruleset and print the verdicts", runValidate},
 		{"serve", "consume requests from Kafka and publish verdicts and summaries", runServe},
+		{"produce", "send a validation request to the requests topic", runProduce},
+		{"tail", "print the verdicts, summaries and dead letters on the topics", runTail},
+		{"rulesets", "publish, list and check rulesets (see rulesets --help)", runRulesets},
 	}
 }
 

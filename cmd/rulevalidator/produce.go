@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"gopkg.in/yaml.v3"
+
+	"rulevalidator/engine"
+	"rulevalidator/producer"
+	"rulevalidator/schemas"
+)
+
+// produceBatch bounds the requests encoded and written at once, so that a
+// large --count does not hold every message in memory.
+const produceBatch = 500
+
+func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		file        = fs.String("file", "", "the request, JSON or YAML, in the JSON form of a validation request (required)")
+		topic       = fs.String("topic", topicRequests.name(getenv), "topic to write to (env "+topicRequests.env+")")
+		tenant      = fs.String("tenant", "", "tenant_id, overriding the file's")
+		requestID   = fs.String("request-id", "", "request_id, overriding the file's; with --count, the prefix of the ids")
+		traceparent = fs.String("traceparent", "", "W3C traceparent header to send (default: a new trace per request)")
+		count       = fs.Int("count", 1, "how many copies to send, each with its own request_id (load demos)")
+		asJSON      = fs.Bool("json", false, "print one JSON object per request: request_id, topic, partition, offset")
+		strict      = fs.Bool("strict", true, "also check the inline ruleset and the inputs as the service will; false sends requests the service rejects (dead-letter demos)")
+		timeout     = fs.Duration("timeout", 30*time.Second, "bound on each write, acknowledgements included")
+		kf          kafkaFlags
+	)
+	kf.registerBrokers(fs, getenv)
+	kf.registerWireFormat(fs, getenv)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rulevalidator produce --file REQUEST.json|yaml [--topic T] [--tenant T] [--request-id ID] [--count N] [--json]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Sends a validation request to the requests topic, as an upstream pipeline would:")
+		fmt.Fprintln(stderr, "Avro in the chosen wire format, keyed by request_id, acknowledged by every in-sync")
+		fmt.Fprintln(stderr, "replica, with a W3C traceparent header. A missing request_id is generated and a")
+		fmt.Fprintln(stderr, "missing submitted_at set to now. Prints each request_id sent.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "The file holds the request's JSON form (YAML is read as the same structure):")
+		fmt.Fprintln(stderr, `  {"tenant_id": "contoso", "ruleset_ref": {"id": "contract-review"},`)
+		fmt.Fprintln(stderr, `   "primary_docs": [{"name": "msa.pdf", "pages": ["page 1", "page 2"]}],`)
+		fmt.Fprintln(stderr, `   "named_inputs": [{"name": "approval_limit", "value": 250000}]}`)
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Example:")
+		fmt.Fprintln(stderr, "  rulevalidator produce --file request.json --tenant contoso")
+		fmt.Fprintln(stderr, "  rulevalidator tail --request-id <the printed id>")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Exit status: 0 sent, 2 invalid flags or request (nothing sent), 1 Kafka failed.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Flags:")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return code
+	}
+	invalid := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "produce: "+format+"\n", a...)
+		return exitInvalid
+	}
+	switch {
+	case *file == "":
+		fmt.Fprintln(stderr, "produce: --file is required")
+		fs.Usage()
+		return exitInvalid
+	case *count < 1:
+		return invalid("--count: %d must be at least 1", *count)
+	case *topic == "":
+		return invalid("--topic is required")
+	case *timeout <= 0:
+		return invalid("--timeout: %s must be positive", *timeout)
+	}
+	if err := kf.check(); err != nil {
+		return invalid("%v", err)
+	}
+	if *traceparent != "" {
+		if err := checkTraceparent(*traceparent); err != nil {
+			return invalid("--traceparent: %v", err)
+		}
+	}
+
+	base, err := readRequestFile(*file)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	if *tenant != "" {
+		base.TenantID = *tenant
+	}
+	if *requestID != "" {
+		base.RequestID = *requestID
+	}
+	if base.SubmittedAt.IsZero() {
+		base.SubmittedAt = time.Now().UTC().Truncate(time.Millisecond)
+	}
+	reqs := requestCopies(base, *count)
+	if err := reqs[0].Validate(); err != nil {
+		return invalid("%s: %v", *file, err)
+	}
+	if *strict {
+		if err := checkRequestContent(reqs[0]); err != nil {
+			return invalid("%s: %v", *file, err)
+		}
+	}
+
+	brokers := kf.brokerList()
+	if _, err := topicPartitions(ctx, brokers, *topic); err != nil {
+		fmt.Fprintf(stderr, "produce: %v\n", err)
+		return exitFailure
+	}
+	serde, err := kf.serde(ctx, map[string]string{*topic: schemas.RequestSchema})
+	if err != nil {
+		fmt.Fprintf(stderr, "produce: %v\n", err)
+		return exitFailure
+	}
+	w := &requestWriter{
+		topic:     *topic,
+		serde:     serde,
+		trace:     *traceparent,
+		positions: map[string]kafka.Message{},
+	}
+	w.kw = &kafka.Writer{
+		Addr:         kafka.TCP(brokers...),
+		Topic:        *topic,
+		Balancer:     &kafka.Hash{}, // by key, as the service partitions its events
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: producer.DefaultBatchTimeout,
+		WriteTimeout: *timeout,
+		MaxAttempts:  3,
+		Completion:   w.completed,
+	}
+	defer w.kw.Close()
+
+	for start := 0; start < len(reqs); start += produceBatch {
+		batch := reqs[start:min(start+produceBatch, len(reqs))]
+		werr := w.write(ctx, batch, *timeout)
+		for _, r := range batch {
+			m, ok := w.position(r.RequestID)
+			if !ok {
+				continue
+			}
+			if err := printProduced(stdout, m, *asJSON); err != nil {
+				fmt.Fprintf(stderr, "produce: %v\n", err)
+				return exitFailure
+			}
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "produce: %v\n", werr)
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// readRequestFile reads a request in its JSON form, from JSON or from YAML
+// of the same structure. It does not validate: flags may still fill fields.
+func readRequestFile(path string) (*schemas.Request, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := requestDocumentJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var req schemas.Request
+	if err := req.UnmarshalJSON(doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &req, nil
+}
+
+// requestDocumentJSON returns data as JSON: as it is when it is a JSON
+// object, converted when it is YAML.
+func requestDocumentJSON(data []byte) ([]byte, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+		return trimmed, nil
+	}
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("neither a JSON object nor valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if doc == nil {
+		return nil, errors.New("the file is empty")
+	}
+	m, ok := jsonCompatible(doc).(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("a request is a mapping of fields, not a %T", doc)
+	}
+	return json.Marshal(m)
+}
+
+// jsonCompatible turns what YAML decodes into what encoding/json writes as
+// the same structure: mappings with string keys, timestamps as RFC 3339.
+func jsonCompatible(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = jsonCompatible(e)
+		}
+		return v
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[fmt.Sprint(k)] = jsonCompatible(e)
+		}
+		return m
+	case []any:
+		for i, e := range v {
+			v[i] = jsonCompatible(e)
+		}
+		return v
+	case time.Time:
+		return v.Format(time.RFC3339Nano)
+	default:
+		return v
+	}
+}
+
+// requestCopies returns n requests like base, each with its own id: base's
+// id alone when n is 1; base's id with a numbered suffix when it has one;
+// otherwise a new random id for each.
+func requestCopies(base *schemas.Request, n int) []*schemas.Request {
+	out := make([]*schemas.Request, n)
+	width := len(fmt.Sprint(n))
+	for i := range out {
+		r := *base
+		switch {
+		case n == 1 && r.RequestID != "":
+		case base.RequestID != "":
+			r.RequestID = fmt.Sprintf("%s-%0*d", base.RequestID, width, i+1)
+		default:
+			r.RequestID = newRequestID()
+		}
+		out[i] = &r
+	}
+	return out
+}
+
+// newRequestID is a random UUID (version 4).
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// checkRequestContent runs the checks the service makes after decoding: the
+// inline ruleset and the inputs. Documents given by uri are fetched by the
+// service, so they are not checked here.
+func checkRequestContent(r *schemas.Request) error {
+	var errs []error
+	if r.InlineRuleset != nil {
+		if _, err := engine.ParseRuleset([]byte(*r.InlineRuleset)); err != nil {
+			errs = append(errs, fmt.Errorf("inline_ruleset: %w", err))
+		}
+	}
+	if _, err := r.EngineInputs(); err != nil && !errors.Is(err, schemas.ErrUnresolvedURI) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+var traceparentPattern = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$`)
+
+// checkTraceparent checks the W3C Trace Context form version-traceid-spanid-flags.
+func checkTraceparent(s string) error {
+	m := traceparentPattern.FindStringSubmatch(s)
+	switch {
+	case m == nil:
+		return fmt.Errorf("%q is not 00-<32 hex digits>-<16 hex digits>-<2 hex digits> in lower case", s)
+	case strings.HasPrefix(s, "ff"):
+		return fmt.Errorf("%q: version ff is invalid", s)
+	case strings.Trim(m[1], "0") == "":
+		return fmt.Errorf("%q: the trace id is all zeros", s)
+	case strings.Trim(m[2], "0") == "":
+		return fmt.Errorf("%q: the parent id is all zeros", s)
+	}
+	return nil
+}
+
+// newTraceparent starts a new sampled trace.
+func newTraceparent() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("00-%x-%x-01", b[:16], b[16:])
+}
+
+// requestWriter encodes requests and writes them, remembering where each
+// landed.
+type requestWriter struct {
+	topic string
+	serde *schemas.Serde
+	trace string // the traceparent of every request; empty: a new one each
+	kw    *kafka.Writer
+
+	mu        sync.Mutex
+	positions map[string]kafka.Message // by request id, once acknowledged
+}
+
+func (w *requestWriter) write(ctx context.Context, reqs []*schemas.Request, timeout time.Duration) error {
+	msgs := make([]kafka.Message, len(reqs))
+	for i, r := range reqs {
+		value, sh, err := w.serde.Encode(w.topic, r)
+		if err != nil {
+			return fmt.Errorf("encoding request %q: %w", r.RequestID, err)
+		}
+		trace := w.trace
+		if trace == "" {
+			trace = newTraceparent()
+		}
+		headers := []kafka.Header{{Key: producer.HeaderTraceparent, Value: []byte(trace)}}
+		for _, h := range sh {
+			headers = append(headers, kafka.Header{Key: h.Key, Value: h.Value})
+		}
+		msgs[i] = kafka.Message{Key: []byte(r.RequestID), Value: value, Headers: headers}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := w.kw.WriteMessages(ctx, msgs...); err != nil {
+		return fmt.Errorf("writing %d request(s) to topic %s: %w", len(msgs), w.topic, err)
+	}
+	return nil
+}
+
+// completed records the partition and offset of acknowledged messages; the
+// writer calls it before WriteMessages returns.
+func (w *requestWriter) completed(msgs []kafka.Message, err error) {
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range msgs {
+		w.positions[string(m.Key)] = kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key}
+	}
+}
+
+func (w *requestWriter) position(id string) (kafka.Message, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, ok := w.positions[id]
+	return m, ok
+}
+
+// producedLine is what `produce --json` prints for each request.
+type producedLine struct {
+	RequestID string `json:"request_id"`
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+func printProduced(w io.Writer, m kafka.Message, asJSON bool) error {
+	if !asJSON {
+		_, err := fmt.Fprintln(w, string(m.Key))
+		return err
+	}
+	data, err := json.Marshal(producedLine{RequestID: string(m.Key), Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
+}

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/registry"
+)
+
+// rulesetsCommands are the subcommands of `rulevalidator rulesets`.
+func rulesetsCommands() []command {
+	return []command{
+		{"publish", "check a ruleset file and publish it to the rulesets topic", runRulesetsPublish},
+		{"list", "list the rulesets held by the rulesets topic", runRulesetsList},
+		{"check", "check ruleset files offline (no Kafka), for CI", runRulesetsCheck},
+	}
+}
+
+func runRulesets(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	usage := func(w io.Writer) {
+		fmt.Fprintln(w, "usage: rulevalidator rulesets <publish|list|check> [flags]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Manages the rulesets the service resolves by reference: a compacted topic keyed by")
+		fmt.Fprintln(w, "ruleset id (env "+topicRulesets.env+", default "+topicRulesets.def+").")
+		fmt.Fprintln(w)
+		for _, c := range rulesetsCommands() {
+			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, `Run "rulevalidator rulesets <command> --help" for a command's flags.`)
+	}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitInvalid
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range rulesetsCommands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr, getenv)
+		}
+	}
+	fmt.Fprintf(stderr, "rulesets: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitInvalid
+}
+
+func runRulesetsPublish(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	fs := flag.NewFlagSet("rulesets publish", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		file    = fs.String("file", "", "the ruleset, YAML or JSON, with an id (required)")
+		topic   = fs.String("topic", topicRulesets.name(getenv), "the compacted rulesets topic (env "+topicRulesets.env+")")
+		timeout = fs.Duration("timeout", 30*time.Second, "bound on the write, acknowledgements included")
+		kf      kafkaFlags
+	)
+	kf.registerBrokers(fs, getenv)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rulevalidator rulesets publish --file RULESET.yaml [--topic T] [--brokers B]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Checks the ruleset as the service will and publishes it to the rulesets topic,")
+		fmt.Fprintln(stderr, "keyed by its id, acknowledged by every in-sync replica. Running services pick it")
+		fmt.Fprintln(stderr, "up at once; its version becomes the id's latest. An invalid ruleset is not published.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Example:")
+		fmt.Fprintln(stderr, "  rulevalidator rulesets publish --file examples/contract-review/ruleset.yaml")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Exit status: 0 published, 2 invalid flags or ruleset (nothing published), 1 Kafka failed.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Flags:")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return code
+	}
+	switch {
+	case *file == "":
+		fmt.Fprintln(stderr, "rulesets publish: --file is required")
+		fs.Usage()
+		return exitInvalid
+	case *topic == "":
+		fmt.Fprintln(stderr, "rulesets publish: --topic is required")
+		return exitInvalid
+	case *timeout <= 0:
+		fmt.Fprintf(stderr, "rulesets publish: --timeout: %s must be positive\n", *timeout)
+		return exitInvalid
+	}
+	if err := kf.check(); err != nil {
+		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
+		return exitInvalid
+	}
+	rs, err := readPublishableRuleset(*file, false)
+	if err != nil {
+		printRulesetError(stderr, "rulesets publish: ", *file, err)
+		return exitInvalid
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if _, err := topicPartitions(ctx, kf.brokerList(), *topic); err != nil {
+		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
+		return exitFailure
+	}
+	if err := registry.Publish(ctx, strings.Join(kf.brokerList(), ","), *topic, rs); err != nil {
+		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
+		if errors.Is(err, engine.ErrInvalidRuleset) {
+			return exitInvalid
+		}
+		return exitFailure
+	}
+	fmt.Fprintf(stdout, "published ruleset %s version %s (%d rules) to topic %s\n", rs.ID, orDash(rs.Version), len(rs.Rules), *topic)
+	return exitOK
+}
+
+func runRulesetsList(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	fs := flag.NewFlagSet("rulesets list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		topic   = fs.String("topic", topicRulesets.name(getenv), "the compacted rulesets topic (env "+topicRulesets.env+")")
+		asJSON  = fs.Bool("json", false, "print a JSON array of {id, version, latest, rules, source}")
+		timeout = fs.Duration("timeout", 30*time.Second, "how long to wait for the topic to be read to its end")
+		kf      kafkaFlags
+	)
+	kf.registerBrokers(fs, getenv)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rulevalidator rulesets list [--topic T] [--brokers B] [--json]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Reads the rulesets topic to its end, as the service does at start-up, and lists")
+		fmt.Fprintln(stderr, "every ruleset version it holds: id, version, whether it is the id's latest, rule")
+		fmt.Fprintln(stderr, "count and the record it came from (topic/partition/offset). Records the service")
+		fmt.Fprintln(stderr, "would skip are reported on stderr.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Example:")
+		fmt.Fprintln(stderr, "  rulevalidator rulesets list --brokers kafka-1:9092,kafka-2:9092")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Exit status: 0 listed, 2 invalid flags, 1 the topic could not be read.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Flags:")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return code
+	}
+	switch {
+	case *topic == "":
+		fmt.Fprintln(stderr, "rulesets list: --topic is required")
+		return exitInvalid
+	case *timeout <= 0:
+		fmt.Fprintf(stderr, "rulesets list: --timeout: %s must be positive\n", *timeout)
+		return exitInvalid
+	}
+	if err := kf.check(); err != nil {
+		fmt.Fprintf(stderr, "rulesets list: %v\n", err)
+		return exitInvalid
+	}
+	rows, err := listRulesets(ctx, kf.brokerList(), *topic, *timeout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rulesets list: %v\n", err)
+		return exitFailure
+	}
+	if *asJSON {
+		if rows == nil {
+			rows = []rulesetRow{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rows); err != nil {
+			fmt.Fprintf(stderr, "rulesets list: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+	printRulesetRows(stdout, rows, *topic)
+	return exitOK
+}
+
+// rulesetRow is one ruleset version on the topic, as `rulesets list` shows it.
+type rulesetRow struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	Latest  bool   `json:"latest"`
+	Rules   int    `json:"rules"`
+	Source  string `json:"source"`
+}
+
+// listRulesets reads topic to its end and returns what it holds; records
+// the service would skip are logged on logTo.
+func listRulesets(ctx context.Context, brokers []string, topic string, timeout time.Duration, logTo io.Writer) ([]rulesetRow, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := topicPartitions(ctx, brokers, topic); err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	t, err := registry.NewTopic(registry.TopicConfig{Brokers: brokers, Topic: topic, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = t.Run(runCtx) // returns nil when runCtx ends
+	}()
+	defer func() {
+		stop()
+		<-done
+	}()
+	if err := t.WaitReady(ctx); err != nil {
+		return nil, err
+	}
+	var rows []rulesetRow
+	latest := map[string]string{}
+	for _, e := range t.List() {
+		if _, ok := latest[e.ID]; !ok {
+			if rs, err := t.Resolve(ctx, e.ID, ""); err == nil {
+				latest[e.ID] = rs.Version
+			}
+		}
+		rows = append(rows, rulesetRow{
+			ID: e.ID, Version: e.Version, Latest: latest[e.ID] == e.Version,
+			Rules: len(e.Ruleset.Rules), Source: e.Source,
+		})
+	}
+	return rows, nil
+}
+
+func printRulesetRows(w io.Writer, rows []rulesetRow, topic string) {
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "no rulesets on topic %s\n", topic)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tVERSION\tLATEST\tRULES\tSOURCE")
+	for _, r := range rows {
+		latest := ""
+		if r.Latest {
+			latest = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, orDash(r.Version), latest, r.Rules, r.Source)
+	}
+	tw.Flush()
+}
+
+func runRulesetsCheck(_ context.Context, args []string, stdout, stderr io.Writer, _ env) int {
+	fs := flag.NewFlagSet("rulesets check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		files  []string
+		inline = fs.Bool("inline", false, "the files are inline rulesets of requests: no id needed")
+	)
+	fs.Func("file", "a ruleset file, YAML or JSON; repeat the flag or list files as arguments", func(v string) error {
+		files = append(files, v)
+		return nil
+	})
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rulevalidator rulesets check [--inline] --file RULESET.yaml | FILE...")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Checks ruleset files exactly as the service and `rulesets publish` do, without")
+		fmt.Fprintln(stderr, "Kafka or a model, and prints every problem with its place (rule index and id,")
+		fmt.Fprintln(stderr, "field). A ruleset to publish needs an id; --inline checks rulesets sent inside")
+		fmt.Fprintln(stderr, "requests, which need none. Meant for the CI of teams that write rulesets.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Example:")
+		fmt.Fprintln(stderr, "  rulevalidator rulesets check rulesets/*.yaml")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Exit status: 0 every file is valid, 2 a file is invalid or unreadable.")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Flags:")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stderr, true); !ok {
+		return code
+	}
+	files = append(files, fs.Args()...)
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "rulesets check: give at least one file (--file or arguments)")
+		fs.Usage()
+		return exitInvalid
+	}
+	code := exitOK
+	for _, path := range files {
+		rs, err := readPublishableRuleset(path, *inline)
+		if err != nil {
+			printRulesetError(stderr, "", path, err)
+			code = exitInvalid
+			continue
+		}
+		fmt.Fprintf(stdout, "ok  %s  (ruleset %s version %s, %d rules)\n", path, orDash(rs.ID), orDash(rs.Version), len(rs.Rules))
+	}
+	return code
+}
+
+// errNoRulesetID is the problem of a ruleset to publish that has no id.
+var errNoRulesetID = fmt.Errorf("%w: no id: a published ruleset needs an id, the key it is stored and referenced under", engine.ErrInvalidRuleset)
+
+// readPublishableRuleset reads and checks a ruleset file; unless inline,
+// it must have an id.
+func readPublishableRuleset(path string, inline bool) (*engine.Ruleset, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := engine.ParseRuleset(data)
+	if err != nil {
+		return nil, err
+	}
+	if !inline && rs.ID == "" {
+		return nil, errNoRulesetID
+	}
+	return rs, nil
+}
+
+// printRulesetError writes each problem of a ruleset on its own line,
+// prefixed by the file.
+func printRulesetError(w io.Writer, prefix, path string, err error) {
+	var pathErr *iofs.PathError
+	if errors.As(err, &pathErr) {
+		fmt.Fprintf(w, "%s%v\n", prefix, err) // it names the file already
+		return
+	}
+	var problems []error
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		problems = joined.Unwrap()
+	} else {
+		problems = []error{err}
+	}
+	for _, p := range problems {
+		fmt.Fprintf(w, "%s%s: %v\n", prefix, path, p)
+	}
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/xuri/excelize/v2"
+
+	"rulevalidator/callback"
+	"rulevalidator/internal/s3test"
+	"rulevalidator/report"
+)
+
+// apiEnv adds what the HTTP side needs to a serveEnv: token keys, object
+// storage, free ports, a callback receiver.
+type apiEnv struct {
+	*serveEnv
+	key               ed25519.PrivateKey
+	pemFile           string
+	httpAddr, opsAddr string
+	s3, s3Key, s3Sec  string
+	bucket            string
+	callbackSecret    string
+	callbacks         chan receivedCallback
+	callbackURL       string
+}
+
+type receivedCallback struct {
+	header http.Header
+	body   []byte
+}
+
+const (
+	exampleRequestJSON = "../../examples/contract-review/request.json"
+	testIssuer         = "https://issuer.test"
+	testAudience       = "rulevalidator"
+)
+
+func newAPIEnv(t *testing.T) *apiEnv {
+	t.Helper()
+	e := &apiEnv{serveEnv: newServeEnv(t, 2), callbacks: make(chan receivedCallback, 4)}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.key = priv
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pemFile = filepath.Join(t.TempDir(), "test-key.pem")
+	if err := os.WriteFile(e.pemFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.httpAddr, e.opsAddr = freeAddr(t), freeAddr(t)
+	e.s3, e.s3Key, e.s3Sec = s3test.Endpoint(t)
+	store := s3test.Store(t)
+	e.bucket = store.Bucket()
+	e.callbackSecret = strings.Repeat("k", 40)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		e.callbacks <- receivedCallback{header: r.Header.Clone(), body: body}
+	}))
+	t.Cleanup(receiver.Close)
+	e.callbackURL = receiver.URL + "/hook"
+	return e
+}
+
+func (e *apiEnv) serveArgs() []string {
+	return []string{
+		"--http-addr", e.httpAddr,
+		"--ops-addr", e.opsAddr,
+		"--jwt-pem-files", e.pemFile,
+		"--jwt-issuer", testIssuer,
+		"--jwt-audience", testAudience,
+		"--internal-token", strings.Repeat("i", 40),
+		"--s3-endpoint", e.s3,
+		"--s3-access-key", e.s3Key,
+		"--s3-secret-key", e.s3Sec,
+		"--s3-bucket", e.bucket,
+		"--callback-secret", e.callbackSecret,
+		"--callback-allow-private",
+	}
+}
+
+// token mints an API token for tenant, signed with the key serve trusts.
+func (e *apiEnv) token(t *testing.T, tenant string) string {
+	t.Helper()
+	claims := jwt.MapClaims{"iss": testIssuer, "aud": testAudience, "sub": "tester", "tenant_id": tenant,
+		"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()}
+	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
+	tok.Header["kid"] = "test-key"
+	s, err := tok.SignedString(e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func httpDo(t *testing.T, method, url, token string, body []byte) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, data
+}
+
+// The service end to end over HTTP: submit through the API, judged from
+// Kafka, polled to completion, report stored in S3 and downloaded through the
+// API (and refused to another tenant), callback signed, metrics moving.
+func TestServeHTTPSubmitPollReportCallbackMetrics(t *testing.T) {
+	e := newAPIEnv(t)
+	e.startInProcess(t, e.serveArgs()...)
+	ops := "http://" + e.opsAddr
+	public := "http://" + e.httpAddr
+	waitUntil(t, waitLimit, "the ops listener", func() bool {
+		resp, err := http.Get(ops + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	if code, _, body := httpDo(t, http.MethodGet, ops+"/readyz", "", nil); code != http.StatusOK {
+		t.Fatalf("/readyz = %d %s", code, body)
+	}
+
+	example, err := os.ReadFile(exampleRequestJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var submission map[string]any
+	if err := json.Unmarshal(example, &submission); err != nil {
+		t.Fatal(err)
+	}
+	delete(submission, "tenant_id") // the token says who the caller is
+	submission["request_id"] = "http-req-1"
+	submission["options"] = map[string]any{"generate_report": true, "callback_url": e.callbackURL}
+	body, _ := json.Marshal(submission)
+
+	acme := e.token(t, "acme")
+	if code, _, _ := httpDo(t, http.MethodPost, public+"/v1/validations", "", body); code != http.StatusUnauthorized {
+		t.Errorf("POST without a token = %d, want 401", code)
+	}
+	code, hdr, resp := httpDo(t, http.MethodPost, public+"/v1/validations", acme, body)
+	if code != http.StatusAccepted || hdr.Get("Location") != "/v1/validations/http-req-1" {
+		t.Fatalf("POST = %d %s (Location %q)", code, resp, hdr.Get("Location"))
+	}
+
+	var job struct {
+		Status string `json:"status"`
+		Result *struct {
+			Summary struct {
+				Status           string `json:"status"`
+				TenantID         string `json:"tenant_id"`
+				ValidationReport *struct {
+					FileName    string `json:"file_name"`
+					URI         string `json:"uri"`
+					MimeType    string `json:"mime_type"`
+					ReferenceID string `json:"reference_id"`
+				} `json:"validation_report"`
+			} `json:"summary"`
+			Verdicts []json.RawMessage `json:"verdicts"`
+		} `json:"result"`
+	}
+	waitUntil(t, waitLimit, "the validation to complete", func() bool {
+		code, _, resp := httpDo(t, http.MethodGet, public+"/v1/validations/http-req-1", acme, nil)
+		if code != http.StatusOK {
+			return false
+		}
+		if err := json.Unmarshal(resp, &job); err != nil {
+			t.Fatalf("GET body: %v\n%s", err, resp)
+		}
+		return job.Status == "completed" || job.Status == "failed"
+	})
+	if job.Status != "completed" || job.Result == nil || len(job.Result.Verdicts) != 6 || job.Result.Summary.TenantID != "acme" {
+		t.Fatalf("job = %+v", job)
+	}
+	if code, _, _ := httpDo(t, http.MethodGet, public+"/v1/validations/http-req-1", e.token(t, "globex"), nil); code != http.StatusNotFound {
+		t.Errorf("another tenant's GET of the job = %d, want 404", code)
+	}
+
+	rep := job.Result.Summary.ValidationReport
+	if rep == nil || rep.MimeType != report.MIMEType || !report.ValidReferenceID(rep.ReferenceID) || !strings.HasPrefix(rep.URI, "s3://"+e.bucket+"/") {
+		t.Fatalf("report descriptor = %+v", rep)
+	}
+	code, hdr, xlsx := httpDo(t, http.MethodGet, public+"/rule-validation-reports/"+rep.ReferenceID, acme, nil)
+	if code != http.StatusOK || hdr.Get("Content-Type") != report.MIMEType || !strings.Contains(hdr.Get("Content-Disposition"), rep.FileName) {
+		t.Fatalf("download = %d, headers %v", code, hdr)
+	}
+	f, err := excelize.OpenReader(bytes.NewReader(xlsx))
+	if err != nil {
+		t.Fatalf("downloaded report does not open: %v", err)
+	}
+	if title, _ := f.GetCellValue(report.SheetReport, "A1"); !strings.Contains(title, "contract-review") {
+		t.Errorf("report title = %q", title)
+	}
+	f.Close()
+	missingCode, _, missingBody := httpDo(t, http.MethodGet, public+"/rule-validation-reports/"+strings.Repeat("a", 26), acme, nil)
+	otherCode, _, otherBody := httpDo(t, http.MethodGet, public+"/rule-validation-reports/"+rep.ReferenceID, e.token(t, "globex"), nil)
+	if otherCode != http.StatusNotFound || otherCode != missingCode || !bytes.Equal(otherBody, missingBody) {
+		t.Errorf("another tenant's download = %d %s; a missing one = %d %s; want identical 404s", otherCode, otherBody, missingCode, missingBody)
+	}
+
+	select {
+	case cb := <-e.callbacks:
+		err := callback.Verify([]byte(e.callbackSecret), cb.header.Get(callback.HeaderTimestamp), cb.header.Get(callback.HeaderSignature), cb.body, time.Now(), 5*time.Minute)
+		if err != nil || !bytes.Contains(cb.body, []byte(`"request_id":"http-req-1"`)) || !bytes.Contains(cb.body, []byte(`"status":"completed"`)) {
+			t.Errorf("callback: verify %v, body %s", err, cb.body)
+		}
+	case <-time.After(waitLimit):
+		t.Error("no callback arrived")
+	}
+
+	_, _, metricsText := httpDo(t, http.MethodGet, ops+"/metrics", "", nil)
+	for _, want := range []string{
+		`rulevalidator_requests_consumed_total{outcome="completed"} 1`,
+		`rulevalidator_verdicts_published_total{outcome="score"} 2`,
+		`rulevalidator_llm_tokens_total{kind="prompt",model="fake-model"} 900`,
+		`rulevalidator_report_upload_duration_seconds_count 1`,
+		`rulevalidator_http_requests_total{code="202",route="POST /v1/validations"} 1`,
+	} {
+		if !strings.Contains(string(metricsText), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// A broken dependency shows on /readyz while /healthz stays up.
+func TestServeReadinessReportsBrokenModel(t *testing.T) {
+	e := newAPIEnv(t)
+	e.startInProcess(t, append(e.serveArgs(), "--llm-base-url", "http://127.0.0.1:1/v1")...)
+	ops := "http://" + e.opsAddr
+	waitUntil(t, waitLimit, "the ops listener", func() bool {
+		resp, err := http.Get(ops + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	code, _, body := httpDo(t, http.MethodGet, ops+"/readyz", "", nil)
+	if code != http.StatusServiceUnavailable || !bytes.Contains(body, []byte(`"name":"model"`)) {
+		t.Errorf("/readyz = %d %s, want 503 naming the model", code, body)
+	}
+}
