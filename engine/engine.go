@@ -93,8 +93,9 @@ func (c *Config) Validate() error {
 
 // Engine judges requests. It is safe for concurrent use.
 type Engine struct {
-	llm LLM
-	cfg Config
+	llm      LLM
+	cfg      Config
+	compiled *compiledCache
 }
 
 // New returns an Engine asking llm, with cfg's defaults applied and checked.
@@ -106,7 +107,7 @@ func New(llm LLM, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{llm: llm, cfg: cfg}, nil
+	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256)}, nil
 }
 
 // Request is one thing to judge.
@@ -167,8 +168,12 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 // rules whose answers failed the checks, merging what was accepted. The
 // verdicts come back in ruleset order.
 func (e *Engine) ask(ctx context.Context, model string, rs *Ruleset, in *Inputs) ([]Verdict, Usage, error) {
+	first, err := e.compiled.get(rs)
+	if err != nil {
+		return nil, Usage{}, err
+	}
 	base := []Message{
-		{Role: "system", Content: SystemPrompt(rs)},
+		{Role: "system", Content: first.system},
 		{Role: "user", Content: UserPrompt(in)},
 	}
 	messages := base
@@ -176,13 +181,14 @@ func (e *Engine) ask(ctx context.Context, model string, rs *Ruleset, in *Inputs)
 	accepted := make(map[string]Verdict, len(rs.Rules))
 	var usage Usage
 	for attempt := 0; ; attempt++ {
-		schema, err := OutputSchema(pending)
-		if err != nil {
-			return nil, usage, err
-		}
-		grammar, err := GrammarSchema(pending)
-		if err != nil {
-			return nil, usage, err
+		schema, grammar := first.schema, first.grammar
+		if attempt > 0 { // a re-ask names only the rules still pending
+			if schema, err = OutputSchema(pending); err != nil {
+				return nil, usage, err
+			}
+			if grammar, err = GrammarSchema(pending); err != nil {
+				return nil, usage, err
+			}
 		}
 		start := time.Now()
 		resp, err := e.llm.Chat(ctx, ChatRequest{

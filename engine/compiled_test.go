@@ -1,0 +1,24 @@
+package engine
+
+import "testing"
+
+func TestCompiledCacheReusesAndEvicts(t *testing.T) {
+	cc := newCompiledCache(2)
+	a, b, c := testRuleset(), testRuleset(), testRuleset()
+	first, err := cc.get(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := cc.get(a)
+	if first != again {
+		t.Error("the same ruleset compiled twice")
+	}
+	if first.system != SystemPrompt(a) {
+		t.Error("cached system prompt differs from a fresh rendering")
+	}
+	cc.get(b)
+	cc.get(c) // evicts a, the least recently used
+	if _, ok := cc.byRS[a]; ok || cc.order.Len() != 2 {
+		t.Errorf("cache holds %d entries, a present: %v", cc.order.Len(), ok)
+	}
+}
