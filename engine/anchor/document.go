@@ -260,6 +260,55 @@ type searchSpace struct {
 // document.
 const maxOccurrences = 1 << 14
 
+// probeLen is short enough for strings.Index's vectorised search on every
+// amd64 and arm64 CPU (bytealg.MaxLen is 31 or more there).
+const probeLen = 31
+
+// indexLong is strings.Index for long needles. strings.Index falls back to
+// Rabin-Karp for needles longer than its vectorised search takes, several
+// times slower on natural text, and most quotes are that long. So this
+// searches for a probeLen-byte window of the needle that starts with its
+// least common byte (a rare first byte means few false starts) and checks the
+// whole needle at each hit.
+func indexLong(s, needle string) int {
+	if len(needle) <= probeLen {
+		return strings.Index(s, needle)
+	}
+	off := rarestStart(needle[:len(needle)-probeLen+1])
+	probe := needle[off : off+probeLen]
+	for from := off; from <= len(s); {
+		i := strings.Index(s[from:], probe)
+		if i < 0 {
+			return -1
+		}
+		at := from + i - off
+		if strings.HasPrefix(s[at:], needle) {
+			return at
+		}
+		from += i + 1
+	}
+	return -1
+}
+
+// commonBytes orders the most frequent bytes of English text, commonest first.
+const commonBytes = " etaoinshrdlcumwfgypbvk,.\n"
+
+// rarestStart is the index of the least common byte among the first bytes
+// of candidates (the earliest on ties).
+func rarestStart(candidates string) int {
+	best, bestRank := 0, len(commonBytes)+1
+	for i := 0; i < len(candidates); i++ {
+		rank := strings.IndexByte(commonBytes, candidates[i])
+		if rank < 0 {
+			return i // not among the common bytes: as rare as it gets
+		}
+		if rank > bestRank || bestRank > len(commonBytes) {
+			best, bestRank = i, rank
+		}
+	}
+	return best
+}
+
 // locate finds needle in the space. Among several occurrences it prefers,
 // in order: one that neither starts nor ends inside a word, one on page
 // (or nearest to it) when page is valid, and the earliest.
@@ -285,7 +334,7 @@ func (s searchSpace) locate(needle string, page int) (at int, aligned, ok bool) 
 		lo, hi := s.pageBounds(page)
 		region := s.text[lo:min(len(s.text), hi+len(needle)-1)]
 		for from, n := 0, 0; n < maxOccurrences; n++ {
-			i := strings.Index(region[from:], needle)
+			i := indexLong(region[from:], needle)
 			if i < 0 {
 				break
 			}
@@ -297,7 +346,7 @@ func (s searchSpace) locate(needle string, page int) (at int, aligned, ok bool) 
 		}
 	}
 	for from, n := 0, 0; n < maxOccurrences; n++ {
-		i := strings.Index(s.text[from:], needle)
+		i := indexLong(s.text[from:], needle)
 		if i < 0 {
 			break
 		}

@@ -206,3 +206,12 @@ func TestIndexedAndScannedSearchAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestIndexLongMatchesStringsIndex(t *testing.T) {
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog; ", 50) + "the quick brown fox sleeps"
+	for _, needle := range []string{"", "fox", "the quick brown fox jumps over the lazy dog; the quick", "the quick brown fox sleeps", "the quick brown fox jumps over the lazy cat", text, text + "x"} {
+		if got, want := indexLong(text, needle), strings.Index(text, needle); got != want {
+			t.Errorf("indexLong(%q) = %d, want %d", needle, got, want)
+		}
+	}
+}

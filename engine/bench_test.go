@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// instantLLM answers every call at once with the same content: the engine's
+// own overhead is what remains.
+type instantLLM struct{ content string }
+
+func (l instantLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, error) {
+	return ChatResponse{Content: l.content, Format: req.Format, Model: req.Model, Usage: Usage{PromptTokens: 1000, CompletionTokens: 300, LLMCalls: 1}}, nil
+}
+
+// benchDocument is about size bytes of varied English-like text in pages.
+func benchDocument(size int) Document {
+	words := strings.Fields("the supplier shall provide services under this agreement and the customer may terminate " +
+		"for convenience on ninety days notice liability is limited to fees paid in the prior twelve months " +
+		"except for breach of confidentiality data protection obligations apply to personal data processed " +
+		"invoices are payable within thirty days late payments bear interest governing law is New York")
+	r := rand.New(rand.NewPCG(1, 2))
+	var pages []string
+	var b strings.Builder
+	for b.Len() < size {
+		b.WriteString(words[r.IntN(len(words))])
+		b.WriteByte(' ')
+		if b.Len() > (len(pages)+1)*size/10 {
+			pages = append(pages, b.String()[len(strings.Join(pages, "")):])
+		}
+	}
+	if rest := b.String()[len(strings.Join(pages, "")):]; rest != "" {
+		pages = append(pages, rest)
+	}
+	return Document{Name: "contract.txt", Pages: pages}
+}
+
+// BenchmarkEvaluate measures one request of 10 rules on a 100 KB document
+// with an instant model: prompt building, answer checks, anchoring and
+// aggregation. "verbatim": every quote is exact; "paraphrased": 3 quotes differ
+// in case (normalised match) and 3 drop a word (fuzzy match), which makes the
+// anchor build its indexes of the document.
+func BenchmarkEvaluate(b *testing.B) {
+	for _, paraphrased := range []bool{false, true} {
+		name := "verbatim"
+		if paraphrased {
+			name = "paraphrased"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkEvaluate(b, paraphrased) })
+	}
+}
+
+func benchmarkEvaluate(b *testing.B, paraphrased bool) {
+	doc := benchDocument(100 << 10)
+	text := strings.Join(doc.Pages, "\f")
+	rs := &Ruleset{ID: "bench"}
+	var answers []map[string]any
+	for i := range 10 {
+		id := fmt.Sprintf("rule-%02d", i)
+		typ := Boolean
+		if i%3 == 0 {
+			typ = Numerical
+		}
+		rs.Rules = append(rs.Rules, Rule{RuleID: id, RuleText: "Rule text number " + id, Type: typ,
+			NumericalRuleConfig: &NumericalRuleConfig{PossibleScores: []int{1, 2, 3, 4, 5}}})
+		if typ == Boolean {
+			rs.Rules[i].NumericalRuleConfig = nil
+		}
+		at := (i*9973 + 5000) % (len(text) - 400)
+		quote := strings.TrimSpace(strings.ReplaceAll(text[at:at+200], "\f", " "))
+		switch {
+		case !paraphrased:
+		case i%3 == 1: // normalised: case and quote style differ
+			quote = strings.ToUpper(quote[:1]) + quote[1:]
+		case i%3 == 2: // fuzzy: a word dropped
+			parts := strings.Fields(quote)
+			quote = strings.Join(append(parts[:5:5], parts[6:]...), " ")
+		}
+		a := map[string]any{"rule_id": id, "data_sufficiency": true, "rationale": "because", "not_applicable": false,
+			"evidences": []map[string]any{{"text": quote, "source_origin": "contract.txt", "source_page_number": 1}}}
+		if typ == Numerical {
+			a["numerical_output"] = 3
+		} else {
+			a["boolean_output"] = true
+		}
+		answers = append(answers, a)
+	}
+	if err := rs.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	content, _ := json.Marshal(map[string]any{"rules": answers})
+	eng, err := New(instantLLM{content: string(content)}, Config{Model: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := &Inputs{PrimaryDocs: []Document{doc}}
+	ctx := context.Background()
+	res, err := eng.Evaluate(ctx, Request{Ruleset: rs, Inputs: in})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range res.Rules {
+		if !v.Evidences[0].Anchored {
+			b.Fatalf("rule %s: evidence not anchored: %+v", v.RuleID, v.Evidences[0])
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := eng.Evaluate(ctx, Request{Ruleset: rs, Inputs: in}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
