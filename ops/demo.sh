@@ -1,18 +1,156 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: starts the local model (installing it on the
-# first run) and judges the example contract review with it.
+# The main job on a fresh machine, without Docker: brings up the whole local
+# stack (Kafka, S3, the local model, Prometheus), starts `rulevalidator serve`,
+# publishes the example ruleset and requests (a contract review, and one that
+# must dead-letter) and shows what comes out: verdicts as they arrive, the
+# summary with its aggregates, the report's download URL, the dead letter and
+# where the metrics are. The stack keeps running afterwards.
 #
-#   ops/demo.sh [extra flags for `rulevalidator validate`, e.g. --json]
+#   ops/demo.sh          start everything and run the demo (exit 0 once shown)
+#   ops/demo.sh stop     stop everything the demo started
+#   ops/demo.sh status   say what runs
+#
+# Env: RULEVALIDATOR_HTTP_ADDR (127.0.0.1:8080), RULEVALIDATOR_OPS_ADDR
+# (127.0.0.1:9464), DEMO_TIMEOUT (15m: how long to wait for the model), and
+# the ports of the other scripts (KAFKA_PORT, S3_PORT, LLM_PORT, PROM_PORT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ops/lib.sh
 
-bash ops/llm.sh start
-mkdir -p bin
-log "building rulevalidator"
-go build -o bin/rulevalidator ./cmd/rulevalidator
-export OPENAI_BASE_URL="$(bash ops/llm.sh url)"
-log "validating examples/contract-review/input.json against examples/contract-review/ruleset.yaml"
-exec bin/rulevalidator validate \
-  --ruleset examples/contract-review/ruleset.yaml \
-  --input examples/contract-review/input.json "$@"
+HTTP_ADDR="${RULEVALIDATOR_HTTP_ADDR:-127.0.0.1:8080}"
+OPS_ADDR="${RULEVALIDATOR_OPS_ADDR:-127.0.0.1:9464}"
+DEMO_TIMEOUT="${DEMO_TIMEOUT:-15m}"
+PIDFILE="$RV_RUN/serve.pid"
+LOGFILE="$RV_RUN/serve.log"
+KEYS="$RV_CACHE/devkeys"
+BIN=bin/rulevalidator
+ISSUER=rulevalidator-dev
+TENANT=contoso
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+stop_all() {
+  stop_pid "$PIDFILE" "rulevalidator serve"
+  for s in prometheus llm s3 kafka; do bash "ops/$s.sh" stop || true; done
+}
+
+status_all() {
+  if pid_alive "$PIDFILE"; then log "rulevalidator serve running (pid $(cat "$PIDFILE"), API http://$HTTP_ADDR, ops http://$OPS_ADDR)"; else log "rulevalidator serve not running"; fi
+  for s in kafka s3 llm prometheus; do bash "ops/$s.sh" status || true; done
+}
+
+start_serve() {
+  if pid_alive "$PIDFILE"; then
+    log "rulevalidator serve already running (pid $(cat "$PIDFILE"))"
+    return
+  fi
+  for addr in "$HTTP_ADDR" "$OPS_ADDR"; do
+    port_busy "${addr##*:}" && die "port ${addr##*:} is taken by another process; set RULEVALIDATOR_HTTP_ADDR / RULEVALIDATOR_OPS_ADDR"
+  done
+  # shellcheck disable=SC2046
+  eval "$(bash ops/s3.sh env)"
+  nohup "$BIN" serve \
+    --kafka-brokers "$(bash ops/kafka.sh bootstrap)" \
+    --llm-base-url "$(bash ops/llm.sh url)" \
+    --http-addr "$HTTP_ADDR" --ops-addr "$OPS_ADDR" \
+    --jwt-pem-files "$KEYS/devtoken.pem" --jwt-issuer "$ISSUER" --jwt-audience rulevalidator \
+    --s3-endpoint "$S3_ENDPOINT" --s3-access-key "$S3_ACCESS_KEY" --s3-secret-key "$S3_SECRET_KEY" \
+    --s3-bucket "${S3_BUCKET:-rulevalidator-reports}" \
+    --log-format text >"$LOGFILE" 2>&1 &
+  echo $! >"$PIDFILE"
+  if ! wait_http "http://$OPS_ADDR/readyz" 120; then
+    tail -20 "$LOGFILE" >&2 || true
+    die "rulevalidator serve did not become ready within 120 s (log: $LOGFILE)"
+  fi
+  log "rulevalidator serve ready: API http://$HTTP_ADDR, metrics http://$OPS_ADDR/metrics (log: $LOGFILE)"
+}
+
+demo() {
+  step "Installing and starting the stack (first run: downloads and builds; later runs: seconds)"
+  bash ops/tools.sh install prometheus >/dev/null
+  bash ops/kafka.sh start
+  bash ops/kafka.sh topics
+  bash ops/s3.sh start
+  bash ops/llm.sh start
+
+  step "Building rulevalidator and a development signing key for API tokens"
+  mkdir -p bin
+  go build -o "$BIN" ./cmd/rulevalidator
+  TOKEN=$(go run ./internal/devtoken -dir "$KEYS" -tenant "$TENANT" -iss "$ISSUER" -aud rulevalidator -ttl 12h)
+  start_serve
+  RULEVALIDATOR_OPS_ADDR="$OPS_ADDR" bash ops/prometheus.sh start
+
+  step "Publishing the example ruleset to the rulesets topic"
+  "$BIN" rulesets publish --file examples/contract-review/ruleset.yaml
+
+  run_id="demo-$(date +%s)"
+  good="$run_id-contract"
+  bad="$run_id-unknown-ruleset"
+  step "Sending two requests: $good (contract review) and $bad (names a ruleset that does not exist)"
+  events="$RV_RUN/demo-events.jsonl"
+  # Follow the output topics from now on; 6 verdicts + 1 summary for the
+  # contract review, 1 failed summary + 1 dead letter for the other.
+  "$BIN" tail --from end --topics verdicts,summaries,deadletter --max 9 --timeout "$DEMO_TIMEOUT" >"$events.txt" &
+  tail_pid=$!
+  "$BIN" tail --from end --topics verdicts,summaries,deadletter --max 9 --timeout "$DEMO_TIMEOUT" --json >"$events" &
+  json_pid=$!
+  sleep 2
+  "$BIN" produce --file examples/contract-review/request.json --request-id "$good"
+  "$BIN" produce --file examples/contract-review/request-unknown-ruleset.json --request-id "$bad"
+
+  step "Events as they arrive (the local model is small and slow: a minute or two)"
+  shown=0
+  while kill -0 "$tail_pid" 2>/dev/null || [ "$shown" -lt "$(wc -l <"$events.txt")" ]; do
+    total=$(wc -l <"$events.txt")
+    if [ "$total" -gt "$shown" ]; then
+      sed -n "$((shown + 1)),${total}p" "$events.txt"
+      shown=$total
+    fi
+    sleep 1
+  done
+  wait "$tail_pid" || die "tail stopped before all events arrived (see $LOGFILE)"
+  wait "$json_pid" || true
+
+  step "Summary and report"
+  python3 - "$events" "$good" "$HTTP_ADDR" "$TOKEN" <<'PY'
+import json, sys, urllib.request
+events, good, addr, token = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+for line in open(events):
+    rec = json.loads(line)
+    ev = rec.get("event") or {}
+    if rec["topic"].endswith("summaries") and ev.get("request_id") == good:
+        agg = ev["aggregate"]
+        print(f"request {good}: status {ev['status']}, counts {ev['counts']}")
+        if agg.get("boolean"):
+            b = agg["boolean"]; print(f"  boolean ({b['mode']}): {'PASSED' if b['passed'] else 'FAILED'}, {b['passed_count']} of {b['applicable']} applicable rules passed")
+        if agg.get("numerical"):
+            n = agg["numerical"]; score = "n/a" if n["score"] is None else f"{n['score']:.2f}"; print(f"  numerical ({n['mode']}): {score} over {n['counted']} rules")
+        rep = ev.get("validation_report")
+        if rep:
+            url = f"http://{addr}/rule-validation-reports/{rep['reference_id']}"
+            req = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
+            with urllib.request.urlopen(req) as resp:
+                data = resp.read()
+            path = "/tmp/" + rep["file_name"]
+            open(path, "wb").write(data)
+            print(f"  report: {url}\n          (needs a token of tenant contoso; saved {len(data)} bytes to {path})")
+    if rec["topic"].endswith("deadletter"):
+        print(f"dead letter: reason {ev.get('reason')}: {ev.get('message')}")
+        print(f"  original message kept byte for byte: {ev.get('original_topic')}/{ev.get('original_partition')}/{ev.get('original_offset')}")
+PY
+
+  step "Metrics"
+  curl -fsS "http://$OPS_ADDR/metrics" | grep -E '^rulevalidator_(requests_consumed_total|dead_letters_total|verdicts_published_total)' | grep -v ' 0$' || true
+  echo "service metrics:  http://$OPS_ADDR/metrics"
+  echo "Prometheus:       $(bash ops/prometheus.sh url) (alerts: $(bash ops/prometheus.sh url)/alerts)"
+  echo "API token for tenant $TENANT (12 h): $TOKEN"
+  echo
+  echo "The stack keeps running; stop it with: bash ops/demo.sh stop"
+}
+
+case "${1:-start}" in
+  start) demo ;;
+  stop) stop_all ;;
+  status) status_all ;;
+  *) echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
+esac
