@@ -66,8 +66,8 @@ type Hooks struct {
 
 // Config configures a Pipeline.
 type Config struct {
-	Engine    Evaluator
-	Rulesets  registry.Resolver
+	Engine   Evaluator
+	Rulesets registry.Resolver
 	// Serde and Publisher are needed by Handle only; Judge works without.
 	Serde     *schemas.Serde
 	Publisher Publisher
