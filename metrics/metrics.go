@@ -52,7 +52,7 @@ var (
 		string(schemas.ReasonInvalidRuleset), string(schemas.ReasonInvalidInput),
 		string(schemas.ReasonUnknownRuleset), string(schemas.ReasonOversized),
 		string(schemas.ReasonModelRejected), string(schemas.ReasonInvalidOutput),
-		string(schemas.ReasonInternal), "report_failed",
+		string(schemas.ReasonInternal), string(schemas.ReasonReportFailed),
 	)
 	llmOutcomes        = newLabelSet("ok", "error")
 	tokenKinds         = newLabelSet("prompt", "completion", "cached")

@@ -284,7 +284,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 		if p.cfg.Hooks.ReportFailed != nil {
 			p.cfg.Hooks.ReportFailed()
 		}
-		return nil, rs, nil, consumer.Permanent("report_failed", fmt.Errorf("storing the report: %w", err))
+		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonReportFailed), fmt.Errorf("storing the report: %w", err))
 	}
 	return res, rs, report, nil
 }

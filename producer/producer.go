@@ -229,6 +229,13 @@ func (p *Producer) PublishDeadLetter(ctx context.Context, m *consumer.Message, r
 	if cause != nil {
 		message = cause.Error()
 	}
+	// A reason the schema has no symbol for (a middleware's own label) is
+	// recorded as internal; the headers keep the label as given.
+	dlReason := schemas.Reason(reason)
+	if !dlReason.Known() {
+		dlReason = schemas.ReasonInternal
+		message = reason + ": " + message
+	}
 	dl := &schemas.DeadLetter{
 		OriginalTopic:     m.Topic,
 		OriginalPartition: m.Partition,
@@ -236,7 +243,7 @@ func (p *Producer) PublishDeadLetter(ctx context.Context, m *consumer.Message, r
 		OriginalTimestamp: m.Time,
 		OriginalKey:       m.Key,
 		OriginalValue:     m.Value,
-		Reason:            schemas.Reason(reason),
+		Reason:            dlReason,
 		Message:           message,
 		FailedAt:          time.Now().UTC(),
 		Attempts:          1,

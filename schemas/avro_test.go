@@ -146,11 +146,11 @@ func asList(v any) []any {
 
 func TestAvroDeadLetterReasonsMatchTheGoConstants(t *testing.T) {
 	s, _ := newTestCodecs(t).Schema(DeadLetterSchema)
-	want := `"symbols":["undecodable","invalid_request","invalid_ruleset","invalid_input","unknown_ruleset","oversized","model_rejected","invalid_output","internal"]`
+	want := `"symbols":["undecodable","invalid_request","invalid_ruleset","invalid_input","unknown_ruleset","oversized","model_rejected","invalid_output","internal","report_failed"]`
 	if !strings.Contains(s.Canonical(), want) {
 		t.Errorf("canonical form %s lacks %s", s.Canonical(), want)
 	}
-	for _, r := range []Reason{ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset, ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal} {
+	for _, r := range []Reason{ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset, ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed} {
 		if !strings.Contains(want, `"`+string(r)+`"`) {
 			t.Errorf("reason %q is not a symbol", r)
 		}
@@ -417,4 +417,10 @@ func dropFields(t *testing.T, text string, names ...string) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+func TestReasonKnown(t *testing.T) {
+	if !ReasonReportFailed.Known() || !ReasonInternal.Known() || Reason("unspecified").Known() {
+		t.Error("Known disagrees with the DeadLetterReason symbols")
+	}
 }

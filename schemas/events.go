@@ -488,7 +488,19 @@ const (
 	ReasonModelRejected  Reason = "model_rejected"
 	ReasonInvalidOutput  Reason = "invalid_output"
 	ReasonInternal       Reason = "internal"
+	ReasonReportFailed   Reason = "report_failed"
 )
+
+// Known reports whether r is a symbol of the DeadLetterReason enum; others
+// cannot be encoded.
+func (r Reason) Known() bool {
+	switch r {
+	case ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset,
+		ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed:
+		return true
+	}
+	return false
+}
 
 // ReasonFor classifies the errors this package and the engine define.
 // Callers check their own causes first (unknown ruleset, oversized message);
