@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"rulevalidator/consumer"
+	"rulevalidator/engine"
+	"rulevalidator/registry"
+	"rulevalidator/schemas"
+)
+
+// fakeEngine answers with a fixed result or error; the point here is how the
+// pipeline classifies what the engine says.
+type fakeEngine struct {
+	res *engine.Result
+	err error
+}
+
+func (f fakeEngine) Evaluate(context.Context, engine.Request) (*engine.Result, error) {
+	return f.res, f.err
+}
+
+type failingReports struct{ err error }
+
+func (f failingReports) WriteReport(context.Context, *schemas.Request, *engine.Ruleset, *engine.Result, time.Time) (*schemas.ReportDescriptor, error) {
+	return nil, f.err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestJudgeClassifiesFailures(t *testing.T) {
+	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
+	static, err := registry.NewStatic(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := true
+	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
+	request := func(mut func(*schemas.Request)) *schemas.Request {
+		r := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
+		if mut != nil {
+			mut(r)
+		}
+		return r
+	}
+	tests := []struct {
+		name       string
+		eng        fakeEngine
+		reports    ReportWriter
+		req        *schemas.Request
+		wantReason string // "" = success; "transient" = not permanent
+	}{
+		{"judged", fakeEngine{res: ok}, nil, request(nil), ""},
+		{"unknown ruleset", fakeEngine{res: ok}, nil, request(func(r *schemas.Request) { r.RulesetRef.ID = "nope" }), "unknown_ruleset"},
+		{"invalid inline ruleset", fakeEngine{res: ok}, nil, request(func(r *schemas.Request) { r.RulesetRef = nil; r.InlineRuleset = ptr(`{"rules":[]}`) }), "invalid_ruleset"},
+		{"inputs too large", fakeEngine{err: fmt.Errorf("%w: big", engine.ErrInputTooLarge)}, nil, request(nil), "oversized"},
+		{"model rejected", fakeEngine{err: fmt.Errorf("%w: 401", engine.ErrLLMRejected)}, nil, request(nil), "model_rejected"},
+		{"output invalid", fakeEngine{err: &engine.OutputError{Attempts: 3}}, nil, request(nil), "invalid_output"},
+		{"model unavailable", fakeEngine{err: fmt.Errorf("%w: 503", engine.ErrLLMUnavailable)}, nil, request(nil), "transient"},
+		{"uri without object storage", fakeEngine{res: ok}, nil, request(func(r *schemas.Request) {
+			r.TextInput = nil
+			r.PrimaryDocs = []schemas.Document{{Name: "a.txt", URI: ptr("s3://b/k")}}
+		}), "invalid_input"},
+		{"report asked, no storage", fakeEngine{res: ok}, nil, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "internal"},
+		{"report not stored", fakeEngine{res: ok}, failingReports{errors.New("bucket gone")}, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "report_failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reportFailed := 0
+			p, err := New(Config{Engine: tt.eng, Rulesets: static, Reports: tt.reports, Hooks: Hooks{ReportFailed: func() { reportFailed++ }}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Judge(context.Background(), tt.req, time.Now())
+			reason, permanent := consumer.PermanentReason(err)
+			switch tt.wantReason {
+			case "":
+				if err != nil || out.Summary.Status != schemas.StatusCompleted || len(out.Verdicts) != 1 {
+					t.Fatalf("err %v, outcome %+v", err, out)
+				}
+			case "transient":
+				if err == nil || permanent {
+					t.Fatalf("err %v (permanent %v), want a transient error", err, permanent)
+				}
+			default:
+				if reason != tt.wantReason {
+					t.Fatalf("reason %q (err %v), want %q", reason, err, tt.wantReason)
+				}
+				if out.Summary.Status != schemas.StatusFailed || out.Summary.Error == nil || string(out.Summary.Error.Code) != tt.wantReason || len(out.Verdicts) != 0 {
+					t.Errorf("failed summary = %+v", out.Summary)
+				}
+			}
+			if tt.wantReason == "report_failed" && reportFailed != 1 {
+				t.Errorf("ReportFailed hook called %d times", reportFailed)
+			}
+		})
+	}
+}
+
+func TestResultCacheBounds(t *testing.T) {
+	c := newResultCache(2, 1<<20)
+	c.put("a", nil)
+	c.put("b", nil)
+	c.put("c", nil)
+	if _, ok := c.get("a"); ok || c.len() != 2 {
+		t.Errorf("oldest entry kept, %d entries", c.len())
+	}
+	off := newResultCache(-1, 1<<20)
+	off.put("a", nil)
+	if _, ok := off.get("a"); ok {
+		t.Error("a disabled cache remembered a result")
+	}
+}
