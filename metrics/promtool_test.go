@@ -5,8 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
+	"rulevalidator/internal/opsscript"
 	"strings"
 	"testing"
 )
@@ -20,10 +20,7 @@ func requirePromtool(t *testing.T) string {
 		return path
 	}
 	msg := "promtool is not on PATH (" + err.Error() + "); install it with `bash ops/tools.sh install prometheus`"
-	if os.Getenv("RULEVALIDATOR_REQUIRE_INTEGRATION") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	opsscript.Unavailable(t, "promtool", "%s", msg)
 	return ""
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"rulevalidator/internal/s3test"
+	"rulevalidator/internal/opsscript"
 )
 
 // convertTimeout bounds one LibreOffice conversion; a cold start takes a few seconds.
@@ -20,8 +20,7 @@ const convertTimeout = 2 * time.Minute
 // the reason (fails it when integration tests are required).
 func libreOffice(t *testing.T) string {
 	t.Helper()
-	required := os.Getenv(s3test.EnvRequire) == "1"
-	if testing.Short() && !required {
+	if testing.Short() && !opsscript.Required() {
 		t.Skip("LibreOffice integration test skipped under -short")
 	}
 	for _, name := range []string{"soffice", "libreoffice"} {
@@ -29,11 +28,7 @@ func libreOffice(t *testing.T) string {
 			return path
 		}
 	}
-	const reason = "no soffice or libreoffice on PATH (install it with ops/tools.sh install libreoffice)"
-	if required {
-		t.Fatalf("%s (%s=1, so this is a failure)", reason, s3test.EnvRequire)
-	}
-	t.Skipf("LibreOffice integration test skipped: %s (set %s=1 to fail instead)", reason, s3test.EnvRequire)
+	opsscript.Unavailable(t, "LibreOffice", "no soffice or libreoffice on PATH (install it with ops/tools.sh install libreoffice)")
 	return ""
 }
 

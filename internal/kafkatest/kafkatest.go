@@ -7,27 +7,26 @@
 package kafkatest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"rulevalidator/internal/opsscript"
 )
 
 const (
 	// EnvBroker names an existing bootstrap address (host:port) to use instead of the local broker.
 	EnvBroker = "RULEVALIDATOR_KAFKA"
 	// EnvRequire set to 1 makes a missing broker fail the test instead of skipping it.
-	EnvRequire = "RULEVALIDATOR_REQUIRE_INTEGRATION"
+	EnvRequire = opsscript.EnvRequire
 
 	// startTimeout covers the first run, which downloads the Kafka jars from Maven Central.
 	startTimeout = 10 * time.Minute
@@ -43,30 +42,30 @@ const (
 // test is skipped with the reason, unless RULEVALIDATOR_REQUIRE_INTEGRATION=1.
 func Broker(t testing.TB) string {
 	t.Helper()
-	if testing.Short() && !required() {
+	if testing.Short() && !opsscript.Required() {
 		t.Skip("Kafka integration test skipped under -short")
 	}
 	if addr := os.Getenv(EnvBroker); addr != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 		defer cancel()
 		if err := ping(ctx, addr); err != nil {
-			unavailable(t, "%s=%s does not answer a metadata request: %v", EnvBroker, addr, err)
+			opsscript.Unavailable(t, "Kafka", "%s=%s does not answer a metadata request: %v", EnvBroker, addr, err)
 		}
 		return addr
 	}
-	if !required() {
+	if !opsscript.Required() {
 		// A plain `go test ./...` runs unit tests only; ops/test.sh sets
 		// RULEVALIDATOR_REQUIRE_INTEGRATION=1 and the broker is started here.
 		t.Skipf("Kafka integration test skipped: no broker configured (run ops/test.sh, set %s=1 to start the local broker from the test, or set %s=host:port)", EnvRequire, EnvBroker)
 	}
-	out, messages, err := runScript(startTimeout, "start")
+	out, messages, err := opsscript.Run(startTimeout, "kafka.sh", "start")
 	if err != nil {
-		unavailable(t, "no local Kafka broker: %v", err)
+		opsscript.Unavailable(t, "Kafka", "no local Kafka broker: %v", err)
 	}
 	t.Logf("kafkatest: ops/kafka.sh start:\n%s", strings.TrimRight(messages, "\n"))
 	addr := lastLine(out)
 	if addr == "" {
-		unavailable(t, "ops/kafka.sh start printed no bootstrap address")
+		opsscript.Unavailable(t, "Kafka", "ops/kafka.sh start printed no bootstrap address")
 	}
 	return addr
 }
@@ -78,9 +77,9 @@ func Broker(t testing.TB) string {
 func Restart(t testing.TB) {
 	t.Helper()
 	if addr := os.Getenv(EnvBroker); addr != "" {
-		unavailable(t, "%s=%s names an external broker, which this test can't restart", EnvBroker, addr)
+		opsscript.Unavailable(t, "Kafka", "%s=%s names an external broker, which this test can't restart", EnvBroker, addr)
 	}
-	if _, _, err := runScript(startTimeout, "restart"); err != nil {
+	if _, _, err := opsscript.Run(startTimeout, "kafka.sh", "restart"); err != nil {
 		t.Fatalf("restarting the local Kafka broker: %v", err)
 	}
 }
@@ -222,73 +221,7 @@ func ping(ctx context.Context, addr string) error {
 	return nil
 }
 
-// runScript runs ops/kafka.sh with args and returns its standard output (results such as the
-// bootstrap address) and standard error (progress messages, quoted in the error on failure).
-func runScript(timeout time.Duration, args ...string) (stdout, stderr string, err error) {
-	root, err := repoRoot()
-	if err != nil {
-		return "", "", err
-	}
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		return "", "", fmt.Errorf("ops/kafka.sh needs bash: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bash, append([]string{filepath.Join(root, "ops", "kafka.sh")}, args...)...)
-	cmd.Dir = root
-	var out, messages bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &messages
-	// The broker runs on in the background with its output sent to a log file, so Wait
-	// returns when the script does; WaitDelay guards against anything else holding the pipes.
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return out.String(), messages.String(),
-			fmt.Errorf("ops/kafka.sh %s: %w\n%s", strings.Join(args, " "), err, tailLines(messages.String(), 20))
-	}
-	return out.String(), messages.String(), nil
-}
-
-// repoRoot walks up from the working directory (the test's package) to the directory
-// holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("finding the repository root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("finding the repository root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func required() bool { return os.Getenv(EnvRequire) == "1" }
-
-// unavailable skips the test with reason, or fails it when integration tests are required.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	reason := fmt.Sprintf(format, args...)
-	if required() {
-		t.Fatalf("%s (%s=1, so this is a failure)", reason, EnvRequire)
-	}
-	t.Skipf("Kafka integration test skipped: %s (set %s=1 to fail instead)", reason, EnvRequire)
-}
-
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

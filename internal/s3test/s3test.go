@@ -8,15 +8,10 @@ package s3test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +20,8 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"rulevalidator/objstore"
+
+	"rulevalidator/internal/opsscript"
 )
 
 const (
@@ -32,7 +29,7 @@ const (
 	// Its credentials come from S3_ACCESS_KEY and S3_SECRET_KEY.
 	EnvEndpoint = "RULEVALIDATOR_S3"
 	// EnvRequire set to 1 makes a missing server fail the test instead of skipping it.
-	EnvRequire = "RULEVALIDATOR_REQUIRE_INTEGRATION"
+	EnvRequire = opsscript.EnvRequire
 
 	// startTimeout covers the first run, which builds versitygw from source.
 	startTimeout = 10 * time.Minute
@@ -48,37 +45,37 @@ const (
 // with -short, the test is skipped with the reason, unless RULEVALIDATOR_REQUIRE_INTEGRATION=1.
 func Endpoint(t testing.TB) (endpoint, accessKey, secretKey string) {
 	t.Helper()
-	if testing.Short() && !required() {
+	if testing.Short() && !opsscript.Required() {
 		t.Skip("S3 integration test skipped under -short")
 	}
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		access, secret := os.Getenv("S3_ACCESS_KEY"), os.Getenv("S3_SECRET_KEY")
 		if access == "" || secret == "" {
-			unavailable(t, "%s=%s is set but S3_ACCESS_KEY or S3_SECRET_KEY is empty", EnvEndpoint, ep)
+			opsscript.Unavailable(t, "S3", "%s=%s is set but S3_ACCESS_KEY or S3_SECRET_KEY is empty", EnvEndpoint, ep)
 		}
 		if err := ping(ep, access, secret); err != nil {
-			unavailable(t, "%s=%s does not answer: %v", EnvEndpoint, ep, err)
+			opsscript.Unavailable(t, "S3", "%s=%s does not answer: %v", EnvEndpoint, ep, err)
 		}
 		return ep, access, secret
 	}
-	if !required() {
+	if !opsscript.Required() {
 		// A plain `go test ./...` runs unit tests only; ops/test.sh sets
 		// RULEVALIDATOR_REQUIRE_INTEGRATION=1 and the server is started here.
 		t.Skipf("S3 integration test skipped: no server configured (run ops/test.sh, set %s=1 to start the local server from the test, or set %s)", EnvRequire, EnvEndpoint)
 	}
-	_, messages, err := runScript(startTimeout, "start")
+	_, messages, err := opsscript.Run(startTimeout, "s3.sh", "start")
 	if err != nil {
-		unavailable(t, "no local S3 server: %v", err)
+		opsscript.Unavailable(t, "S3", "no local S3 server: %v", err)
 	}
 	t.Logf("s3test: ops/s3.sh start:\n%s", strings.TrimRight(messages, "\n"))
-	out, _, err := runScript(callTimeout, "env")
+	out, _, err := opsscript.Run(callTimeout, "s3.sh", "env")
 	if err != nil {
-		unavailable(t, "no local S3 server: %v", err)
+		opsscript.Unavailable(t, "S3", "no local S3 server: %v", err)
 	}
 	env := parseEnv(out)
 	endpoint, accessKey, secretKey = env["S3_ENDPOINT"], env["S3_ACCESS_KEY"], env["S3_SECRET_KEY"]
 	if endpoint == "" || accessKey == "" || secretKey == "" {
-		unavailable(t, "ops/s3.sh env printed no S3_ENDPOINT, S3_ACCESS_KEY or S3_SECRET_KEY:\n%s", out)
+		opsscript.Unavailable(t, "S3", "ops/s3.sh env printed no S3_ENDPOINT, S3_ACCESS_KEY or S3_SECRET_KEY:\n%s", out)
 	}
 	return endpoint, accessKey, secretKey
 }
@@ -195,33 +192,6 @@ func removeBucket(t testing.TB, endpoint, accessKey, secretKey, bucket string) {
 	}
 }
 
-// runScript runs ops/s3.sh with args and returns its standard output (results such as the
-// env lines) and standard error (progress messages, quoted in the error on failure).
-func runScript(timeout time.Duration, args ...string) (stdout, stderr string, err error) {
-	root, err := repoRoot()
-	if err != nil {
-		return "", "", err
-	}
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		return "", "", fmt.Errorf("ops/s3.sh needs bash: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bash, append([]string{filepath.Join(root, "ops", "s3.sh")}, args...)...)
-	cmd.Dir = root
-	var out, messages bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &messages
-	// The server runs on in the background with its output sent to a log file, so Wait
-	// returns when the script does; WaitDelay guards against anything else holding the pipes.
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		return out.String(), messages.String(),
-			fmt.Errorf("ops/s3.sh %s: %w\n%s", strings.Join(args, " "), err, tailLines(messages.String(), 20))
-	}
-	return out.String(), messages.String(), nil
-}
-
 // parseEnv reads KEY=VALUE lines.
 func parseEnv(s string) map[string]string {
 	env := make(map[string]string)
@@ -232,43 +202,4 @@ func parseEnv(s string) map[string]string {
 		}
 	}
 	return env
-}
-
-// repoRoot walks up from the working directory (the test's package) to the directory
-// holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("finding the repository root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("finding the repository root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func required() bool { return os.Getenv(EnvRequire) == "1" }
-
-// unavailable skips the test with reason, or fails it when integration tests are required.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	reason := fmt.Sprintf(format, args...)
-	if required() {
-		t.Fatalf("%s (%s=1, so this is a failure)", reason, EnvRequire)
-	}
-	t.Skipf("S3 integration test skipped: %s (set %s=1 to fail instead)", reason, EnvRequire)
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
