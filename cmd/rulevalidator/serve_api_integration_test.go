@@ -23,6 +23,7 @@ import (
 	"rulevalidator/callback"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/report"
+	"rulevalidator/schemas"
 )
 
 // apiEnv adds what the HTTP side needs to a serveEnv: token keys, object
@@ -280,5 +281,61 @@ func TestServeReadinessReportsBrokenModel(t *testing.T) {
 	code, _, body := httpDo(t, http.MethodGet, ops+"/readyz", "", nil)
 	if code != http.StatusServiceUnavailable || !bytes.Contains(body, []byte(`"name":"model"`)) {
 		t.Errorf("/readyz = %d %s, want 503 naming the model", code, body)
+	}
+}
+
+// Claim check: a document given by s3:// uri is read from object storage
+// (pages split at form feeds) and judged like an inline one; a missing object
+// or another bucket dead-letters the request as invalid input.
+func TestServeClaimCheckedDocuments(t *testing.T) {
+	e := newAPIEnv(t)
+	ctx := t.Context()
+	store := s3test.Store(t)
+	msa := exampleInputs(t).PrimaryDocs[0]
+	put, err := store.Put(ctx, "inbox/contoso/msa.txt", []byte(strings.Join(msa.Pages, "\f")), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := e.serveArgs()
+	for i, a := range args {
+		if a == "--s3-bucket" {
+			args[i+1] = store.Bucket()
+		}
+	}
+	summaries := e.watch(t, e.summaries, e.partitions)
+	dead := e.watch(t, e.deadLetters, 1)
+	e.startInProcess(t, args...)
+
+	byURI := func(id, uri string) *schemas.Request {
+		req := exampleRequest(t, id)
+		req.PrimaryDocs[0] = schemas.Document{Name: msa.Name, URI: ptr(uri), ContentType: ptr("text/plain")}
+		return req
+	}
+	e.produceRequests(t,
+		byURI("claim-ok", put.URI),
+		byURI("claim-missing", "s3://"+store.Bucket()+"/inbox/contoso/nope.txt"),
+		byURI("claim-other-bucket", "s3://somebody-elses-bucket/secret.txt"),
+	)
+	waitUntil(t, waitLimit, "three summaries and two dead letters", func() bool {
+		return summaries.len() >= 3 && dead.len() >= 2
+	})
+	for _, m := range summaries.snapshot() {
+		s := decodeAs[*schemas.SummaryEvent](t, e.serveEnv, m)
+		switch s.RequestID {
+		case "claim-ok":
+			if s.Status != schemas.StatusCompleted || s.Counts.Rules != 6 {
+				t.Errorf("claim-ok summary = %+v", s)
+			}
+		default:
+			if s.Status != schemas.StatusFailed || s.Error == nil || s.Error.Code != schemas.ReasonInvalidInput {
+				t.Errorf("%s summary = %+v, want failed with invalid_input", s.RequestID, s)
+			}
+		}
+	}
+	for _, m := range dead.snapshot() {
+		d := decodeAs[*schemas.DeadLetter](t, e.serveEnv, m)
+		if d.Reason != schemas.ReasonInvalidInput {
+			t.Errorf("dead letter %s: reason %s (%s)", m.Key, d.Reason, d.Message)
+		}
 	}
 }
