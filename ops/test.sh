@@ -44,5 +44,8 @@ export OPENAI_BASE_URL="$(bash ops/llm.sh url)"
 # Integration tests must run here: a missing service is a failure, not a skip.
 export RULEVALIDATOR_REQUIRE_INTEGRATION=1
 
-log "running go test -race ./..."
-go test -race -count=1 -timeout 30m "$@" ./...
+# One package at a time (-p 1): several packages restart the shared local
+# broker on purpose, which would disturb another package's tests running
+# alongside.
+log "running go test -race -p 1 ./..."
+go test -race -count=1 -p 1 -timeout 45m "$@" ./...
