@@ -547,6 +547,9 @@ func FuzzFind(f *testing.F) {
 		m := newMatcher(t, docs...)
 		text := page1 + "\f" + page2
 
+		// The fast paths agree with the plain algorithms they replace.
+		checkAgainstReference(t, page1, page2, quote, int(from))
+
 		// Any quote: a span returned must be what it says it is.
 		for _, q := range []Quote{{Text: quote, Origin: "doc"}, {Text: quote, Origin: "doc", Page: 2}, {Text: quote}} {
 			if s, ok := m.Find(q); ok {

@@ -130,7 +130,7 @@ func (d *document) normalSpace(n *normalized) searchSpace {
 	return searchSpace{
 		text:      n.text,
 		validPage: d.validPage,
-		pageOf:    func(i int) int { return d.pageOf(int(n.orig[i])) },
+		pageOf:    func(i int) int { return d.pageOf(n.orig.of(i)) },
 		pageBounds: func(p int) (int, int) {
 			lo, hi := d.pageBounds(p)
 			return n.firstAtOrAfter(lo), n.firstAtOrAfter(hi)
@@ -141,9 +141,9 @@ func (d *document) normalSpace(n *normalized) searchSpace {
 // normalized is a document's normalised text with a map back to the original.
 type normalized struct {
 	text string
-	// orig[i] is the byte offset in the document text of the rune that
+	// orig.of(i) is the byte offset in the document text of the rune that
 	// produced text[i]; it never decreases.
-	orig []int32
+	orig originMap
 	src  string // the document text
 }
 
@@ -155,15 +155,14 @@ func newNormalized(src string) *normalized {
 // firstAtOrAfter is the first normalised offset produced at or after
 // original offset off.
 func (n *normalized) firstAtOrAfter(off int) int {
-	i, _ := slices.BinarySearch(n.orig, int32(off))
-	return i
+	return n.orig.firstAtOrAfter(off, len(n.text))
 }
 
 // original maps the normalised range [lo, hi) to the original byte range
 // covering every rune that produced it.
 func (n *normalized) original(lo, hi int) (int, int) {
-	start := int(n.orig[lo])
-	last := int(n.orig[hi-1])
+	start := n.orig.of(lo)
+	last := n.orig.of(hi - 1)
 	_, w := utf8.DecodeRuneInString(n.src[last:])
 	return start, last + w
 }

@@ -1,7 +1,9 @@
 package anchor
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 )
@@ -19,8 +21,9 @@ import (
 //  2. Exact alignment. Around each candidate a window of the normalised
 //     text is aligned with the quote by semi-global edit distance (Sellers'
 //     algorithm: the quote must be consumed whole, the window's prefix and
-//     suffix are free), O(len(quote) * len(window)) at worst. The match is
-//     then grown to whole words where that keeps it above the threshold.
+//     suffix are free), computed bit-parallel (see bitalign.go) in
+//     O(len(quote)/64 * len(window)). The match is then grown to whole
+//     words where that keeps it above the threshold.
 //
 // Similarity is 1 - distance / max(len(quote), len(match)), both counted in
 // code points of normalised text.
@@ -57,19 +60,22 @@ func newShingleIndex(text string) *shingleIndex {
 		buckets <<= 1
 	}
 	x.mask = uint32(buckets - 1)
+	// Count each bucket's bigrams, sum the counts so bucketStart[b] is
+	// where bucket b ends, then place the bigrams last to first, moving
+	// each bucketStart[b] back to where its bucket starts.
 	x.bucketStart = make([]int32, buckets+1)
 	for i := range n {
-		x.bucketStart[x.key(i)&x.mask+1]++
+		x.bucketStart[x.key(i)&x.mask]++
 	}
-	for b := range buckets {
-		x.bucketStart[b+1] += x.bucketStart[b]
+	for b := 1; b < buckets; b++ {
+		x.bucketStart[b] += x.bucketStart[b-1]
 	}
+	x.bucketStart[buckets] = int32(n)
 	x.entries = make([]int32, n)
-	fill := slices.Clone(x.bucketStart[:buckets])
-	for i := range n {
+	for i := n - 1; i >= 0; i-- {
 		b := x.key(i) & x.mask
-		x.entries[fill[b]] = int32(i)
-		fill[b]++
+		x.bucketStart[b]--
+		x.entries[x.bucketStart[b]] = int32(i)
 	}
 	return x
 }
@@ -218,61 +224,121 @@ type tokens struct {
 	hash       []uint32
 }
 
-// tokenize splits s into words, hashing each with 32-bit FNV-1a.
+// tokenize splits s into words, hashing each with wordHash.
 func tokenize(s string) tokens {
 	guess := len(s)/5 + 1
 	t := tokens{start: make([]int32, 0, guess), end: make([]int32, 0, guess), hash: make([]uint32, 0, guess)}
-	const offset, prime = 2166136261, 16777619
-	open, h := -1, uint32(offset)
-	closeWord := func(at int) {
-		t.start = append(t.start, int32(open))
-		t.end = append(t.end, int32(at))
-		t.hash = append(t.hash, h)
-		open, h = -1, offset
-	}
+	open, h := -1, wordHash{}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if asciiWord[c] {
-				if open < 0 {
-					open = i
+			if !asciiWord[c] {
+				if open >= 0 {
+					t.add(open, i, h.sum())
+					open, h = -1, wordHash{}
 				}
-				h = (h ^ uint32(c)) * prime
-			} else if open >= 0 {
-				closeWord(i)
+				i++
+				continue
 			}
-			i++
+			if open < 0 {
+				open = i
+			}
+			// The rest of the run of ASCII word bytes, eight at a time where
+			// they are all ASCII.
+			for i+8 <= len(s) {
+				w := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+				if w&highBits != 0 {
+					break
+				}
+				other := ^wordBytes(w) & highBits
+				if other == 0 {
+					h.add(w, 8)
+					i += 8
+					continue
+				}
+				k := uint(bits.TrailingZeros64(other) / 8)
+				h.add(w&(1<<(8*k)-1), k)
+				i += int(k)
+				break
+			}
+			for ; i < len(s) && asciiWordByte[s[i]]; i++ {
+				h.add(uint64(s[i]), 1)
+			}
 			continue
 		}
 		r, w := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case !isWordRune(r):
 			if open >= 0 {
-				closeWord(i)
+				t.add(open, i, h.sum())
+				open, h = -1, wordHash{}
 			}
 		case standalone(r):
 			if open >= 0 {
-				closeWord(i)
+				t.add(open, i, h.sum())
+				h = wordHash{}
 			}
-			open = i
-			for k := i; k < i+w; k++ {
-				h = (h ^ uint32(s[k])) * prime
-			}
-			closeWord(i + w)
+			h.addString(s[i : i+w])
+			t.add(i, i+w, h.sum())
+			open, h = -1, wordHash{}
 		default:
 			if open < 0 {
 				open = i
 			}
-			for k := i; k < i+w; k++ {
-				h = (h ^ uint32(s[k])) * prime
-			}
+			h.addString(s[i : i+w])
 		}
 		i += w
 	}
 	if open >= 0 {
-		closeWord(len(s))
+		t.add(open, len(s), h.sum())
 	}
 	return t
+}
+
+// wordBytes has the high bit set of each byte of w, eight ASCII bytes, that
+// is a letter or digit.
+func wordBytes(w uint64) uint64 {
+	return inRange(w, '0', '9') | inRange(w, 'a', 'z') | inRange(w, 'A', 'Z')
+}
+
+// wordHash hashes the bytes of a word eight at a time, so a run of ASCII
+// letters costs one multiplication per eight of them; bytes added one by
+// one hash the same as bytes added together.
+type wordHash struct {
+	h, pending uint64
+	n          uint // bytes in pending
+}
+
+// add adds the k bytes (at most eight) of part, the first in its low byte.
+func (x *wordHash) add(part uint64, k uint) {
+	x.pending |= part << (8 * x.n)
+	if x.n+k < 8 {
+		x.n += k
+		return
+	}
+	x.h = (x.h ^ x.pending) * 0x9E3779B97F4A7C15
+	x.h ^= x.h >> 29
+	x.pending = part >> (8 * (8 - x.n)) // 0 where x.n == 0: Go shifts out all bits
+	x.n += k - 8
+}
+
+func (x *wordHash) addString(s string) {
+	for i := 0; i < len(s); i++ {
+		x.add(uint64(s[i]), 1)
+	}
+}
+
+func (x *wordHash) sum() uint32 {
+	h := (x.h ^ x.pending ^ uint64(x.n)<<59) * 0xD6E8FEB86659FD93
+	h ^= h >> 32
+	return uint32(h)
+}
+
+// add appends the word s[start:end] with hash h.
+func (t *tokens) add(start, end int, h uint32) {
+	t.start = append(t.start, int32(start))
+	t.end = append(t.end, int32(end))
+	t.hash = append(t.hash, h)
 }
 
 func bigramKey(a, b uint32) uint32 {
@@ -302,6 +368,7 @@ func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuz
 		return fuzzyMatch{}, false
 	}
 	q := []rune(quote)
+	pattern := newBitPattern(q)
 	drift := int32(math.Ceil((1-threshold)*float64(len(qHash)))) + 1
 	words := int32(len(x.hash))
 
@@ -309,7 +376,7 @@ func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuz
 		if !d.validPage(page) {
 			return 0
 		}
-		return abs(d.pageOf(int(n.orig[normOff])) - page)
+		return abs(d.pageOf(n.orig.of(normOff)) - page)
 	}
 	rank := func(diag int32) int { return pageDistance(int(x.start[min(max(diag, 0), words-1)])) }
 
@@ -324,7 +391,7 @@ func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuz
 		if last < words {
 			hi = int(x.start[last])
 		}
-		m, ok := alignWindow(q, n.text, lo, hi, threshold)
+		m, ok := alignWindow(pattern, q, n.text, lo, hi, threshold)
 		if !ok {
 			continue
 		}
@@ -341,7 +408,7 @@ func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuz
 
 // alignWindow aligns q with text[lo:hi] and returns the best match there,
 // snapped to whole words when that keeps it above threshold.
-func alignWindow(q []rune, text string, lo, hi int, threshold float64) (fuzzyMatch, bool) {
+func alignWindow(p *bitPattern, q []rune, text string, lo, hi int, threshold float64) (fuzzyMatch, bool) {
 	window := make([]rune, 0, hi-lo)
 	offs := make([]int, 0, hi-lo+1)
 	for i := lo; i < hi; {
@@ -351,9 +418,10 @@ func alignWindow(q []rune, text string, lo, hi int, threshold float64) (fuzzyMat
 		i += w
 	}
 	offs = append(offs, hi)
+	slots := p.slots(window)
 
 	// similarity >= threshold needs dist <= (1-threshold) * (len(q)+dist).
-	dist, s, e, ok := semiGlobal(q, window, int((1-threshold)*float64(len(q))/threshold+1e-9))
+	dist, s, e, ok := alignBits(p, q, window, slots, int((1-threshold)*float64(len(q))/threshold+1e-9))
 	if !ok {
 		return fuzzyMatch{}, false
 	}
@@ -382,7 +450,7 @@ func alignWindow(q []rune, text string, lo, hi int, threshold float64) (fuzzyMat
 		if c[0] >= c[1] || (c[0] == s && c[1] == e) {
 			continue
 		}
-		if cs := similarity(levenshtein(q, window[c[0]:c[1]]), len(q), c[1]-c[0]); cs >= threshold {
+		if cs := similarity(p.distance(slots[c[0]:c[1]]), len(q), c[1]-c[0]); cs >= threshold {
 			s, e, sim = c[0], c[1], cs
 			break
 		}
@@ -392,79 +460,4 @@ func alignWindow(q []rune, text string, lo, hi int, threshold float64) (fuzzyMat
 
 func similarity(dist, a, b int) float64 {
 	return 1 - float64(dist)/float64(max(a, b, 1))
-}
-
-// semiGlobal finds the substring t[s:e] whose edit distance to q is least,
-// with q consumed whole (Sellers' algorithm), if that distance is at most
-// k. Each cell carries the start of the path that reached it, so no
-// traceback is needed and memory is O(len(q)). Ukkonen's cut-off skips the
-// rows of a column that can no longer come within k (a cell is never less
-// than its upper-left neighbour), so unrelated text costs about
-// O(k * len(t)) rather than O(len(q) * len(t)). Ties go to the earliest end.
-func semiGlobal(q, t []rune, k int) (dist, s, e int, ok bool) {
-	m := len(q)
-	k = min(k, m)
-	over := int32(k + 1)        // every cell beyond k is stored as k+1
-	cost := make([]int32, m+1)  // column j: cost[i] = distance of q[:i] to the best t[x:j]
-	start := make([]int32, m+1) // start[i] = that x
-	for i := range cost {
-		cost[i] = min(int32(i), over)
-	}
-	last := k // the last row at most k in the current column
-	best, bs, be := over, int32(0), 0
-	if last == m {
-		best = cost[m]
-	}
-	for j := 1; j <= len(t); j++ {
-		top := min(last+1, m)
-		diag, diagStart := cost[0], start[0]
-		cost[0], start[0] = 0, int32(j)
-		tj := t[j-1]
-		for i := 1; i <= top; i++ {
-			v, st := diag, diagStart
-			if q[i-1] != tj {
-				v++
-			}
-			if skip := cost[i] + 1; skip < v { // t[j-1] left out of q
-				v, st = skip, start[i]
-			}
-			if miss := cost[i-1] + 1; miss < v { // q[i-1] missing from t
-				v, st = miss, start[i-1]
-			}
-			diag, diagStart = cost[i], start[i]
-			cost[i], start[i] = min(v, over), st
-		}
-		last = top
-		for last > 0 && cost[last] == over {
-			last--
-		}
-		if last == m && cost[m] < best {
-			best, bs, be = cost[m], start[m], j
-		}
-	}
-	if best == over {
-		return 0, 0, 0, false
-	}
-	return int(best), int(bs), be, true
-}
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b []rune) int {
-	row := make([]int, len(b)+1)
-	for j := range row {
-		row[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		diag := row[0]
-		row[0] = i
-		for j := 1; j <= len(b); j++ {
-			v := diag
-			if a[i-1] != b[j-1] {
-				v++
-			}
-			v = min(v, row[j]+1, row[j-1]+1)
-			diag, row[j] = row[j], v
-		}
-	}
-	return row[len(b)]
 }

@@ -22,7 +22,8 @@ func TestNormalize(t *testing.T) {
 		{"契約 の", "契約 の"},
 		{"bad \xff byte", "bad \ufffd byte"},
 	} {
-		got, orig := normalize(tc.in, true)
+		got, origins := normalize(tc.in, true)
+		orig := origins.expand(len(got))
 		if got != tc.want {
 			t.Errorf("normalize(%q) = %q, want %q", tc.in, got, tc.want)
 		}
