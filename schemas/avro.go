@@ -273,32 +273,12 @@ func eventFromNative(name string, rec map[string]any) (Event, error) {
 
 // Go to native: unions are goavro.Union values, nil for null.
 
-func optString(p *string) any {
+// opt is an optional value of the named Avro type: null or the value.
+func opt[T any](avroType string, p *T) any {
 	if p == nil {
 		return nil
 	}
-	return goavro.Union("string", *p)
-}
-
-func optBool(p *bool) any {
-	if p == nil {
-		return nil
-	}
-	return goavro.Union("boolean", *p)
-}
-
-func optInt(p *int) any {
-	if p == nil {
-		return nil
-	}
-	return goavro.Union("int", *p)
-}
-
-func optDouble(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return goavro.Union("double", *p)
+	return goavro.Union(avroType, *p)
 }
 
 func optBytes(b []byte) any {
@@ -323,26 +303,26 @@ func (r *Request) native() (map[string]any, error) {
 	}
 	var ref map[string]any
 	if r.RulesetRef != nil {
-		ref = map[string]any{"id": r.RulesetRef.ID, "version": optString(r.RulesetRef.Version)}
+		ref = map[string]any{"id": r.RulesetRef.ID, "version": opt("string", r.RulesetRef.Version)}
 	}
 	namedInputs := make([]any, len(r.NamedInputs))
 	for i, in := range r.NamedInputs {
-		namedInputs[i] = map[string]any{"name": in.Name, "description": optString(in.Description), "value_json": in.ValueJSON}
+		namedInputs[i] = map[string]any{"name": in.Name, "description": opt("string", in.Description), "value_json": in.ValueJSON}
 	}
 	return map[string]any{
 		"request_id":     r.RequestID,
 		"tenant_id":      r.TenantID,
 		"ruleset_ref":    optRecord("RulesetRef", ref),
-		"inline_ruleset": optString(r.InlineRuleset),
+		"inline_ruleset": opt("string", r.InlineRuleset),
 		"primary_docs":   documentsNative(r.PrimaryDocs),
 		"auxiliary_docs": documentsNative(r.AuxiliaryDocs),
-		"text_input":     optString(r.TextInput),
+		"text_input":     opt("string", r.TextInput),
 		"named_inputs":   namedInputs,
-		"message":        optString(r.Message),
+		"message":        opt("string", r.Message),
 		"options": map[string]any{
-			"generate_report": optBool(r.Options.GenerateReport),
-			"model":           optString(r.Options.Model),
-			"callback_url":    optString(r.Options.CallbackURL),
+			"generate_report": opt("boolean", r.Options.GenerateReport),
+			"model":           opt("string", r.Options.Model),
+			"callback_url":    opt("string", r.Options.CallbackURL),
 		},
 		"submitted_at": millis(r.SubmittedAt),
 	}, nil
@@ -361,10 +341,10 @@ func documentsNative(docs []Document) []any {
 		}
 		out[i] = map[string]any{
 			"name":         d.Name,
-			"content":      optString(d.Content),
+			"content":      opt("string", d.Content),
 			"pages":        pages,
-			"uri":          optString(d.URI),
-			"content_type": optString(d.ContentType),
+			"uri":          opt("string", d.URI),
+			"content_type": opt("string", d.ContentType),
 		}
 	}
 	return out
@@ -383,8 +363,8 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 			"source_page_number": e.SourcePageNumber,
 			"anchored":           e.Anchored,
 			"match":              string(e.Match),
-			"start_offset":       optInt(e.StartOffset),
-			"end_offset":         optInt(e.EndOffset),
+			"start_offset":       opt("int", e.StartOffset),
+			"end_offset":         opt("int", e.EndOffset),
 		}
 	}
 	return map[string]any{
@@ -392,15 +372,15 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"request_id":       v.RequestID,
 		"tenant_id":        v.TenantID,
 		"ruleset_id":       v.RulesetID,
-		"ruleset_version":  optString(v.RulesetVersion),
+		"ruleset_version":  opt("string", v.RulesetVersion),
 		"model":            v.Model,
 		"rule_id":          v.RuleID,
-		"rule_name":        optString(v.RuleName),
+		"rule_name":        opt("string", v.RuleName),
 		"rule_type":        string(v.RuleType),
 		"data_sufficiency": v.DataSufficiency,
 		"rationale":        v.Rationale,
-		"boolean_output":   optBool(v.BooleanOutput),
-		"numerical_output": optInt(v.NumericalOutput),
+		"boolean_output":   opt("boolean", v.BooleanOutput),
+		"numerical_output": opt("int", v.NumericalOutput),
 		"allowed_scores":   scores,
 		"not_applicable":   v.NotApplicable,
 		"evidences":        evidences,
@@ -417,7 +397,7 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 		boolAgg = map[string]any{"mode": string(b.Mode), "passed": b.Passed, "applicable": b.Applicable, "passed_count": b.PassedCount}
 	}
 	if n := s.Aggregate.Numerical; n != nil {
-		numAgg = map[string]any{"mode": string(n.Mode), "score": optDouble(n.Score), "counted": n.Counted}
+		numAgg = map[string]any{"mode": string(n.Mode), "score": opt("double", n.Score), "counted": n.Counted}
 	}
 	if e := s.Error; e != nil {
 		failure = map[string]any{"code": string(e.Code), "message": e.Message}
@@ -434,7 +414,7 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 		"request_id":      s.RequestID,
 		"tenant_id":       s.TenantID,
 		"ruleset_id":      s.RulesetID,
-		"ruleset_version": optString(s.RulesetVersion),
+		"ruleset_version": opt("string", s.RulesetVersion),
 		"model":           s.Model,
 		"status":          string(s.Status),
 		"counts": map[string]any{
