@@ -166,8 +166,11 @@ func TestSubmitInvalid(t *testing.T) {
 	}{
 		{"not JSON", withCallbacks, `{"request_id":`, "not a request in JSON form", nil},
 		{"unknown field", withCallbacks, `{"ruleset":"x"}`, `unknown field "ruleset"`, nil},
-		{"no ruleset, no name", withCallbacks, `{"request_id":"r1","primary_docs":[{"content":"x"}]}`, `invalid request "r1"`,
-			[]string{"neither ruleset_ref nor inline_ruleset is set; set exactly one", "primary_docs[0]: name is empty"}},
+		{"no ruleset", withCallbacks, `{"request_id":"r1","primary_docs":[{"content":"x"}]}`, `invalid request "r1"`,
+			[]string{"neither ruleset_ref nor inline_ruleset is set; set exactly one"}},
+		{"ambiguous document", withCallbacks, string(validationBody("r8", `"auxiliary_docs":[{"file_name":"a","content":"x","text":"y"}],"text_input":{"text":1}`)), `invalid request "r8"`,
+			[]string{"auxiliary_docs[0]: ambiguous: the document's text is given as both content and text; give one of content, text, markdown",
+				"text_input.text: must be a string (got a number)"}},
 		{"bad request id", withCallbacks, string(validationBody("has space")), `request_id "has space": want 1 to 128 characters`, nil},
 		{"request id with a slash", withCallbacks, string(validationBody("a/b")), `request_id "a/b"`, nil},
 		{"callback to a private address", withCallbacks, string(validationBody("r2", `"options":{"callback_url":"http://10.0.0.1/hook"}`)), "options.callback_url: callback: target refused", nil},

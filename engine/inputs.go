@@ -46,7 +46,7 @@ func (in *Inputs) Validate() error {
 	if in == nil {
 		return &InputError{Problem: noInputsProblem}
 	}
-	p := &inputsParser{docNames: map[string]string{}}
+	p := &inputsParser{docNames: map[string]string{}, checkContent: true}
 	for _, list := range []struct {
 		field string
 		docs  []Document
@@ -65,7 +65,7 @@ func (in *Inputs) Validate() error {
 					p.add(fmt.Sprintf("%s.pages[%d]", field, k), formFeedProblem)
 				}
 			}
-			p.nonEmpty(field, d)
+			p.nonEmpty(field, DocumentForm{Name: d.Name, Pages: d.Pages})
 		}
 	}
 	seen := map[string]int{}
@@ -114,26 +114,37 @@ var (
 // ParseInputs reads a request's inputs from JSON (a document starting with
 // '{') or YAML; see InputsFromMap for what is accepted.
 func ParseInputs(data []byte) (*Inputs, error) {
+	m, err := DecodeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	return InputsFromMap(m)
+}
+
+// DecodeObject reads a JSON (a document starting with '{') or YAML document
+// that must be an object, keeping JSON numbers exact (json.Number). A problem
+// is an *InputError naming the line and column where it can be told.
+func DecodeObject(data []byte) (map[string]any, error) {
 	doc, err := decodeDocument(data)
 	if err != nil {
 		return nil, &InputError{Problem: err.Error()}
 	}
-	m, ok := doc.(map[string]any)
+	m, ok := objectValue(doc)
 	if !ok {
 		return nil, &InputError{Problem: fmt.Sprintf("must be an object (got %s)", describeJSONType(doc))}
 	}
-	return InputsFromMap(m)
+	return m, nil
 }
 
 // InputsFromMap reads a request's inputs from decoded JSON-like values.
 //
 //   - primary_docs, auxiliary_docs: arrays of documents. A document is a
-//     string (named primary_doc_N / auxiliary_doc_N) or an object with a name
-//     (file_name, name or title: the first that is not blank, else the
-//     default) and its text: pages (an array, one string per page) or
-//     content, text or markdown (the first that is not blank; form feeds
-//     separate its pages). pages wins when both are given. Names must be
-//     unique across both arrays.
+//     string (named primary_doc_N / auxiliary_doc_N) or an object with at
+//     most one name key (file_name, name or title; a blank one takes the
+//     default) and exactly one text key: pages (an array, one string per
+//     page) or content, text or markdown (form feeds separate its pages).
+//     Two name keys or two text keys are an error naming both, not a guess.
+//     Names must be unique across both arrays.
 //   - text_input: a string, or {text: string}.
 //   - message: a string.
 //   - named_inputs: an array of {name, description?, value}.
@@ -143,59 +154,162 @@ func ParseInputs(data []byte) (*Inputs, error) {
 // and non-empty. Every problem is reported; each matches
 // errors.Is(err, ErrInvalidInput) and errors.As(err, **InputError).
 func InputsFromMap(m map[string]any) (*Inputs, error) {
-	p := &inputsParser{docNames: map[string]string{}}
-	in := &Inputs{}
+	p := &inputsParser{docNames: map[string]string{}, checkContent: true}
+	form := p.read(m)
+	if len(p.problems) > 0 {
+		return nil, errors.Join(p.problems...)
+	}
+	return form.inputs(), nil
+}
+
+// InputForm is a request's inputs as given, in the shapes InputsFromMap
+// reads, with the aliases resolved and nothing split or judged yet: what a
+// transport that carries inputs on (the Avro request) maps from, so that
+// every way into the service reads the same shapes with the same parser.
+// Absent and empty are told apart (nil pointers and slices are absent).
+type InputForm struct {
+	PrimaryDocs   []DocumentForm
+	AuxiliaryDocs []DocumentForm
+	TextInput     *string
+	NamedInputs   []NamedInputForm
+	Message       *string
+}
+
+// DocumentForm is one document as given. Content is the text of content,
+// text or markdown; Pages the pages array; at most one of them is set.
+// Fields holds the string fields the caller allowed (FormOptions.DocumentFields)
+// that the document has.
+type DocumentForm struct {
+	Name    string
+	Content *string
+	Pages   []string
+	Fields  map[string]string
+}
+
+// NamedInputForm is one named input as given; Value is its decoded JSON value.
+type NamedInputForm struct {
+	Name        string
+	Description *string
+	Value       any
+}
+
+// FormOptions widens what ReadInputForm accepts for a caller that carries
+// more than the inputs.
+type FormOptions struct {
+	// Reserved are top-level keys the caller reads itself: they are neither
+	// inputs nor taken as named inputs.
+	Reserved []string
+	// DocumentFields are further string fields a document may have (a
+	// claim-check uri, a content type). A document with one of them needs
+	// no text.
+	DocumentFields []string
+}
+
+// ReadInputForm reads the inputs of m with the rules of InputsFromMap, but
+// checks shapes only (types, aliases, unknown and ambiguous keys, duplicate
+// names): whether the documents hold any text, and whether any input is
+// given at all, is left to InputsFromMap when the request is judged.
+func ReadInputForm(m map[string]any, opt FormOptions) (*InputForm, error) {
+	p := &inputsParser{docNames: map[string]string{}, opt: opt}
+	form := p.read(m)
+	if len(p.problems) > 0 {
+		return nil, errors.Join(p.problems...)
+	}
+	return form, nil
+}
+
+// inputs is the form as the engine judges it: text split into pages.
+func (f *InputForm) inputs() *Inputs {
+	in := &Inputs{PrimaryDocs: documentsOf(f.PrimaryDocs), AuxiliaryDocs: documentsOf(f.AuxiliaryDocs)}
+	if f.TextInput != nil {
+		in.TextInput = *f.TextInput
+	}
+	if f.Message != nil {
+		in.Message = *f.Message
+	}
+	for _, n := range f.NamedInputs {
+		ni := NamedInput{Name: n.Name, Value: n.Value}
+		if n.Description != nil {
+			ni.Description = *n.Description
+		}
+		in.NamedInputs = append(in.NamedInputs, ni)
+	}
+	return in
+}
+
+func documentsOf(forms []DocumentForm) []Document {
+	var docs []Document
+	for _, f := range forms {
+		docs = append(docs, f.document())
+	}
+	return docs
+}
+
+func (f DocumentForm) document() Document {
+	d := Document{Name: f.Name, Pages: f.Pages}
+	if f.Content != nil {
+		d.Pages = strings.Split(*f.Content, "\f")
+	}
+	return d
+}
+
+// read reads every input of m into a form, collecting problems.
+func (p *inputsParser) read(m map[string]any) *InputForm {
+	form := &InputForm{}
 	// Primary documents first, so a duplicate name is reported on the auxiliary one.
 	if v, ok := m[fieldPrimaryDocs]; ok {
-		in.PrimaryDocs = p.documents(fieldPrimaryDocs, "primary_doc", v)
+		form.PrimaryDocs = p.documents(fieldPrimaryDocs, "primary_doc", v)
 	}
 	if v, ok := m[fieldAuxiliaryDocs]; ok {
-		in.AuxiliaryDocs = p.documents(fieldAuxiliaryDocs, "auxiliary_doc", v)
+		form.AuxiliaryDocs = p.documents(fieldAuxiliaryDocs, "auxiliary_doc", v)
 	}
 	_, haveNamedInputs := m[fieldNamedInputs]
 	for _, key := range sortedMapKeys(m) {
 		v := m[key]
-		switch key {
-		case fieldPrimaryDocs, fieldAuxiliaryDocs:
+		switch {
+		case slices.Contains(p.opt.Reserved, key):
+			// The caller's.
+		case key == fieldPrimaryDocs, key == fieldAuxiliaryDocs:
 			// Read above.
-		case fieldTextInput:
-			in.TextInput = p.textInput(v)
-		case fieldMessage:
+		case key == fieldTextInput:
+			form.TextInput = p.textInput(v)
+		case key == fieldMessage:
 			s, ok := v.(string)
 			if !ok {
 				p.typeErr(key, "a string", v)
 			}
-			in.Message = s
-		case fieldNamedInputs:
-			in.NamedInputs = p.namedInputs(v)
+			form.Message = &s
+		case key == fieldNamedInputs:
+			form.NamedInputs = p.namedInputs(v)
+		case haveNamedInputs:
+			p.add(key, "unknown field: with named_inputs given, other keys are not taken as named inputs (known: %s)",
+				strings.Join(append([]string{fieldPrimaryDocs, fieldAuxiliaryDocs, fieldTextInput, fieldNamedInputs, fieldMessage}, p.opt.Reserved...), ", "))
+		case strings.TrimSpace(key) == "":
+			p.add(fmt.Sprintf("%q", key), "a blank key cannot name an input")
 		default:
-			if haveNamedInputs {
-				p.add(key, "unknown field: with named_inputs given, other keys are not taken as named inputs (known: %s, %s, %s, %s, %s)",
-					fieldPrimaryDocs, fieldAuxiliaryDocs, fieldTextInput, fieldNamedInputs, fieldMessage)
-				continue
-			}
-			if strings.TrimSpace(key) == "" {
-				p.add(fmt.Sprintf("%q", key), "a blank key cannot name an input")
+			if like := p.lookalike(key); like != "" {
+				p.add(key, "unknown field %q: did you mean %s? (a key that looks like a field is not taken as a named input; give such an input in named_inputs)", key, like)
 				continue
 			}
 			if p.jsonValue(key, v) {
-				in.NamedInputs = append(in.NamedInputs, NamedInput{Name: key, Value: v})
+				form.NamedInputs = append(form.NamedInputs, NamedInputForm{Name: key, Value: v})
 			}
 		}
 	}
-	if len(p.problems) == 0 && in.empty() {
+	if p.checkContent && len(p.problems) == 0 && form.inputs().empty() {
 		p.add("", noInputsProblem)
 	}
-	if len(p.problems) > 0 {
-		return nil, errors.Join(p.problems...)
-	}
-	return in, nil
+	return form
 }
 
 type inputsParser struct {
 	problems []error
 	// docNames maps each document name read so far to where it was given.
 	docNames map[string]string
+	// checkContent asks for the checks of what the inputs hold (documents
+	// with text, at least one input) besides their shapes.
+	checkContent bool
+	opt          FormOptions
 }
 
 func (p *inputsParser) add(field, format string, args ...any) {
@@ -215,13 +329,13 @@ func (p *inputsParser) jsonValue(field string, v any) bool {
 	return true
 }
 
-func (p *inputsParser) documents(field, defaultName string, v any) []Document {
+func (p *inputsParser) documents(field, defaultName string, v any) []DocumentForm {
 	items, ok := listValue(v)
 	if !ok {
 		p.typeErr(field, "an array of documents", v)
 		return nil
 	}
-	docs := make([]Document, 0, len(items))
+	docs := make([]DocumentForm, 0, len(items))
 	for i, item := range items {
 		docField := fmt.Sprintf("%s[%d]", field, i)
 		doc, ok := p.document(docField, fmt.Sprintf("%s_%d", defaultName, i+1), item)
@@ -238,17 +352,17 @@ func (p *inputsParser) documents(field, defaultName string, v any) []Document {
 	return docs
 }
 
-func (p *inputsParser) document(field, defaultName string, v any) (Document, bool) {
+func (p *inputsParser) document(field, defaultName string, v any) (DocumentForm, bool) {
 	if s, ok := v.(string); ok {
-		doc := Document{Name: defaultName, Pages: strings.Split(s, "\f")}
+		doc := DocumentForm{Name: defaultName, Content: &s}
 		return doc, p.nonEmpty(field, doc)
 	}
 	obj, ok := objectValue(v)
 	if !ok {
 		p.typeErr(field, "a string or an object", v)
-		return Document{}, false
+		return DocumentForm{}, false
 	}
-	known := append(append([]string{"pages"}, documentNameKeys...), documentContentKeys...)
+	known := append(append(append([]string{"pages"}, documentNameKeys...), documentContentKeys...), p.opt.DocumentFields...)
 	for _, key := range sortedMapKeys(obj) {
 		if !slices.Contains(known, key) {
 			p.add(field, "unknown field %q (known: %s)", key, strings.Join(known, ", "))
@@ -256,26 +370,63 @@ func (p *inputsParser) document(field, defaultName string, v any) (Document, boo
 	}
 	before := len(p.problems)
 
-	doc := Document{Name: p.firstString(field, obj, documentNameKeys)}
-	if doc.Name == "" {
+	var doc DocumentForm
+	if name := p.oneString(field, obj, documentNameKeys, "the document's name"); name != nil && strings.TrimSpace(*name) != "" {
+		doc.Name = *name
+	} else {
 		doc.Name = defaultName
 	}
-	content := p.firstString(field, obj, documentContentKeys)
-	if raw, ok := obj["pages"]; ok {
-		doc.Pages = p.pages(field+".pages", raw)
-	} else if content != "" {
-		doc.Pages = strings.Split(content, "\f")
+	textKeys := append([]string{"pages"}, documentContentKeys...)
+	if _, ok := obj["pages"]; ok {
+		if p.onlyOne(field, obj, textKeys, "the document's text") {
+			doc.Pages = p.pages(field+".pages", obj["pages"])
+		}
+	} else {
+		doc.Content = p.oneString(field, obj, documentContentKeys, "the document's text")
+	}
+	for _, key := range p.opt.DocumentFields {
+		raw, ok := obj[key]
+		if !ok {
+			continue
+		}
+		s, ok := raw.(string)
+		if !ok {
+			p.typeErr(field+"."+key, "a string", raw)
+			continue
+		}
+		if doc.Fields == nil {
+			doc.Fields = map[string]string{}
+		}
+		doc.Fields[key] = s
 	}
 	if len(p.problems) > before {
-		return Document{}, false
+		return DocumentForm{}, false
 	}
 	return doc, p.nonEmpty(field, doc)
 }
 
-// firstString returns the first string among keys that is not blank,
-// reporting any of them that is not a string.
-func (p *inputsParser) firstString(field string, obj map[string]any, keys []string) string {
-	var found string
+// onlyOne reports when obj has more than one of keys, which are aliases of
+// what: which one was meant cannot be told.
+func (p *inputsParser) onlyOne(field string, obj map[string]any, keys []string, what string) bool {
+	var given []string
+	for _, key := range keys {
+		if _, ok := obj[key]; ok {
+			given = append(given, key)
+		}
+	}
+	if len(given) > 1 {
+		p.add(field, "ambiguous: %s is given as both %s; give one of %s", what, strings.Join(given, " and "), strings.Join(keys, ", "))
+		return false
+	}
+	return true
+}
+
+// oneString returns the string under the one of keys that obj has, nil when
+// it has none, reporting a value that is not a string or more than one key.
+func (p *inputsParser) oneString(field string, obj map[string]any, keys []string, what string) *string {
+	if !p.onlyOne(field, obj, keys, what) {
+		return nil
+	}
 	for _, key := range keys {
 		v, ok := obj[key]
 		if !ok {
@@ -284,13 +435,11 @@ func (p *inputsParser) firstString(field string, obj map[string]any, keys []stri
 		s, ok := v.(string)
 		if !ok {
 			p.typeErr(field+"."+key, "a string", v)
-			continue
+			return nil
 		}
-		if found == "" && strings.TrimSpace(s) != "" {
-			found = s
-		}
+		return &s
 	}
-	return found
+	return nil
 }
 
 func (p *inputsParser) pages(field string, v any) []string {
@@ -314,9 +463,19 @@ func (p *inputsParser) pages(field string, v any) []string {
 	return pages
 }
 
-// nonEmpty reports a document with nothing to read in it.
-func (p *inputsParser) nonEmpty(field string, doc Document) bool {
-	for _, page := range doc.Pages {
+// nonEmpty reports a document with nothing to read in it. Checking shapes
+// only, a document needs its text (or one of the caller's fields) to be
+// given, not to hold anything.
+func (p *inputsParser) nonEmpty(field string, doc DocumentForm) bool {
+	if !p.checkContent {
+		if doc.Content == nil && doc.Pages == nil && len(doc.Fields) == 0 {
+			ways := strings.Join(append([]string{"content", "text", "markdown", "pages"}, p.opt.DocumentFields...), ", ")
+			p.add(field, "document %q has no text: give one of %s", doc.Name, ways)
+			return false
+		}
+		return true
+	}
+	for _, page := range doc.document().Pages {
 		if strings.TrimSpace(page) != "" {
 			return true
 		}
@@ -325,14 +484,14 @@ func (p *inputsParser) nonEmpty(field string, doc Document) bool {
 	return false
 }
 
-func (p *inputsParser) textInput(v any) string {
+func (p *inputsParser) textInput(v any) *string {
 	if s, ok := v.(string); ok {
-		return s
+		return &s
 	}
 	obj, ok := objectValue(v)
 	if !ok {
 		p.typeErr(fieldTextInput, "a string or an object {text: string}", v)
-		return ""
+		return nil
 	}
 	for _, key := range sortedMapKeys(obj) {
 		if key != "text" {
@@ -342,22 +501,22 @@ func (p *inputsParser) textInput(v any) string {
 	raw, ok := obj["text"]
 	if !ok {
 		p.add(fieldTextInput+".text", "missing")
-		return ""
+		return nil
 	}
 	s, ok := raw.(string)
 	if !ok {
 		p.typeErr(fieldTextInput+".text", "a string", raw)
 	}
-	return s
+	return &s
 }
 
-func (p *inputsParser) namedInputs(v any) []NamedInput {
+func (p *inputsParser) namedInputs(v any) []NamedInputForm {
 	items, ok := listValue(v)
 	if !ok {
 		p.typeErr(fieldNamedInputs, "an array of {name, description, value}", v)
 		return nil
 	}
-	var out []NamedInput
+	var out []NamedInputForm
 	seen := map[string]int{}
 	for i, item := range items {
 		field := fmt.Sprintf("%s[%d]", fieldNamedInputs, i)
@@ -367,7 +526,7 @@ func (p *inputsParser) namedInputs(v any) []NamedInput {
 			continue
 		}
 		before := len(p.problems)
-		var in NamedInput
+		var in NamedInputForm
 		for _, key := range sortedMapKeys(obj) {
 			switch v := obj[key]; key {
 			case "name":
@@ -381,7 +540,7 @@ func (p *inputsParser) namedInputs(v any) []NamedInput {
 				if !ok {
 					p.typeErr(field+".description", "a string", v)
 				}
-				in.Description = s
+				in.Description = &s
 			case "value":
 				if p.jsonValue(field+".value", v) {
 					in.Value = v
@@ -441,4 +600,38 @@ func objectValue(v any) (map[string]any, bool) {
 		m[it.Key().String()] = it.Value().Interface()
 	}
 	return m, true
+}
+
+// lookalike returns the known top-level key that key is probably a
+// misspelling of (at most two edits away, a prefix of it, or the same but
+// for case), "" when none: such a key is a mistake, not a named input.
+func (p *inputsParser) lookalike(key string) string {
+	k := strings.ToLower(key)
+	for _, known := range append([]string{fieldPrimaryDocs, fieldAuxiliaryDocs, fieldTextInput, fieldNamedInputs, fieldMessage}, p.opt.Reserved...) {
+		if k == known || editDistance(k, known) <= 2 || (len(k) >= 4 && strings.HasPrefix(known, k)) {
+			return known
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -31,24 +31,24 @@ func TestParseInputsForms(t *testing.T) {
 			},
 		},
 		{
-			name: "object documents: name keys and content keys in order of preference",
+			name: "object documents: every name key and every text key",
 			doc: `{"primary_docs": [
-				{"file_name": "a.pdf", "name": "ignored", "title": "ignored", "content": "A", "text": "ignored", "markdown": "ignored"},
-				{"name": "b", "title": "ignored", "text": "B1\fB2"},
+				{"file_name": "a.pdf", "content": "A"},
+				{"name": "b", "text": "B1\fB2"},
 				{"title": "c", "markdown": "# C"},
-				{"file_name": "", "name": "d", "title": "ignored", "content": " ", "text": "D"},
+				{"file_name": " ", "content": "blank name"},
 				{"content": "unnamed"}]}`,
 			want: engine.Inputs{PrimaryDocs: []engine.Document{
 				{Name: "a.pdf", Pages: []string{"A"}},
 				{Name: "b", Pages: []string{"B1", "B2"}},
 				{Name: "c", Pages: []string{"# C"}},
-				{Name: "d", Pages: []string{"D"}},
+				{Name: "primary_doc_4", Pages: []string{"blank name"}},
 				{Name: "primary_doc_5", Pages: []string{"unnamed"}},
 			}},
 		},
 		{
-			name: "pages win over content and keep empty pages",
-			doc:  `{"auxiliary_docs": [{"name": "p", "pages": ["one", "", "three"], "content": "ignored"}]}`,
+			name: "pages keep empty pages",
+			doc:  `{"auxiliary_docs": [{"name": "p", "pages": ["one", "", "three"]}]}`,
 			want: engine.Inputs{AuxiliaryDocs: []engine.Document{{Name: "p", Pages: []string{"one", "", "three"}}}},
 		},
 		{
@@ -166,6 +166,26 @@ func TestParseInputsRejects(t *testing.T) {
 				"inputs: primary_docs[1].pages: must be an array of strings (got a string)",
 				"inputs: primary_docs[2].pages[1]: must be a string (got a number)",
 				`inputs: primary_docs[2].pages[2]: must not contain a form feed ("\f" separates pages)`,
+			},
+		},
+		{
+			name: "ambiguous documents: two name keys, two text keys, pages and text",
+			doc: `{"primary_docs": [{"file_name": "a", "name": "b", "content": "x"}, {"name": "c", "content": "x", "text": "y"},
+				{"title": "d", "pages": ["x"], "markdown": "y"}, {"file_name": "e", "title": "", "content": "x"}]}`,
+			want: []string{
+				"inputs: primary_docs[0]: ambiguous: the document's name is given as both file_name and name; give one of file_name, name, title",
+				"inputs: primary_docs[1]: ambiguous: the document's text is given as both content and text; give one of content, text, markdown",
+				"inputs: primary_docs[2]: ambiguous: the document's text is given as both pages and markdown; give one of pages, content, text, markdown",
+				"inputs: primary_docs[3]: ambiguous: the document's name is given as both file_name and title; give one of file_name, name, title",
+			},
+		},
+		{
+			name: "keys that look like fields are not named inputs",
+			doc:  `{"text_imput": "x", "Message": "y", "primary": ["z"], "contract_value": 1}`,
+			want: []string{
+				`inputs: Message: unknown field "Message": did you mean message? (a key that looks like a field is not taken as a named input; give such an input in named_inputs)`,
+				`inputs: primary: unknown field "primary": did you mean primary_docs? (a key that looks like a field is not taken as a named input; give such an input in named_inputs)`,
+				`inputs: text_imput: unknown field "text_imput": did you mean text_input? (a key that looks like a field is not taken as a named input; give such an input in named_inputs)`,
 			},
 		},
 		{

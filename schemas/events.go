@@ -1,7 +1,6 @@
 package schemas
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -587,10 +586,10 @@ func cloneAggregate(a engine.Aggregate) engine.Aggregate {
 	return out
 }
 
-// The request's JSON form is what the HTTP API and the produce CLI accept:
-// the Avro request as a natural object, with inline_ruleset as an object (or
-// a string holding one), named input values as real JSON values and
-// submitted_at in RFC 3339.
+// The request's JSON form is what MarshalJSON writes: the Avro request as a
+// natural object, with inline_ruleset as an object (or a string holding one),
+// named input values as real JSON values and submitted_at in RFC 3339. What
+// is read (request_json.go) is wider: the specification's input shapes too.
 
 type requestJSON struct {
 	RequestID     string           `json:"request_id"`
@@ -629,21 +628,6 @@ type optionsJSON struct {
 	GenerateReport *bool   `json:"generate_report,omitempty"`
 	Model          *string `json:"model,omitempty"`
 	CallbackURL    *string `json:"callback_url,omitempty"`
-}
-
-// RequestFromJSON reads a request in its JSON form and checks it as Validate
-// does, except that submitted_at may be left out for the caller to stamp
-// before encoding. Problems are reported as a *RequestError.
-func RequestFromJSON(data []byte) (*Request, error) {
-	var r Request
-	if err := r.UnmarshalJSON(data); err != nil {
-		return nil, err
-	}
-	if err := r.validate(false); err != nil {
-		err.(*RequestError).Request = &r
-		return nil, err
-	}
-	return &r, nil
 }
 
 // JSON is the request in its JSON form.
@@ -686,66 +670,6 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// UnmarshalJSON reads the request's JSON form; unknown fields are errors so
-// a misspelt field is not silently dropped. It does not call Validate.
-func (r *Request) UnmarshalJSON(data []byte) error {
-	fail := func(format string, args ...any) error {
-		return &RequestError{Problems: []string{fmt.Sprintf(format, args...)}}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var in requestJSON
-	if err := dec.Decode(&in); err != nil {
-		return fail("not a request in JSON form: %v", err)
-	}
-	if dec.More() {
-		return fail("not a request in JSON form: data after the object at byte offset %d", dec.InputOffset())
-	}
-	out := Request{
-		RequestID:     in.RequestID,
-		TenantID:      in.TenantID,
-		PrimaryDocs:   documentsFromJSON(in.PrimaryDocs),
-		AuxiliaryDocs: documentsFromJSON(in.AuxiliaryDocs),
-		TextInput:     in.TextInput,
-		Message:       in.Message,
-		Options:       Options(in.Options),
-		SubmittedAt:   in.SubmittedAt,
-	}
-	if in.RulesetRef != nil {
-		out.RulesetRef = &RulesetRef{ID: in.RulesetRef.ID, Version: in.RulesetRef.Version}
-	}
-	if raw := bytes.TrimSpace(in.InlineRuleset); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
-		var text string
-		switch raw[0] {
-		case '"':
-			if err := json.Unmarshal(raw, &text); err != nil {
-				return fail("inline_ruleset: %v", err)
-			}
-		case '{':
-			var compact bytes.Buffer
-			if err := json.Compact(&compact, raw); err != nil {
-				return fail("inline_ruleset: %v", err)
-			}
-			text = compact.String()
-		default:
-			return fail("inline_ruleset must be a JSON object or a string holding one")
-		}
-		out.InlineRuleset = &text
-	}
-	for i, ni := range in.NamedInputs {
-		if ni.Value == nil {
-			return fail("%s: value is missing (use null for no value)", docField("named_inputs", i, ni.Name))
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, ni.Value); err != nil {
-			return fail("%s: value: %v", docField("named_inputs", i, ni.Name), err)
-		}
-		out.NamedInputs = append(out.NamedInputs, NamedInput{Name: ni.Name, Description: ni.Description, ValueJSON: compact.String()})
-	}
-	*r = out
-	return nil
-}
-
 func isJSONObject(text string) bool {
 	trimmed := strings.TrimSpace(text)
 	return strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed))
@@ -755,14 +679,6 @@ func documentsJSON(docs []Document) []documentJSON {
 	var out []documentJSON
 	for _, d := range docs {
 		out = append(out, documentJSON(d))
-	}
-	return out
-}
-
-func documentsFromJSON(docs []documentJSON) []Document {
-	var out []Document
-	for _, d := range docs {
-		out = append(out, Document(d))
 	}
 	return out
 }

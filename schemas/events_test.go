@@ -68,7 +68,7 @@ func TestRequestJSONSample(t *testing.T) {
 		t.Errorf("claim-check document read wrong: %+v", got)
 	}
 	assertEqual(t, []string{req.NamedInputs[0].ValueJSON, req.NamedInputs[1].ValueJSON},
-		[]string{"250000", `[{"role":"sales","email":"vertrieb@mueller-soehne.example"}]`})
+		[]string{"250000", `[{"email":"vertrieb@mueller-soehne.example","role":"sales"}]`})
 	if want := time.Date(2025, 3, 1, 9, 30, 0, 250_000_000, time.UTC); !req.SubmittedAt.Equal(want) {
 		t.Errorf("submitted_at %v, want %v", req.SubmittedAt, want)
 	}
@@ -156,13 +156,16 @@ func TestRequestJSONErrors(t *testing.T) {
 		name, json, want string
 	}{
 		{"not an object", `[1]`, "not a request in JSON form"},
-		{"unknown field", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"primary_doc":[]}`, `unknown field "primary_doc"`},
-		{"trailing data", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"}} {}`, "data after the object"},
-		{"inline ruleset array", `{"request_id":"r","tenant_id":"t","inline_ruleset":[1]}`, "inline_ruleset must be a JSON object or a string holding one"},
-		{"named input without value", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"named_inputs":[{"name":"n"}]}`, `named_inputs[0] ("n"): value is missing (use null for no value)`},
-		{"bad time", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"submitted_at":"yesterday"}`, "not a request in JSON form"},
+		{"unknown field next to named_inputs", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"named_inputs":[],"primary_doc":[]}`, `primary_doc: unknown field: with named_inputs given`},
+		{"unknown option", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"options":{"generate_reprot":true}}`, `options: unknown field "generate_reprot" (known: generate_report, model, callback_url)`},
+		{"unknown ruleset_ref field", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x","versoin":"1"}}`, `ruleset_ref: unknown field "versoin"`},
+		{"request_id not a string", `{"request_id":7,"tenant_id":"t","ruleset_ref":{"id":"x"}}`, `request_id: must be a string (got a number)`},
+		{"trailing data", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"}} {}`, "unexpected data after the document"},
+		{"inline ruleset array", `{"request_id":"r","tenant_id":"t","inline_ruleset":[1]}`, "inline_ruleset: must be a JSON object or a string holding one (got an array)"},
+		{"named input without value", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"named_inputs":[{"name":"n"}]}`, `named_inputs[0].value: missing (use null for no value)`},
+		{"bad time", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"submitted_at":"yesterday"}`, `submitted_at: want an RFC 3339 timestamp, got "yesterday"`},
 		{"both rulesets", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"inline_ruleset":{}}`, "both ruleset_ref and inline_ruleset are set"},
-		{"doc with content and pages", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"primary_docs":[{"name":"a","content":"x","pages":["y"]}]}`, `primary_docs[0] ("a"): both content and pages given`},
+		{"doc with content and pages", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"primary_docs":[{"name":"a","content":"x","pages":["y"]}]}`, `primary_docs[0]: ambiguous: the document's text is given as both pages and content`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := RequestFromJSON([]byte(tc.json))

@@ -118,7 +118,7 @@ func fullRequest() *Request {
 		TextInput:     new(unicodeText),
 		NamedInputs: []NamedInput{
 			{Name: "volume", Description: new("yearly volume"), ValueJSON: "12345678901234567890"},
-			{Name: "contacts", ValueJSON: `[{"role":"sales","email":"a@b.example"}]`},
+			{Name: "contacts", ValueJSON: `[{"email":"a@b.example","role":"sales"}]`},
 		},
 		Message:     new("Flag blockers."),
 		Options:     Options{GenerateReport: new(true), Model: new("gemma-3-270m"), CallbackURL: new("https://hooks.example/x")},

@@ -285,7 +285,7 @@ func TestProduceInvalid(t *testing.T) {
 		{"two rulesets", `{"tenant_id": "t", "ruleset_ref": {"id": "x"}, "inline_ruleset": {"id": "x", "rules": []}, "text_input": "hi"}`, nil,
 			[]string{"both ruleset_ref and inline_ruleset are set"}},
 		{"document without text", `{"tenant_id": "t", "ruleset_ref": {"id": "x"}, "primary_docs": [{"name": "a.pdf"}]}`, nil,
-			[]string{`primary_docs[0] ("a.pdf"): no content, pages or uri given`}},
+			[]string{`primary_docs[0]: document "a.pdf" has no text`}},
 		{"misspelt field", `{"tenant_id": "t", "ruleset_ref": {"id": "x"}, "text_imput": "hi"}`, nil, []string{`unknown field "text_imput"`}},
 		{"bad YAML", "tenant_id: [unclosed\n", nil, []string{"neither a JSON object nor valid YAML"}},
 		{"invalid inline ruleset", badInline, nil, []string{`inline_ruleset: ruleset "x": rules[0] (rule_id "a"): weight: must be a finite number greater than 0 (got -1)`}},

@@ -1,0 +1,324 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"rulevalidator/engine"
+)
+
+// Reading a request from JSON (the HTTP API, the produce CLI, validate) goes
+// through RequestFromMap, the one mapping from the JSON shapes into the typed
+// request. The inputs are read by the engine's own parser
+// (engine.ReadInputForm), so every way in accepts the shapes `validate`
+// does: documents as strings or objects named by file_name, name or title
+// with their text in content, text, markdown or pages (or a claim-check uri),
+// text_input as a string or {text}, and, when named_inputs is absent, any
+// other top-level key as a named input. The request's own keys are below.
+
+// Top-level keys of a request that are not inputs.
+const (
+	keyRequestID     = "request_id"
+	keyTenantID      = "tenant_id"
+	keyRulesetRef    = "ruleset_ref"
+	keyInlineRuleset = "inline_ruleset"
+	keyOptions       = "options"
+	keySubmittedAt   = "submitted_at"
+)
+
+// RequestKeys are the top-level keys of a request's JSON form that are not
+// inputs; every other key is an input (or, without named_inputs, a named
+// input).
+var RequestKeys = []string{keyRequestID, keyTenantID, keyRulesetRef, keyInlineRuleset, keyOptions, keySubmittedAt}
+
+// Document keys beyond the engine's: a claim check and its content type.
+const (
+	keyURI         = "uri"
+	keyContentType = "content_type"
+)
+
+// RequestFromJSON reads a request from JSON (or YAML of the same structure)
+// and checks it as Validate does, except that submitted_at may be left out
+// for the caller to stamp before encoding. Problems are reported as a
+// *RequestError.
+func RequestFromJSON(data []byte) (*Request, error) {
+	var r Request
+	if err := r.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	if err := r.validate(false); err != nil {
+		err.(*RequestError).Request = &r
+		return nil, err
+	}
+	return &r, nil
+}
+
+// UnmarshalJSON reads a request from JSON with RequestFromMap. It does not
+// call Validate.
+func (r *Request) UnmarshalJSON(data []byte) error {
+	m, err := engine.DecodeObject(data)
+	if err != nil {
+		var ie *engine.InputError
+		if errors.As(err, &ie) {
+			return &RequestError{Problems: []string{"not a request in JSON form: " + ie.Problem}}
+		}
+		return &RequestError{Problems: []string{"not a request in JSON form: " + err.Error()}}
+	}
+	req, err := RequestFromMap(m)
+	if err != nil {
+		return err
+	}
+	*r = *req
+	return nil
+}
+
+// RequestFromMap maps a request's decoded JSON (or YAML) into the typed
+// request: request_id and tenant_id (strings), ruleset_ref ({id, version?}),
+// inline_ruleset (an object, or a string holding the ruleset), options
+// ({generate_report?, model?, callback_url?}), submitted_at (RFC 3339), and
+// the inputs in any shape engine.InputsFromMap reads, documents also by uri
+// ({name, uri, content_type?}). Named input values become JSON text. Every
+// problem is listed in one *RequestError; Validate is not called.
+func RequestFromMap(m map[string]any) (*Request, error) {
+	var p problems
+	r := &Request{}
+	r.RequestID = p.str(m, keyRequestID)
+	r.TenantID = p.str(m, keyTenantID)
+	if v, ok := m[keyRulesetRef]; ok {
+		r.RulesetRef = p.rulesetRef(v)
+	}
+	if v, ok := m[keyInlineRuleset]; ok && v != nil {
+		r.InlineRuleset = p.inlineRuleset(keyInlineRuleset, v)
+	}
+	if v, ok := m[keyOptions]; ok {
+		r.Options = p.options(v)
+	}
+	if v, ok := m[keySubmittedAt]; ok {
+		r.SubmittedAt = p.time(keySubmittedAt, v)
+	}
+	p.inputs(r, m, RequestKeys)
+	return r, p.err(r.RequestID)
+}
+
+// ReadInputs sets the request's inputs from m, which holds inputs only (in
+// any shape RequestFromMap reads), replacing those it had. Problems are one
+// *RequestError.
+func (r *Request) ReadInputs(m map[string]any) error {
+	var p problems
+	p.inputs(r, m, nil)
+	return p.err(r.RequestID)
+}
+
+// problems collects what is wrong with a request being read.
+type problems []string
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, field+": "+fmt.Sprintf(format, args...))
+}
+
+func (p *problems) err(requestID string) error {
+	if len(*p) == 0 {
+		return nil
+	}
+	return &RequestError{RequestID: requestID, Problems: *p}
+}
+
+func (p *problems) typeErr(field, want string, got any) {
+	p.add(field, "must be %s (got %s)", want, jsonType(got))
+}
+
+// str reads an optional string field of m.
+func (p *problems) str(m map[string]any, key string) string {
+	s, _ := p.optStr(m, key, key)
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// optStr reads an optional string field of m; field names it in messages.
+func (p *problems) optStr(m map[string]any, key, field string) (*string, bool) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return nil, ok
+	}
+	s, isString := v.(string)
+	if !isString {
+		p.typeErr(field, "a string", v)
+		return nil, true
+	}
+	return &s, true
+}
+
+// known reports every key of obj that is not in keys.
+func (p *problems) known(field string, obj map[string]any, keys ...string) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !slices.Contains(keys, k) {
+			p.add(field, "unknown field %q (known: %s)", k, strings.Join(keys, ", "))
+		}
+	}
+}
+
+func (p *problems) rulesetRef(v any) *RulesetRef {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		p.typeErr(keyRulesetRef, "an object {id, version?}", v)
+		return nil
+	}
+	p.known(keyRulesetRef, obj, "id", "version")
+	ref := &RulesetRef{ID: p.str(obj, "id")}
+	ref.Version, _ = p.optStr(obj, "version", keyRulesetRef+".version")
+	return ref
+}
+
+// inlineRuleset keeps a ruleset object as compact JSON text and a string as
+// it is (JSON or YAML text, parsed when the request is judged).
+func (p *problems) inlineRuleset(field string, v any) *string {
+	switch v := v.(type) {
+	case string:
+		return &v
+	case map[string]any:
+		text, err := jsonText(v)
+		if err != nil {
+			p.add(field, "cannot be written as JSON: %v", err)
+			return nil
+		}
+		return &text
+	default:
+		p.add(field, "must be a JSON object or a string holding one (got %s)", jsonType(v))
+		return nil
+	}
+}
+
+func (p *problems) options(v any) Options {
+	var o Options
+	obj, ok := v.(map[string]any)
+	if !ok {
+		p.typeErr(keyOptions, "an object {generate_report?, model?, callback_url?}", v)
+		return o
+	}
+	p.known(keyOptions, obj, "generate_report", "model", "callback_url")
+	if raw, ok := obj["generate_report"]; ok && raw != nil {
+		b, isBool := raw.(bool)
+		if !isBool {
+			p.typeErr(keyOptions+".generate_report", "true or false", raw)
+		} else {
+			o.GenerateReport = &b
+		}
+	}
+	o.Model, _ = p.optStr(obj, "model", keyOptions+".model")
+	o.CallbackURL, _ = p.optStr(obj, "callback_url", keyOptions+".callback_url")
+	return o
+}
+
+func (p *problems) time(field string, v any) time.Time {
+	switch v := v.(type) {
+	case time.Time: // YAML
+		return v.UTC()
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			p.add(field, "want an RFC 3339 timestamp, got %q", v)
+			return time.Time{}
+		}
+		return t.UTC()
+	case nil:
+		return time.Time{}
+	default:
+		p.typeErr(field, "an RFC 3339 timestamp string", v)
+		return time.Time{}
+	}
+}
+
+// inputs reads the inputs of m (every key but reserved) into r with the
+// engine's parser.
+func (p *problems) inputs(r *Request, m map[string]any, reserved []string) {
+	form, err := engine.ReadInputForm(m, engine.FormOptions{Reserved: reserved, DocumentFields: []string{keyURI, keyContentType}})
+	if err != nil {
+		for _, e := range unjoin(err) {
+			var ie *engine.InputError
+			switch {
+			case errors.As(e, &ie) && ie.Field != "":
+				p.add(ie.Field, "%s", ie.Problem)
+			case errors.As(e, &ie):
+				*p = append(*p, ie.Problem)
+			default:
+				*p = append(*p, e.Error())
+			}
+		}
+		return
+	}
+	r.PrimaryDocs = documentsFromForm(form.PrimaryDocs)
+	r.AuxiliaryDocs = documentsFromForm(form.AuxiliaryDocs)
+	r.TextInput = form.TextInput
+	r.Message = form.Message
+	r.NamedInputs = nil
+	for i, n := range form.NamedInputs {
+		text, err := jsonText(n.Value)
+		if err != nil {
+			p.add(fmt.Sprintf("named_inputs[%d]", i), "value cannot be written as JSON: %v", err)
+			continue
+		}
+		r.NamedInputs = append(r.NamedInputs, NamedInput{Name: n.Name, Description: n.Description, ValueJSON: text})
+	}
+}
+
+func documentsFromForm(forms []engine.DocumentForm) []Document {
+	var docs []Document
+	for _, f := range forms {
+		d := Document{Name: f.Name, Content: f.Content, Pages: f.Pages}
+		if uri, ok := f.Fields[keyURI]; ok {
+			d.URI = &uri
+		}
+		if ct, ok := f.Fields[keyContentType]; ok {
+			d.ContentType = &ct
+		}
+		docs = append(docs, d)
+	}
+	return docs
+}
+
+// jsonText is v as compact JSON, with <, > and & as they are.
+func jsonText(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// unjoin lists the errors of an errors.Join, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// jsonType names the JSON type of a decoded value, for messages.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64, float32, int, int64, int32, uint64:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	default:
+		return fmt.Sprintf("a %T", v)
+	}
+}

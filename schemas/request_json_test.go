@@ -1,0 +1,182 @@
+package schemas
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// envelope is what every case below shares; each adds its inputs.
+const envelope = `"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"rs"}`
+
+// TestRequestFromMapShapes maps every accepted shape of the JSON request,
+// the specification's aliases included, into the typed request.
+func TestRequestFromMapShapes(t *testing.T) {
+	doc := func(name, content string) Document { return Document{Name: name, Content: new(content)} }
+	for _, tc := range []struct {
+		name   string
+		inputs string
+		want   Request
+	}{
+		{
+			name:   "the specification's input example",
+			inputs: `"primary_docs":[{"file_name":"MSA-Acme.pdf","content":"Master Services Agreement..."}],"named_inputs":[{"name":"contract_value","value":250000}]`,
+			want: Request{
+				PrimaryDocs: []Document{doc("MSA-Acme.pdf", "Master Services Agreement...")},
+				NamedInputs: []NamedInput{{Name: "contract_value", ValueJSON: "250000"}},
+			},
+		},
+		{
+			name:   "documents as strings get default names",
+			inputs: `"primary_docs":["first","second"],"auxiliary_docs":["policy"]`,
+			want: Request{
+				PrimaryDocs:   []Document{doc("primary_doc_1", "first"), doc("primary_doc_2", "second")},
+				AuxiliaryDocs: []Document{doc("auxiliary_doc_1", "policy")},
+			},
+		},
+		{
+			name:   "name aliases: file_name, name, title",
+			inputs: `"primary_docs":[{"file_name":"a","text":"x"},{"name":"b","text":"x"},{"title":"c","text":"x"},{"text":"no name"}]`,
+			want: Request{PrimaryDocs: []Document{doc("a", "x"), doc("b", "x"), doc("c", "x"), doc("primary_doc_4", "no name")}},
+		},
+		{
+			name:   "text aliases: content, text, markdown, pages",
+			inputs: `"auxiliary_docs":[{"name":"a","content":"1"},{"name":"b","text":"2"},{"name":"c","markdown":"# 3"},{"name":"d","pages":["4","5"]}]`,
+			want: Request{AuxiliaryDocs: []Document{doc("a", "1"), doc("b", "2"), doc("c", "# 3"), {Name: "d", Pages: []string{"4", "5"}}}},
+		},
+		{
+			name:   "a claim-checked document",
+			inputs: `"primary_docs":[{"file_name":"scan.txt","uri":"s3://b/k","content_type":"text/plain"}]`,
+			want:   Request{PrimaryDocs: []Document{{Name: "scan.txt", URI: new("s3://b/k"), ContentType: new("text/plain")}}},
+		},
+		{
+			name:   "text_input as a string",
+			inputs: `"text_input":"free text"`,
+			want:   Request{TextInput: new("free text")},
+		},
+		{
+			name:   "text_input as {text}",
+			inputs: `"text_input":{"text":"free text"},"message":"hello"`,
+			want:   Request{TextInput: new("free text"), Message: new("hello")},
+		},
+		{
+			name:   "named inputs of every JSON type, exact numbers, descriptions kept",
+			inputs: `"named_inputs":[{"name":"n","description":"big","value":12345678901234567890},{"name":"o","value":{"b":[true,null],"a":"<&>"}},{"name":"z","value":null}]`,
+			want: Request{NamedInputs: []NamedInput{
+				{Name: "n", Description: new("big"), ValueJSON: "12345678901234567890"},
+				{Name: "o", ValueJSON: `{"a":"<&>","b":[true,null]}`},
+				{Name: "z", ValueJSON: "null"},
+			}},
+		},
+		{
+			name:   "without named_inputs other keys become named inputs, sorted",
+			inputs: `"primary_docs":["x"],"contract_value":250000,"counterparty":"Acme","flags":{"rush":true}`,
+			want: Request{
+				PrimaryDocs: []Document{doc("primary_doc_1", "x")},
+				NamedInputs: []NamedInput{
+					{Name: "contract_value", ValueJSON: "250000"},
+					{Name: "counterparty", ValueJSON: `"Acme"`},
+					{Name: "flags", ValueJSON: `{"rush":true}`},
+				},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := RequestFromJSON([]byte("{" + envelope + "," + tc.inputs + "}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			want.RequestID, want.TenantID, want.RulesetRef = "r", "t", &RulesetRef{ID: "rs"}
+			assertEqual(t, got, &want)
+		})
+	}
+}
+
+// TestRequestFromMapEnvelope reads the request's own keys.
+func TestRequestFromMapEnvelope(t *testing.T) {
+	got, err := RequestFromJSON([]byte(`{"request_id":"r","tenant_id":"t",
+		"inline_ruleset":{"rules":[{"rule_id":"r1","rule_text":"<b> & co"}]},
+		"options":{"generate_report":false,"model":"m","callback_url":"https://h.example/x"},
+		"submitted_at":"2025-03-01T10:30:00.250+01:00","message":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqual(t, got, &Request{
+		RequestID: "r", TenantID: "t",
+		InlineRuleset: new(`{"rules":[{"rule_id":"r1","rule_text":"<b> & co"}]}`),
+		Message:       new("m"),
+		Options:       Options{GenerateReport: new(false), Model: new("m"), CallbackURL: new("https://h.example/x")},
+		SubmittedAt:   time.Date(2025, 3, 1, 9, 30, 0, 250_000_000, time.UTC),
+	})
+
+	yaml, err := RequestFromJSON([]byte("request_id: r\ntenant_id: t\nruleset_ref: {id: rs, version: \"2\"}\nprimary_docs:\n  - {title: a, markdown: x}\namount: 12\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqual(t, yaml, &Request{RequestID: "r", TenantID: "t", RulesetRef: &RulesetRef{ID: "rs", Version: new("2")},
+		PrimaryDocs: []Document{{Name: "a", Content: new("x")}}, NamedInputs: []NamedInput{{Name: "amount", ValueJSON: "12"}}})
+}
+
+// TestRequestFromMapRejects: every problem is named by its field, ambiguous
+// shapes included, and all of them are reported together.
+func TestRequestFromMapRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name, inputs string
+		want         []string
+	}{
+		{"content and text", `"primary_docs":[{"name":"a","content":"x","text":"y"}]`,
+			[]string{"primary_docs[0]: ambiguous: the document's text is given as both content and text; give one of content, text, markdown"}},
+		{"file_name and title", `"auxiliary_docs":[{"file_name":"a","title":"b","content":"x"}]`,
+			[]string{"auxiliary_docs[0]: ambiguous: the document's name is given as both file_name and title; give one of file_name, name, title"}},
+		{"pages and markdown", `"primary_docs":[{"name":"a","pages":["x"],"markdown":"y"}]`,
+			[]string{"primary_docs[0]: ambiguous: the document's text is given as both pages and markdown"}},
+		{"document without text", `"primary_docs":[{"name":"a"}]`,
+			[]string{`primary_docs[0]: document "a" has no text: give one of content, text, markdown, pages, uri, content_type`}},
+		{"unknown document field", `"primary_docs":[{"name":"a","contnet":"x"}]`,
+			[]string{`primary_docs[0]: unknown field "contnet" (known: pages, file_name, name, title, content, text, markdown, uri, content_type)`,
+				`primary_docs[0]: document "a" has no text`}},
+		{"text_input of the wrong shape", `"text_input":{"txt":"x"}`,
+			[]string{`text_input: unknown field "txt" (known: text)`, "text_input.text: missing"}},
+		{"named input without a value", `"named_inputs":[{"name":"n"}]`,
+			[]string{"named_inputs[0].value: missing (use null for no value)"}},
+		{"unknown key next to named_inputs", `"named_inputs":[],"contract_value":1`,
+			[]string{"contract_value: unknown field: with named_inputs given, other keys are not taken as named inputs (known: primary_docs, auxiliary_docs, text_input, named_inputs, message, request_id, tenant_id, ruleset_ref, inline_ruleset, options, submitted_at)"}},
+		{"duplicate names across document lists", `"primary_docs":[{"name":"a","content":"x"}],"auxiliary_docs":[{"title":"a","text":"y"}]`,
+			[]string{`auxiliary_docs[0]: duplicate document name "a" (primary_docs[0] has it too)`}},
+		{"uri of the wrong type", `"primary_docs":[{"name":"a","uri":5}]`,
+			[]string{"primary_docs[0].uri: must be a string (got a number)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := RequestFromJSON([]byte("{" + envelope + "," + tc.inputs + "}"))
+			var re *RequestError
+			if !errors.As(err, &re) || !errors.Is(err, ErrInvalidRequest) {
+				t.Fatalf("got %v, want a *RequestError", err)
+			}
+			if len(re.Problems) != len(tc.want) {
+				t.Fatalf("problems %q, want %q", re.Problems, tc.want)
+			}
+			for i, want := range tc.want {
+				if !strings.HasPrefix(re.Problems[i], want) {
+					t.Errorf("problem %d: %q, want it to start with %q", i, re.Problems[i], want)
+				}
+			}
+		})
+	}
+}
+
+// TestReadInputs reads inputs alone: keys such as request_id are inputs
+// there, not the request's.
+func TestReadInputs(t *testing.T) {
+	r := &Request{RequestID: "r"}
+	if err := r.ReadInputs(map[string]any{"primary_docs": []any{map[string]any{"title": "a", "text": "x"}}, "request_id": "upstream-7"}); err != nil {
+		t.Fatal(err)
+	}
+	assertEqual(t, r, &Request{RequestID: "r", PrimaryDocs: []Document{{Name: "a", Content: new("x")}},
+		NamedInputs: []NamedInput{{Name: "request_id", ValueJSON: `"upstream-7"`}}})
+	err := r.ReadInputs(map[string]any{"text_input": 3})
+	if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "text_input: must be a string or an object {text: string} (got a number)") {
+		t.Fatalf("got %v", err)
+	}
+}
