@@ -38,12 +38,12 @@ func TestRequestFromMapShapes(t *testing.T) {
 		{
 			name:   "name aliases: file_name, name, title",
 			inputs: `"primary_docs":[{"file_name":"a","text":"x"},{"name":"b","text":"x"},{"title":"c","text":"x"},{"text":"no name"}]`,
-			want: Request{PrimaryDocs: []Document{doc("a", "x"), doc("b", "x"), doc("c", "x"), doc("primary_doc_4", "no name")}},
+			want:   Request{PrimaryDocs: []Document{doc("a", "x"), doc("b", "x"), doc("c", "x"), doc("primary_doc_4", "no name")}},
 		},
 		{
 			name:   "text aliases: content, text, markdown, pages",
 			inputs: `"auxiliary_docs":[{"name":"a","content":"1"},{"name":"b","text":"2"},{"name":"c","markdown":"# 3"},{"name":"d","pages":["4","5"]}]`,
-			want: Request{AuxiliaryDocs: []Document{doc("a", "1"), doc("b", "2"), doc("c", "# 3"), {Name: "d", Pages: []string{"4", "5"}}}},
+			want:   Request{AuxiliaryDocs: []Document{doc("a", "1"), doc("b", "2"), doc("c", "# 3"), {Name: "d", Pages: []string{"4", "5"}}}},
 		},
 		{
 			name:   "a claim-checked document",
