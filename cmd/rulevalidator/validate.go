@@ -16,6 +16,8 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
+	"rulevalidator/report"
+	"rulevalidator/schemas"
 )
 
 // Defaults for reaching a model; the local server is the one ops/llm.sh runs.
@@ -77,19 +79,24 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		rulesetPath = fs.String("ruleset", "", "ruleset file, YAML or JSON (required)")
-		inputPath   = fs.String("input", "", "input file, YAML or JSON (required)")
+		rulesetPath = fs.String("ruleset", "", "ruleset file, YAML or JSON (required unless the input has inline_ruleset)")
+		inputPath   = fs.String("input", "", "input file, YAML or JSON: the inputs, or a whole request in its JSON form (required)")
+		reportPath  = fs.String("report", "", "also write the Excel report (.xlsx) to this file")
 		asJSON      = fs.Bool("json", false, "print exactly one JSON object on stdout")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
 		llm         llmFlags
 	)
 	llm.register(fs, getenv)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator validate --ruleset FILE --input FILE [--json] [--model NAME]")
+		fmt.Fprintln(stderr, "usage: rulevalidator validate --ruleset FILE --input FILE [--json] [--report FILE.xlsx] [--model NAME]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Judges the input against every rule of the ruleset with the model and prints")
-		fmt.Fprintln(stderr, "the verdicts. Exit status: 0 done, 2 invalid ruleset or input (no model call")
-		fmt.Fprintln(stderr, "made), 1 the model could not be reached or gave no valid answer.")
+		fmt.Fprintln(stderr, "the verdicts. The input is read as the service reads a request's JSON form")
+		fmt.Fprintln(stderr, "(POST /v1/validations, produce): the same document, text_input and named input")
+		fmt.Fprintln(stderr, "shapes; request_id, tenant_id, ruleset_ref and options are allowed and, but for")
+		fmt.Fprintln(stderr, "inline_ruleset (used when --ruleset is not given), ignored. Exit status: 0 done,")
+		fmt.Fprintln(stderr, "2 invalid ruleset or input (no model call made), 1 the model could not be")
+		fmt.Fprintln(stderr, "reached, gave no valid answer, or the report could not be written.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -99,20 +106,27 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		}
 		return exitInvalid
 	}
-	if *rulesetPath == "" || *inputPath == "" {
-		fmt.Fprintln(stderr, "validate: --ruleset and --input are required")
+	if *inputPath == "" {
+		fmt.Fprintln(stderr, "validate: --input is required")
 		fs.Usage()
 		return exitInvalid
 	}
-
-	rs, err := readFile(*rulesetPath, engine.ParseRuleset)
+	req, err := readFile(*inputPath, readValidateInput)
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitInvalid
 	}
-	in, err := readFile(*inputPath, engine.ParseInputs)
+	rs, err := validateRuleset(*rulesetPath, *inputPath, req)
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
+		return exitInvalid
+	}
+	in, err := req.EngineInputs()
+	if err != nil {
+		if errors.Is(err, schemas.ErrUnresolvedURI) {
+			err = fmt.Errorf("%w (documents by uri are read by the service from object storage; give their text here)", err)
+		}
+		fmt.Fprintf(stderr, "validate: %s: %v\n", *inputPath, err)
 		return exitInvalid
 	}
 
@@ -135,6 +149,12 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		}
 		return exitFailure
 	}
+	if *reportPath != "" {
+		if err := writeReportFile(*reportPath, req, rs, res); err != nil {
+			fmt.Fprintf(stderr, "validate: %v\n", err)
+			return exitFailure
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -146,6 +166,49 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	}
 	printResult(stdout, rs, res)
 	return exitOK
+}
+
+// readValidateInput reads validate's input file with the mapping the
+// service applies to a request's JSON form, so that a file judged here is
+// read exactly as POST /v1/validations and produce read it.
+func readValidateInput(data []byte) (*schemas.Request, error) {
+	m, err := engine.DecodeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	return schemas.RequestFromMap(m)
+}
+
+// validateRuleset is the ruleset of --ruleset, or the input's inline_ruleset
+// when the flag is not given.
+func validateRuleset(path, inputPath string, req *schemas.Request) (*engine.Ruleset, error) {
+	switch {
+	case path != "" && req.InlineRuleset != nil:
+		return nil, fmt.Errorf("%s has an inline_ruleset and --ruleset is given too; give the ruleset once", inputPath)
+	case path != "":
+		return readFile(path, engine.ParseRuleset)
+	case req.InlineRuleset != nil:
+		rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
+		if err != nil {
+			return nil, fmt.Errorf("%s: inline_ruleset: %w", inputPath, err)
+		}
+		return rs, nil
+	case req.RulesetRef != nil:
+		return nil, fmt.Errorf("%s names the stored ruleset %q (ruleset_ref); give its file with --ruleset", inputPath, req.RulesetRef.ID)
+	}
+	return nil, errors.New("--ruleset is required (or an inline_ruleset in the input)")
+}
+
+// writeReportFile writes the report the service would store for the result.
+func writeReportFile(path string, req *schemas.Request, rs *engine.Ruleset, res *engine.Result) error {
+	body, err := report.Build(report.Meta{RequestID: req.RequestID, TenantID: req.TenantID, GeneratedAt: time.Now().UTC()}, rs, res)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return nil
 }
 
 // readFile reads and parses one file, naming the file in any error.

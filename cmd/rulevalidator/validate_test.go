@@ -7,17 +7,21 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xuri/excelize/v2"
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/llmfake"
 )
 
 const (
-	exampleRuleset = "../../examples/contract-review/ruleset.yaml"
-	exampleInput   = "../../examples/contract-review/input.json"
+	exampleRuleset     = "../../examples/contract-review/ruleset.yaml"
+	exampleInput       = "../../examples/contract-review/input.json"
+	exampleRequestFile = "../../examples/contract-review/request.json"
 )
 
 // exampleAnswer is a valid answer to the example ruleset, quoting the example
@@ -205,6 +209,9 @@ func TestValidateExitCodes(t *testing.T) {
 	}
 	badRuleset := write("bad.yaml", "id: x\nrules:\n  - rule_id: a\n    rule_text: ok\n    scroe: 1\n")
 	badInput := write("bad.json", `{"primary_docs": [{"name": "a"}]}`)
+	inlineInput := write("inline.json", `{"inline_ruleset": {"rules": [{"rule_id": "a", "rule_text": "t"}]}, "text_input": "x"}`)
+	ambiguous := write("ambiguous.json", `{"primary_docs": [{"name": "a", "content": "x", "markdown": "y"}]}`)
+	byURI := write("uri.json", `{"primary_docs": [{"name": "a", "uri": "s3://b/k"}]}`)
 
 	tests := []struct {
 		name       string
@@ -214,7 +221,12 @@ func TestValidateExitCodes(t *testing.T) {
 		wantStderr string
 		noCalls    bool
 	}{
-		{name: "no flags", args: []string{"validate"}, wantCode: exitInvalid, wantStderr: "--ruleset and --input are required", noCalls: true},
+		{name: "no flags", args: []string{"validate"}, wantCode: exitInvalid, wantStderr: "--input is required", noCalls: true},
+		{name: "no ruleset", args: []string{"validate", "--input", exampleInput}, wantCode: exitInvalid, wantStderr: "--ruleset is required (or an inline_ruleset in the input)", noCalls: true},
+		{name: "a stored ruleset named", args: []string{"validate", "--input", exampleRequestFile}, wantCode: exitInvalid, wantStderr: `names the stored ruleset "contract-review" (ruleset_ref); give its file with --ruleset`, noCalls: true},
+		{name: "two rulesets", args: []string{"validate", "--ruleset", exampleRuleset, "--input", inlineInput}, wantCode: exitInvalid, wantStderr: "has an inline_ruleset and --ruleset is given too", noCalls: true},
+		{name: "ambiguous document", args: []string{"validate", "--ruleset", exampleRuleset, "--input", ambiguous}, wantCode: exitInvalid, wantStderr: "primary_docs[0]: ambiguous: the document's text is given as both content and markdown", noCalls: true},
+		{name: "document by uri", args: []string{"validate", "--ruleset", exampleRuleset, "--input", byURI}, wantCode: exitInvalid, wantStderr: "documents by uri are read by the service", noCalls: true},
 		{name: "invalid ruleset", args: []string{"validate", "--ruleset", badRuleset, "--input", exampleInput}, wantCode: exitInvalid, wantStderr: `unknown field "scroe"`, noCalls: true},
 		{name: "invalid input", args: []string{"validate", "--ruleset", exampleRuleset, "--input", badInput}, wantCode: exitInvalid, wantStderr: "primary_docs[0]", noCalls: true},
 		{name: "missing file", args: []string{"validate", "--ruleset", filepath.Join(dir, "nope.yaml"), "--input", exampleInput}, wantCode: exitInvalid, wantStderr: "nope.yaml", noCalls: true},
@@ -242,5 +254,51 @@ func TestValidateModelUnreachable(t *testing.T) {
 	code, _, stderr := runCLI(t, nil, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--llm-timeout", "1s")
 	if code != exitFailure || !strings.Contains(stderr, "could not reach the model at http://127.0.0.1:1/v1") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestValidateReadsRequestsAndWritesTheReport: validate reads a whole request
+// in its JSON form, as the service does, and --report writes the workbook the
+// service would store.
+func TestValidateReadsRequestsAndWritesTheReport(t *testing.T) {
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.SetDefault(llmfake.Reply{Content: exampleAnswer(t, nil)})
+
+	xlsx := filepath.Join(t.TempDir(), "report.xlsx")
+	code, stdout, stderr := runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", exampleRequestFile, "--json", "--report", xlsx)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var res engine.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Rules) != 6 {
+		t.Fatalf("result %v: %s", err, stdout)
+	}
+	f, err := excelize.OpenFile(xlsx)
+	if err != nil {
+		t.Fatalf("the report is not a workbook: %v", err)
+	}
+	defer f.Close()
+	if got := f.GetSheetList(); !slices.Equal(got, []string{"Report", "Evidence", "Chart"}) {
+		t.Errorf("sheets %v", got)
+	}
+	rows, err := f.GetRows("Report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, r := range rows {
+		text.WriteString(strings.Join(r, " ") + "\n")
+	}
+	for _, want := range []string{"contract-review-demo-1", "governing-law", "termination"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the Report sheet does not mention %q:\n%s", want, text.String())
+		}
+	}
+
+	// The report goes where it is asked even when it cannot.
+	code, _, stderr = runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--report", filepath.Join(t.TempDir(), "no", "such", "dir.xlsx"))
+	if code != exitFailure || !strings.Contains(stderr, "writing the report") {
+		t.Errorf("unwritable report: exit %d, stderr:\n%s", code, stderr)
 	}
 }
