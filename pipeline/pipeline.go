@@ -73,8 +73,9 @@ type Config struct {
 	Publisher Publisher
 	// Objects resolves documents given by uri; nil rejects such requests.
 	Objects ObjectReader
-	// Reports writes reports when a ruleset or request asks; nil means a
-	// request asking for a report fails with a clear error.
+	// Reports writes reports when a ruleset or request asks; nil means
+	// reports are disabled: such a request completes without one (its
+	// summary's report is null) and a warning says so.
 	Reports ReportWriter
 	// CacheEntries and CacheBytes bound the cache of recent results
 	// (defaults 1024 and 64 MiB; CacheEntries < 0 disables it).
@@ -277,7 +278,11 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 		return res, rs, nil, nil
 	}
 	if p.cfg.Reports == nil {
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonInternal), errors.New("a report was asked for but no report storage is configured"))
+		// The report is conditional on storage: the request completes, its
+		// summary without a report, and this line says why.
+		p.cfg.Logger.Warn("report skipped: a report was asked for but no report storage is configured (--s3-endpoint); the summary's validation_report is null",
+			"request_id", req.RequestID, "tenant_id", req.TenantID, "ruleset_id", rs.ID)
+		return res, rs, nil, nil
 	}
 	report, err := p.cfg.Reports.WriteReport(ctx, req, rs, res, p.cfg.Now())
 	if err != nil {

@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,7 +68,6 @@ func TestJudgeClassifiesFailures(t *testing.T) {
 			r.TextInput = nil
 			r.PrimaryDocs = []schemas.Document{{Name: "a.txt", URI: ptr("s3://b/k")}}
 		}), "invalid_input"},
-		{"report asked, no storage", fakeEngine{res: ok}, nil, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "internal"},
 		{"report not stored", fakeEngine{res: ok}, failingReports{errors.New("bucket gone")}, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "report_failed"},
 	}
 	for _, tt := range tests {
@@ -98,6 +100,32 @@ func TestJudgeClassifiesFailures(t *testing.T) {
 				t.Errorf("ReportFailed hook called %d times", reportFailed)
 			}
 		})
+	}
+}
+
+// TestReportWithoutStorage: with reports disabled, a request asking for one
+// completes without it, and the log says why.
+func TestReportWithoutStorage(t *testing.T) {
+	rs := &engine.Ruleset{ID: "rs", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}, GenerateReport: true}
+	static, err := registry.NewStatic(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := true
+	res := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass}}}
+	var logs bytes.Buffer
+	p, err := New(Config{Engine: fakeEngine{res: res}, Rulesets: static, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
+	out, err := p.Judge(context.Background(), req, time.Now())
+	if err != nil || out.Summary.Status != schemas.StatusCompleted || out.Summary.Report != nil || len(out.Verdicts) != 1 {
+		t.Fatalf("err %v, summary %+v", err, out.Summary)
+	}
+	if !strings.Contains(logs.String(), `"msg":"report skipped: a report was asked for but no report storage is configured`) ||
+		!strings.Contains(logs.String(), `"request_id":"req-1"`) {
+		t.Errorf("the log does not say why there is no report:\n%s", logs.String())
 	}
 }
 

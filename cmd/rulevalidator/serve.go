@@ -225,6 +225,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		}
 	}
 
+	if store == nil {
+		logger.Warn("reports are disabled: no object storage is configured (--s3-endpoint); requests asking for a report complete without one, and documents by uri are refused")
+	}
+
 	svc, err := newServices(cfg, store, logger)
 	if err != nil {
 		return err
