@@ -8,7 +8,10 @@
 // report.ValidReferenceID refuses (wrong length or alphabet, upper case,
 // encoded slashes or dots, overlong) is answered the same way: 404
 // not_found with the same body and headers as a missing report, so ids
-// cannot be probed. Internal routes take the internal callers' shared token.
+// cannot be probed. Internal routes take the internal callers' shared token:
+// report downloads for any tenant, and the asynchronous execution path
+// (POST /internal/execute-async, a job handle at once, the result posted to
+// a callback) with its status route.
 // Errors are JSON, {"error":{"code","message"}}, with the codes listed in
 // errors.go; 401 carries a Bearer challenge, 405 an Allow header.
 //
@@ -190,7 +193,10 @@ const (
 	RouteHealth          = "GET /healthz"
 	RouteReady           = "GET /readyz"
 	RouteMetrics         = "GET /metrics"
+	RouteExecuteAsync    = "POST /internal/execute-async"
+	RouteExecution       = "GET /internal/execute-async/{job_id}"
 	validationPathPrefix = "/v1/validations/"
+	executePathPrefix    = "/internal/execute-async/"
 )
 
 // Handler serves the public and internal routes.
@@ -202,6 +208,8 @@ func (s *Server) Handler() http.Handler {
 		s.handle(mux, RouteValidation, s.cfg.RequestTimeout, http.HandlerFunc(s.getValidation))
 	}
 	s.handle(mux, RouteInternalReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getInternalReport))
+	s.handle(mux, RouteExecuteAsync, s.cfg.RequestTimeout, http.HandlerFunc(s.executeAsync))
+	s.handle(mux, RouteExecution, s.cfg.RequestTimeout, http.HandlerFunc(s.getExecution))
 	return base(newRouter(mux, s.instrument), s.cfg.MaxBodyBytes, s.log)
 }
 

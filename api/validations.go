@@ -67,11 +67,12 @@ func newRequestID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// submitValidation accepts a request in the JSON form of the Avro request
-// (schemas.Request.UnmarshalJSON). The tenant is the token's; request_id is
-// optional; submitted_at is set here. It answers 202 once the request is
-// queued (Kafka) or started (in-process); a request id already known for the
-// tenant answers 202 with that job and starts nothing.
+// submitValidation accepts a request in its JSON form (schemas.RequestFromMap:
+// the specification's input shapes and this service's own keys). The tenant
+// is the token's; request_id is optional; submitted_at is set here. It
+// answers 202 once the request is queued (Kafka) or started (in-process); a
+// request id already known for the tenant answers 202 with that job and
+// starts nothing.
 func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.principal(w, r)
 	if !ok {
@@ -81,14 +82,8 @@ func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", tooLarge.Limit))
-			return
-		}
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "reading the request body: "+err.Error())
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	var req schemas.Request
@@ -101,6 +96,28 @@ func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TenantID = p.Tenant
+	s.submit(w, r, &req, s.accepted)
+}
+
+// readBody reads the request body, answering 413 or 400 itself.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the request body is over the limit of %d bytes", tooLarge.Limit))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "reading the request body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// submit checks a request whose tenant is settled, records its job and
+// queues (or starts) it; every way into the service goes through here.
+// respond answers 202 with the job.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, respond func(http.ResponseWriter, Job)) {
 	if req.RequestID == "" {
 		req.RequestID = newRequestID()
 	} else if !requestIDPattern.MatchString(req.RequestID) {
@@ -130,24 +147,24 @@ func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 	})
 	if !created {
 		s.log.Info("api: request id submitted again; answering with the existing job", "tenant_id", job.TenantID, "request_id", job.RequestID, "status", job.Status)
-		s.accepted(w, job)
+		respond(w, job)
 		return
 	}
 	if s.cfg.Submitter != nil {
-		if err := s.cfg.Submitter.Submit(withTrace(r.Context(), r.Header), &req); err != nil {
+		if err := s.cfg.Submitter.Submit(withTrace(r.Context(), r.Header), req); err != nil {
 			s.cfg.Jobs.Delete(req.TenantID, req.RequestID)
 			s.log.Warn("api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
 			w.Header().Set("Retry-After", "5")
 			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the request could not be queued; try again shortly")
 			return
 		}
-	} else if !s.startRun(&req) {
+	} else if !s.startRun(req) {
 		s.cfg.Jobs.Delete(req.TenantID, req.RequestID)
 		writeBusy(w, 5, "too many validations are running; try again shortly")
 		return
 	}
-	s.log.Info("api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "in_process", s.cfg.Submitter == nil)
-	s.accepted(w, job)
+	s.log.Info("api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "in_process", s.cfg.Submitter == nil, "route", r.Pattern)
+	respond(w, job)
 }
 
 func (s *Server) accepted(w http.ResponseWriter, job Job) {
