@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"rulevalidator/callback"
+	"rulevalidator/engine"
+	"rulevalidator/schemas"
+)
+
+// inputVariants are the same judgement asked in every input shape the
+// request model reads: the specification's own example first, then each
+// alias of the document name and text, text_input as a string and as
+// {text}, named inputs given and auto-promoted, string documents.
+func inputVariants(t *testing.T) []struct{ name, inputs string } {
+	t.Helper()
+	in := exampleInputs(t)
+	msa, policy := in.PrimaryDocs[0], in.AuxiliaryDocs[0]
+	q := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	text := q(strings.Join(msa.Pages, "\f"))
+	policyText := q(strings.Join(policy.Pages, "\f"))
+	return []struct{ name, inputs string }{
+		{"the specification's example: file_name and content, a number in named_inputs",
+			`"primary_docs":[{"file_name":` + q(msa.Name) + `,"content":` + text + `}],"named_inputs":[{"name":"contract_value","value":250000}]`},
+		{"name and text, a string document, text_input as a string, promoted named inputs",
+			`"primary_docs":[{"name":` + q(msa.Name) + `,"text":` + text + `}],"auxiliary_docs":[` + policyText + `],"text_input":"Renewal review.","contract_value":250000,"counterparty":"Northwind Analytics Ltd"`},
+		{"title and markdown, text_input as {text}, a message, a described named input",
+			`"primary_docs":[{"title":` + q(msa.Name) + `,"markdown":` + text + `}],"auxiliary_docs":[{"title":` + q(policy.Name) + `,"content":` + policyText + `}],` +
+				`"text_input":{"text":"Renewal review."},"message":"Pre-signature review.","named_inputs":[{"name":"approval_limit_usd","description":"what the manager may sign","value":250000}]`},
+		{"pages, a promoted object",
+			`"primary_docs":[{"file_name":` + q(msa.Name) + `,"pages":` + q(msa.Pages) + `}],"deal":{"value":250000,"currency":"USD","renewal":true}`},
+	}
+}
+
+// TestRequestShapesOnEveryPath posts every input variant to POST
+// /v1/validations, to POST /internal/execute-async and through `produce`,
+// with serve on a real broker and no object storage, and checks that each
+// completes with the verdicts `validate` gives for the same input, from the
+// same prompt; that execute-async's callback arrives signed and agrees with
+// its status route; and that reports asked for (the example ruleset asks)
+// are skipped, not failed, without storage.
+func TestRequestShapesOnEveryPath(t *testing.T) {
+	e := newAPIEnv(t)
+	var args []string
+	for i := 0; i < len(e.serveArgs()); i++ {
+		a := e.serveArgs()[i]
+		if strings.HasPrefix(a, "--s3-") {
+			i++ // and its value: no object storage
+			continue
+		}
+		args = append(args, a)
+	}
+	svc := e.startInProcess(t, args...)
+	public := "http://" + e.httpAddr
+	waitUntil(t, waitLimit, "the public listener", func() bool {
+		resp, err := http.Get(public + "/v1/validations/x")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	internal := strings.Repeat("i", 40) // serveArgs' --internal-token
+	acme := e.token(t, "acme")
+	rulesetYAML, err := os.ReadFile(exampleRuleset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeConfig, err := requestDocumentJSON(rulesetYAML) // the ruleset as the specification's type_config
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// What validate gives for each variant, on the same scripted model, is
+	// what every path must give.
+	variants := inputVariants(t)
+	want := make([][]byte, len(variants))
+	for i, v := range variants {
+		file := filepath.Join(t.TempDir(), "input.json")
+		if err := os.WriteFile(file, []byte("{"+v.inputs+"}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runCLI(t, e.llm, "validate", "--ruleset", exampleRuleset, "--input", file, "--json")
+		if code != exitOK {
+			t.Fatalf("%s: validate exit %d: %s", v.name, code, stderr)
+		}
+		var res engine.Result
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = verdictsOf(t, res.Rules, res.Aggregate)
+	}
+
+	type submitted struct {
+		variant int
+		path    string
+		id      string
+		poll    string // URL
+		token   string
+	}
+	var all []submitted
+	for i, v := range variants {
+		id := fmt.Sprintf("shape-%d-validations", i)
+		body := `{"request_id":"` + id + `","ruleset_ref":{"id":"contract-review"},` + v.inputs + `}`
+		if code, _, resp := httpDo(t, http.MethodPost, public+"/v1/validations", acme, []byte(body)); code != http.StatusAccepted {
+			t.Fatalf("%s: POST /v1/validations = %d %s", v.name, code, resp)
+		}
+		all = append(all, submitted{i, "validations", id, public + "/v1/validations/" + id, acme})
+
+		id = fmt.Sprintf("shape-%d-execute", i)
+		body = `{"job_id":"` + id + `","tenant_id":"acme","agent_config":{"type_config":` + string(typeConfig) + `},"inputs":{` + v.inputs + `}`
+		if i == 0 {
+			body += `,"callback_url":"` + e.callbackURL + `"`
+		}
+		code, hdr, resp := httpDo(t, http.MethodPost, public+"/internal/execute-async", internal, []byte(body+"}"))
+		var handle struct {
+			JobID     string `json:"job_id"`
+			Status    string `json:"status"`
+			StatusURL string `json:"status_url"`
+		}
+		if err := json.Unmarshal(resp, &handle); err != nil || code != http.StatusAccepted || handle.JobID != id ||
+			handle.StatusURL != "/internal/execute-async/"+id+"?tenant_id=acme" || hdr.Get("Location") != handle.StatusURL {
+			t.Fatalf("%s: POST /internal/execute-async = %d %s", v.name, code, resp)
+		}
+		all = append(all, submitted{i, "execute", id, public + handle.StatusURL, internal})
+
+		id = fmt.Sprintf("shape-%d-produce", i)
+		file := filepath.Join(t.TempDir(), "request.json")
+		if err := os.WriteFile(file, []byte(`{"request_id":"`+id+`","tenant_id":"acme","ruleset_ref":{"id":"contract-review"},`+v.inputs+`}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, stderr := opRun(t, "produce", "--file", file, "--brokers", e.bootstrap, "--topic", e.requests); code != exitOK {
+			t.Fatalf("%s: produce exit %d: %s", v.name, code, stderr)
+		}
+		// The job feed mirrors every event, so the public GET answers for it too.
+		all = append(all, submitted{i, "produce", id, public + "/v1/validations/" + id, acme})
+	}
+
+	type result struct {
+		Status string `json:"status"`
+		Result *struct {
+			Summary  schemas.SummaryEvent   `json:"summary"`
+			Verdicts []schemas.VerdictEvent `json:"verdicts"`
+		} `json:"result"`
+	}
+	var statusBody []byte
+	for _, s := range all {
+		var got result
+		waitUntil(t, waitLimit, s.id+" to finish", func() bool {
+			code, _, body := httpDo(t, http.MethodGet, s.poll, s.token, nil)
+			if code != http.StatusOK {
+				return false
+			}
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("%s: %v\n%s", s.id, err, body)
+			}
+			if s.id == "shape-0-execute" {
+				statusBody = body
+			}
+			return got.Status == "completed" || got.Status == "failed"
+		})
+		if got.Status != "completed" || got.Result == nil {
+			t.Errorf("%s (%s): %s", s.id, variants[s.variant].name, got.Status)
+			continue
+		}
+		sum := got.Result.Summary
+		if sum.Report != nil || sum.TenantID != "acme" {
+			t.Errorf("%s: summary %+v, want no report (no storage) for tenant acme", s.id, sum)
+		}
+		var rules []engine.Verdict
+		for _, v := range got.Result.Verdicts {
+			rules = append(rules, engine.Verdict{RuleID: v.RuleID, Type: v.RuleType, DataSufficiency: v.DataSufficiency, Rationale: v.Rationale,
+				BooleanOutput: v.BooleanOutput, NumericalOutput: v.NumericalOutput, NotApplicable: v.NotApplicable, Evidences: v.Evidences})
+		}
+		if g := verdictsOf(t, rules, sum.Aggregate); !bytes.Equal(g, want[s.variant]) {
+			t.Errorf("%s (%s) differs from validate:\n     got %s\nvalidate %s", s.id, variants[s.variant].name, g, want[s.variant])
+		}
+	}
+
+	// The same input made the same prompt on every path: each variant's
+	// user message was sent once by validate and once by each path.
+	users := map[string]int{}
+	for _, r := range e.llm.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "user" {
+				users[m.Content]++
+			}
+		}
+	}
+	counts := slices.Sorted(func(yield func(int) bool) {
+		for _, n := range users {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	if !slices.Equal(counts, slices.Repeat([]int{4}, len(variants))) {
+		t.Errorf("user messages were sent %v times, want %d distinct ones, 4 times each", counts, len(variants))
+	}
+
+	// execute-async's callback: signed, and what the status route answers.
+	select {
+	case cb := <-e.callbacks:
+		if err := callback.Verify([]byte(e.callbackSecret), cb.header.Get(callback.HeaderTimestamp), cb.header.Get(callback.HeaderSignature), cb.body, time.Now(), 5*time.Minute); err != nil {
+			t.Errorf("callback signature: %v", err)
+		}
+		var c, st struct {
+			RequestID string          `json:"request_id"`
+			JobID     string          `json:"job_id"`
+			Status    string          `json:"status"`
+			Result    json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(cb.body, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(statusBody, &st); err != nil {
+			t.Fatal(err)
+		}
+		if c.RequestID != "shape-0-execute" || st.JobID != c.RequestID || c.Status != st.Status || !jsonEqual(t, c.Result, st.Result) {
+			t.Errorf("callback %s\ndisagrees with the status route %s", cb.body, statusBody)
+		}
+	case <-time.After(waitLimit):
+		t.Error("no callback arrived")
+	}
+
+	log := svc.log.String()
+	for _, want := range []string{"reports are disabled: no object storage is configured", "report skipped: a report was asked for but no report storage is configured"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the service log does not say %q", want)
+		}
+	}
+}
+
+// verdictsOf is what must agree between paths: each rule's verdict with its
+// anchored evidence, and the aggregates, as JSON.
+func verdictsOf(t *testing.T, rules []engine.Verdict, agg engine.Aggregate) []byte {
+	t.Helper()
+	type verdict struct {
+		RuleID          string
+		DataSufficiency bool
+		Rationale       string
+		BooleanOutput   *bool
+		NumericalOutput *int
+		NotApplicable   bool
+		Evidences       []engine.Evidence
+	}
+	var out []verdict
+	for _, v := range rules {
+		evs := v.Evidences
+		if evs == nil {
+			evs = []engine.Evidence{}
+		}
+		out = append(out, verdict{v.RuleID, v.DataSufficiency, v.Rationale, v.BooleanOutput, v.NumericalOutput, v.NotApplicable, evs})
+	}
+	b, err := json.Marshal(map[string]any{"rules": out, "aggregate": agg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
