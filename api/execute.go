@@ -67,16 +67,16 @@ func (s *Server) executeAsync(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, err := executionRequest(body)
-	if err != nil {
-		writeInvalid(w, err)
+	req, readErr := executionRequest(body)
+	if req == nil {
+		writeInvalid(w, readErr)
 		return
 	}
-	if err := checkTenant(req.TenantID); err != nil {
+	if err := checkTenant(req.TenantID); err != nil && req.TenantID != "" {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "tenant_id "+err.Error())
 		return
 	}
-	s.submit(w, r, req, func(w http.ResponseWriter, job Job) {
+	s.submit(w, r, req, readErr, func(w http.ResponseWriter, job Job) {
 		w.Header().Set("Location", executeStatusURL(job.TenantID, job.RequestID))
 		writeJSON(w, http.StatusAccepted, newExecuteBody(job))
 	})
@@ -107,8 +107,9 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 
 // executionRequest maps an execution request into a validation request:
 // the envelope through the same mapping as a request's JSON form, the
-// inputs through the same input parser. Every problem is listed in one
-// *schemas.RequestError.
+// inputs through the same input parser. What is wrong is listed in one
+// *schemas.RequestError, next to the request as far as it was read (nil
+// when the body is not a JSON object).
 func executionRequest(body []byte) (*schemas.Request, error) {
 	var problems []string
 	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -186,7 +187,7 @@ func executionRequest(body []byte) (*schemas.Request, error) {
 		problems = append(problems, requestProblems(req.ReadInputs(inputs))...)
 	}
 	if len(problems) > 0 {
-		return nil, &schemas.RequestError{RequestID: req.RequestID, Problems: problems, Request: req}
+		return req, &schemas.RequestError{RequestID: req.RequestID, Problems: problems}
 	}
 	return req, nil
 }

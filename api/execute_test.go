@@ -196,6 +196,7 @@ func TestExecuteAsyncRefuses(t *testing.T) {
 	}{
 		{"not JSON", `{"tenant_id":`, http.StatusBadRequest, []string{"not an execution request"}},
 		{"no tenant", `{"type_config":` + specRuleset + `,"inputs":{"text_input":"x"}}`, http.StatusBadRequest, []string{"tenant_id: missing"}},
+		{"a tenant that cannot be one", `{"tenant_id":"a/b","type_config":` + specRuleset + `,"inputs":{"text_input":"x"}}`, http.StatusBadRequest, []string{"tenant_id "}},
 		{"unknown field", `{"tenant_id":"acme","type_config":` + specRuleset + `,"inputs":{"text_input":"x"},"callback":"x"}`, http.StatusBadRequest, []string{"callback: unknown field"}},
 		{"the ruleset twice", `{"tenant_id":"acme","type_config":` + specRuleset + `,"agent_config":{"type_config":{}},"inputs":{"text_input":"x"}}`, http.StatusBadRequest,
 			[]string{"agent_config.type_config and type_config are both given"}},
@@ -203,7 +204,7 @@ func TestExecuteAsyncRefuses(t *testing.T) {
 			[]string{"both ruleset_ref and inline_ruleset are set"}},
 		{"no inputs", `{"tenant_id":"acme","type_config":` + specRuleset + `}`, http.StatusBadRequest, []string{"inputs: must be an object"}},
 		{"ambiguous document and bad job id", `{"job_id":"a b","tenant_id":"acme","type_config":` + specRuleset + `,"inputs":{"primary_docs":[{"name":"a","content":"x","text":"y"}]}}`,
-			http.StatusBadRequest, []string{"primary_docs[0]: ambiguous: the document's text is given as both content and text"}},
+			http.StatusBadRequest, []string{"primary_docs[0]: ambiguous: the document's text is given as both content and text", `request_id "a b": want 1 to 128 characters`}},
 		{"bad job id", `{"job_id":"a/b","tenant_id":"acme","type_config":` + specRuleset + `,"inputs":{"text_input":"x"}}`, http.StatusBadRequest, []string{`request_id "a/b"`}},
 		{"callback to a private address", `{"tenant_id":"acme","type_config":` + specRuleset + `,"inputs":{"text_input":"x"},"callback_url":"http://10.0.0.1/hook"}`,
 			http.StatusBadRequest, []string{"options.callback_url: callback: target refused"}},

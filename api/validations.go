@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
+	"rulevalidator/engine"
 	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
@@ -86,17 +88,18 @@ func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req schemas.Request
-	if err := req.UnmarshalJSON(body); err != nil {
-		writeInvalid(w, err)
+	m, err := engine.DecodeObject(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "not a request in JSON form: "+strings.TrimPrefix(err.Error(), "inputs: "))
 		return
 	}
+	req, readErr := schemas.RequestFromMap(m)
 	if req.TenantID != "" && req.TenantID != p.Tenant {
 		writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("tenant_id %q is not the tenant of your token; leave tenant_id out, the token's tenant is used", req.TenantID))
 		return
 	}
 	req.TenantID = p.Tenant
-	s.submit(w, r, &req, s.accepted)
+	s.submit(w, r, req, readErr, s.accepted)
 }
 
 // readBody reads the request body, answering 413 or 400 itself.
@@ -116,16 +119,17 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 
 // submit checks a request whose tenant is settled, records its job and
 // queues (or starts) it; every way into the service goes through here.
+// readErr is what reading the request found wrong, reported with the rest;
 // respond answers 202 with the job.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, respond func(http.ResponseWriter, Job)) {
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, readErr error, respond func(http.ResponseWriter, Job)) {
+	var idErr error
 	if req.RequestID == "" {
 		req.RequestID = newRequestID()
 	} else if !requestIDPattern.MatchString(req.RequestID) {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("request_id %q: want 1 to 128 characters of A-Z a-z 0-9 . _ : ~ -, starting with a letter or digit", req.RequestID))
-		return
+		idErr = fmt.Errorf("request_id %q: want 1 to 128 characters of A-Z a-z 0-9 . _ : ~ -, starting with a letter or digit", req.RequestID)
 	}
 	req.SubmittedAt = s.cfg.Now().UTC().Truncate(time.Millisecond)
-	if err := req.Validate(); err != nil {
+	if err := schemas.JoinProblems(readErr, idErr, req.Validate()); err != nil {
 		writeInvalid(w, err)
 		return
 	}

@@ -166,8 +166,9 @@ func TestSubmitInvalid(t *testing.T) {
 	}{
 		{"not JSON", withCallbacks, `{"request_id":`, "not a request in JSON form", nil},
 		{"unknown field", withCallbacks, `{"ruleset":"x"}`, `unknown field "ruleset"`, nil},
-		{"no ruleset", withCallbacks, `{"request_id":"r1","primary_docs":[{"content":"x"}]}`, `invalid request "r1"`,
-			[]string{"neither ruleset_ref nor inline_ruleset is set; set exactly one"}},
+		{"no ruleset, an ambiguous document", withCallbacks, `{"request_id":"r1","primary_docs":[{"content":"x"},{"name":"a","title":"b","text":"y"}]}`, `invalid request "r1"`,
+			[]string{"primary_docs[1]: ambiguous: the document's name is given as both name and title; give one of file_name, name, title",
+				"neither ruleset_ref nor inline_ruleset is set; set exactly one"}},
 		{"ambiguous document", withCallbacks, string(validationBody("r8", `"auxiliary_docs":[{"file_name":"a","content":"x","text":"y"}],"text_input":{"text":1}`)), `invalid request "r8"`,
 			[]string{"auxiliary_docs[0]: ambiguous: the document's text is given as both content and text; give one of content, text, markdown",
 				"text_input.text: must be a string (got a number)"}},

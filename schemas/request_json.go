@@ -115,6 +115,31 @@ func (r *Request) ReadInputs(m map[string]any) error {
 	return p.err(r.RequestID)
 }
 
+// JoinProblems lists the problems of several checks of one request (what
+// RequestFromMap found while reading it, what Validate finds once the caller
+// has filled it in) as one *RequestError; nil when there are none.
+func JoinProblems(errs ...error) error {
+	var out RequestError
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var re *RequestError
+		if errors.As(err, &re) {
+			out.Problems = append(out.Problems, re.Problems...)
+			if out.RequestID == "" {
+				out.RequestID = re.RequestID
+			}
+			continue
+		}
+		out.Problems = append(out.Problems, err.Error())
+	}
+	if len(out.Problems) == 0 {
+		return nil
+	}
+	return &out
+}
+
 // problems collects what is wrong with a request being read.
 type problems []string
 

@@ -95,9 +95,9 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		}
 	}
 
-	base, err := readRequestFile(*file)
-	if err != nil {
-		return invalid("%v", err)
+	base, readErr := readRequestFile(*file)
+	if base == nil {
+		return invalid("%v", readErr)
 	}
 	if *tenant != "" {
 		base.TenantID = *tenant
@@ -109,7 +109,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		base.SubmittedAt = time.Now().UTC().Truncate(time.Millisecond)
 	}
 	reqs := requestCopies(base, *count)
-	if err := reqs[0].Validate(); err != nil {
+	if err := schemas.JoinProblems(readErr, reqs[0].Validate()); err != nil {
 		return invalid("%s: %v", *file, err)
 	}
 	if *strict {
@@ -168,7 +168,10 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 }
 
 // readRequestFile reads a request in its JSON form, from JSON or from YAML
-// of the same structure. It does not validate: flags may still fill fields.
+// of the same structure, with the mapping the service applies
+// (schemas.RequestFromMap). It does not validate, as flags may still fill
+// fields: the request comes back with what reading it found wrong, nil only
+// when the file cannot be read as a request at all.
 func readRequestFile(path string) (*schemas.Request, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -178,11 +181,11 @@ func readRequestFile(path string) (*schemas.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var req schemas.Request
-	if err := req.UnmarshalJSON(doc); err != nil {
+	m, err := engine.DecodeObject(doc)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &req, nil
+	return schemas.RequestFromMap(m)
 }
 
 // requestDocumentJSON returns data as JSON: as it is when it is a JSON

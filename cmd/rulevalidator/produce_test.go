@@ -415,7 +415,7 @@ func TestProduceInvalidWritesNothing(t *testing.T) {
 	if code != exitInvalid {
 		t.Errorf("exit %d, want %d; stderr:\n%s", code, exitInvalid, stderr)
 	}
-	for _, want := range []string{"tenant_id is empty", `primary_docs[0] ("a.pdf"): both content and pages given`} {
+	for _, want := range []string{"tenant_id is empty", "primary_docs[0]: ambiguous: the document's text is given as both pages and content"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, stderr)
 		}
