@@ -7,8 +7,10 @@ import (
 	"testing"
 )
 
-// The README's configuration reference must list every setting of serve,
-// with its environment variable and default, as the code defines them.
+// The README's configuration reference lists every setting of serve once,
+// with its environment variable, default and meaning as the code defines
+// them, and nothing else. RULEVALIDATOR_PRINT_REFERENCE=1 prints the table
+// to paste.
 func TestREADMEListsEveryServeSetting(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -20,9 +22,54 @@ func TestREADMEListsEveryServeSetting(t *testing.T) {
 	if os.Getenv("RULEVALIDATOR_PRINT_REFERENCE") == "1" {
 		t.Logf("\n%s", table.String())
 	}
+	want := map[string]bool{}
 	for _, row := range strings.Split(strings.TrimSpace(table.String()), "\n")[2:] {
-		if !strings.Contains(string(readme), row) {
+		want[row] = true
+	}
+	got := configurationRows(t, string(readme))
+	seen := map[string]bool{}
+	for _, row := range got {
+		switch {
+		case seen[row]:
+			t.Errorf("README.md lists a configuration row twice:\n%s", row)
+		case !want[row]:
+			t.Errorf("README.md has a configuration row that is not a setting of serve as the code defines it:\n%s", row)
+		}
+		seen[row] = true
+	}
+	for row := range want {
+		if !seen[row] {
 			t.Errorf("README.md lacks the configuration row:\n%s", row)
 		}
+	}
+}
+
+// configurationRows are the body rows of the README's configuration table.
+func configurationRows(t *testing.T, readme string) []string {
+	t.Helper()
+	const header = "| flag / config key |"
+	start := strings.Index(readme, header)
+	if start < 0 {
+		t.Fatalf("README.md has no configuration table (a table whose header starts %q)", header)
+	}
+	var rows []string
+	for i, line := range strings.Split(readme[start:], "\n") {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		if i >= 2 { // the header and its separator
+			rows = append(rows, line)
+		}
+	}
+	return rows
+}
+
+// TestConfigurationRowsCatchMistakes: the check above sees a duplicated
+// row and a row the code does not define.
+func TestConfigurationRowsCatchMistakes(t *testing.T) {
+	readme := "text\n\n| flag / config key | environment | default | meaning |\n| --- | --- | --- | --- |\n| `--a` | A | `1` | a |\n| `--a` | A | `1` | a |\n\nafter\n| `--b` | B | `2` | b |\n"
+	rows := configurationRows(t, readme)
+	if len(rows) != 2 || rows[0] != rows[1] || strings.Contains(strings.Join(rows, ""), "--b") {
+		t.Errorf("rows %q: want the two rows of the table and nothing after it", rows)
 	}
 }
