@@ -427,3 +427,44 @@ func TestParseInputsExample(t *testing.T) {
 		t.Error("example primary document should have several pages")
 	}
 }
+
+// TestReadInputForm: the shapes as given, for a caller that carries the
+// inputs on: absent and empty told apart, text not split, the caller's keys
+// and document fields left to it, and text checked for presence only.
+func TestReadInputForm(t *testing.T) {
+	m, err := engine.DecodeObject([]byte(`{"request_id": "r-1", "primary_docs": ["a\fb", {"title": "t", "uri": "s3://b/k"}, {"name": "e", "content": ""}],
+		"text_input": {"text": ""}, "limit": 5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	form, err := engine.ReadInputForm(m, engine.FormOptions{Reserved: []string{"request_id"}, DocumentFields: []string{"uri"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, empty := "a\fb", ""
+	want := &engine.InputForm{
+		PrimaryDocs: []engine.DocumentForm{
+			{Name: "primary_doc_1", Content: &text},
+			{Name: "t", Fields: map[string]string{"uri": "s3://b/k"}},
+			{Name: "e", Content: &empty},
+		},
+		TextInput:   &empty,
+		NamedInputs: []engine.NamedInputForm{{Name: "limit", Value: json.Number("5")}},
+	}
+	if !reflect.DeepEqual(form, want) {
+		t.Errorf("form = %+v\nwant %+v", form, want)
+	}
+	// The same document is refused when judged: it has no text to read.
+	if _, err := engine.InputsFromMap(map[string]any{"primary_docs": []any{map[string]any{"name": "e", "content": ""}}}); err == nil {
+		t.Error("InputsFromMap accepted an empty document")
+	}
+	// Shapes are still checked: a document without any text, ambiguity, reserved keys nowhere else.
+	_, err = engine.ReadInputForm(map[string]any{"primary_docs": []any{map[string]any{"name": "n"}, map[string]any{"text": "x", "markdown": "y"}}},
+		engine.FormOptions{DocumentFields: []string{"uri"}})
+	for _, want := range []string{`primary_docs[0]: document "n" has no text: give one of content, text, markdown, pages, uri`,
+		"primary_docs[1]: ambiguous: the document's text is given as both text and markdown"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+}

@@ -32,10 +32,10 @@ const (
 	keySubmittedAt   = "submitted_at"
 )
 
-// RequestKeys are the top-level keys of a request's JSON form that are not
+// requestKeys are the top-level keys of a request's JSON form that are not
 // inputs; every other key is an input (or, without named_inputs, a named
 // input).
-var RequestKeys = []string{keyRequestID, keyTenantID, keyRulesetRef, keyInlineRuleset, keyOptions, keySubmittedAt}
+var requestKeys = []string{keyRequestID, keyTenantID, keyRulesetRef, keyInlineRuleset, keyOptions, keySubmittedAt}
 
 // Document keys beyond the engine's: a claim check and its content type.
 const (
@@ -102,7 +102,7 @@ func RequestFromMap(m map[string]any) (*Request, error) {
 	if v, ok := m[keySubmittedAt]; ok {
 		r.SubmittedAt = p.time(keySubmittedAt, v)
 	}
-	p.inputs(r, m, RequestKeys)
+	p.inputs(r, m, requestKeys)
 	return r, p.err(r.RequestID)
 }
 
