@@ -14,6 +14,7 @@ import (
 
 	"rulevalidator/callback"
 	"rulevalidator/engine"
+	"rulevalidator/report"
 	"rulevalidator/schemas"
 )
 
@@ -271,4 +272,111 @@ func verdictsOf(t *testing.T, rules []engine.Verdict, agg engine.Aggregate) []by
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestServeExecuteAsyncEndToEnd: serve with a real broker and object
+// storage takes the specification's execution request on the internal
+// credential, answers 202 with a job handle, judges it from the requests
+// topic, posts the signed result to the callback receiver, answers the same
+// on the status route, and stores the report the ruleset asks for, which the
+// internal download route serves for the job's tenant only.
+func TestServeExecuteAsyncEndToEnd(t *testing.T) {
+	e := newAPIEnv(t)
+	e.startInProcess(t, e.serveArgs()...)
+	public := "http://" + e.httpAddr
+	internal := strings.Repeat("i", 40)
+	waitUntil(t, waitLimit, "the public listener", func() bool {
+		resp, err := http.Get(public + "/internal/execute-async/x")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	rulesetYAML, err := os.ReadFile(exampleRuleset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeConfig, err := requestDocumentJSON(rulesetYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"job_id":"async-1","tenant_id":"contoso","agent_config":{"type_config":` + string(typeConfig) + `},` +
+		`"inputs":{` + inputVariants(t)[0].inputs + `},"callback_url":"` + e.callbackURL + `"}`)
+
+	if code, _, _ := httpDo(t, http.MethodPost, public+"/internal/execute-async", e.token(t, "contoso"), body); code != http.StatusUnauthorized {
+		t.Errorf("a public JWT on the internal route = %d, want 401", code)
+	}
+	code, hdr, resp := httpDo(t, http.MethodPost, public+"/internal/execute-async", internal, body)
+	type job struct {
+		JobID     string `json:"job_id"`
+		TenantID  string `json:"tenant_id"`
+		Status    string `json:"status"`
+		StatusURL string `json:"status_url"`
+		Result    *struct {
+			Summary  schemas.SummaryEvent   `json:"summary"`
+			Verdicts []schemas.VerdictEvent `json:"verdicts"`
+		} `json:"result"`
+	}
+	var handle job
+	if err := json.Unmarshal(resp, &handle); err != nil || code != http.StatusAccepted || handle.JobID != "async-1" || handle.TenantID != "contoso" ||
+		handle.StatusURL != "/internal/execute-async/async-1?tenant_id=contoso" || hdr.Get("Location") != handle.StatusURL || handle.Result != nil {
+		t.Fatalf("POST = %d %s", code, resp)
+	}
+
+	var cb receivedCallback
+	select {
+	case cb = <-e.callbacks:
+	case <-time.After(waitLimit):
+		t.Fatal("no callback arrived")
+	}
+	if err := callback.Verify([]byte(e.callbackSecret), cb.header.Get(callback.HeaderTimestamp), cb.header.Get(callback.HeaderSignature), cb.body, time.Now(), 5*time.Minute); err != nil {
+		t.Errorf("callback signature: %v", err)
+	}
+	if cb.header.Get(callback.HeaderEventID) != "async-1" {
+		t.Errorf("callback event id %q", cb.header.Get(callback.HeaderEventID))
+	}
+	var delivered struct {
+		RequestID string          `json:"request_id"`
+		Status    string          `json:"status"`
+		Result    json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(cb.body, &delivered); err != nil || delivered.RequestID != "async-1" || delivered.Status != "completed" {
+		t.Fatalf("callback body %s", cb.body)
+	}
+
+	// The status route agrees with the callback once the job feed has the events.
+	var status job
+	var statusResult json.RawMessage
+	waitUntil(t, waitLimit, "the status route to show the job done", func() bool {
+		code, _, resp := httpDo(t, http.MethodGet, public+handle.StatusURL, internal, nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET status = %d %s", code, resp)
+		}
+		var raw struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(resp, &status); err != nil || json.Unmarshal(resp, &raw) != nil {
+			t.Fatalf("status body %s", resp)
+		}
+		statusResult = raw.Result
+		return status.Status == "completed" || status.Status == "failed"
+	})
+	if status.Status != delivered.Status || !jsonEqual(t, statusResult, delivered.Result) || len(status.Result.Verdicts) != 6 {
+		t.Errorf("status %s\ndisagrees with the callback %s", statusResult, delivered.Result)
+	}
+	if code, _, _ := httpDo(t, http.MethodGet, public+"/internal/execute-async/async-1?tenant_id=globex", internal, nil); code != http.StatusNotFound {
+		t.Errorf("the job under another tenant = %d, want 404", code)
+	}
+
+	rep := status.Result.Summary.Report
+	if rep == nil || rep.MIMEType != report.MIMEType || !report.ValidReferenceID(rep.ReferenceID) {
+		t.Fatalf("report descriptor %+v", rep)
+	}
+	code, hdr, xlsx := httpDo(t, http.MethodGet, public+"/internal/rule-validation-reports/"+rep.ReferenceID+"?tenant_id=contoso", internal, nil)
+	if code != http.StatusOK || hdr.Get("Content-Type") != report.MIMEType || len(xlsx) == 0 {
+		t.Errorf("internal download = %d %v", code, hdr)
+	}
+	if code, _, _ := httpDo(t, http.MethodGet, public+"/internal/rule-validation-reports/"+rep.ReferenceID+"?tenant_id=globex", internal, nil); code != http.StatusNotFound {
+		t.Errorf("the report under another tenant = %d, want 404", code)
+	}
 }
