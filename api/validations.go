@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -86,6 +87,10 @@ func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 	}
 	body, ok := readBody(w, r)
 	if !ok {
+		return
+	}
+	if trimmed := bytes.TrimSpace(body); len(trimmed) == 0 || trimmed[0] != '{' {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "not a request in JSON form: the body must be a JSON object")
 		return
 	}
 	m, err := engine.DecodeObject(body)

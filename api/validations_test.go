@@ -164,7 +164,9 @@ func TestSubmitInvalid(t *testing.T) {
 		message string
 		details []string
 	}{
-		{"not JSON", withCallbacks, `{"request_id":`, "not a request in JSON form", nil},
+		{"not JSON", withCallbacks, `{"request_id":`, "not a request in JSON form: invalid JSON", nil},
+		{"YAML", withCallbacks, "request_id: r\n", "not a request in JSON form: the body must be a JSON object", nil},
+		{"an array", withCallbacks, `[{"request_id":"r"}]`, "not a request in JSON form: the body must be a JSON object", nil},
 		{"unknown field", withCallbacks, `{"ruleset":"x"}`, `unknown field "ruleset"`, nil},
 		{"no ruleset, an ambiguous document", withCallbacks, `{"request_id":"r1","primary_docs":[{"content":"x"},{"name":"a","title":"b","text":"y"}]}`, `invalid request "r1"`,
 			[]string{"primary_docs[1]: ambiguous: the document's name is given as both name and title; give one of file_name, name, title",
