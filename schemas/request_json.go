@@ -90,13 +90,14 @@ func RequestFromMap(m map[string]any) (*Request, error) {
 	r := &Request{}
 	r.RequestID = p.str(m, keyRequestID)
 	r.TenantID = p.str(m, keyTenantID)
-	if v, ok := m[keyRulesetRef]; ok {
+	// null stands for absent, as in the Avro record.
+	if v := m[keyRulesetRef]; v != nil {
 		r.RulesetRef = p.rulesetRef(v)
 	}
-	if v, ok := m[keyInlineRuleset]; ok && v != nil {
+	if v := m[keyInlineRuleset]; v != nil {
 		r.InlineRuleset = p.inlineRuleset(keyInlineRuleset, v)
 	}
-	if v, ok := m[keyOptions]; ok {
+	if v := m[keyOptions]; v != nil {
 		r.Options = p.options(v)
 	}
 	if v, ok := m[keySubmittedAt]; ok {

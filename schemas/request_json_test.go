@@ -111,6 +111,12 @@ func TestRequestFromMapEnvelope(t *testing.T) {
 		SubmittedAt:   time.Date(2025, 3, 1, 9, 30, 0, 250_000_000, time.UTC),
 	})
 
+	nulls, err := RequestFromJSON([]byte(`{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"rs","version":null},"inline_ruleset":null,"options":null,"submitted_at":null,"message":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEqual(t, nulls, &Request{RequestID: "r", TenantID: "t", RulesetRef: &RulesetRef{ID: "rs"}, Message: new("m")})
+
 	yaml, err := RequestFromJSON([]byte("request_id: r\ntenant_id: t\nruleset_ref: {id: rs, version: \"2\"}\nprimary_docs:\n  - {title: a, markdown: x}\namount: 12\n"))
 	if err != nil {
 		t.Fatal(err)
