@@ -603,12 +603,22 @@ func objectValue(v any) (map[string]any, bool) {
 }
 
 // lookalike returns the known top-level key that key is probably a
-// misspelling of (at most two edits away, a prefix of it, or the same but
-// for case), "" when none: such a key is a mistake, not a named input.
+// misspelling of, "" when none: such a key is a mistake, not a named input.
+// A look-alike is the same but for case, a few edits away (one for a key of
+// five bytes or more, two from eight), or a prefix holding at least half of
+// it. Shorter keys are left alone, so ordinary input names such as "name",
+// "text" or "date" are still promoted.
 func (p *inputsParser) lookalike(key string) string {
 	k := strings.ToLower(key)
 	for _, known := range append([]string{fieldPrimaryDocs, fieldAuxiliaryDocs, fieldTextInput, fieldNamedInputs, fieldMessage}, p.opt.Reserved...) {
-		if k == known || editDistance(k, known) <= 2 || (len(k) >= 4 && strings.HasPrefix(known, k)) {
+		edits := 0
+		switch {
+		case len(known) >= 8:
+			edits = 2
+		case len(known) >= 5:
+			edits = 1
+		}
+		if k == known || editDistance(k, known) <= edits || (len(k) >= 5 && 2*len(k) >= len(known) && strings.HasPrefix(known, k)) {
 			return known
 		}
 	}

@@ -52,6 +52,14 @@ func TestParseInputsForms(t *testing.T) {
 			want: engine.Inputs{AuxiliaryDocs: []engine.Document{{Name: "p", Pages: []string{"one", "", "three"}}}},
 		},
 		{
+			name: "short ordinary keys are promoted, not taken for misspelt fields",
+			doc:  `{"primary_docs": ["x"], "name": "Acme", "text": "note", "date": "2024-01-01"}`,
+			want: engine.Inputs{
+				PrimaryDocs: []engine.Document{{Name: "primary_doc_1", Pages: []string{"x"}}},
+				NamedInputs: []engine.NamedInput{{Name: "date", Value: "2024-01-01"}, {Name: "name", Value: "Acme"}, {Name: "text", Value: "note"}},
+			},
+		},
+		{
 			name: "trailing form feed keeps its empty last page",
 			doc:  `{"primary_docs": ["a\fb\f"]}`,
 			want: engine.Inputs{PrimaryDocs: []engine.Document{{Name: "primary_doc_1", Pages: []string{"a", "b", ""}}}},
