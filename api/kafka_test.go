@@ -11,6 +11,7 @@ import (
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 const testTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -33,14 +34,15 @@ func TestSubmitThroughKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitter, err := NewKafkaSubmitter(KafkaSubmitterConfig{Brokers: []string{broker}, Topic: requests}, serde)
+	client := testClient(t, broker)
+	submitter, err := NewKafkaSubmitter(ctx, KafkaSubmitterConfig{Client: client, Topic: requests}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = submitter.Close() })
 
 	jobs := NewJobStore(JobStoreConfig{})
-	feed, err := NewJobFeed(JobFeedConfig{Brokers: []string{broker}, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Jobs: jobs, Logger: quietLogger()})
+	feed, err := NewJobFeed(JobFeedConfig{Client: client, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Jobs: jobs, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,9 +108,11 @@ func TestSubmitThroughKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod, err := producer.New(producer.Config{
-		Brokers: []string{broker}, SummaryTopic: summaries, VerdictTopic: verdicts,
-		DeadLetterTopic: kafkatest.UniqueTopic(t, "deadletter"), Logger: quietLogger(),
+	deadLetters := kafkatest.UniqueTopic(t, "deadletter")
+	kafkatest.CreateTopic(t, broker, deadLetters, 1)
+	prod, err := producer.New(ctx, producer.Config{
+		Client: client, SummaryTopic: summaries, VerdictTopic: verdicts,
+		DeadLetterTopic: deadLetters, Logger: quietLogger(),
 	}, serde)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +144,7 @@ func TestSubmitBrokerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitter, err := NewKafkaSubmitter(KafkaSubmitterConfig{Brokers: []string{"127.0.0.1:1"}, WriteTimeout: 500 * time.Millisecond}, serde)
+	submitter, err := NewKafkaSubmitter(context.Background(), KafkaSubmitterConfig{Client: testClient(t, "127.0.0.1:1"), WriteTimeout: 500 * time.Millisecond}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +159,13 @@ func TestSubmitBrokerDown(t *testing.T) {
 	if g := call(t, http.MethodGet, ts.URL+"/v1/validations/req-down", token, nil); g.status != http.StatusNotFound {
 		t.Errorf("GET after a failed submission: %s", g)
 	}
+}
+
+func testClient(t *testing.T, brokers ...string) *stream.Client {
+	t.Helper()
+	c, err := stream.NewClient(stream.ClientConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

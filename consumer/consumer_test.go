@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/stream"
 )
 
 // waitTimeout bounds every wait in these tests; they normally finish far sooner.
@@ -36,8 +37,12 @@ func newEnv(t *testing.T, partitions int) env {
 }
 
 func (e env) config(t *testing.T) Config {
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{e.bootstrap}})
+	if err != nil {
+		t.Fatalf("stream.NewClient: %v", err)
+	}
 	return Config{
-		Brokers:        []string{e.bootstrap},
+		Client:         client,
 		GroupID:        e.group,
 		Topic:          e.topic,
 		CommitInterval: 50 * time.Millisecond,

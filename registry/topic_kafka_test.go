@@ -75,7 +75,7 @@ func TestTopicAgainstBroker(t *testing.T) {
 	for _, rs := range []struct{ id, version string }{
 		{"contract-review", "1"}, {"contract-review", "2"}, {"retired", "1"},
 	} {
-		if err := Publish(ctx, bootstrap, topic, newRuleset(rs.id, rs.version)); err != nil {
+		if err := Publish(ctx, testClient(t, bootstrap), topic, newRuleset(rs.id, rs.version)); err != nil {
 			t.Fatalf("Publish: %v", err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestTopicAgainstBroker(t *testing.T) {
 	)
 
 	logger, logs := testLogger(t)
-	tp, err := NewTopic(TopicConfig{Brokers: []string{bootstrap}, Topic: topic, Logger: logger})
+	tp, err := NewTopic(TopicConfig{Client: testClient(t, bootstrap), Topic: topic, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestTopicAgainstBroker(t *testing.T) {
 	}
 
 	// A version published while running is picked up.
-	if err := Publish(ctx, bootstrap, topic, newRuleset("contract-review", "3")); err != nil {
+	if err := Publish(ctx, testClient(t, bootstrap), topic, newRuleset("contract-review", "3")); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
 	published := time.Now()
@@ -166,7 +166,7 @@ func TestTopicEmptyIsReady(t *testing.T) {
 	defer cancel()
 
 	logger, _ := testLogger(t)
-	tp, err := NewTopic(TopicConfig{Brokers: []string{bootstrap}, Topic: topic, Logger: logger})
+	tp, err := NewTopic(TopicConfig{Client: testClient(t, bootstrap), Topic: topic, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestTopicMissing(t *testing.T) {
 	bootstrap := kafkatest.Broker(t)
 	topic := kafkatest.UniqueTopic(t, "absent")
 	logger, logs := testLogger(t)
-	tp, err := NewTopic(TopicConfig{Brokers: []string{bootstrap}, Topic: topic, Logger: logger})
+	tp, err := NewTopic(TopicConfig{Client: testClient(t, bootstrap), Topic: topic, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestTopicMissing(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "partitions not listed yet") {
 		t.Errorf("WaitReady on a missing topic = %v, want a deadline error saying the partitions are not listed", err)
 	}
-	if !strings.Contains(logs.String(), "cannot list the ruleset topic's partitions") {
+	if !strings.Contains(logs.String(), "cannot list the partitions") || !strings.Contains(logs.String(), "no such topic") {
 		t.Errorf("the missing topic was not logged:\n%s", logs)
 	}
 }

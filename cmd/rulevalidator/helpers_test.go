@@ -25,6 +25,7 @@ import (
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // Helpers for the integration tests of `serve`: each test gets its own topics, consumer group
@@ -714,3 +715,13 @@ func tail(s string, n int) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// client is a stream client for the test's broker.
+func (e *serveEnv) client(t *testing.T) *stream.Client {
+	t.Helper()
+	c, err := stream.NewClient(stream.ClientConfig{Brokers: []string{e.bootstrap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

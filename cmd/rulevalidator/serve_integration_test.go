@@ -517,7 +517,7 @@ func TestServeRulesetFromTopic(t *testing.T) {
 	v2.Version = "2.0.0"
 	v2.Rules[0].Name = "Governing law (v2)"
 	for _, rs := range []*engine.Ruleset{v1, v2} {
-		if err := registry.Publish(ctx, e.bootstrap, rulesets, rs); err != nil {
+		if err := registry.Publish(ctx, e.client(t), rulesets, rs); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 func tailPtr[T any](v T) *T { return &v }
@@ -106,9 +107,9 @@ func TestTailLines(t *testing.T) {
 			`dead letter  reason undecodable  from rulevalidator.requests 2:41  key "r-9"  "schemas: cannot decode value: no rv-schema-fingerprint header"  original value 14 bytes`},
 		{"request", requestLine(req),
 			`request r-4  tenant contoso  ruleset contract-review 1.0.0  3 document(s), 1 named input(s)  submitted 2025-03-03T09:00:00.000Z`},
-		{"undecodable", recordLine(tailRecord{msg: kafka.Message{Topic: "v", Partition: 1, Offset: 7, Value: []byte("garbage")}, err: errors.New("schemas: cannot decode value: no header")}),
+		{"undecodable", recordLine(tailRecord{msg: stream.Record{Topic: "v", Partition: 1, Offset: 7, Value: []byte("garbage")}, err: errors.New("schemas: cannot decode value: no header")}),
 			`UNDECODABLE  key none  7 bytes  schemas: cannot decode value: no header  [v 1:7]`},
-		{"position", recordLine(tailRecord{msg: kafka.Message{Topic: "d", Partition: 0, Offset: 3}, event: &dl}),
+		{"position", recordLine(tailRecord{msg: stream.Record{Topic: "d", Partition: 0, Offset: 3}, event: &dl}),
 			deadLetterLine(&dl) + "  [d 0:3]"},
 		{"clipped", clip(strings.Repeat("é", 10), 5), "éééé…"},
 		{"not clipped", clip("short", 5), "short"},
@@ -121,8 +122,8 @@ func TestTailLines(t *testing.T) {
 
 func TestTailJSONForm(t *testing.T) {
 	v := tailVerdicts("r-1")[0]
-	msg := kafka.Message{Topic: "verdicts", Partition: 2, Offset: 9, Key: []byte("r-1"), Time: tailStarted,
-		Headers: []kafka.Header{{Key: "ce_id", Value: []byte(v.EventID)}, {Key: "rv-schema", Value: []byte(schemas.VerdictSchema)}}}
+	msg := stream.Record{Topic: "verdicts", Partition: 2, Offset: 9, Key: []byte("r-1"), Time: tailStarted,
+		Headers: []stream.Header{{Key: "ce_id", Value: []byte(v.EventID)}, {Key: "rv-schema", Value: []byte(schemas.VerdictSchema)}}}
 	data, err := json.Marshal(recordJSON(tailRecord{msg: msg, event: &v}))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestTailJSONForm(t *testing.T) {
 		}
 	}
 
-	bad := kafka.Message{Topic: "verdicts", Value: []byte("garbage")}
+	bad := stream.Record{Topic: "verdicts", Value: []byte("garbage")}
 	data, err = json.Marshal(recordJSON(tailRecord{msg: bad, err: errors.New("cannot decode")}))
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ func TestTailRecordConcerns(t *testing.T) {
 		{"dead letter by original key", tailRecord{event: &dl}, "r-9", true},
 		{"dead letter of another", tailRecord{event: &dl}, "r-1", false},
 		{"request", tailRecord{event: wantRequest("r-5", "t", tailStarted)}, "r-5", true},
-		{"undecodable by record key", tailRecord{msg: kafka.Message{Key: []byte("r-1")}, err: errors.New("x")}, "r-1", true},
+		{"undecodable by record key", tailRecord{msg: stream.Record{Key: []byte("r-1")}, err: errors.New("x")}, "r-1", true},
 		{"undecodable without key", tailRecord{err: errors.New("x")}, "r-1", false},
 	} {
 		if got := tc.rec.concerns(tc.id); got != tc.want {
@@ -254,8 +255,12 @@ func newTailTopicsEnv(t *testing.T) *tailTopicsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.prod, err = producer.New(producer.Config{
-		Brokers: []string{e.bootstrap}, VerdictTopic: e.verdicts, SummaryTopic: e.summaries, DeadLetterTopic: e.deadLetter,
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{e.bootstrap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.prod, err = producer.New(context.Background(), producer.Config{
+		Client: client, VerdictTopic: e.verdicts, SummaryTopic: e.summaries, DeadLetterTopic: e.deadLetter,
 	}, serde)
 	if err != nil {
 		t.Fatal(err)
