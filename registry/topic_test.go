@@ -231,4 +231,3 @@ func TestPublishRejects(t *testing.T) {
 		})
 	}
 }
-
