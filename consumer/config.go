@@ -94,6 +94,11 @@ type Hooks struct {
 	Committed func(partition int, offset int64)
 	// InFlight is called with +1 when a message is taken on and -1 when it is let go.
 	InFlight func(delta int)
+	// Assigned is called when a group generation gives this member partitions, and Revoked
+	// when that generation ends (a rebalance, or shutdown), before its in-flight messages
+	// are drained.
+	Assigned func(partitions []int)
+	Revoked  func(partitions []int)
 }
 
 func (h Hooks) fetched(m *Message) {

@@ -116,6 +116,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 // commit what finished, and forget the rest.
 func (r *run) session(ctx context.Context) error {
 	r.log.Info("partitions assigned", "partitions", r.gen.Partitions())
+	if h := r.cfg.Hooks.Assigned; h != nil {
+		h(r.gen.Partitions())
+	}
 	stopCommitting := make(chan struct{})
 	committerDone := make(chan struct{})
 	go func() {
@@ -124,6 +127,9 @@ func (r *run) session(ctx context.Context) error {
 	}()
 
 	r.fetchLoop(ctx)
+	if h := r.cfg.Hooks.Revoked; h != nil {
+		h(r.gen.Partitions())
+	}
 	r.log.Info("partitions revoked: draining in-flight messages",
 		"cause", context.Cause(ctx), "in_flight", r.inFlight(), "drain_timeout", r.cfg.DrainTimeout)
 	r.drain()

@@ -60,8 +60,13 @@ type record struct {
 // produce writes records, each to its partition, and waits for the broker to acknowledge them.
 func (e env) produce(t *testing.T, records ...record) {
 	t.Helper()
+	// A transport of its own: the shared one caches metadata, and would not see partitions
+	// added a moment ago.
+	transport := &kafka.Transport{}
+	defer transport.CloseIdleConnections()
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(e.bootstrap),
+		Transport:    transport,
 		Topic:        e.topic,
 		Balancer:     kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition }),
 		RequiredAcks: kafka.RequireAll,

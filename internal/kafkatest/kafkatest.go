@@ -113,6 +113,50 @@ func CreateTopic(t testing.TB, bootstrap, name string, partitions int) {
 	}
 }
 
+// AddPartitions grows topic to total partitions and waits until every one has a leader.
+func AddPartitions(t testing.TB, bootstrap, name string, total int) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(bootstrap)}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	res, err := client.CreatePartitions(ctx, &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: name, Count: int32(total)}},
+	})
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[name]
+	}
+	if err != nil {
+		t.Fatalf("growing topic %s on %s to %d partitions: %v", name, bootstrap, total, err)
+	}
+	if err := waitForLeaders(ctx, bootstrap, name, total); err != nil {
+		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
+	}
+}
+
+// CreateTopicWith creates topic name like CreateTopic, with topic configs (such as
+// max.message.bytes or cleanup.policy).
+func CreateTopicWith(t testing.TB, bootstrap, name string, partitions int, configs map[string]string) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(bootstrap)}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	tc := kafka.TopicConfig{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}
+	for k, v := range configs {
+		tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: v})
+	}
+	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+	if err == nil {
+		err = res.Errors[name]
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s on %s with %v: %v", name, bootstrap, configs, err)
+	}
+	t.Cleanup(func() { deleteTopic(t, bootstrap, name) })
+	if err := waitForLeaders(ctx, bootstrap, name, partitions); err != nil {
+		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
+	}
+}
+
 // UniqueTopic returns a topic name made of prefix, the test's name and a random suffix, valid
 // for Kafka and unique to this call. It serves as a unique consumer group id just as well.
 func UniqueTopic(t testing.TB, prefix string) string {
