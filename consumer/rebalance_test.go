@@ -98,7 +98,7 @@ func TestRebalanceNeverMovesCommitsBack(t *testing.T) {
 		mu        sync.Mutex
 		completed = map[pos][]string{}    // who handled each message to completion
 		finished  = map[pos][]time.Time{} // and when
-		slowSeen  = map[int]bool{}     // partitions whose slow message was taken on once
+		slowSeen  = map[int]bool{}        // partitions whose slow message was taken on once
 		inSlow    = map[int]bool{}
 	)
 	release := make(chan struct{}) // lets A's slow messages on the even partitions finish
