@@ -408,7 +408,7 @@ func (e *serveEnv) produce(t *testing.T, msgs ...kafka.Message) {
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(e.bootstrap),
 		Topic:        e.requests,
-		Balancer:     &kafka.Hash{},
+		Balancer:     &kafka.Murmur2Balancer{}, // as every producer of the service does
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 5 * time.Millisecond,
 	}

@@ -181,9 +181,6 @@ func (f *kafkaFlags) serde(ctx context.Context, topics map[string]string) (*sche
 	return serde, nil
 }
 
-// errNoTopic marks a topic the brokers do not have.
-var errNoTopic = stream.ErrUnknownTopic
-
 // splitList splits a comma-separated list, dropping blanks.
 func splitList(s string) []string {
 	var out []string

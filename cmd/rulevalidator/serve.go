@@ -75,7 +75,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.wireFormat, "wire-format", "RULEVALIDATOR_WIRE_FORMAT", "plain", "how events are framed: plain (Avro, fingerprint header) or confluent (schema registry ids); both are read")
 	s.strList(&cfg.schemaRegistry, "schema-registry", "RULEVALIDATOR_SCHEMA_REGISTRY", "", "schema registry URLs, comma-separated (needed by the confluent format)")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
-	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM, how long in-flight requests may finish")
+	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
 	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", "1024", "recent results kept to answer redeliveries without the model (0 disables)")
 
