@@ -101,8 +101,9 @@ type Writer struct {
 	cfg WriterConfig
 	log *slog.Logger
 
-	mu     sync.Mutex
-	topics map[string]*topicWriter
+	mu      sync.Mutex
+	topics  map[string]*topicWriter
+	retired []*kafka.Writer // stand-ins replaced once their topic's limit was read
 }
 
 // topicWriter is one topic's kafka-go writer, whose batch limit is the topic's own.
@@ -131,8 +132,14 @@ func NewWriter(ctx context.Context, cfg WriterConfig) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{cfg: cfg, log: cfg.Logger.With("component", "kafka-writer"), topics: make(map[string]*topicWriter)}
-	for _, topic := range cfg.Topics {
-		if _, err := w.topic(ctx, topic); errors.Is(err, ErrUnknownTopic) {
+	errs := make([]error, len(cfg.Topics))
+	var wg sync.WaitGroup
+	for i, topic := range cfg.Topics {
+		wg.Go(func() { _, errs[i] = w.topic(ctx, topic) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if errors.Is(err, ErrUnknownTopic) {
 			w.Close()
 			return nil, err
 		}
@@ -140,30 +147,41 @@ func NewWriter(ctx context.Context, cfg WriterConfig) (*Writer, error) {
 	return w, nil
 }
 
-// topic returns topic's writer, reading its limit when it is not known yet.
+// topic returns topic's writer, reading its limit when it is not known yet. The question
+// goes to the cluster without the lock held; while it is out, other writes use the stand-in.
 func (w *Writer) topic(ctx context.Context, topic string) (*topicWriter, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	tw := w.topics[topic]
 	if tw != nil && (tw.known || time.Now().Before(tw.nextTry)) {
+		w.mu.Unlock()
 		return tw, nil
 	}
 	if tw == nil && !slices.Contains(w.cfg.Topics, topic) {
+		w.mu.Unlock()
 		return nil, fmt.Errorf("kafka writer: topic %q is not one of %v", topic, w.cfg.Topics)
 	}
+	if tw != nil {
+		tw.nextTry = time.Now().Add(limitRetry) // this caller asks; the others go on
+	}
+	w.mu.Unlock()
+
 	limit, err := w.cfg.Client.MaxMessageBytes(ctx, topic)
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cur := w.topics[topic]; cur != nil && (cur.known || err != nil) {
+		return cur, nil // known meanwhile, or keep the stand-in
+	}
 	switch {
 	case errors.Is(err, ErrUnknownTopic):
 		return nil, err
-	case err != nil && tw != nil:
-		tw.nextTry = time.Now().Add(limitRetry)
-		return tw, nil // keep the stand-in
 	case err != nil:
 		w.log.Warn("cannot read the topic's max.message.bytes yet; assuming Kafka's default", "topic", topic, "default", defaultMaxMessageBytes, "err", err)
 		limit = defaultMaxMessageBytes
 	}
-	if tw != nil {
-		tw.w.Close()
+	if old := w.topics[topic]; old != nil {
+		// Writes may still be under way on the stand-in: it is closed with the Writer.
+		w.retired = append(w.retired, old.w)
 	}
 	tw = &topicWriter{maxBytes: limit, known: err == nil, nextTry: time.Now().Add(limitRetry), w: w.kafkaWriter(topic, limit)}
 	w.topics[topic] = tw
@@ -284,7 +302,11 @@ func (w *Writer) Close() error {
 	for _, tw := range w.topics {
 		errs = append(errs, tw.w.Close())
 	}
+	for _, kw := range w.retired {
+		errs = append(errs, kw.Close())
+	}
 	clear(w.topics)
+	w.retired = nil
 	return errors.Join(errs...)
 }
 
