@@ -97,9 +97,21 @@ func CreateTopic(t testing.TB, bootstrap, name string, partitions int) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{
-		Topics: []kafka.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}},
-	})
+	var (
+		res *kafka.CreateTopicsResponse
+		err error
+	)
+	// A connection pooled before a broker restart (another test's) fails once; a new one
+	// is dialled on the next try.
+	for attempt := 1; attempt <= 3; attempt++ {
+		res, err = client.CreateTopics(ctx, &kafka.CreateTopicsRequest{
+			Topics: []kafka.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}},
+		})
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("creating topic %s on %s: %v", name, bootstrap, err)
 	}
