@@ -275,8 +275,8 @@ func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.T
 	}
 	completed := p.cfg.Now()
 	return Outcome{
-		Verdicts: schemas.NewVerdictEvents(req, rs, res, res.Model, start, completed),
-		Summary:  schemas.NewSummary(req, rs, res, res.Model, report, start, completed),
+		Verdicts: NewVerdictEvents(req, rs, res, res.Model, start, completed),
+		Summary:  NewSummary(req, rs, res, res.Model, report, start, completed),
 	}, nil
 }
 
@@ -290,9 +290,9 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 	if err := req.ResolveURIs(ctx, p.fetchDocument); err != nil {
 		return nil, rs, nil, classifyFetch(err)
 	}
-	in, err := req.EngineInputs()
+	in, err := EngineInputs(req)
 	if err != nil {
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonFor(err)), err)
+		return nil, rs, nil, consumer.Permanent(string(ReasonFor(err)), err)
 	}
 	model := ""
 	if req.Options.Model != nil {
@@ -305,7 +305,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonOversized), err)
 	case errors.Is(err, engine.ErrInvalidRuleset), errors.Is(err, engine.ErrInvalidInput),
 		errors.Is(err, engine.ErrLLMRejected), errors.Is(err, engine.ErrInvalidOutput):
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonFor(err)), err)
+		return nil, rs, nil, consumer.Permanent(string(ReasonFor(err)), err)
 	default:
 		return nil, rs, nil, err // model unavailable, deadline: retry
 	}

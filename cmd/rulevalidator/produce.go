@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"rulevalidator/engine"
+	"rulevalidator/pipeline"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -280,7 +281,7 @@ func checkRequestContent(r *schemas.Request) error {
 			errs = append(errs, fmt.Errorf("inline_ruleset: %w", err))
 		}
 	}
-	if _, err := r.EngineInputs(); err != nil && !errors.Is(err, schemas.ErrUnresolvedURI) {
+	if _, err := pipeline.EngineInputs(r); err != nil && !errors.Is(err, schemas.ErrUnresolvedURI) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

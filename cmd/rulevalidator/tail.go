@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"rulevalidator/engine"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -359,7 +358,7 @@ func verdictOutcome(v *schemas.VerdictEvent) string {
 }
 
 // evidenceWhere: msa.pdf p.3, anchored exact
-func evidenceWhere(e engine.Evidence) string {
+func evidenceWhere(e schemas.Evidence) string {
 	origin := orDash(e.SourceOrigin)
 	if e.SourcePageNumber > 0 {
 		origin += " p." + strconv.Itoa(e.SourcePageNumber)
@@ -368,7 +367,7 @@ func evidenceWhere(e engine.Evidence) string {
 	switch {
 	case e.Anchored:
 		parts = append(parts, strings.TrimSpace("anchored "+string(e.Match)))
-	case e.Match == engine.MatchNotDocument:
+	case e.Match == schemas.MatchNotDocument:
 		parts = append(parts, "named input")
 	default:
 		parts = append(parts, "not found in the document")

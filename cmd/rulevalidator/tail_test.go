@@ -16,7 +16,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"rulevalidator/consumer"
-	"rulevalidator/engine"
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
@@ -33,22 +32,22 @@ func tailVerdicts(id string) []schemas.VerdictEvent {
 	return []schemas.VerdictEvent{{
 		EventID: schemas.VerdictEventID(id, "liability-cap"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
-		RuleID: "liability-cap", RuleName: tailPtr("Liability cap"), RuleType: engine.Boolean,
+		RuleID: "liability-cap", RuleName: tailPtr("Liability cap"), RuleType: schemas.RuleBoolean,
 		DataSufficiency: true, Rationale: "Capped at twelve months of fees; data protection is not carved out.",
 		BooleanOutput: tailPtr(false),
-		Evidences: []engine.Evidence{{
+		Evidences: []schemas.Evidence{{
 			Text: "This limit does not apply to breach of clause 6 (Confidentiality).", SourceOrigin: "msa.pdf",
-			SourcePageNumber: 3, Anchored: true, Match: engine.MatchExact, StartOffset: tailPtr(120), EndOffset: tailPtr(186),
+			SourcePageNumber: 3, Anchored: true, Match: schemas.MatchExact, StartOffset: tailPtr(120), EndOffset: tailPtr(186),
 		}},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 1, RuleCount: 2,
 	}, {
 		EventID: schemas.VerdictEventID(id, "payment-terms"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
-		RuleID: "payment-terms", RuleType: engine.Numerical, DataSufficiency: false,
+		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: false,
 		Rationale: "Payment within 30 days.", NumericalOutput: tailPtr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
-		Evidences: []engine.Evidence{
-			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, Match: engine.MatchNone},
-			{Text: "250000", SourceOrigin: "approval_limit", Anchored: false, Match: engine.MatchNotDocument},
+		Evidences: []schemas.Evidence{
+			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, Match: schemas.MatchNone},
+			{Text: "250000", SourceOrigin: "approval_limit", Anchored: false, Match: schemas.MatchNotDocument},
 		},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 0, RuleCount: 2,
 	}}
@@ -59,12 +58,12 @@ func tailSummary(id string) schemas.SummaryEvent {
 		EventID: id, RequestID: id, TenantID: "contoso", RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"),
 		Model: "fake-model", Status: schemas.StatusCompleted,
 		Counts: schemas.Counts{Rules: 2, Failed: 1, InsufficientData: 1},
-		Aggregate: engine.Aggregate{
-			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 1, PassedCount: 0},
-			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateWeightedMean, Score: tailPtr(2.0), Counted: 1},
+		Aggregate: schemas.Aggregate{
+			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 1, PassedCount: 0},
+			Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean", Score: tailPtr(2.0), Counted: 1},
 		},
-		Sources: []engine.Source{{SourceOrigin: "msa.pdf", Text: "page one", SourcePageNumber: 1}},
-		Usage:   engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
+		Sources: []schemas.Source{{SourceOrigin: "msa.pdf", Text: "page one", SourcePageNumber: 1}},
+		Usage:   schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
 		Report: &schemas.ReportDescriptor{FileName: id + ".xlsx", URI: "s3://rulevalidator-reports/contoso/" + id + ".xlsx",
 			MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: id},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(3 * time.Second),
