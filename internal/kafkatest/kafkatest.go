@@ -169,6 +169,29 @@ func CreateTopicWith(t testing.TB, bootstrap, name string, partitions int, confi
 	}
 }
 
+// SetTopicConfig sets topic configs (such as max.message.bytes) on an existing topic.
+func SetTopicConfig(t testing.TB, bootstrap, name string, configs map[string]string) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(bootstrap)}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	res := kafka.IncrementalAlterConfigsRequestResource{ResourceType: kafka.ResourceTypeTopic, ResourceName: name}
+	for k, v := range configs {
+		res.Configs = append(res.Configs, kafka.IncrementalAlterConfigsRequestConfig{Name: k, Value: v, ConfigOperation: kafka.ConfigOperationSet})
+	}
+	out, err := client.IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{Resources: []kafka.IncrementalAlterConfigsRequestResource{res}})
+	if err == nil {
+		for _, r := range out.Resources {
+			if r.Error != nil {
+				err = r.Error
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("setting %v on topic %s on %s: %v", configs, name, bootstrap, err)
+	}
+}
+
 // UniqueTopic returns a topic name made of prefix, the test's name and a random suffix, valid
 // for Kafka and unique to this call. It serves as a unique consumer group id just as well.
 func UniqueTopic(t testing.TB, prefix string) string {
