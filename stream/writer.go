@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,12 +102,14 @@ type Writer struct {
 	cfg WriterConfig
 	log *slog.Logger
 
-	mu      sync.Mutex
-	topics  map[string]*topicWriter
-	retired []*kafka.Writer // stand-ins replaced once their topic's limit was read
+	mu     sync.Mutex
+	topics map[string]*topicWriter
+	// byLimit holds one kafka-go writer per batch limit: topics with the same limit share
+	// one, so that one request's events for several topics go out in one call.
+	byLimit map[int]*kafka.Writer
 }
 
-// topicWriter is one topic's kafka-go writer, whose batch limit is the topic's own.
+// topicWriter is one topic's limit and the kafka-go writer whose batch limit it is.
 type topicWriter struct {
 	w        *kafka.Writer
 	maxBytes int
@@ -131,7 +134,7 @@ func NewWriter(ctx context.Context, cfg WriterConfig) (*Writer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Writer{cfg: cfg, log: cfg.Logger.With("component", "kafka-writer"), topics: make(map[string]*topicWriter)}
+	w := &Writer{cfg: cfg, log: cfg.Logger.With("component", "kafka-writer"), topics: make(map[string]*topicWriter), byLimit: make(map[int]*kafka.Writer)}
 	errs := make([]error, len(cfg.Topics))
 	var wg sync.WaitGroup
 	for i, topic := range cfg.Topics {
@@ -179,19 +182,20 @@ func (w *Writer) topic(ctx context.Context, topic string) (*topicWriter, error) 
 		w.log.Warn("cannot read the topic's max.message.bytes yet; assuming Kafka's default", "topic", topic, "default", defaultMaxMessageBytes, "err", err)
 		limit = defaultMaxMessageBytes
 	}
-	if old := w.topics[topic]; old != nil {
-		// Writes may still be under way on the stand-in: it is closed with the Writer.
-		w.retired = append(w.retired, old.w)
+	kw := w.byLimit[limit]
+	if kw == nil {
+		kw = w.kafkaWriter(limit)
+		w.byLimit[limit] = kw
 	}
-	tw = &topicWriter{maxBytes: limit, known: err == nil, nextTry: time.Now().Add(limitRetry), w: w.kafkaWriter(topic, limit)}
+	// A stand-in's writer stays: other topics, or writes under way, may use it.
+	tw = &topicWriter{maxBytes: limit, known: err == nil, nextTry: time.Now().Add(limitRetry), w: kw}
 	w.topics[topic] = tw
 	return tw, nil
 }
 
-func (w *Writer) kafkaWriter(topic string, limit int) *kafka.Writer {
+func (w *Writer) kafkaWriter(limit int) *kafka.Writer {
 	kw := &kafka.Writer{
 		Addr:     kafka.TCP(w.cfg.Client.cfg.Brokers...),
-		Topic:    topic,
 		Balancer: &kafka.Murmur2Balancer{},
 		// The batch limit is the topic's: a record the topic accepts is never refused here.
 		BatchBytes:             int64(max(limit-batchMargin, batchMargin)),
@@ -210,7 +214,6 @@ func (w *Writer) kafkaWriter(topic string, limit int) *kafka.Writer {
 			recs := make([]Record, len(msgs))
 			for i, m := range msgs {
 				recs[i] = fromKafka(m)
-				recs[i].Topic = topic
 			}
 			done(recs)
 		}
@@ -229,13 +232,14 @@ func (w *Writer) MaxRecordBytes(ctx context.Context, topic string) (int, error) 
 
 // Write writes records, each to its Topic, and returns once every one is acknowledged. A
 // record larger than its topic accepts fails the write at once with ErrTooLarge, before
-// anything is sent. Records for one topic keep their order; topics are written in parallel.
+// anything is sent. Records for one topic keep their order; topics whose limits differ are
+// written in parallel.
 func (w *Writer) Write(ctx context.Context, records ...Record) error {
 	if len(records) == 0 {
 		return nil
 	}
-	var order []string
-	byTopic := make(map[string][]kafka.Message)
+	var order []*kafka.Writer
+	batches := make(map[*kafka.Writer][]kafka.Message)
 	writers := make(map[string]*topicWriter)
 	for i := range records {
 		r := &records[i]
@@ -246,22 +250,22 @@ func (w *Writer) Write(ctx context.Context, records ...Record) error {
 				return err
 			}
 			writers[r.Topic] = tw
-			order = append(order, r.Topic)
 		}
 		if size := r.Size(); size > tw.maxBytes {
 			return fmt.Errorf("writing key %q to topic %s: %d bytes, the topic takes at most %d: %w", r.Key, r.Topic, size, tw.maxBytes, ErrTooLarge)
 		}
-		m := toKafka(*r)
-		m.Topic = "" // the topic's own writer names it
-		byTopic[r.Topic] = append(byTopic[r.Topic], m)
+		if _, seen := batches[tw.w]; !seen {
+			order = append(order, tw.w)
+		}
+		batches[tw.w] = append(batches[tw.w], toKafka(*r))
 	}
-	write := func(topic string) error {
-		err := writers[topic].w.WriteMessages(ctx, byTopic[topic]...)
-		if err != nil {
+	write := func(kw *kafka.Writer) error {
+		msgs := batches[kw]
+		if err := kw.WriteMessages(ctx, msgs...); err != nil {
 			if tooLarge(err) {
 				err = fmt.Errorf("%w: %w", ErrTooLarge, err)
 			}
-			return fmt.Errorf("writing %d record(s) to topic %s: %w", len(byTopic[topic]), topic, err)
+			return fmt.Errorf("writing %d record(s) to %s: %w", len(msgs), topicsOf(msgs), err)
 		}
 		return nil
 	}
@@ -270,11 +274,25 @@ func (w *Writer) Write(ctx context.Context, records ...Record) error {
 	}
 	errs := make([]error, len(order))
 	var wg sync.WaitGroup
-	for i, topic := range order {
-		wg.Go(func() { errs[i] = write(topic) })
+	for i, kw := range order {
+		wg.Go(func() { errs[i] = write(kw) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// topicsOf names the topics of msgs for errors: "topic a" or "topics a, b".
+func topicsOf(msgs []kafka.Message) string {
+	var names []string
+	for _, m := range msgs {
+		if !slices.Contains(names, m.Topic) {
+			names = append(names, m.Topic)
+		}
+	}
+	if len(names) == 1 {
+		return "topic " + names[0]
+	}
+	return "topics " + strings.Join(names, ", ")
 }
 
 // tooLarge says whether a kafka-go error is about a record's or a batch's size.
@@ -299,14 +317,11 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
-	for _, tw := range w.topics {
-		errs = append(errs, tw.w.Close())
-	}
-	for _, kw := range w.retired {
+	for _, kw := range w.byLimit {
 		errs = append(errs, kw.Close())
 	}
 	clear(w.topics)
-	w.retired = nil
+	clear(w.byLimit)
 	return errors.Join(errs...)
 }
 
