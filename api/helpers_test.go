@@ -255,8 +255,8 @@ func (r *scriptedRunner) Judge(ctx context.Context, req *schemas.Request, start 
 	res.Aggregate.Boolean = &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: true, Applicable: len(rs.Rules), PassedCount: len(rs.Rules)}
 	done := start.Add(time.Second)
 	return pipeline.Outcome{
-		Verdicts: schemas.NewVerdictEvents(req, rs, res, "", start, done),
-		Summary:  schemas.NewSummary(req, rs, res, "", nil, start, done),
+		Verdicts: pipeline.NewVerdictEvents(req, rs, res, "", start, done),
+		Summary:  pipeline.NewSummary(req, rs, res, "", nil, start, done),
 	}, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"rulevalidator/engine"
 	"rulevalidator/schemas"
 )
 
@@ -31,7 +30,7 @@ func (c *clock) Advance(d time.Duration) {
 func verdict(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
 	return schemas.VerdictEvent{
 		EventID: schemas.VerdictEventID(requestID, ruleID), RequestID: requestID, TenantID: tenant,
-		RuleID: ruleID, RuleType: engine.Boolean, RuleIndex: index, RuleCount: 2,
+		RuleID: ruleID, RuleType: schemas.RuleBoolean, RuleIndex: index, RuleCount: 2,
 	}
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 const testTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -33,14 +35,15 @@ func TestSubmitThroughKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitter, err := NewKafkaSubmitter(KafkaSubmitterConfig{Brokers: []string{broker}, Topic: requests}, serde)
+	client := testClient(t, broker)
+	submitter, err := NewKafkaSubmitter(ctx, KafkaSubmitterConfig{Client: client, Topic: requests}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = submitter.Close() })
 
 	jobs := NewJobStore(JobStoreConfig{})
-	feed, err := NewJobFeed(JobFeedConfig{Brokers: []string{broker}, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Jobs: jobs, Logger: quietLogger()})
+	feed, err := NewJobFeed(JobFeedConfig{Client: client, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Jobs: jobs, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,9 +109,11 @@ func TestSubmitThroughKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod, err := producer.New(producer.Config{
-		Brokers: []string{broker}, SummaryTopic: summaries, VerdictTopic: verdicts,
-		DeadLetterTopic: kafkatest.UniqueTopic(t, "deadletter"), Logger: quietLogger(),
+	deadLetters := kafkatest.UniqueTopic(t, "deadletter")
+	kafkatest.CreateTopic(t, broker, deadLetters, 1)
+	prod, err := producer.New(ctx, producer.Config{
+		Client: client, SummaryTopic: summaries, VerdictTopic: verdicts,
+		DeadLetterTopic: deadLetters, Logger: quietLogger(),
 	}, serde)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +145,7 @@ func TestSubmitBrokerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitter, err := NewKafkaSubmitter(KafkaSubmitterConfig{Brokers: []string{"127.0.0.1:1"}, WriteTimeout: 500 * time.Millisecond}, serde)
+	submitter, err := NewKafkaSubmitter(context.Background(), KafkaSubmitterConfig{Client: testClient(t, "127.0.0.1:1"), WriteTimeout: 500 * time.Millisecond}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,5 +159,86 @@ func TestSubmitBrokerDown(t *testing.T) {
 	}
 	if g := call(t, http.MethodGet, ts.URL+"/v1/validations/req-down", token, nil); g.status != http.StatusNotFound {
 		t.Errorf("GET after a failed submission: %s", g)
+	}
+}
+
+func testClient(t *testing.T, brokers ...string) *stream.Client {
+	t.Helper()
+	c, err := stream.NewClient(stream.ClientConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestJobFeedFollowsAddedPartitions: events written to a partition added to the summary
+// topic after the feed started reach the job store without a restart.
+func TestJobFeedFollowsAddedPartitions(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	summaries := kafkatest.UniqueTopic(t, "summaries")
+	verdicts := kafkatest.UniqueTopic(t, "verdicts")
+	deadLetters := kafkatest.UniqueTopic(t, "deadletter")
+	for _, topic := range []string{summaries, verdicts, deadLetters} {
+		kafkatest.CreateTopic(t, broker, topic, 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	serde, err := schemas.NewSerde(ctx, schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := NewJobStore(JobStoreConfig{})
+	feed, err := NewJobFeed(JobFeedConfig{Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts,
+		Serde: serde, Jobs: jobs, Logger: quietLogger(), PartitionRefresh: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	feedDone := make(chan error, 1)
+	go func() { feedDone <- feed.Run(feedCtx) }()
+	defer func() {
+		stopFeed()
+		<-feedDone
+	}()
+	select {
+	case <-feed.Ready():
+	case <-ctx.Done():
+		t.Fatal("job feed not ready within a minute")
+	}
+
+	const partitions = 3
+	kafkatest.AddPartitions(t, broker, summaries, partitions)
+	id := ""
+	for i := 0; id == ""; i++ {
+		if candidate := fmt.Sprintf("req-added-%d", i); stream.Partition([]byte(candidate), partitions) != 0 {
+			id = candidate
+		}
+	}
+	req := &schemas.Request{RequestID: id, TenantID: "acme", RulesetRef: &schemas.RulesetRef{ID: "r"}}
+	summary := schemas.NewFailedSummary(req, schemas.ReasonUnknownRuleset, "no ruleset r", time.Now(), time.Now())
+	// A client of its own, whose metadata already shows the added partitions.
+	prod, err := producer.New(ctx, producer.Config{
+		Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts, DeadLetterTopic: deadLetters, Logger: quietLogger(),
+	}, serde)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	msgs, err := prod.Encode(producer.Result{Summary: summary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Write(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if job, ok := jobs.Get("acme", id); ok && job.Summary != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the summary written to partition %d of the grown topic never reached the job store", stream.Partition([]byte(id), partitions))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

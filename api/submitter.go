@@ -6,34 +6,35 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // KafkaSubmitterConfig configures a KafkaSubmitter.
 type KafkaSubmitterConfig struct {
-	Brokers []string
+	// Client says how to reach the cluster. Required.
+	Client *stream.Client
 	// Topic is the requests topic (default rulevalidator.requests).
 	Topic string
 	// WriteTimeout bounds one write, acks included (default 10s); the
 	// request's context may end it sooner.
 	WriteTimeout time.Duration
-	// Transport overrides kafka-go's default transport (TLS, SASL).
-	Transport kafka.RoundTripper
 }
 
 // KafkaSubmitter publishes validation requests to the requests topic, keyed
-// by request id, waiting for every in-sync replica.
+// by request id, waiting for every in-sync replica. The stream writer's
+// murmur2 partitioner puts a request id on the partition `rulevalidator
+// produce` and upstream Java or librdkafka (murmur2) producers put it on.
 type KafkaSubmitter struct {
 	serde  *schemas.Serde
-	writer *kafka.Writer
+	writer *stream.Writer
 	topic  string
 }
 
 // NewKafkaSubmitter checks cfg and returns a submitter encoding with serde.
-func NewKafkaSubmitter(cfg KafkaSubmitterConfig, serde *schemas.Serde) (*KafkaSubmitter, error) {
+// It reads the requests topic's size limit (see stream.NewWriter).
+func NewKafkaSubmitter(ctx context.Context, cfg KafkaSubmitterConfig, serde *schemas.Serde) (*KafkaSubmitter, error) {
 	if cfg.Topic == "" {
 		cfg.Topic = "rulevalidator.requests"
 	}
@@ -41,34 +42,22 @@ func NewKafkaSubmitter(cfg KafkaSubmitterConfig, serde *schemas.Serde) (*KafkaSu
 		cfg.WriteTimeout = 10 * time.Second
 	}
 	switch {
-	case len(cfg.Brokers) == 0:
-		return nil, errors.New("api: KafkaSubmitterConfig.Brokers is empty")
+	case cfg.Client == nil:
+		return nil, errors.New("api: KafkaSubmitterConfig.Client is nil")
 	case serde == nil:
 		return nil, errors.New("api: a KafkaSubmitter needs a serde")
 	case cfg.WriteTimeout < 0:
 		return nil, fmt.Errorf("api: KafkaSubmitterConfig.WriteTimeout %v must be positive", cfg.WriteTimeout)
 	}
-	for i, b := range cfg.Brokers {
-		if b == "" {
-			return nil, fmt.Errorf("api: KafkaSubmitterConfig.Brokers[%d] is empty", i)
-		}
+	w, err := stream.NewWriter(ctx, stream.WriterConfig{
+		Client:       cfg.Client,
+		Topics:       []string{cfg.Topic},
+		WriteTimeout: cfg.WriteTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
 	}
-	return &KafkaSubmitter{
-		serde: serde,
-		topic: cfg.Topic,
-		writer: &kafka.Writer{
-			Addr: kafka.TCP(cfg.Brokers...),
-			// The Java client's partitioner, so that requests keyed by the
-			// same id land where upstream Java producers put them.
-			Balancer:               &kafka.Murmur2Balancer{},
-			RequiredAcks:           kafka.RequireAll,
-			BatchTimeout:           5 * time.Millisecond,
-			WriteTimeout:           cfg.WriteTimeout,
-			MaxAttempts:            3,
-			AllowAutoTopicCreation: false,
-			Transport:              cfg.Transport,
-		},
-	}, nil
+	return &KafkaSubmitter{serde: serde, topic: cfg.Topic, writer: w}, nil
 }
 
 // Submit encodes req and writes it, returning once it is acknowledged. The
@@ -79,18 +68,18 @@ func (k *KafkaSubmitter) Submit(ctx context.Context, req *schemas.Request) error
 	if err != nil {
 		return fmt.Errorf("api: encoding request %q: %w", req.RequestID, err)
 	}
-	headers := make([]kafka.Header, 0, len(sh)+3)
+	headers := make([]stream.Header, 0, len(sh)+3)
 	for _, h := range sh {
-		headers = append(headers, kafka.Header{Key: h.Key, Value: h.Value})
+		headers = append(headers, stream.Header{Key: h.Key, Value: h.Value})
 	}
-	headers = append(headers, kafka.Header{Key: producer.HeaderTenant, Value: []byte(req.TenantID)})
+	headers = append(headers, stream.Header{Key: producer.HeaderTenant, Value: []byte(req.TenantID)})
 	if tc, ok := traceFrom(ctx); ok {
-		headers = append(headers, kafka.Header{Key: producer.HeaderTraceparent, Value: []byte(tc.traceparent)})
+		headers = append(headers, stream.Header{Key: producer.HeaderTraceparent, Value: []byte(tc.traceparent)})
 		if tc.tracestate != "" {
-			headers = append(headers, kafka.Header{Key: producer.HeaderTracestate, Value: []byte(tc.tracestate)})
+			headers = append(headers, stream.Header{Key: producer.HeaderTracestate, Value: []byte(tc.tracestate)})
 		}
 	}
-	err = k.writer.WriteMessages(ctx, kafka.Message{
+	err = k.writer.Write(ctx, stream.Record{
 		Topic:   k.topic,
 		Key:     []byte(req.RequestID),
 		Value:   value,

@@ -23,6 +23,7 @@ import (
 	"rulevalidator/producer"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // The service is wired here as `rulevalidator serve` wires it (consumer → retry, dead-letter
@@ -257,8 +258,9 @@ func startService(b *testing.B, f *fixture, model engine.LLM) *running {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prod, err := producer.New(producer.Config{
-		Brokers: []string{f.bootstrap}, VerdictTopic: f.verdicts, SummaryTopic: f.summaries,
+	client := f.client(b)
+	prod, err := producer.New(context.Background(), producer.Config{
+		Client: client, VerdictTopic: f.verdicts, SummaryTopic: f.summaries,
 		DeadLetterTopic: f.deadLetters, Logger: logger,
 	}, f.serde)
 	if err != nil {
@@ -275,7 +277,7 @@ func startService(b *testing.B, f *fixture, model engine.LLM) *running {
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
-		Brokers: []string{f.bootstrap}, GroupID: f.group, Topic: f.requests,
+		Client: client, GroupID: f.group, Topic: f.requests,
 		Concurrency: concurrency, Logger: logger,
 		Hooks: consumer.Hooks{Committed: commits.committed},
 	}, handler)
@@ -427,17 +429,34 @@ func serviceEvents(b *testing.B, f *fixture) []kafka.Message {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prod, err := producer.New(producer.Config{Brokers: []string{f.bootstrap}, VerdictTopic: f.verdicts,
+	prod, err := producer.New(context.Background(), producer.Config{Client: f.client(b), VerdictTopic: f.verdicts,
 		SummaryTopic: f.summaries, DeadLetterTopic: f.deadLetters}, f.serde)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer prod.Close()
-	msgs, err := prod.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
+	recs, err := prod.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
 	if err != nil {
 		b.Fatal(err)
 	}
+	msgs := make([]kafka.Message, len(recs))
+	for i, r := range recs {
+		msgs[i] = kafka.Message{Topic: r.Topic, Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			msgs[i].Headers = append(msgs[i].Headers, kafka.Header{Key: h.Key, Value: h.Value})
+		}
+	}
 	return msgs
+}
+
+// client is a stream client for f's broker.
+func (f *fixture) client(b *testing.B) *stream.Client {
+	b.Helper()
+	c, err := stream.NewClient(stream.ClientConfig{Brokers: []string{f.bootstrap}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // measure starts a consume loop on a fresh fixture, lets warmup requests through, then times
@@ -526,8 +545,9 @@ func BenchmarkHandleCPU(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prod, err := producer.New(producer.Config{Brokers: []string{f.bootstrap}, VerdictTopic: f.verdicts,
-		SummaryTopic: f.summaries, DeadLetterTopic: f.deadLetters}, f.serde)
+	// No broker answers: the producer only encodes here.
+	prod, err := producer.New(context.Background(), producer.Config{Client: f.client(b), VerdictTopic: f.verdicts,
+		SummaryTopic: f.summaries, DeadLetterTopic: f.deadLetters, Logger: slog.New(slog.DiscardHandler)}, f.serde)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"rulevalidator/stream"
 )
 
 // Defaults for Config's zero fields.
@@ -15,16 +15,16 @@ const (
 	DefaultCommitInterval = 100 * time.Millisecond
 	DefaultCommitTimeout  = 10 * time.Second
 	DefaultDrainTimeout   = 30 * time.Second
-	DefaultSessionTimeout = 10 * time.Second
-	DefaultMinBytes       = 1
-	DefaultMaxBytes       = 10 << 20 // 10 MiB
-	DefaultMaxWait        = 250 * time.Millisecond
+	DefaultSessionTimeout = stream.DefaultSessionTimeout
+	DefaultMinBytes       = stream.DefaultMinBytes
+	DefaultMaxBytes       = stream.DefaultMaxBytes
+	DefaultMaxWait        = stream.DefaultMaxWait
 )
 
 // Config configures a Consumer. Zero fields take the documented defaults; New checks the rest.
 type Config struct {
-	// Brokers are the bootstrap addresses (host:port). Required.
-	Brokers []string
+	// Client says how to reach the cluster (brokers, TLS, SASL). Required.
+	Client *stream.Client
 	// GroupID is the consumer group whose offsets the consumer commits. Required.
 	GroupID string
 	// Topic is the topic to consume. Required.
@@ -38,8 +38,10 @@ type Config struct {
 	CommitInterval time.Duration
 	// CommitTimeout bounds each commit call, the final one at shutdown included (default 10s).
 	CommitTimeout time.Duration
-	// DrainTimeout is how long in-flight messages may go on once Run's context is cancelled
-	// (default 30s). Handlers' contexts are cancelled only when it runs out.
+	// DrainTimeout is how long in-flight messages may go on once their partitions are revoked,
+	// by a rebalance or because Run's context is cancelled (default 30s); what finishes in time
+	// is committed before the partitions are given up. Handlers' contexts are cancelled only
+	// when it runs out, and what did not finish is left to the partitions' next owner.
 	DrainTimeout time.Duration
 
 	// SessionTimeout is how long the group coordinator waits without a heartbeat before it
@@ -54,13 +56,14 @@ type Config struct {
 	MaxBytes int
 	MaxWait  time.Duration
 
-	// StartOffset is where a group with no committed offset starts: kafka.FirstOffset (the
-	// default) or kafka.LastOffset.
-	StartOffset int64
+	// Start is where a group with no committed offset starts: stream.FromStart (the default)
+	// or stream.FromEnd.
+	Start stream.Start
+	// PartitionWatchInterval is how often the topic is checked for added partitions, which
+	// are then consumed without a restart (default stream.DefaultPartitionWatchInterval).
+	PartitionWatchInterval time.Duration
 
-	// Dialer overrides kafka-go's default dialer, for TLS or SASL. Optional.
-	Dialer *kafka.Dialer
-	// Logger receives the consumer's logs and kafka-go's (debug and warnings). Optional.
+	// Logger receives the consumer's logs and the Kafka client's (debug and warnings). Optional.
 	Logger *slog.Logger
 	// Hooks observe the consumer, for metrics. Optional.
 	Hooks Hooks
@@ -91,6 +94,11 @@ type Hooks struct {
 	Committed func(partition int, offset int64)
 	// InFlight is called with +1 when a message is taken on and -1 when it is let go.
 	InFlight func(delta int)
+	// Assigned is called when a group generation gives this member partitions, and Revoked
+	// when that generation ends (a rebalance, or shutdown), before its in-flight messages
+	// are drained.
+	Assigned func(partitions []int)
+	Revoked  func(partitions []int)
 }
 
 func (h Hooks) fetched(m *Message) {
@@ -143,8 +151,8 @@ func (c *Config) setDefaults() {
 	if c.MaxWait == 0 {
 		c.MaxWait = DefaultMaxWait
 	}
-	if c.StartOffset == 0 {
-		c.StartOffset = kafka.FirstOffset
+	if c.PartitionWatchInterval == 0 {
+		c.PartitionWatchInterval = stream.DefaultPartitionWatchInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -158,13 +166,8 @@ func (c *Config) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("consumer config: "+format, args...))
 	}
-	if len(c.Brokers) == 0 {
-		bad("Brokers is empty; give at least one bootstrap address (host:port)")
-	}
-	for i, b := range c.Brokers {
-		if b == "" {
-			bad("Brokers[%d] is empty", i)
-		}
+	if c.Client == nil {
+		bad("Client is nil; build one with stream.NewClient")
 	}
 	if c.GroupID == "" {
 		bad("GroupID is empty; offsets are committed for a consumer group, which needs an id")
@@ -184,6 +187,7 @@ func (c *Config) Validate() error {
 		{"DrainTimeout", c.DrainTimeout},
 		{"SessionTimeout", c.SessionTimeout},
 		{"MaxWait", c.MaxWait},
+		{"PartitionWatchInterval", c.PartitionWatchInterval},
 	} {
 		if d.value <= 0 {
 			bad("%s must be positive, got %s", d.name, d.value)
@@ -198,9 +202,8 @@ func (c *Config) Validate() error {
 	if c.MinBytes > c.MaxBytes {
 		bad("MinBytes (%d) is greater than MaxBytes (%d)", c.MinBytes, c.MaxBytes)
 	}
-	if c.StartOffset != kafka.FirstOffset && c.StartOffset != kafka.LastOffset {
-		bad("StartOffset must be kafka.FirstOffset (%d) or kafka.LastOffset (%d), got %d",
-			kafka.FirstOffset, kafka.LastOffset, c.StartOffset)
+	if c.Start != stream.FromStart && c.Start != stream.FromEnd {
+		bad("Start must be stream.FromStart or stream.FromEnd, got %d", int(c.Start))
 	}
 	return errors.Join(errs...)
 }

@@ -6,11 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"rulevalidator/stream"
 )
 
 func validConfig() Config {
-	return Config{Brokers: []string{"127.0.0.1:9092"}, GroupID: "g", Topic: "t"}
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{"127.0.0.1:9092"}})
+	if err != nil {
+		panic(err)
+	}
+	return Config{Client: client, GroupID: "g", Topic: "t"}
 }
 
 func TestNewAppliesDefaults(t *testing.T) {
@@ -23,7 +27,7 @@ func TestNewAppliesDefaults(t *testing.T) {
 		got.CommitTimeout != DefaultCommitTimeout || got.DrainTimeout != DefaultDrainTimeout ||
 		got.SessionTimeout != DefaultSessionTimeout ||
 		got.MinBytes != DefaultMinBytes || got.MaxBytes != DefaultMaxBytes || got.MaxWait != DefaultMaxWait ||
-		got.StartOffset != kafka.FirstOffset || got.Logger == nil {
+		got.Start != stream.FromStart || got.PartitionWatchInterval != stream.DefaultPartitionWatchInterval || got.Logger == nil {
 		t.Errorf("defaults not applied: %+v", got)
 	}
 }
@@ -34,8 +38,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		modify func(*Config)
 		want   []string // each must appear in the error
 	}{
-		{"no brokers", func(c *Config) { c.Brokers = nil }, []string{"Brokers is empty"}},
-		{"empty broker", func(c *Config) { c.Brokers = []string{"a:1", ""} }, []string{"Brokers[1] is empty"}},
+		{"no client", func(c *Config) { c.Client = nil }, []string{"Client is nil"}},
 		{"no group", func(c *Config) { c.GroupID = "" }, []string{"GroupID is empty"}},
 		{"no topic", func(c *Config) { c.Topic = "" }, []string{"Topic is empty"}},
 		{"negative concurrency", func(c *Config) { c.Concurrency = -1 }, []string{"Concurrency must be positive, got -1"}},
@@ -46,9 +49,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"negative max wait", func(c *Config) { c.MaxWait = -time.Millisecond }, []string{"MaxWait must be positive, got -1ms"}},
 		{"negative min bytes", func(c *Config) { c.MinBytes = -1 }, []string{"MinBytes must be positive, got -1"}},
 		{"min above max", func(c *Config) { c.MinBytes, c.MaxBytes = 10, 5 }, []string{"MinBytes (10) is greater than MaxBytes (5)"}},
-		{"bad start offset", func(c *Config) { c.StartOffset = 42 }, []string{"StartOffset must be kafka.FirstOffset (-2) or kafka.LastOffset (-1), got 42"}},
-		{"every problem at once", func(c *Config) { c.Brokers, c.GroupID, c.Topic = nil, "", "" },
-			[]string{"Brokers is empty", "GroupID is empty", "Topic is empty"}},
+		{"bad start", func(c *Config) { c.Start = 42 }, []string{"Start must be stream.FromStart or stream.FromEnd, got 42"}},
+		{"negative partition watch", func(c *Config) { c.PartitionWatchInterval = -time.Second }, []string{"PartitionWatchInterval must be positive, got -1s"}},
+		{"every problem at once", func(c *Config) { c.Client, c.GroupID, c.Topic = nil, "", "" },
+			[]string{"Client is nil", "GroupID is empty", "Topic is empty"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

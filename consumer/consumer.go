@@ -1,7 +1,14 @@
-// Package consumer runs a Kafka consumer group loop around a Handler: bounded concurrency,
+// Package consumer runs a consumer group loop around a Handler: bounded concurrency,
 // per-key ordering within a partition, offsets committed in order only after their messages
-// were handled, dead letters for permanent failures, and a graceful drain on shutdown. It
-// delivers at least once: a message whose handling did not finish is redelivered.
+// were handled, dead letters for permanent failures, and a graceful drain on shutdown and on
+// every rebalance. It delivers at least once: a message whose handling did not finish is
+// redelivered.
+//
+// Work is scoped to a group generation (stream.Group): what a generation fetched is
+// committed in that generation only. When a rebalance revokes the partitions, the messages
+// in flight get up to DrainTimeout to finish, what finished is committed, and the rest is
+// abandoned with its commit state, so that a member never commits for a partition it no
+// longer owns and the group's committed offsets never move backwards.
 //
 // It knows nothing of what the messages mean; the handler does.
 package consumer
@@ -11,24 +18,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"rulevalidator/stream"
 )
 
 const (
-	// Backoff between failed fetches; kafka-go reconnects in the meantime.
-	fetchBackoffMin = 100 * time.Millisecond
-	fetchBackoffMax = 5 * time.Second
-	// handlerExitGrace is how long Run waits, after cancelling the handlers' context at the
+	// handlerExitGrace is how long a drain waits, after cancelling the handlers' context at the
 	// drain deadline, for them to return before abandoning them.
 	handlerExitGrace = 5 * time.Second
-	// joinGroupBackoff is the pause before rejoining the group after a failed join; kafka-go's
-	// 5s default adds needlessly to the recovery from a broker restart.
-	joinGroupBackoff = time.Second
+	// rebalanceMargin is added to the time a drain may take to give the coordinator's
+	// rebalance timeout: a member that drains must still be waited for.
+	rebalanceMargin = 15 * time.Second
 )
 
 // Consumer consumes one topic as a member of a consumer group and hands each message to a
@@ -36,6 +38,7 @@ const (
 type Consumer struct {
 	cfg     Config
 	handler Handler
+	group   *stream.Group
 	log     *slog.Logger
 }
 
@@ -45,105 +48,107 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if h == nil {
 		return nil, errors.New("consumer: handler is nil")
 	}
-	cfg.Brokers = slices.Clone(cfg.Brokers)
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	group, err := stream.NewGroup(stream.GroupConfig{
+		Client:                 cfg.Client,
+		GroupID:                cfg.GroupID,
+		Topic:                  cfg.Topic,
+		Start:                  cfg.Start,
+		SessionTimeout:         cfg.SessionTimeout,
+		RebalanceTimeout:       cfg.DrainTimeout + handlerExitGrace + cfg.CommitTimeout + rebalanceMargin,
+		PartitionWatchInterval: cfg.PartitionWatchInterval,
+		MinBytes:               cfg.MinBytes,
+		MaxBytes:               cfg.MaxBytes,
+		MaxWait:                cfg.MaxWait,
+		Logger:                 cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
 	return &Consumer{
 		cfg:     cfg,
 		handler: h,
+		group:   group,
 		log:     cfg.Logger.With("component", "consumer", "topic", cfg.Topic, "group", cfg.GroupID),
 	}, nil
 }
 
 // Run consumes until ctx is cancelled, then stops fetching, lets in-flight messages finish for
 // up to DrainTimeout, commits what finished, leaves the group and returns nil. Messages that did
-// not finish are not committed and will be redelivered.
+// not finish are not committed and will be redelivered. Each rebalance drains the same way
+// before the partitions are given up.
 //
 // Fetch and commit errors (a broker restarting, a rebalance) are logged and retried. A handler
 // error while the handler still had time to finish stops the consumer the same way and is
 // returned: committing past that message would lose it. Compose Retry and DeadLetter so that
 // only a shutdown ends a handler with an error.
 func (c *Consumer) Run(ctx context.Context) error {
-	reader := kafka.NewReader(c.readerConfig())
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	// The in-flight bound holds across generations: a handler abandoned at a drain keeps its
+	// slot until it returns.
+	slots := make(chan struct{}, c.cfg.Concurrency)
+	c.log.Info("consumer started", "brokers", c.cfg.Client.Brokers(), "concurrency", c.cfg.Concurrency)
+	err := c.group.Run(runCtx, func(gen *stream.Generation) error {
+		r := &run{
+			cfg:     c.cfg,
+			handler: c.handler,
+			log:     c.log.With("generation", gen.ID),
+			gen:     gen,
+			slots:   slots,
+			stop:    stop,
+			offsets: newOffsetTracker(),
+			// Handlers outlive the generation by up to DrainTimeout, keeping ctx's values.
+			keyQueues: make(map[keyRef][]*Message),
+		}
+		r.handlerCtx, r.cancelHandlers = context.WithCancel(context.WithoutCancel(ctx))
+		defer r.cancelHandlers()
+		return r.session(runCtx)
+	})
+	c.log.Info("consumer stopped", "err", err)
+	return err
+}
 
-	fetchCtx, stopFetching := context.WithCancelCause(ctx)
-	defer stopFetching(nil)
-	// Handlers outlive ctx by up to DrainTimeout, keeping its values.
-	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelHandlers()
-
-	r := &run{
-		cfg:          c.cfg,
-		handler:      c.handler,
-		log:          c.log,
-		reader:       reader,
-		slots:        make(chan struct{}, c.cfg.Concurrency),
-		handlerCtx:   handlerCtx,
-		stopFetching: stopFetching,
-		offsets:      newOffsetTracker(),
-		keyQueues:    make(map[keyRef][]*Message),
+// session is one generation's work: fetch and handle until the generation ends, then drain,
+// commit what finished, and forget the rest.
+func (r *run) session(ctx context.Context) error {
+	r.log.Info("partitions assigned", "partitions", r.gen.Partitions())
+	if h := r.cfg.Hooks.Assigned; h != nil {
+		h(r.gen.Partitions())
 	}
-
 	stopCommitting := make(chan struct{})
 	committerDone := make(chan struct{})
 	go func() {
 		defer close(committerDone)
-		r.commitEvery(c.cfg.CommitInterval, stopCommitting)
+		r.commitEvery(r.cfg.CommitInterval, stopCommitting)
 	}()
 
-	c.log.Info("consumer started", "brokers", c.cfg.Brokers, "concurrency", c.cfg.Concurrency)
-	r.fetchLoop(fetchCtx)
-	c.log.Info("consumer stopping: draining in-flight messages",
-		"cause", context.Cause(fetchCtx), "in_flight", r.inFlight(), "drain_timeout", c.cfg.DrainTimeout)
-	r.drain(cancelHandlers)
+	r.fetchLoop(ctx)
+	if h := r.cfg.Hooks.Revoked; h != nil {
+		h(r.gen.Partitions())
+	}
+	r.log.Info("partitions revoked: draining in-flight messages",
+		"cause", context.Cause(ctx), "in_flight", r.inFlight(), "drain_timeout", r.cfg.DrainTimeout)
+	r.drain()
 
 	close(stopCommitting)
 	<-committerDone
 	if !r.commit() {
-		c.log.Warn("final commit failed; messages handled since the last commit will be redelivered")
+		r.log.Warn("final commit of the generation failed; messages handled since the last commit will be redelivered")
 	}
-	if err := reader.Close(); err != nil {
-		c.log.Warn("closing the Kafka reader", "err", err)
+	r.mu.Lock()
+	abandoned := r.offsets.inFlightCount()
+	// The generation's commit state goes with it: the partitions' next owner starts from
+	// what was committed, and nothing fetched here is committed later.
+	r.offsets, r.closed = newOffsetTracker(), true
+	r.mu.Unlock()
+	if abandoned > 0 {
+		r.log.Warn("partitions given up with messages unfinished; their next owner handles them", "abandoned", abandoned)
 	}
-	failure := r.firstFailure()
-	c.log.Info("consumer stopped", "err", failure)
-	return failure
-}
-
-func (c *Consumer) readerConfig() kafka.ReaderConfig {
-	logger := c.cfg.Logger.With("component", "kafka-go", "topic", c.cfg.Topic, "group", c.cfg.GroupID)
-	var debug kafka.Logger
-	// kafka-go logs every rebalance step and partition reader start; format those only when
-	// someone reads them.
-	if logger.Enabled(context.Background(), slog.LevelDebug) {
-		debug = kafka.LoggerFunc(func(msg string, args ...any) {
-			logger.Debug(fmt.Sprintf(msg, args...))
-		})
-	}
-	return kafka.ReaderConfig{
-		Brokers:     c.cfg.Brokers,
-		GroupID:     c.cfg.GroupID,
-		Topic:       c.cfg.Topic,
-		Dialer:      c.cfg.Dialer,
-		MinBytes:    c.cfg.MinBytes,
-		MaxBytes:    c.cfg.MaxBytes,
-		MaxWait:     c.cfg.MaxWait,
-		StartOffset: c.cfg.StartOffset,
-		// Synchronous commits: the consumer itself decides what to commit and when.
-		CommitInterval: 0,
-		// Lag comes from the high-water mark on each message; no extra requests for it.
-		ReadLagInterval: -1,
-		// Pick up partitions added to the topic without a restart.
-		WatchPartitionChanges: true,
-		SessionTimeout:        c.cfg.SessionTimeout,
-		JoinGroupBackoff:      joinGroupBackoff,
-		Logger:                debug,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			logger.Warn(fmt.Sprintf(msg, args...))
-		}),
-	}
+	return r.firstFailure()
 }
 
 // keyRef names one key's queue within a partition.
@@ -152,19 +157,21 @@ type keyRef struct {
 	key       string
 }
 
-// run is the state of one Run call.
+// run is the state of one generation.
 type run struct {
 	cfg     Config
 	handler Handler
 	log     *slog.Logger
-	reader  *kafka.Reader
+	gen     *stream.Generation
 
 	// slots bounds the messages in flight: one is taken before each fetch and given back when
 	// the message is let go.
-	slots        chan struct{}
-	handlerCtx   context.Context
-	stopFetching context.CancelCauseFunc
-	workers      sync.WaitGroup
+	slots          chan struct{}
+	handlerCtx     context.Context
+	cancelHandlers context.CancelFunc
+	// stop stops the whole consumer, after a handler failure.
+	stop    context.CancelCauseFunc
+	workers sync.WaitGroup
 
 	mu      sync.Mutex
 	offsets *offsetTracker
@@ -172,34 +179,28 @@ type run struct {
 	// key, in offset order. A present entry, even empty, means a worker owns the key.
 	keyQueues map[keyRef][]*Message
 	failure   error
+	// closed is set once the generation's partitions were given up; a handler abandoned at
+	// the drain that returns afterwards is not recorded.
+	closed bool
 }
 
-// fetchLoop fetches until ctx ends, taking a slot before each fetch so that at most
-// Concurrency messages are ever in flight.
+// fetchLoop fetches until the generation ends or ctx does, taking a slot before each fetch
+// so that at most Concurrency messages are ever in flight.
 func (r *run) fetchLoop(ctx context.Context) {
-	backoff := fetchBackoffMin
 	for {
 		select {
 		case r.slots <- struct{}{}:
+		case <-r.gen.Done():
+			return
 		case <-ctx.Done():
 			return
 		}
-		km, err := r.reader.FetchMessage(ctx)
+		rec, err := r.gen.Fetch(ctx)
 		if err != nil {
 			<-r.slots
-			if ctx.Err() != nil {
-				return
-			}
-			wait := jitter(backoff)
-			r.log.Warn("fetching from Kafka failed; retrying", "err", err, "retry_in", wait)
-			if !sleep(ctx, wait) {
-				return
-			}
-			backoff = min(2*backoff, fetchBackoffMax)
-			continue
+			return // the generation ended, or ctx did
 		}
-		backoff = fetchBackoffMin
-		m := fromKafka(km)
+		m := &rec
 		r.cfg.Hooks.fetched(m)
 		r.dispatch(m)
 	}
@@ -274,8 +275,12 @@ func (r *run) handle(m *Message) bool {
 	switch {
 	case err == nil:
 		r.mu.Lock()
-		known := r.offsets.handled(m.Partition, m.Offset)
+		closed := r.closed
+		known := closed || r.offsets.handled(m.Partition, m.Offset)
 		r.mu.Unlock()
+		if closed {
+			r.log.Info("handled after its partition was given up; not committed here, its next owner handles it again", logAttrs(m)...)
+		}
 		if !known {
 			// Cannot happen: dispatch recorded it. Say so loudly rather than guess.
 			r.log.Error("handled an offset the tracker does not hold", logAttrs(m)...)
@@ -320,7 +325,7 @@ func (r *run) fail(err error) {
 	r.mu.Unlock()
 	r.log.Error("handler failed; stopping the consumer so that the message is not committed", "err", err)
 	if first {
-		r.stopFetching(err)
+		r.stop(err)
 	}
 }
 
@@ -338,7 +343,7 @@ func (r *run) inFlight() int {
 
 // drain waits for the in-flight messages to finish, cancelling their context when DrainTimeout
 // runs out and abandoning handlers that ignore it a little later.
-func (r *run) drain(cancelHandlers context.CancelFunc) {
+func (r *run) drain() {
 	done := make(chan struct{})
 	go func() {
 		r.workers.Wait()
@@ -352,7 +357,7 @@ func (r *run) drain(cancelHandlers context.CancelFunc) {
 	case <-deadline.C:
 	}
 	r.log.Warn("drain timeout: cancelling in-flight handlers", "in_flight", r.inFlight())
-	cancelHandlers()
+	r.cancelHandlers()
 	grace := time.NewTimer(handlerExitGrace)
 	defer grace.Stop()
 	select {
@@ -385,14 +390,11 @@ func (r *run) commit() bool {
 	if len(points) == 0 {
 		return true
 	}
-	msgs := make([]kafka.Message, len(points))
-	for i, p := range points {
-		// kafka-go commits a message's offset + 1: the next one to read.
-		msgs[i] = kafka.Message{Topic: r.cfg.Topic, Partition: p.partition, Offset: p.offset - 1}
+	offsets := make(map[int]int64, len(points))
+	for _, p := range points {
+		offsets[p.partition] = p.offset
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.CommitTimeout)
-	defer cancel()
-	if err := r.reader.CommitMessages(ctx, msgs...); err != nil {
+	if err := r.commitWithin(offsets); err != nil {
 		r.log.Warn("committing offsets failed; retrying at the next commit", "err", err, "offsets", fmt.Sprint(points))
 		return false
 	}
@@ -407,11 +409,19 @@ func (r *run) commit() bool {
 	return true
 }
 
-func (p commitPoint) String() string { return fmt.Sprintf("%d@%d", p.partition, p.offset) }
-
-// jitter picks a duration in [d/2, d] ("equal jitter"), so that clients failing together do
-// not retry in lockstep.
-func jitter(d time.Duration) time.Duration {
-	half := d / 2
-	return half + rand.N(d-half+1)
+// commitWithin commits through the generation, giving up after CommitTimeout (the commit
+// itself goes on in the background and is harmless: the offsets are the generation's own).
+func (r *run) commitWithin(offsets map[int]int64) error {
+	done := make(chan error, 1)
+	go func() { done <- r.gen.Commit(offsets) }()
+	t := time.NewTimer(r.cfg.CommitTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("commit not answered within %s", r.cfg.CommitTimeout)
+	}
 }
+
+func (p commitPoint) String() string { return fmt.Sprintf("%d@%d", p.partition, p.offset) }

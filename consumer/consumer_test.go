@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/stream"
 )
 
 // waitTimeout bounds every wait in these tests; they normally finish far sooner.
@@ -36,8 +37,12 @@ func newEnv(t *testing.T, partitions int) env {
 }
 
 func (e env) config(t *testing.T) Config {
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{e.bootstrap}})
+	if err != nil {
+		t.Fatalf("stream.NewClient: %v", err)
+	}
 	return Config{
-		Brokers:        []string{e.bootstrap},
+		Client:         client,
 		GroupID:        e.group,
 		Topic:          e.topic,
 		CommitInterval: 50 * time.Millisecond,
@@ -55,8 +60,13 @@ type record struct {
 // produce writes records, each to its partition, and waits for the broker to acknowledge them.
 func (e env) produce(t *testing.T, records ...record) {
 	t.Helper()
+	// A transport of its own: the shared one caches metadata, and would not see partitions
+	// added a moment ago.
+	transport := &kafka.Transport{}
+	defer transport.CloseIdleConnections()
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(e.bootstrap),
+		Transport:    transport,
 		Topic:        e.topic,
 		Balancer:     kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition }),
 		RequiredAcks: kafka.RequireAll,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"time"
 )
@@ -166,4 +167,11 @@ func orDiscard(logger *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return logger
+}
+
+// jitter picks a duration in [d/2, d] ("equal jitter"), so that clients failing together do
+// not retry in lockstep.
+func jitter(d time.Duration) time.Duration {
+	half := d / 2
+	return half + rand.N(d-half+1)
 }

@@ -210,3 +210,34 @@ type Result struct {
 	Sources        []Source  `json:"sources"`
 	Usage          Usage     `json:"usage"`
 }
+
+// Counts counts verdicts by outcome. Passed and Failed count the applicable boolean rules,
+// as the boolean aggregate does; InsufficientData overlaps them.
+type Counts struct {
+	Rules            int
+	Passed           int
+	Failed           int
+	NotApplicable    int
+	InsufficientData int
+}
+
+// CountVerdicts counts verdicts by outcome: the one count the summary event and the report
+// both show.
+func CountVerdicts(verdicts []Verdict) Counts {
+	c := Counts{Rules: len(verdicts)}
+	for _, v := range verdicts {
+		if v.NotApplicable {
+			c.NotApplicable++
+		} else if v.Type == Boolean {
+			if v.BooleanOutput != nil && *v.BooleanOutput {
+				c.Passed++
+			} else {
+				c.Failed++
+			}
+		}
+		if !v.DataSufficiency {
+			c.InsufficientData++
+		}
+	}
+	return c
+}

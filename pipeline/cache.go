@@ -4,12 +4,38 @@ import (
 	"container/list"
 	"sync"
 
-	"github.com/segmentio/kafka-go"
+	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
-// resultCache remembers the encoded events of recently handled requests, so a
-// redelivered request is answered with the same bytes and no model call. It
-// is bounded by entry count and total bytes, evicting the least recently used.
+// published is what judging one request built for publishing: its encoded
+// events, and what to report once they are written.
+type published struct {
+	msgs     []stream.Record
+	req      *schemas.Request
+	out      Outcome
+	judgeErr error // the permanent failure, when the request failed
+}
+
+func (p *published) size() int {
+	if p == nil {
+		return 0
+	}
+	size := 0
+	for _, m := range p.msgs {
+		size += len(m.Key) + len(m.Value)
+		for _, h := range m.Headers {
+			size += len(h.Key) + len(h.Value)
+		}
+	}
+	return size
+}
+
+// resultCache remembers the encoded events of requests by request id: the
+// recently completed ones, so a redelivered request is answered with the same
+// bytes and no model call, and those whose publishing failed, so the retry
+// re-sends what was built. It is bounded by entry count and total bytes,
+// evicting the least recently used.
 type resultCache struct {
 	mu       sync.Mutex
 	maxItems int
@@ -21,7 +47,7 @@ type resultCache struct {
 
 type cacheEntry struct {
 	id   string
-	msgs []kafka.Message
+	res  *published
 	size int
 }
 
@@ -29,7 +55,7 @@ func newResultCache(maxItems, maxBytes int) *resultCache {
 	return &resultCache{maxItems: maxItems, maxBytes: maxBytes, order: list.New(), byID: map[string]*list.Element{}}
 }
 
-func (c *resultCache) get(id string) ([]kafka.Message, bool) {
+func (c *resultCache) get(id string) (*published, bool) {
 	if c.maxItems <= 0 {
 		return nil, false
 	}
@@ -40,20 +66,25 @@ func (c *resultCache) get(id string) ([]kafka.Message, bool) {
 		return nil, false
 	}
 	c.order.MoveToFront(el)
-	return el.Value.(*cacheEntry).msgs, true
+	return el.Value.(*cacheEntry).res, true
 }
 
-func (c *resultCache) put(id string, msgs []kafka.Message) {
+// remove forgets id.
+func (c *resultCache) remove(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byID[id]; ok {
+		c.bytes -= el.Value.(*cacheEntry).size
+		c.order.Remove(el)
+		delete(c.byID, id)
+	}
+}
+
+func (c *resultCache) put(id string, res *published) {
 	if c.maxItems <= 0 {
 		return
 	}
-	size := 0
-	for _, m := range msgs {
-		size += len(m.Key) + len(m.Value)
-		for _, h := range m.Headers {
-			size += len(h.Key) + len(h.Value)
-		}
-	}
+	size := res.size()
 	if size > c.maxBytes {
 		return // one huge result must not flush everything else
 	}
@@ -63,7 +94,7 @@ func (c *resultCache) put(id string, msgs []kafka.Message) {
 		c.bytes -= el.Value.(*cacheEntry).size
 		c.order.Remove(el)
 	}
-	c.byID[id] = c.order.PushFront(&cacheEntry{id: id, msgs: msgs, size: size})
+	c.byID[id] = c.order.PushFront(&cacheEntry{id: id, res: res, size: size})
 	c.bytes += size
 	for c.order.Len() > c.maxItems || c.bytes > c.maxBytes {
 		el := c.order.Back()

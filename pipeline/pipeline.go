@@ -14,14 +14,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/segmentio/kafka-go"
-
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/objstore"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // Evaluator judges one request (an *engine.Engine).
@@ -31,8 +30,8 @@ type Evaluator interface {
 
 // Publisher encodes and writes events (a *producer.Producer).
 type Publisher interface {
-	Encode(r producer.Result) ([]kafka.Message, error)
-	Write(ctx context.Context, msgs []kafka.Message) error
+	Encode(r producer.Result) ([]stream.Record, error)
+	Write(ctx context.Context, msgs []stream.Record) error
 }
 
 // ObjectReader reads claim-checked documents (an *objstore.Store).
@@ -121,10 +120,21 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// unsentEntries and unsentBytes bound the results kept for a publish retry
+// even when the result cache is disabled: a request is retried while it holds
+// a consumer slot, so there are few at a time.
+const (
+	unsentEntries = 256
+	unsentBytes   = 64 << 20
+)
+
 // Pipeline handles validation requests. It is safe for concurrent use.
 type Pipeline struct {
 	cfg   Config
 	cache *resultCache
+	// unsent holds what was built for requests whose publishing failed, so
+	// the retry re-sends it instead of asking the model again.
+	unsent *resultCache
 }
 
 // New returns a Pipeline.
@@ -133,7 +143,11 @@ func New(cfg Config) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Pipeline{cfg: cfg, cache: newResultCache(cfg.CacheEntries, cfg.CacheBytes)}, nil
+	return &Pipeline{
+		cfg:    cfg,
+		cache:  newResultCache(cfg.CacheEntries, cfg.CacheBytes),
+		unsent: newResultCache(max(cfg.CacheEntries, unsentEntries), max(cfg.CacheBytes, unsentBytes)),
+	}, nil
 }
 
 // Handle processes one request message; it implements consumer.Handler. It
@@ -172,9 +186,17 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	}
 	log := p.cfg.Logger.With("request_id", req.RequestID, "tenant_id", req.TenantID, "position", position(m))
 
-	if msgs, ok := p.cache.get(req.RequestID); ok {
+	if pub, ok := p.unsent.get(req.RequestID); ok {
+		log.Info("re-sending the events built before publishing failed; the model is not asked again")
+		if err := p.cfg.Publisher.Write(ctx, pub.msgs); err != nil {
+			return "", err
+		}
+		p.unsent.remove(req.RequestID)
+		return p.finished(log, pub)
+	}
+	if pub, ok := p.cache.get(req.RequestID); ok {
 		log.Info("redelivered request answered from the result cache")
-		if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
+		if err := p.cfg.Publisher.Write(ctx, pub.msgs); err != nil {
 			return "", err
 		}
 		return "cached", nil
@@ -188,22 +210,37 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	}
 	// A request that cannot succeed still gets its (failed) summary, so the
 	// dashboards hear of it; the consumer then dead-letters the message.
-	if err := p.publish(ctx, req.RequestID, producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(m.Headers)}, judgeErr == nil); err != nil {
+	msgs, err := p.cfg.Publisher.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(m.Headers)})
+	if err != nil {
+		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
+	}
+	pub := &published{msgs: msgs, req: req, out: out, judgeErr: judgeErr}
+	if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
+		p.unsent.put(req.RequestID, pub)
 		return "", err
 	}
-	if p.cfg.Hooks.Finished != nil {
-		p.cfg.Hooks.Finished(req, out)
+	return p.finished(log, pub)
+}
+
+// finished reports a request whose events are written: completed results
+// are remembered so a redelivery yields the same bytes.
+func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
+	if pub.judgeErr == nil {
+		p.cache.put(pub.req.RequestID, pub)
 	}
-	if judgeErr != nil {
-		log.Warn("request failed", "reason", out.Summary.Error.Code, "error", judgeErr)
-		return "failed", judgeErr
+	if p.cfg.Hooks.Finished != nil {
+		p.cfg.Hooks.Finished(pub.req, pub.out)
+	}
+	if pub.judgeErr != nil {
+		log.Warn("request failed", "reason", pub.out.Summary.Error.Code, "error", pub.judgeErr)
+		return "failed", pub.judgeErr
 	}
 	if h := p.cfg.Hooks.VerdictsPublished; h != nil {
-		for outcome, n := range verdictOutcomes(out.Verdicts) {
+		for outcome, n := range verdictOutcomes(pub.out.Verdicts) {
 			h(outcome, n)
 		}
 	}
-	log.Info("request judged", "rules", len(out.Verdicts), "llm_calls", out.Summary.Usage.LLMCalls, "took", out.Summary.CompletedAt.Sub(out.Summary.StartedAt))
+	log.Info("request judged", "rules", len(pub.out.Verdicts), "llm_calls", pub.out.Summary.Usage.LLMCalls, "took", pub.out.Summary.CompletedAt.Sub(pub.out.Summary.StartedAt))
 	return "completed", nil
 }
 
@@ -239,8 +276,8 @@ func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.T
 	}
 	completed := p.cfg.Now()
 	return Outcome{
-		Verdicts: schemas.NewVerdictEvents(req, rs, res, res.Model, start, completed),
-		Summary:  schemas.NewSummary(req, rs, res, res.Model, report, start, completed),
+		Verdicts: NewVerdictEvents(req, rs, res, res.Model, start, completed),
+		Summary:  NewSummary(req, rs, res, res.Model, report, start, completed),
 	}, nil
 }
 
@@ -254,9 +291,9 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 	if err := req.ResolveURIs(ctx, p.fetchDocument); err != nil {
 		return nil, rs, nil, classifyFetch(err)
 	}
-	in, err := req.EngineInputs()
+	in, err := EngineInputs(req)
 	if err != nil {
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonFor(err)), err)
+		return nil, rs, nil, consumer.Permanent(string(ReasonFor(err)), err)
 	}
 	model := ""
 	if req.Options.Model != nil {
@@ -269,7 +306,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonOversized), err)
 	case errors.Is(err, engine.ErrInvalidRuleset), errors.Is(err, engine.ErrInvalidInput),
 		errors.Is(err, engine.ErrLLMRejected), errors.Is(err, engine.ErrInvalidOutput):
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonFor(err)), err)
+		return nil, rs, nil, consumer.Permanent(string(ReasonFor(err)), err)
 	default:
 		return nil, rs, nil, err // model unavailable, deadline: retry
 	}
@@ -348,22 +385,6 @@ func classifyFetch(err error) error {
 	return consumer.Permanent(string(schemas.ReasonInvalidInput), err)
 }
 
-// publish encodes and writes a result; completed results are remembered so a
-// redelivery yields the same bytes.
-func (p *Pipeline) publish(ctx context.Context, requestID string, r producer.Result, remember bool) error {
-	msgs, err := p.cfg.Publisher.Encode(r)
-	if err != nil {
-		return consumer.Permanent(string(schemas.ReasonInternal), err)
-	}
-	if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
-		return err
-	}
-	if remember {
-		p.cache.put(requestID, msgs)
-	}
-	return nil
-}
-
 func wantsReport(req *schemas.Request, rs *engine.Ruleset) bool {
 	if req.Options.GenerateReport != nil {
 		return *req.Options.GenerateReport
@@ -399,11 +420,11 @@ func schemaHeaders(hs []consumer.Header) []schemas.Header {
 }
 
 // traceHeaders carries the request's W3C trace context onto its events.
-func traceHeaders(hs []consumer.Header) []kafka.Header {
-	var out []kafka.Header
+func traceHeaders(hs []stream.Header) []stream.Header {
+	var out []stream.Header
 	for _, h := range hs {
 		if h.Key == producer.HeaderTraceparent || h.Key == producer.HeaderTracestate {
-			out = append(out, kafka.Header{Key: h.Key, Value: h.Value})
+			out = append(out, h)
 		}
 	}
 	return out

@@ -1,20 +1,23 @@
-// Package producer writes the service's events to Kafka: one verdict event
-// per rule and one summary per request, written together, and dead letters.
-// Every write waits for all in-sync replicas (acks=all).
+// Package producer writes the service's events to Kafka through the stream
+// boundary's one writer: one verdict event per rule and one summary per
+// request, written together, and dead letters of any size. Every write waits
+// for all in-sync replicas (acks=all).
 package producer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"rulevalidator/consumer"
+	"rulevalidator/objstore"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // CloudEvents binary-mode and tracing headers carried by every event.
@@ -40,20 +43,38 @@ const (
 	HeaderDLQReason    = "__connect.errors.exception.class.name"
 	HeaderDLQMessage   = "__connect.errors.exception.message"
 	HeaderDLQReasonRV  = "rv-dlq-reason"
+	// A dead letter whose original value did not fit the dead-letter topic
+	// says where the value went: HeaderDLQValueURI names the object holding
+	// it byte for byte (a claim check), or HeaderDLQValueTruncated gives the
+	// length of the truncated copy kept in original_value. Either way
+	// HeaderDLQValueBytes and HeaderDLQValueSHA256 describe the original.
+	HeaderDLQValueURI       = "rv-dlq-value-uri"
+	HeaderDLQValueTruncated = "rv-dlq-value-truncated"
+	HeaderDLQValueBytes     = "rv-dlq-value-bytes"
+	HeaderDLQValueSHA256    = "rv-dlq-value-sha256"
 
 	contentTypeAvro = "application/avro"
 	ceSpecVersion   = "1.0"
 )
 
-// DefaultBatchTimeout is Config.BatchTimeout's default. It is short (kafka-go's
-// own default is 1s) because a longer wait buys nothing and delays every
-// request: 5ms cost about a third of the end-to-end throughput at the default
-// concurrency (bench/).
-const DefaultBatchTimeout = time.Millisecond
+// DefaultBatchTimeout is Config.BatchTimeout's default (see
+// stream.DefaultBatchTimeout for why it is short).
+const DefaultBatchTimeout = stream.DefaultBatchTimeout
+
+// DefaultClaimTimeout is Config.ClaimTimeout's default.
+const DefaultClaimTimeout = 30 * time.Second
+
+// ObjectWriter stores the original value of a dead letter too large for the
+// dead-letter topic (an *objstore.Store).
+type ObjectWriter interface {
+	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
+	URI(key string) string
+}
 
 // Config configures a Producer.
 type Config struct {
-	Brokers []string
+	// Client says how to reach the cluster. Required.
+	Client *stream.Client
 	// VerdictTopic, SummaryTopic and DeadLetterTopic are where each kind of
 	// event goes (defaults rulevalidator.verdicts, rulevalidator.summaries,
 	// rulevalidator.deadletter).
@@ -68,12 +89,17 @@ type Config struct {
 	BatchTimeout time.Duration
 	// WriteTimeout bounds one write, acks included (default 30s).
 	WriteTimeout time.Duration
-	// MaxAttempts is how often kafka-go tries a write before giving up
-	// (default 3); the consumer's retry middleware retries after that.
+	// MaxAttempts is how often a write is tried before giving up (default
+	// 3); the consumer's retry middleware retries after that.
 	MaxAttempts int
-	// Transport overrides kafka-go's default transport (tests, TLS, SASL).
-	Transport kafka.RoundTripper
-	Logger    *slog.Logger
+	// Objects, when set, keeps the original value of a dead letter too large
+	// for the dead-letter topic (a claim check); without it, or when storing
+	// fails, the dead letter keeps a truncated copy with the original's length
+	// and SHA-256.
+	Objects ObjectWriter
+	// ClaimTimeout bounds storing one such value (default 30s).
+	ClaimTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -98,6 +124,9 @@ func (c *Config) setDefaults() {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 3
 	}
+	if c.ClaimTimeout == 0 {
+		c.ClaimTimeout = DefaultClaimTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -105,13 +134,11 @@ func (c *Config) setDefaults() {
 
 // Validate reports the first problem with the configuration.
 func (c *Config) Validate() error {
-	if len(c.Brokers) == 0 {
-		return errors.New("producer: no brokers configured")
+	if c.Client == nil {
+		return errors.New("producer: Client is nil")
 	}
-	for i, b := range c.Brokers {
-		if b == "" {
-			return fmt.Errorf("producer: Brokers[%d] is empty", i)
-		}
+	if c.ClaimTimeout < 0 {
+		return fmt.Errorf("producer: ClaimTimeout %v must be positive", c.ClaimTimeout)
 	}
 	if c.BatchTimeout < 0 || c.WriteTimeout <= 0 || c.MaxAttempts < 1 {
 		return fmt.Errorf("producer: BatchTimeout %v, WriteTimeout %v and MaxAttempts %d must be positive", c.BatchTimeout, c.WriteTimeout, c.MaxAttempts)
@@ -126,11 +153,13 @@ func (c *Config) Validate() error {
 type Producer struct {
 	cfg   Config
 	serde *schemas.Serde
-	w     *kafka.Writer
+	w     *stream.Writer
+	log   *slog.Logger
 }
 
-// New returns a Producer writing with serde's wire format.
-func New(cfg Config, serde *schemas.Serde) (*Producer, error) {
+// New returns a Producer writing with serde's wire format. It reads the
+// topics' size limits (see stream.NewWriter).
+func New(ctx context.Context, cfg Config, serde *schemas.Serde) (*Producer, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -138,19 +167,20 @@ func New(cfg Config, serde *schemas.Serde) (*Producer, error) {
 	if serde == nil {
 		return nil, errors.New("producer: a serde is required")
 	}
-	w := &kafka.Writer{
-		Addr: kafka.TCP(cfg.Brokers...),
-		// Hash on the key (the request id) keeps one request's events in
-		// one partition, in order.
-		Balancer:               &kafka.Hash{},
-		RequiredAcks:           kafka.RequireAll,
-		BatchTimeout:           cfg.BatchTimeout,
-		WriteTimeout:           cfg.WriteTimeout,
-		MaxAttempts:            cfg.MaxAttempts,
-		AllowAutoTopicCreation: false,
-		Transport:              cfg.Transport,
+	// The stream writer's murmur2 partitioner keys every event by its
+	// request id, keeping one request's events in one partition, in order.
+	w, err := stream.NewWriter(ctx, stream.WriterConfig{
+		Client:       cfg.Client,
+		Topics:       []string{cfg.VerdictTopic, cfg.SummaryTopic, cfg.DeadLetterTopic},
+		BatchTimeout: cfg.BatchTimeout,
+		WriteTimeout: cfg.WriteTimeout,
+		MaxAttempts:  cfg.MaxAttempts,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &Producer{cfg: cfg, serde: serde, w: w}, nil
+	return &Producer{cfg: cfg, serde: serde, w: w, log: cfg.Logger.With("component", "producer")}, nil
 }
 
 // Close flushes and closes the writer.
@@ -162,15 +192,15 @@ type Result struct {
 	Summary  schemas.SummaryEvent
 	// Trace holds the W3C trace context of the request (traceparent and
 	// tracestate headers), carried onto every event.
-	Trace []kafka.Header
+	Trace []stream.Header
 }
 
 // Encode turns a result into the messages to write: the verdicts in rule
 // order, then the summary, all keyed by the request id. Encoding is separate
 // from writing so a redelivered request can be answered with the very same
 // bytes.
-func (p *Producer) Encode(r Result) ([]kafka.Message, error) {
-	msgs := make([]kafka.Message, 0, len(r.Verdicts)+1)
+func (p *Producer) Encode(r Result) ([]stream.Record, error) {
+	msgs := make([]stream.Record, 0, len(r.Verdicts)+1)
 	for i := range r.Verdicts {
 		v := &r.Verdicts[i]
 		m, err := p.message(p.cfg.VerdictTopic, v.RequestID, v.EventID, v.TenantID, v.RuleID, v.CompletedAt, v, r.Trace)
@@ -187,12 +217,12 @@ func (p *Producer) Encode(r Result) ([]kafka.Message, error) {
 	return append(msgs, m), nil
 }
 
-func (p *Producer) message(topic, key, id, tenant, subject string, at time.Time, ev schemas.Event, trace []kafka.Header) (kafka.Message, error) {
+func (p *Producer) message(topic, key, id, tenant, subject string, at time.Time, ev schemas.Event, trace []stream.Header) (stream.Record, error) {
 	value, sh, err := p.serde.Encode(topic, ev)
 	if err != nil {
-		return kafka.Message{}, fmt.Errorf("producer: encoding %s %q: %w", ev.SchemaName(), id, err)
+		return stream.Record{}, fmt.Errorf("producer: encoding %s %q: %w", ev.SchemaName(), id, err)
 	}
-	headers := []kafka.Header{
+	headers := []stream.Header{
 		{Key: HeaderCEID, Value: []byte(id)},
 		{Key: HeaderCEType, Value: []byte(ev.SchemaName())},
 		{Key: HeaderCESource, Value: []byte(p.cfg.Source)},
@@ -203,28 +233,69 @@ func (p *Producer) message(topic, key, id, tenant, subject string, at time.Time,
 		{Key: HeaderTenant, Value: []byte(tenant)},
 	}
 	if subject != "" {
-		headers = append(headers, kafka.Header{Key: HeaderCESubject, Value: []byte(subject)})
+		headers = append(headers, stream.Header{Key: HeaderCESubject, Value: []byte(subject)})
 	}
 	headers = append(headers, trace...)
 	for _, h := range sh {
-		headers = append(headers, kafka.Header{Key: h.Key, Value: h.Value})
+		headers = append(headers, stream.Header{Key: h.Key, Value: h.Value})
 	}
-	return kafka.Message{Topic: topic, Key: []byte(key), Value: value, Headers: headers, Time: at}, nil
+	return stream.Record{Topic: topic, Key: []byte(key), Value: value, Headers: headers, Time: at}, nil
 }
 
-// Write writes messages in one WriteMessages call and returns once every one
-// is acknowledged by all in-sync replicas.
-func (p *Producer) Write(ctx context.Context, msgs []kafka.Message) error {
-	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
+// Write writes records and returns once every one is acknowledged by all
+// in-sync replicas.
+func (p *Producer) Write(ctx context.Context, msgs []stream.Record) error {
+	if err := p.w.Write(ctx, msgs...); err != nil {
 		return fmt.Errorf("producer: writing %d events: %w", len(msgs), err)
 	}
 	return nil
 }
 
-// PublishDeadLetter writes m, byte for byte, inside a dead-letter event with
-// its position and the reason, to the dead-letter topic. It implements
+// PublishDeadLetter writes m inside a dead-letter event with its position
+// and the reason, to the dead-letter topic. It implements
 // consumer.DeadLetterPublisher.
+//
+// The original value is kept byte for byte when the dead letter fits the
+// topic's max.message.bytes. When it does not, the value goes to object
+// storage (a claim check named in the dead letter) or, without storage or
+// when storing fails within ClaimTimeout, a truncated copy is kept; the
+// original's length and SHA-256 are recorded either way, in the headers and
+// the message. A record of any size is thus dead-lettered in bounded time,
+// and never retried because it is large.
 func (p *Producer) PublishDeadLetter(ctx context.Context, m *consumer.Message, reason string, cause error) error {
+	dl, headers := p.deadLetter(m, reason, cause)
+	rec, err := p.deadLetterRecord(m, dl, headers)
+	if err != nil {
+		return err
+	}
+	limit, err := p.w.MaxRecordBytes(ctx, p.cfg.DeadLetterTopic)
+	if err != nil {
+		return fmt.Errorf("producer: dead letter for %s: %w", m.Where(), err)
+	}
+	if rec.Size() <= limit {
+		err = p.w.Write(ctx, rec)
+		if !errors.Is(err, stream.ErrTooLarge) {
+			if err != nil {
+				return fmt.Errorf("producer: writing the dead letter for %s: %w", m.Where(), err)
+			}
+			return nil
+		}
+		// The broker's limit is lower than the one read at start: make it fit.
+		limit = min(limit, rec.Size()-1)
+	}
+	rec, err = p.oversizedDeadLetter(ctx, m, dl, headers, limit)
+	if err != nil {
+		return err
+	}
+	if err := p.w.Write(ctx, rec); err != nil {
+		return fmt.Errorf("producer: writing the dead letter for %s: %w", m.Where(), err)
+	}
+	return nil
+}
+
+// deadLetter builds the dead-letter event for m and its headers, the
+// original value in full.
+func (p *Producer) deadLetter(m *consumer.Message, reason string, cause error) (*schemas.DeadLetter, []stream.Header) {
 	message := ""
 	if cause != nil {
 		message = cause.Error()
@@ -251,17 +322,12 @@ func (p *Producer) PublishDeadLetter(ctx context.Context, m *consumer.Message, r
 	for _, h := range m.Headers {
 		dl.OriginalHeaders = append(dl.OriginalHeaders, schemas.Header{Key: h.Key, Value: h.Value})
 	}
-	value, sh, err := p.serde.Encode(p.cfg.DeadLetterTopic, dl)
-	if err != nil {
-		return fmt.Errorf("producer: encoding the dead letter for %s/%d/%d: %w", m.Topic, m.Partition, m.Offset, err)
-	}
-	id := fmt.Sprintf("%s/%d/%d", m.Topic, m.Partition, m.Offset)
-	headers := []kafka.Header{
+	id := deadLetterID(m)
+	headers := []stream.Header{
 		{Key: HeaderDLQTopic, Value: []byte(m.Topic)},
 		{Key: HeaderDLQPartition, Value: []byte(strconv.Itoa(m.Partition))},
 		{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
 		{Key: HeaderDLQReason, Value: []byte(reason)},
-		{Key: HeaderDLQMessage, Value: []byte(message)},
 		{Key: HeaderDLQReasonRV, Value: []byte(reason)},
 		{Key: HeaderCEID, Value: []byte(id)},
 		{Key: HeaderCEType, Value: []byte(dl.SchemaName())},
@@ -272,15 +338,93 @@ func (p *Producer) PublishDeadLetter(ctx context.Context, m *consumer.Message, r
 	}
 	for _, h := range m.Headers {
 		if h.Key == HeaderTraceparent || h.Key == HeaderTracestate {
-			headers = append(headers, kafka.Header{Key: h.Key, Value: h.Value})
+			headers = append(headers, h)
 		}
 	}
-	for _, h := range sh {
-		headers = append(headers, kafka.Header{Key: h.Key, Value: h.Value})
-	}
-	err = p.w.WriteMessages(ctx, kafka.Message{Topic: p.cfg.DeadLetterTopic, Key: m.Key, Value: value, Headers: headers})
+	return dl, headers
+}
+
+// deadLetterRecord encodes dl into the record to write, with headers and
+// the exception message header, which follows dl.Message.
+func (p *Producer) deadLetterRecord(m *consumer.Message, dl *schemas.DeadLetter, headers []stream.Header) (stream.Record, error) {
+	value, sh, err := p.serde.Encode(p.cfg.DeadLetterTopic, dl)
 	if err != nil {
-		return fmt.Errorf("producer: writing the dead letter for %s: %w", id, err)
+		return stream.Record{}, fmt.Errorf("producer: encoding the dead letter for %s: %w", m.Where(), err)
 	}
-	return nil
+	all := make([]stream.Header, 0, len(headers)+len(sh)+1)
+	all = append(all, headers...)
+	all = append(all, stream.Header{Key: HeaderDLQMessage, Value: []byte(dl.Message)})
+	for _, h := range sh {
+		all = append(all, stream.Header{Key: h.Key, Value: h.Value})
+	}
+	return stream.Record{Topic: p.cfg.DeadLetterTopic, Key: m.Key, Value: value, Headers: all}, nil
+}
+
+// oversizedDeadLetter is the dead letter for a value that does not fit in
+// limit bytes: claim-checked when storage takes it, truncated otherwise.
+func (p *Producer) oversizedDeadLetter(ctx context.Context, m *consumer.Message, dl *schemas.DeadLetter, headers []stream.Header, limit int) (stream.Record, error) {
+	sum := sha256.Sum256(m.Value)
+	digest := hex.EncodeToString(sum[:])
+	headers = append(headers,
+		stream.Header{Key: HeaderDLQValueBytes, Value: []byte(strconv.Itoa(len(m.Value)))},
+		stream.Header{Key: HeaderDLQValueSHA256, Value: []byte(digest)})
+	base := dl.Message
+
+	if uri, err := p.claim(ctx, m, digest); err == nil {
+		claimed := *dl
+		claimed.OriginalValue = []byte{}
+		claimed.Message = fmt.Sprintf("%s [original value of %d bytes, SHA-256 %s, stored at %s: too large for the dead-letter topic]", base, len(m.Value), digest, uri)
+		rec, err := p.deadLetterRecord(m, &claimed, append(headers, stream.Header{Key: HeaderDLQValueURI, Value: []byte(uri)}))
+		if err == nil && rec.Size() <= limit {
+			return rec, nil
+		}
+	} else if p.cfg.Objects != nil {
+		p.log.Warn("cannot store the original value of an oversized dead letter; keeping a truncated copy", "position", m.Where(), "err", err)
+	}
+
+	// Truncated: measure everything but the value, then keep what fits.
+	truncated := *dl
+	truncated.OriginalValue = []byte{}
+	note := func(kept int) string {
+		return fmt.Sprintf("%s [original value of %d bytes, SHA-256 %s, truncated to its first %d bytes: too large for the dead-letter topic and no object storage took it]", base, len(m.Value), digest, kept)
+	}
+	truncated.Message = note(len(m.Value))
+	hdrs := append(headers, stream.Header{Key: HeaderDLQValueTruncated, Value: []byte(strconv.Itoa(len(m.Value)))})
+	empty, err := p.deadLetterRecord(m, &truncated, hdrs)
+	if err != nil {
+		return stream.Record{}, err
+	}
+	if empty.Size() > limit {
+		// The headers or key alone are too large: keep neither headers nor value.
+		truncated.OriginalHeaders = nil
+		if empty, err = p.deadLetterRecord(m, &truncated, hdrs); err != nil {
+			return stream.Record{}, err
+		}
+	}
+	// A bytes field's length prefix takes at most 10 bytes.
+	keep := max(0, min(len(m.Value), limit-empty.Size()-10))
+	truncated.OriginalValue = m.Value[:keep]
+	truncated.Message = note(keep)
+	hdrs[len(hdrs)-1].Value = []byte(strconv.Itoa(keep))
+	return p.deadLetterRecord(m, &truncated, hdrs)
+}
+
+// claim stores m's value under a key fixed by its position, so that a
+// retried dead letter overwrites the same object, and returns its URI.
+func (p *Producer) claim(ctx context.Context, m *consumer.Message, digest string) (string, error) {
+	if p.cfg.Objects == nil {
+		return "", errors.New("no object storage configured")
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.ClaimTimeout)
+	defer cancel()
+	key := fmt.Sprintf("deadletter/%s/%d/%d", m.Topic, m.Partition, m.Offset)
+	meta := map[string]string{"sha256": digest, "original-topic": m.Topic}
+	if _, err := p.cfg.Objects.Put(ctx, key, m.Value, "application/octet-stream", meta); err != nil {
+		return "", err
+	}
+	return p.cfg.Objects.URI(key), nil
+}
+
+func deadLetterID(m *consumer.Message) string {
+	return fmt.Sprintf("%s/%d/%d", m.Topic, m.Partition, m.Offset)
 }

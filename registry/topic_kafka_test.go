@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/stream"
 )
 
 // createCompactedTopic creates a topic with cleanup.policy=compact, as the
@@ -75,7 +77,7 @@ func TestTopicAgainstBroker(t *testing.T) {
 	for _, rs := range []struct{ id, version string }{
 		{"contract-review", "1"}, {"contract-review", "2"}, {"retired", "1"},
 	} {
-		if err := Publish(ctx, bootstrap, topic, newRuleset(rs.id, rs.version)); err != nil {
+		if err := Publish(ctx, testClient(t, bootstrap), topic, newRuleset(rs.id, rs.version)); err != nil {
 			t.Fatalf("Publish: %v", err)
 		}
 	}
@@ -87,7 +89,7 @@ func TestTopicAgainstBroker(t *testing.T) {
 	)
 
 	logger, logs := testLogger(t)
-	tp, err := NewTopic(TopicConfig{Brokers: []string{bootstrap}, Topic: topic, Logger: logger})
+	tp, err := NewTopic(TopicConfig{Client: testClient(t, bootstrap), Topic: topic, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func TestTopicAgainstBroker(t *testing.T) {
 	}
 
 	// A version published while running is picked up.
-	if err := Publish(ctx, bootstrap, topic, newRuleset("contract-review", "3")); err != nil {
+	if err := Publish(ctx, testClient(t, bootstrap), topic, newRuleset("contract-review", "3")); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
 	published := time.Now()
@@ -166,7 +168,7 @@ func TestTopicEmptyIsReady(t *testing.T) {
 	defer cancel()
 
 	logger, _ := testLogger(t)
-	tp, err := NewTopic(TopicConfig{Brokers: []string{bootstrap}, Topic: topic, Logger: logger})
+	tp, err := NewTopic(TopicConfig{Client: testClient(t, bootstrap), Topic: topic, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func TestTopicMissing(t *testing.T) {
 	bootstrap := kafkatest.Broker(t)
 	topic := kafkatest.UniqueTopic(t, "absent")
 	logger, logs := testLogger(t)
-	tp, err := NewTopic(TopicConfig{Brokers: []string{bootstrap}, Topic: topic, Logger: logger})
+	tp, err := NewTopic(TopicConfig{Client: testClient(t, bootstrap), Topic: topic, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,64 @@ func TestTopicMissing(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "partitions not listed yet") {
 		t.Errorf("WaitReady on a missing topic = %v, want a deadline error saying the partitions are not listed", err)
 	}
-	if !strings.Contains(logs.String(), "cannot list the ruleset topic's partitions") {
+	if !strings.Contains(logs.String(), "cannot list the partitions") || !strings.Contains(logs.String(), "no such topic") {
 		t.Errorf("the missing topic was not logged:\n%s", logs)
+	}
+}
+
+// TestTopicFollowsAddedPartitions: a ruleset published to a partition added to the topic
+// after the source started is picked up without a restart.
+func TestTopicFollowsAddedPartitions(t *testing.T) {
+	bootstrap := kafkatest.Broker(t)
+	topic := kafkatest.UniqueTopic(t, "rulesets")
+	createCompactedTopic(t, bootstrap, topic, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	logger, _ := testLogger(t)
+	tp, err := NewTopic(TopicConfig{Client: testClient(t, bootstrap), Topic: topic, Logger: logger, PartitionRefresh: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- tp.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	if err := tp.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+
+	const partitions = 4
+	kafkatest.AddPartitions(t, bootstrap, topic, partitions)
+	id := ""
+	for i := 0; id == ""; i++ {
+		if candidate := fmt.Sprintf("added-%d", i); stream.Partition([]byte(candidate), partitions) != 0 {
+			id = candidate
+		}
+	}
+	// A client of its own, whose metadata already shows the added partitions.
+	if err := Publish(ctx, testClient(t, bootstrap), topic, newRuleset(id, "1")); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rs, err := tp.Resolve(ctx, id, "")
+		if err == nil {
+			if rs.Version != "1" {
+				t.Errorf("resolved version %q", rs.Version)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ruleset %s on an added partition not picked up: %v", id, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, e := range tp.List() {
+		if e.ID == id && e.Source == topic+"/0/0" {
+			t.Errorf("ruleset %s read from partition 0; it was written to partition %d", id, stream.Partition([]byte(id), partitions))
+		}
 	}
 }

@@ -8,15 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"rulevalidator/engine"
+	"rulevalidator/stream"
 )
 
 func newTestTopic(t *testing.T) (*Topic, *logBuffer) {
 	t.Helper()
 	logger, logs := testLogger(t)
-	tp, err := NewTopic(TopicConfig{Brokers: []string{"127.0.0.1:1"}, Topic: "rulesets", Logger: logger})
+	tp, err := NewTopic(TopicConfig{Client: testClient(t, "127.0.0.1:1"), Topic: "rulesets", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,9 +23,15 @@ func newTestTopic(t *testing.T) (*Topic, *logBuffer) {
 }
 
 // markRead makes tp behave as if Run had read its one partition to the end.
-func markRead(tp *Topic) {
-	tp.addPartitions([]int{0})
-	tp.advance(0, 0, 0)
+func markRead(tp *Topic) { close(tp.loaded) }
+
+func testClient(t *testing.T, brokers ...string) *stream.Client {
+	t.Helper()
+	c, err := stream.NewClient(stream.ClientConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func rulesetJSON(t *testing.T, rs *engine.Ruleset) []byte {
@@ -39,8 +44,8 @@ func rulesetJSON(t *testing.T, rs *engine.Ruleset) []byte {
 }
 
 // record is a record on partition 0 at offset, written at second offset.
-func record(offset int64, key string, value []byte, headers ...kafka.Header) kafka.Message {
-	return kafka.Message{
+func record(offset int64, key string, value []byte, headers ...stream.Header) stream.Record {
+	return stream.Record{
 		Partition: 0, Offset: offset, Key: []byte(key), Value: value, Headers: headers,
 		Time: time.Unix(1_700_000_000+offset, 0),
 	}
@@ -52,12 +57,12 @@ func TestTopicRecords(t *testing.T) {
 	v := func(id, version string) []byte { return rulesetJSON(t, newRuleset(id, version)) }
 	noVersion := v("review", "")
 
-	for _, msg := range []kafka.Message{
+	for _, msg := range []stream.Record{
 		record(0, "review", v("review", "1")),
 		record(1, "review", v("review", "2")),
-		record(2, "review", noVersion, kafka.Header{Key: VersionHeader, Value: []byte("3-from-header")}),
+		record(2, "review", noVersion, stream.Header{Key: VersionHeader, Value: []byte("3-from-header")}),
 		// Rejected: the header contradicts the ruleset's own version.
-		record(3, "review", v("review", "4"), kafka.Header{Key: VersionHeader, Value: []byte("5")}),
+		record(3, "review", v("review", "4"), stream.Header{Key: VersionHeader, Value: []byte("5")}),
 		// Rejected: the key is not the ruleset's id.
 		record(4, "review", v("other", "1")),
 		// Rejected: not a valid ruleset.
@@ -76,7 +81,7 @@ func TestTopicRecords(t *testing.T) {
 		// The id may be left out of the value: the key gives it.
 		record(14, "keyed", []byte(`{"version": "1", "rules": [{"rule_id": "r1", "rule_text": "keyed by the record"}]}`)),
 	} {
-		tp.apply(0, msg)
+		tp.apply(msg)
 	}
 
 	wantResolves(t, tp, "review", "", "rule of review version ")
@@ -123,21 +128,21 @@ func TestTopicRecords(t *testing.T) {
 func TestTopicOrdersPartitionsByTime(t *testing.T) {
 	tp, _ := newTestTopic(t)
 	markRead(tp)
-	at := func(partition int, offset, unix int64, version string, value []byte) kafka.Message {
-		return kafka.Message{Partition: partition, Offset: offset, Key: []byte("review"), Value: value, Time: time.Unix(unix, 0)}
+	at := func(partition int, offset, unix int64, version string, value []byte) stream.Record {
+		return stream.Record{Partition: partition, Offset: offset, Key: []byte("review"), Value: value, Time: time.Unix(unix, 0)}
 	}
 	v := func(version string) []byte { return rulesetJSON(t, newRuleset("review", version)) }
 
-	tp.apply(1, at(1, 0, 200, "2", v("2")))
-	tp.apply(0, at(0, 50, 100, "1", v("1"))) // read later, written earlier
+	tp.apply(at(1, 0, 200, "2", v("2")))
+	tp.apply(at(0, 50, 100, "1", v("1"))) // read later, written earlier
 	wantResolves(t, tp, "review", "", "rule of review version 2")
 	wantResolves(t, tp, "review", "1", "rule of review version 1")
 
-	tp.apply(0, at(0, 51, 150, "", nil)) // a stale tombstone
+	tp.apply(at(0, 51, 150, "", nil)) // a stale tombstone
 	wantResolves(t, tp, "review", "", "rule of review version 2")
-	tp.apply(0, at(0, 52, 300, "", nil)) // a newer one
+	tp.apply(at(0, 52, 300, "", nil)) // a newer one
 	wantUnknown(t, tp, "review", "", `unknown ruleset "review"`)
-	tp.apply(1, at(1, 1, 250, "3", v("3"))) // older than the tombstone
+	tp.apply(at(1, 1, 250, "3", v("3"))) // older than the tombstone
 	wantUnknown(t, tp, "review", "", `unknown ruleset "review"`)
 }
 
@@ -146,10 +151,7 @@ func TestTopicOrdersPartitionsByTime(t *testing.T) {
 // context when that ends first.
 func TestTopicWaitsUntilRead(t *testing.T) {
 	tp, _ := newTestTopic(t)
-	tp.addPartitions([]int{0, 1})
-	tp.advance(0, 3, 10)
-	tp.advance(1, 0, 0) // empty partition: caught up at once
-	tp.apply(0, record(0, "review", rulesetJSON(t, newRuleset("review", "1"))))
+	tp.apply(record(0, "review", rulesetJSON(t, newRuleset("review", "1"))))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -159,20 +161,20 @@ func TestTopicWaitsUntilRead(t *testing.T) {
 			t.Errorf("Resolve(review, %q) while loading = %v; want the context's error, not ErrUnknownRuleset", version, err)
 		}
 	}
-	const want = "partition 0 at offset 3 of 10"
+	const want = "not read to the end yet (partitions not listed yet)"
 	if err := tp.WaitReady(ctx); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("WaitReady = %v, want an error saying %q", err, want)
 	}
 	// A pinned version already read needs no wait.
 	wantResolves(t, tp, "review", "1", "rule of review version 1")
 
-	// Resolve blocks until the partition is read to the end, then answers.
+	// Resolve blocks until the topic is read to the end, then answers.
 	answered := make(chan error, 1)
 	go func() {
 		_, err := tp.Resolve(context.Background(), "review", "9")
 		answered <- err
 	}()
-	tp.advance(0, 10, -1)
+	markRead(tp)
 	select {
 	case err := <-answered:
 		if !errors.Is(err, ErrUnknownRuleset) {
@@ -192,9 +194,8 @@ func TestNewTopicRejects(t *testing.T) {
 		cfg  TopicConfig
 		want string
 	}{
-		{"no brokers", TopicConfig{Topic: "t"}, "registry: TopicConfig.Brokers is empty: give at least one bootstrap address"},
-		{"blank broker", TopicConfig{Brokers: []string{"127.0.0.1:9092", " "}, Topic: "t"}, "registry: TopicConfig.Brokers[1] is empty"},
-		{"no topic", TopicConfig{Brokers: []string{"127.0.0.1:9092"}}, "registry: TopicConfig.Topic is empty"},
+		{"no client", TopicConfig{Topic: "t"}, "registry: TopicConfig.Client is nil"},
+		{"no topic", TopicConfig{Client: testClient(t, "127.0.0.1:9092")}, "registry: TopicConfig.Topic is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,29 +219,15 @@ func TestPublishRejects(t *testing.T) {
 		{"nil", "127.0.0.1:9092", "t", nil, "registry: publish: no ruleset given"},
 		{"no id", "127.0.0.1:9092", "t", newRuleset("", "1"), "registry: publish: invalid ruleset: the ruleset has no id, and the id is the record key"},
 		{"invalid", "127.0.0.1:9092", "t", invalid, `registry: publish ruleset "review" version "1": ruleset "review": rules: no rules: give at least one`},
-		{"no brokers", " , ", "t", newRuleset("review", "1"), "registry: publish: no broker address given"},
 		{"no topic", "127.0.0.1:9092", "", newRuleset("review", "1"), "registry: publish: no topic given"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Nothing listens on the address: these must fail before any write.
-			err := Publish(context.Background(), tt.brokers, tt.topic, tt.rs)
+			err := Publish(context.Background(), testClient(t, tt.brokers), tt.topic, tt.rs)
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("Publish error %v, want %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
-		1600 * time.Millisecond, 3200 * time.Millisecond, 5 * time.Second, 5 * time.Second}
-	for i, w := range want {
-		if got := backoff(i + 1); got != w {
-			t.Errorf("backoff(%d) = %s, want %s", i+1, got, w)
-		}
-	}
-	if got := backoff(1000); got != backoffMax {
-		t.Errorf("backoff(1000) = %s, want %s", got, backoffMax)
 	}
 }

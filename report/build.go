@@ -22,7 +22,6 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"rulevalidator/engine"
-	"rulevalidator/schemas"
 )
 
 // Meta identifies the request a report is about; it fills the title rows.
@@ -104,7 +103,7 @@ func Build(meta Meta, rs *engine.Ruleset, res *engine.Result) ([]byte, error) {
 		rs:     rs,
 		res:    res,
 		rows:   ruleRows(rs, res),
-		counts: schemas.CountVerdicts(res.Rules),
+		counts: engine.CountVerdicts(res.Rules),
 		styles: map[look]int{},
 	}
 	defer b.f.Close()
@@ -207,7 +206,7 @@ type builder struct {
 	rs     *engine.Ruleset
 	res    *engine.Result
 	rows   []ruleRow
-	counts schemas.Counts
+	counts engine.Counts
 	styles map[look]int
 }
 

@@ -20,8 +20,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/linkedin/goavro/v2"
-
-	"rulevalidator/engine"
 )
 
 // Namespace is the Avro namespace of every event schema. A breaking change
@@ -704,7 +702,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		Model:           r.str("model"),
 		RuleID:          r.str("rule_id"),
 		RuleName:        r.optStr("rule_name"),
-		RuleType:        engine.RuleType(r.str("rule_type")),
+		RuleType:        RuleType(r.str("rule_type")),
 		DataSufficiency: r.boolean("data_sufficiency"),
 		Rationale:       r.str("rationale"),
 		BooleanOutput:   r.optBoolean("boolean_output"),
@@ -724,12 +722,12 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 	}
 	for i, item := range r.array("evidences") {
 		e := r.item("evidences", i, item)
-		v.Evidences = append(v.Evidences, engine.Evidence{
+		v.Evidences = append(v.Evidences, Evidence{
 			Text:             e.str("text"),
 			SourceOrigin:     e.str("source_origin"),
 			SourcePageNumber: e.int("source_page_number"),
 			Anchored:         e.boolean("anchored"),
-			Match:            engine.Match(e.str("match")),
+			Match:            Match(e.str("match")),
 			StartOffset:      e.optInt("start_offset"),
 			EndOffset:        e.optInt("end_offset"),
 		})
@@ -756,7 +754,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			NotApplicable:    counts.int("not_applicable"),
 			InsufficientData: counts.int("insufficient_data"),
 		},
-		Usage: engine.Usage{
+		Usage: Usage{
 			PromptTokens:     usage.int("prompt_tokens"),
 			CompletionTokens: usage.int("completion_tokens"),
 			CachedTokens:     usage.int("cached_tokens"),
@@ -766,23 +764,23 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 		CompletedAt: r.time("completed_at"),
 	}
 	if b, ok := agg.record("boolean", nullable); ok {
-		s.Aggregate.Boolean = &engine.BooleanAggregate{
-			Mode:        engine.BooleanAggregation(b.str("mode")),
+		s.Aggregate.Boolean = &BooleanAggregate{
+			Mode:        BooleanAggregation(b.str("mode")),
 			Passed:      b.boolean("passed"),
 			Applicable:  b.int("applicable"),
 			PassedCount: b.int("passed_count"),
 		}
 	}
 	if n, ok := agg.record("numerical", nullable); ok {
-		s.Aggregate.Numerical = &engine.NumericalAggregate{
-			Mode:    engine.NumericalAggregation(n.str("mode")),
+		s.Aggregate.Numerical = &NumericalAggregate{
+			Mode:    NumericalAggregation(n.str("mode")),
 			Score:   n.optDouble("score"),
 			Counted: n.int("counted"),
 		}
 	}
 	for i, item := range r.array("sources") {
 		src := r.item("sources", i, item)
-		s.Sources = append(s.Sources, engine.Source{
+		s.Sources = append(s.Sources, Source{
 			SourceOrigin:     src.str("source_origin"),
 			Text:             src.str("text"),
 			SourcePageNumber: src.int("source_page_number"),

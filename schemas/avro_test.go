@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/linkedin/goavro/v2"
-
-	"rulevalidator/engine"
 )
 
 func TestAvroCodecsListTheEventSchemas(t *testing.T) {
@@ -182,7 +180,7 @@ func TestAvroEventRoundTrip(t *testing.T) {
 func TestAvroEventEmptySlicesEncodeAsNil(t *testing.T) {
 	c := newTestCodecs(t)
 	withEmpty := fullVerdict()
-	withEmpty.Evidences, withEmpty.AllowedScores = []engine.Evidence{}, []int{}
+	withEmpty.Evidences, withEmpty.AllowedScores = []Evidence{}, []int{}
 	withNil := fullVerdict()
 	withNil.Evidences, withNil.AllowedScores = nil, nil
 	a, err := c.Marshal(withEmpty)

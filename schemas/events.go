@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"rulevalidator/engine"
 )
 
 // Event is one of the messages this package encodes: *Request,
@@ -194,77 +192,6 @@ func (r *Request) ResolveURIs(ctx context.Context, fetch func(ctx context.Contex
 	return nil
 }
 
-// EngineInputs converts the request's inputs for the engine, which applies
-// its own checks (engine.InputsFromMap). A document with a uri and neither
-// content nor pages gives an error wrapping ErrUnresolvedURI: resolve it
-// first (ResolveURIs). Other problems wrap engine.ErrInvalidInput.
-func (r *Request) EngineInputs() (*engine.Inputs, error) {
-	m := map[string]any{}
-	for _, group := range []struct {
-		field string
-		docs  []Document
-	}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
-		if len(group.docs) == 0 {
-			continue
-		}
-		docs := make([]any, len(group.docs))
-		for i, d := range group.docs {
-			where := docField(group.field, i, d.Name)
-			doc := map[string]any{"name": d.Name}
-			switch {
-			case d.Content != nil && d.Pages != nil:
-				return nil, &engine.InputError{Field: where, Problem: "both content and pages given; give one"}
-			case d.Content != nil:
-				doc["content"] = *d.Content
-			case d.Pages != nil:
-				doc["pages"] = d.Pages
-			case d.URI != nil:
-				return nil, fmt.Errorf("%s: %w: %s has not been fetched", where, ErrUnresolvedURI, *d.URI)
-			default:
-				return nil, &engine.InputError{Field: where, Problem: "no content, pages or uri given"}
-			}
-			docs[i] = doc
-		}
-		m[group.field] = docs
-	}
-	if r.TextInput != nil {
-		m["text_input"] = *r.TextInput
-	}
-	if r.Message != nil {
-		m["message"] = *r.Message
-	}
-	if len(r.NamedInputs) > 0 {
-		inputs := make([]any, len(r.NamedInputs))
-		for i, in := range r.NamedInputs {
-			value, err := decodeJSONValue(in.ValueJSON)
-			if err != nil {
-				return nil, &engine.InputError{Field: docField("named_inputs", i, in.Name) + ".value_json", Problem: err.Error()}
-			}
-			item := map[string]any{"name": in.Name, "value": value}
-			if in.Description != nil {
-				item["description"] = *in.Description
-			}
-			inputs[i] = item
-		}
-		m["named_inputs"] = inputs
-	}
-	return engine.InputsFromMap(m)
-}
-
-// decodeJSONValue reads one JSON value, keeping numbers exact as the engine does.
-func decodeJSONValue(text string) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("not valid JSON: data after the value at byte offset %d", dec.InputOffset())
-	}
-	return v, nil
-}
-
 // VerdictEvent is the verdict on one rule (Avro RuleVerdict).
 type VerdictEvent struct {
 	EventID         string
@@ -275,14 +202,14 @@ type VerdictEvent struct {
 	Model           string
 	RuleID          string
 	RuleName        *string
-	RuleType        engine.RuleType
+	RuleType        RuleType
 	DataSufficiency bool
 	Rationale       string
 	BooleanOutput   *bool
 	NumericalOutput *int
 	AllowedScores   []int
 	NotApplicable   bool
-	Evidences       []engine.Evidence
+	Evidences       []Evidence
 	StartedAt       time.Time
 	CompletedAt     time.Time
 	RuleIndex       int
@@ -294,65 +221,6 @@ func (v *VerdictEvent) SchemaName() string { return VerdictSchema }
 
 // VerdictEventID is the deterministic id of the verdict on ruleID.
 func VerdictEventID(requestID, ruleID string) string { return requestID + "/" + ruleID }
-
-// NewVerdictEvents builds one event per verdict of res, in res's order.
-// rs gives each rule's position, display name and allowed scores; it may be
-// nil, in which case positions follow res. model falls back to res.Model.
-// Times are kept to the millisecond, in UTC, as the events carry them.
-func NewVerdictEvents(req *Request, rs *engine.Ruleset, res *engine.Result, model string, started, completed time.Time) []VerdictEvent {
-	rulesetID, rulesetVersion := rulesetIdentity(rs, res)
-	if model == "" {
-		model = res.Model
-	}
-	count := len(res.Rules)
-	position := map[string]int{}
-	if rs != nil {
-		count = len(rs.Rules)
-		for i, rule := range rs.Rules {
-			position[rule.RuleID] = i
-		}
-	}
-	events := make([]VerdictEvent, 0, len(res.Rules))
-	for i, v := range res.Rules {
-		ev := VerdictEvent{
-			EventID:         VerdictEventID(req.RequestID, v.RuleID),
-			RequestID:       req.RequestID,
-			TenantID:        req.TenantID,
-			RulesetID:       rulesetID,
-			RulesetVersion:  rulesetVersion,
-			Model:           model,
-			RuleID:          v.RuleID,
-			RuleType:        v.Type,
-			DataSufficiency: v.DataSufficiency,
-			Rationale:       v.Rationale,
-			BooleanOutput:   clonePtr(v.BooleanOutput),
-			NumericalOutput: clonePtr(v.NumericalOutput),
-			NotApplicable:   v.NotApplicable,
-			Evidences:       cloneOrNil(v.Evidences),
-			StartedAt:       eventTime(started),
-			CompletedAt:     eventTime(completed),
-			RuleIndex:       i,
-			RuleCount:       count,
-		}
-		name := v.Name
-		if idx, ok := position[v.RuleID]; ok {
-			rule := rs.Rules[idx]
-			ev.RuleIndex = idx
-			ev.AllowedScores = cloneOrNil(rule.AllowedScores())
-			if name == "" {
-				name = rule.Name
-			}
-			if ev.RuleType == "" {
-				ev.RuleType = rule.Type
-			}
-		}
-		if name != "" {
-			ev.RuleName = &name
-		}
-		events = append(events, ev)
-	}
-	return events
-}
 
 // Status says whether a request was judged.
 type Status string
@@ -372,9 +240,9 @@ type SummaryEvent struct {
 	Model          string
 	Status         Status
 	Counts         Counts
-	Aggregate      engine.Aggregate
-	Sources        []engine.Source
-	Usage          engine.Usage
+	Aggregate      Aggregate
+	Sources        []Source
+	Usage          Usage
 	Error          *SummaryError
 	Report         *ReportDescriptor
 	StartedAt      time.Time
@@ -407,51 +275,6 @@ type ReportDescriptor struct {
 
 // SchemaName is SummarySchema.
 func (s *SummaryEvent) SchemaName() string { return SummarySchema }
-
-// CountVerdicts counts verdicts by outcome.
-func CountVerdicts(verdicts []engine.Verdict) Counts {
-	c := Counts{Rules: len(verdicts)}
-	for _, v := range verdicts {
-		if v.NotApplicable {
-			c.NotApplicable++
-		} else if v.Type == engine.Boolean {
-			if v.BooleanOutput != nil && *v.BooleanOutput {
-				c.Passed++
-			} else {
-				c.Failed++
-			}
-		}
-		if !v.DataSufficiency {
-			c.InsufficientData++
-		}
-	}
-	return c
-}
-
-// NewSummary builds the summary of a judged request. rs may be nil; model
-// falls back to res.Model; report is nil when no report was written.
-func NewSummary(req *Request, rs *engine.Ruleset, res *engine.Result, model string, report *ReportDescriptor, started, completed time.Time) SummaryEvent {
-	rulesetID, rulesetVersion := rulesetIdentity(rs, res)
-	if model == "" {
-		model = res.Model
-	}
-	return SummaryEvent{
-		EventID:        req.RequestID,
-		RequestID:      req.RequestID,
-		TenantID:       req.TenantID,
-		RulesetID:      rulesetID,
-		RulesetVersion: rulesetVersion,
-		Model:          model,
-		Status:         StatusCompleted,
-		Counts:         CountVerdicts(res.Rules),
-		Aggregate:      cloneAggregate(res.Aggregate),
-		Sources:        cloneOrNil(res.Sources),
-		Usage:          res.Usage,
-		Report:         clonePtr(report),
-		StartedAt:      eventTime(started),
-		CompletedAt:    eventTime(completed),
-	}
-}
 
 // NewFailedSummary builds the summary of a request that could not be judged.
 // The ruleset is the one the request refers to, if any; callers that know
@@ -501,28 +324,6 @@ func (r Reason) Known() bool {
 	return false
 }
 
-// ReasonFor classifies the errors this package and the engine define.
-// Callers check their own causes first (unknown ruleset, oversized message);
-// anything unrecognised is ReasonInternal.
-func ReasonFor(err error) Reason {
-	switch {
-	case errors.Is(err, ErrUndecodable):
-		return ReasonUndecodable
-	case errors.Is(err, ErrInvalidRequest):
-		return ReasonInvalidRequest
-	case errors.Is(err, engine.ErrInvalidRuleset):
-		return ReasonInvalidRuleset
-	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, ErrUnresolvedURI):
-		return ReasonInvalidInput
-	case errors.Is(err, engine.ErrLLMRejected):
-		return ReasonModelRejected
-	case errors.Is(err, engine.ErrInvalidOutput):
-		return ReasonInvalidOutput
-	default:
-		return ReasonInternal
-	}
-}
-
 // DeadLetter is a message that could not be processed, kept byte for byte
 // (Avro DeadLetter). OriginalKey is nil when the record had no key; an empty
 // non-nil key is an empty key.
@@ -543,22 +344,6 @@ type DeadLetter struct {
 // SchemaName is DeadLetterSchema.
 func (d *DeadLetter) SchemaName() string { return DeadLetterSchema }
 
-func rulesetIdentity(rs *engine.Ruleset, res *engine.Result) (id string, version *string) {
-	id, v := res.RulesetID, res.RulesetVersion
-	if rs != nil {
-		if id == "" {
-			id = rs.ID
-		}
-		if v == "" {
-			v = rs.Version
-		}
-	}
-	if v == "" {
-		return id, nil
-	}
-	return id, &v
-}
-
 // eventTime is t as events carry it: UTC, whole milliseconds, no monotonic reading.
 func eventTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
@@ -578,18 +363,10 @@ func cloneOrNil[S ~[]E, E any](s S) S {
 	return slices.Clone(s)
 }
 
-func cloneAggregate(a engine.Aggregate) engine.Aggregate {
-	out := engine.Aggregate{Boolean: clonePtr(a.Boolean), Numerical: clonePtr(a.Numerical)}
-	if out.Numerical != nil {
-		out.Numerical.Score = clonePtr(out.Numerical.Score)
-	}
-	return out
-}
-
-// The request's JSON form is what MarshalJSON writes: the Avro request as a
-// natural object, with inline_ruleset as an object (or a string holding one),
-// named input values as real JSON values and submitted_at in RFC 3339. What
-// is read (request_json.go) is wider: the specification's input shapes too.
+// The request's JSON form is what the HTTP API and the produce CLI accept:
+// the Avro request as a natural object, with inline_ruleset as an object (or
+// a string holding one), named input values as real JSON values and
+// submitted_at in RFC 3339.
 
 type requestJSON struct {
 	RequestID     string           `json:"request_id"`

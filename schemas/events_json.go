@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"rulevalidator/engine"
 )
 
 // The events' JSON form is what the HTTP API answers and what the tail CLI
@@ -141,10 +139,10 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return fmt.Errorf("schemas: not a verdict in JSON form: %w", err)
 	}
-	switch engine.RuleType(in.RuleType) {
-	case engine.Boolean, engine.Numerical:
+	switch RuleType(in.RuleType) {
+	case RuleBoolean, RuleNumerical:
 	default:
-		return fmt.Errorf("schemas: verdict %q: rule_type %q is not %s or %s", in.EventID, in.RuleType, engine.Boolean, engine.Numerical)
+		return fmt.Errorf("schemas: verdict %q: rule_type %q is not %s or %s", in.EventID, in.RuleType, RuleBoolean, RuleNumerical)
 	}
 	out := VerdictEvent{
 		EventID:         in.EventID,
@@ -155,7 +153,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		Model:           in.Model,
 		RuleID:          in.RuleID,
 		RuleName:        in.RuleName,
-		RuleType:        engine.RuleType(in.RuleType),
+		RuleType:        RuleType(in.RuleType),
 		DataSufficiency: in.DataSufficiency,
 		Rationale:       in.Rationale,
 		BooleanOutput:   in.BooleanOutput,
@@ -171,12 +169,12 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	for _, e := range in.Evidences {
-		out.Evidences = append(out.Evidences, engine.Evidence{
+		out.Evidences = append(out.Evidences, Evidence{
 			Text:             e.Text,
 			SourceOrigin:     e.SourceOrigin,
 			SourcePageNumber: e.SourcePageNumber,
 			Anchored:         e.Anchored,
-			Match:            engine.Match(e.Match),
+			Match:            Match(e.Match),
 			StartOffset:      e.StartOffset,
 			EndOffset:        e.EndOffset,
 		})
@@ -311,7 +309,7 @@ func (s *SummaryEvent) UnmarshalJSON(data []byte) error {
 		Model:          in.Model,
 		Status:         Status(in.Status),
 		Counts:         Counts(in.Counts),
-		Usage:          engine.Usage(in.Usage),
+		Usage:          Usage(in.Usage),
 	}
 	if err := parseTimes(fmt.Sprintf("summary %q", in.EventID),
 		timeField{"started_at", in.StartedAt, &out.StartedAt},
@@ -319,13 +317,13 @@ func (s *SummaryEvent) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	if b := in.Aggregate.Boolean; b != nil {
-		out.Aggregate.Boolean = &engine.BooleanAggregate{Mode: engine.BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
+		out.Aggregate.Boolean = &BooleanAggregate{Mode: BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
 	}
 	if n := in.Aggregate.Numerical; n != nil {
-		out.Aggregate.Numerical = &engine.NumericalAggregate{Mode: engine.NumericalAggregation(n.Mode), Score: n.Score, Counted: n.Counted}
+		out.Aggregate.Numerical = &NumericalAggregate{Mode: NumericalAggregation(n.Mode), Score: n.Score, Counted: n.Counted}
 	}
 	for _, src := range in.Sources {
-		out.Sources = append(out.Sources, engine.Source(src))
+		out.Sources = append(out.Sources, Source(src))
 	}
 	if e := in.Error; e != nil {
 		out.Error = &SummaryError{Code: Reason(e.Code), Message: e.Message}

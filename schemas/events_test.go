@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"rulevalidator/engine"
 )
 
 func TestRequestValidate(t *testing.T) {
@@ -193,53 +191,6 @@ func TestRequestJSONWithoutSubmittedAt(t *testing.T) {
 	}
 }
 
-func TestRequestEngineInputs(t *testing.T) {
-	req := fullRequest()
-	req.PrimaryDocs = req.PrimaryDocs[:1]
-	in, err := req.EngineInputs()
-	if err != nil {
-		t.Fatalf("EngineInputs: %v", err)
-	}
-	assertEqual(t, in.PrimaryDocs, []engine.Document{{Name: "agreement.pdf", Pages: []string{"page one", unicodeText}}})
-	assertEqual(t, in.AuxiliaryDocs, []engine.Document{{Name: "policy.md", Pages: []string{"first", "second"}}})
-	if in.TextInput != unicodeText || in.Message != "Flag blockers." {
-		t.Errorf("text_input %q, message %q", in.TextInput, in.Message)
-	}
-	if len(in.NamedInputs) != 2 {
-		t.Fatalf("named inputs: %+v", in.NamedInputs)
-	}
-	// Numbers stay exact, as the engine reads JSON.
-	if v, ok := in.NamedInputs[0].Value.(json.Number); !ok || v.String() != "12345678901234567890" {
-		t.Errorf("volume is %#v", in.NamedInputs[0].Value)
-	}
-	if in.NamedInputs[0].Description != "yearly volume" {
-		t.Errorf("description %q", in.NamedInputs[0].Description)
-	}
-}
-
-func TestRequestEngineInputsErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		edit   func(*Request)
-		target error
-		want   string
-	}{
-		{"unresolved uri", func(*Request) {}, ErrUnresolvedURI, `primary_docs[1] ("scan.pdf"): document uri not resolved: s3://inbox/acme/scan.pdf has not been fetched`},
-		{"content and pages", func(r *Request) { r.PrimaryDocs[1].Content, r.PrimaryDocs[1].Pages = new("a"), []string{"b"} }, engine.ErrInvalidInput, `primary_docs[1] ("scan.pdf"): both content and pages given`},
-		{"engine checks apply", func(r *Request) { r.PrimaryDocs[1] = Document{Name: "policy.md", Content: new("dup")} }, engine.ErrInvalidInput, `duplicate document name "policy.md"`},
-		{"bad value", func(r *Request) { r.PrimaryDocs = r.PrimaryDocs[:1]; r.NamedInputs[0].ValueJSON = "1 2" }, engine.ErrInvalidInput, `named_inputs[0] ("volume").value_json: not valid JSON: data after the value`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := fullRequest()
-			tc.edit(r)
-			_, err := r.EngineInputs()
-			if !errors.Is(err, tc.target) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want %v containing %q", err, tc.target, tc.want)
-			}
-		})
-	}
-}
-
 func TestRequestResolveURIs(t *testing.T) {
 	req := fullRequest()
 	var fetched []string
@@ -252,152 +203,12 @@ func TestRequestResolveURIs(t *testing.T) {
 	}
 	assertEqual(t, fetched, []string{"s3://inbox/acme/scan.pdf"})
 	assertEqual(t, req.PrimaryDocs[1].Pages, []string{"Insured for EUR 2,000,000."})
-	if _, err := req.EngineInputs(); err != nil {
-		t.Errorf("EngineInputs after resolving: %v", err)
-	}
 
 	req = fullRequest()
 	boom := errors.New("no such key")
 	err = req.ResolveURIs(context.Background(), func(context.Context, Document) ([]string, error) { return nil, boom })
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `primary_docs[1] ("scan.pdf"): resolving uri s3://inbox/acme/scan.pdf`) {
 		t.Errorf("got %v", err)
-	}
-}
-
-func testRuleset() *engine.Ruleset {
-	return &engine.Ruleset{
-		ID:      "onboarding",
-		Version: "7",
-		Rules: []engine.Rule{
-			{RuleID: "signed", RuleText: "Is it signed?", Type: engine.Boolean, Name: "Signature"},
-			{RuleID: "risk", RuleText: "Rate the risk.", Type: engine.Numerical, NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}},
-			{RuleID: "insured", RuleText: "Is it insured?", Type: engine.Boolean},
-			{RuleID: "export", RuleText: "Export licence?", Type: engine.Boolean},
-		},
-	}
-}
-
-func testResult() *engine.Result {
-	return &engine.Result{
-		RulesetID: "onboarding",
-		Model:     "served-model",
-		Rules: []engine.Verdict{
-			{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
-				Evidences: []engine.Evidence{{Text: "Signed: J. Müller", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, Anchored: true, Match: engine.MatchExact, StartOffset: new(10), EndOffset: new(27)}}},
-			{RuleID: "risk", Type: engine.Numerical, DataSufficiency: true, Rationale: "Low risk.", NumericalOutput: new(1)},
-			{RuleID: "insured", Type: engine.Boolean, DataSufficiency: false, Rationale: "No certificate.", BooleanOutput: new(false)},
-			{RuleID: "export", Type: engine.Boolean, DataSufficiency: true, Rationale: "Domestic supplier.", NotApplicable: true},
-		},
-		Aggregate: engine.Aggregate{
-			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 2, PassedCount: 1},
-			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateMean, Score: new(1.0), Counted: 1},
-		},
-		Sources: []engine.Source{{SourceOrigin: "agreement.pdf", Text: "Signed: J. Müller", SourcePageNumber: 2}},
-		Usage:   engine.Usage{PromptTokens: 900, CompletionTokens: 120, LLMCalls: 1},
-	}
-}
-
-func TestEventNewVerdictEvents(t *testing.T) {
-	req := fullRequest()
-	started := time.Date(2025, 3, 1, 10, 0, 0, 123_456_789, time.FixedZone("CET", 3600))
-	completed := time.Now() // carries a monotonic reading
-	events := NewVerdictEvents(req, testRuleset(), testResult(), "", started, completed)
-	if len(events) != 4 {
-		t.Fatalf("%d events, want 4", len(events))
-	}
-	want := VerdictEvent{
-		EventID: "req-1/signed", RequestID: "req-1", TenantID: "acme",
-		RulesetID: "onboarding", RulesetVersion: new("7"), Model: "served-model",
-		RuleID: "signed", RuleName: new("Signature"), RuleType: engine.Boolean,
-		DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
-		Evidences:   testResult().Rules[0].Evidences,
-		StartedAt:   time.Date(2025, 3, 1, 9, 0, 0, 123_000_000, time.UTC),
-		CompletedAt: completed.UTC().Truncate(time.Millisecond),
-		RuleIndex:   0, RuleCount: 4,
-	}
-	assertEqual(t, events[0], want)
-	if risk := events[1]; risk.RuleIndex != 1 || risk.RuleName != nil || *risk.NumericalOutput != 1 {
-		t.Errorf("risk event: %+v", risk)
-	}
-	assertEqual(t, events[1].AllowedScores, []int{1, 2, 3})
-	if events[3].EventID != "req-1/export" || !events[3].NotApplicable || events[3].RuleIndex != 3 {
-		t.Errorf("export event: %+v", events[3])
-	}
-	// Built events round-trip unchanged.
-	c := newTestCodecs(t)
-	for i := range events {
-		body, err := c.Marshal(&events[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := c.Unmarshal(VerdictSchema, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertEqual(t, got, &events[i])
-	}
-	// The events do not share memory with the result.
-	res := testResult()
-	events = NewVerdictEvents(req, testRuleset(), res, "m", started, completed)
-	*res.Rules[0].BooleanOutput = false
-	res.Rules[0].Evidences[0].Text = "changed"
-	if !*events[0].BooleanOutput || events[0].Evidences[0].Text == "changed" || events[0].Model != "m" {
-		t.Errorf("event aliases the result: %+v", events[0])
-	}
-}
-
-func TestEventNewVerdictEventsWithoutRuleset(t *testing.T) {
-	events := NewVerdictEvents(fullRequest(), nil, testResult(), "", t1, t2)
-	for i, ev := range events {
-		if ev.RuleIndex != i || ev.RuleCount != 4 || ev.AllowedScores != nil {
-			t.Errorf("event %d: index %d, count %d, scores %v", i, ev.RuleIndex, ev.RuleCount, ev.AllowedScores)
-		}
-	}
-	if events[0].RulesetVersion != nil {
-		t.Errorf("version %v, want none (the result has none)", *events[0].RulesetVersion)
-	}
-}
-
-func TestEventNewSummary(t *testing.T) {
-	res := testResult()
-	report := &ReportDescriptor{FileName: "req-1.xlsx", URI: "s3://reports/acme/req-1.xlsx", MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: "acme/req-1.xlsx"}
-	s := NewSummary(fullRequest(), testRuleset(), res, "", report, t1, t2)
-	want := SummaryEvent{
-		EventID: "req-1", RequestID: "req-1", TenantID: "acme",
-		RulesetID: "onboarding", RulesetVersion: new("7"), Model: "served-model",
-		Status:    StatusCompleted,
-		Counts:    Counts{Rules: 4, Passed: 1, Failed: 1, NotApplicable: 1, InsufficientData: 1},
-		Aggregate: testResult().Aggregate,
-		Sources:   testResult().Sources,
-		Usage:     testResult().Usage,
-		Report:    report,
-		StartedAt: t1, CompletedAt: t2,
-	}
-	assertEqual(t, s, want)
-	if s.Counts.Passed != res.Aggregate.Boolean.PassedCount || s.Counts.Passed+s.Counts.Failed != res.Aggregate.Boolean.Applicable {
-		t.Errorf("counts %+v disagree with the boolean aggregate %+v", s.Counts, *res.Aggregate.Boolean)
-	}
-	*res.Aggregate.Numerical.Score = 99
-	if *s.Aggregate.Numerical.Score != 1 {
-		t.Error("summary aliases the result's aggregate")
-	}
-}
-
-func TestEventCountVerdicts(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		verdicts []engine.Verdict
-		want     Counts
-	}{
-		{"none", nil, Counts{}},
-		{"boolean without output fails", []engine.Verdict{{Type: engine.Boolean, DataSufficiency: true}}, Counts{Rules: 1, Failed: 1}},
-		{"numerical is neither", []engine.Verdict{{Type: engine.Numerical, DataSufficiency: true, NumericalOutput: new(3)}}, Counts{Rules: 1}},
-		{"not applicable", []engine.Verdict{{Type: engine.Boolean, NotApplicable: true, DataSufficiency: true, BooleanOutput: new(true)}}, Counts{Rules: 1, NotApplicable: 1}},
-		{"insufficient overlaps", []engine.Verdict{{Type: engine.Boolean, BooleanOutput: new(false)}, {Type: engine.Numerical}}, Counts{Rules: 2, Failed: 1, InsufficientData: 2}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assertEqual(t, CountVerdicts(tc.verdicts), tc.want)
-		})
 	}
 }
 
@@ -421,24 +232,4 @@ func TestEventNewFailedSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertEqual(t, got, &s)
-}
-
-func TestEventReasonFor(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want Reason
-	}{
-		{&DecodeError{Problem: "x"}, ReasonUndecodable},
-		{&RequestError{Problems: []string{"x"}}, ReasonInvalidRequest},
-		{fmt.Errorf("resolve: %w", engine.ErrInvalidRuleset), ReasonInvalidRuleset},
-		{&engine.InputError{Problem: "x"}, ReasonInvalidInput},
-		{fmt.Errorf("x: %w", ErrUnresolvedURI), ReasonInvalidInput},
-		{fmt.Errorf("x: %w", engine.ErrLLMRejected), ReasonModelRejected},
-		{fmt.Errorf("x: %w", engine.ErrInvalidOutput), ReasonInvalidOutput},
-		{errors.New("disk on fire"), ReasonInternal},
-	} {
-		if got := ReasonFor(tc.err); got != tc.want {
-			t.Errorf("ReasonFor(%v) = %s, want %s", tc.err, got, tc.want)
-		}
-	}
 }

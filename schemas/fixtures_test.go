@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"rulevalidator/engine"
 )
 
 // Times as events carry them: UTC, whole milliseconds.
@@ -55,7 +53,7 @@ func sampleEvents() []eventCase {
 			RequestID: "r",
 			TenantID:  "t",
 			RuleID:    "x",
-			RuleType:  engine.Boolean,
+			RuleType:  RuleBoolean,
 			StartedAt: t1, CompletedAt: t2,
 			RuleCount: 1,
 		}},
@@ -68,13 +66,13 @@ func sampleEvents() []eventCase {
 			Model:           "m",
 			RuleID:          "ü",
 			RuleName:        new(unicodeText),
-			RuleType:        engine.Numerical,
+			RuleType:        RuleNumerical,
 			DataSufficiency: true,
 			Rationale:       unicodeText,
 			NumericalOutput: new(-3),
 			AllowedScores:   []int{-3, 0, 2147483647, -2147483648},
-			Evidences: []engine.Evidence{{
-				Text: unicodeText, SourceOrigin: "契約書.pdf", SourcePageNumber: 0, Match: engine.MatchNone,
+			Evidences: []Evidence{{
+				Text: unicodeText, SourceOrigin: "契約書.pdf", SourcePageNumber: 0, Match: MatchNone,
 			}},
 			StartedAt: t1, CompletedAt: t2,
 			RuleIndex: 2, RuleCount: 3,
@@ -92,7 +90,7 @@ func sampleEvents() []eventCase {
 			EventID: "r", RequestID: "r", TenantID: "t", RulesetID: "rs", Model: "m",
 			Status:    StatusCompleted,
 			Counts:    Counts{Rules: 1, InsufficientData: 1},
-			Aggregate: engine.Aggregate{Numerical: &engine.NumericalAggregate{Mode: engine.AggregateMean}},
+			Aggregate: Aggregate{Numerical: &NumericalAggregate{Mode: "mean"}},
 			StartedAt: t1, CompletedAt: t2,
 		}},
 		{"deadletter/full", fullDeadLetter()},
@@ -136,14 +134,14 @@ func fullVerdict() *VerdictEvent {
 		Model:           "gemma-3-270m",
 		RuleID:          "payment-terms",
 		RuleName:        new("Payment terms"),
-		RuleType:        engine.Boolean,
+		RuleType:        RuleBoolean,
 		DataSufficiency: true,
 		Rationale:       "Invoices are payable within 30 days, under the 45-day limit.",
 		BooleanOutput:   new(true),
 		NotApplicable:   false,
-		Evidences: []engine.Evidence{
-			{Text: "payable within 30 days", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, Anchored: true, Match: engine.MatchExact, StartOffset: new(30), EndOffset: new(52)},
-			{Text: "volume 250000", SourceOrigin: "volume", Match: engine.MatchNotDocument},
+		Evidences: []Evidence{
+			{Text: "payable within 30 days", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, Anchored: true, Match: MatchExact, StartOffset: new(30), EndOffset: new(52)},
+			{Text: "volume 250000", SourceOrigin: "volume", Match: MatchNotDocument},
 		},
 		StartedAt:   t1,
 		CompletedAt: t2,
@@ -162,15 +160,15 @@ func fullSummary() *SummaryEvent {
 		Model:          "gemma-3-270m",
 		Status:         StatusCompleted,
 		Counts:         Counts{Rules: 4, Passed: 2, Failed: 1, NotApplicable: 1, InsufficientData: 1},
-		Aggregate: engine.Aggregate{
-			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 3, PassedCount: 2},
-			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateWeightedMean, Score: new(3.75), Counted: 2},
+		Aggregate: Aggregate{
+			Boolean:   &BooleanAggregate{Mode: "all", Passed: false, Applicable: 3, PassedCount: 2},
+			Numerical: &NumericalAggregate{Mode: "weighted_mean", Score: new(3.75), Counted: 2},
 		},
-		Sources: []engine.Source{
+		Sources: []Source{
 			{SourceOrigin: "agreement.pdf", Text: "payable within 30 days", SourcePageNumber: 2},
 			{SourceOrigin: "契約書", Text: unicodeText},
 		},
-		Usage:       engine.Usage{PromptTokens: 1 << 40, CompletionTokens: 321, CachedTokens: 7, LLMCalls: 2},
+		Usage:       Usage{PromptTokens: 1 << 40, CompletionTokens: 321, CachedTokens: 7, LLMCalls: 2},
 		Report:      &ReportDescriptor{FileName: "req-1.xlsx", URI: "s3://reports/acme/req-1.xlsx", MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: "acme/req-1.xlsx"},
 		StartedAt:   t1,
 		CompletedAt: t2,

@@ -15,8 +15,6 @@ import (
 	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
-
-	"rulevalidator/engine"
 )
 
 var testTopics = map[string]string{
@@ -379,7 +377,7 @@ func ExampleSerde() {
 	}
 	verdict := VerdictEvent{
 		EventID: VerdictEventID("req-1", "signed"), RequestID: "req-1", TenantID: "acme",
-		RulesetID: "onboarding", Model: "gemma-3-270m", RuleID: "signed", RuleType: engine.Boolean,
+		RulesetID: "onboarding", Model: "gemma-3-270m", RuleID: "signed", RuleType: RuleBoolean,
 		DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
 		RuleIndex: 0, RuleCount: 1,
 	}

@@ -25,6 +25,7 @@ import (
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // Helpers for the integration tests of `serve`: each test gets its own topics, consumer group
@@ -407,7 +408,7 @@ func (e *serveEnv) produce(t *testing.T, msgs ...kafka.Message) {
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(e.bootstrap),
 		Topic:        e.requests,
-		Balancer:     &kafka.Hash{},
+		Balancer:     &kafka.Murmur2Balancer{}, // as every producer of the service does
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 5 * time.Millisecond,
 	}
@@ -714,3 +715,13 @@ func tail(s string, n int) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// client is a stream client for the test's broker.
+func (e *serveEnv) client(t *testing.T) *stream.Client {
+	t.Helper()
+	c, err := stream.NewClient(stream.ClientConfig{Brokers: []string{e.bootstrap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -2,24 +2,31 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"slices"
+	"os"
 	"strings"
-	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // Defaults and environment variables the operator commands share with serve.
 const (
 	defaultBrokers  = "127.0.0.1:9092"
 	envBrokers      = "RULEVALIDATOR_KAFKA_BROKERS"
+	envClientID     = "RULEVALIDATOR_KAFKA_CLIENT_ID"
+	envKafkaTLS     = "RULEVALIDATOR_KAFKA_TLS"
+	envKafkaTLSCA   = "RULEVALIDATOR_KAFKA_TLS_CA"
+	envSASLMech     = "RULEVALIDATOR_KAFKA_SASL_MECHANISM"
+	envSASLUser     = "RULEVALIDATOR_KAFKA_SASL_USERNAME"
+	envSASLPassword = "RULEVALIDATOR_KAFKA_SASL_PASSWORD"
 	envWireFormat   = "RULEVALIDATOR_WIRE_FORMAT"
 	envRegistryURLs = "RULEVALIDATOR_SCHEMA_REGISTRY"
 )
@@ -41,20 +48,79 @@ var (
 // name is the topic's name in this environment.
 func (t serviceTopic) name(getenv env) string { return orEnv(getenv, t.env, t.def) }
 
+// kafkaConn is how to reach the cluster beyond the brokers: the client id,
+// TLS and SASL, shared by serve and the operator commands.
+type kafkaConn struct {
+	clientID      string
+	tls           bool
+	tlsCAFile     string
+	saslMechanism string
+	saslUsername  string
+	saslPassword  string
+}
+
+// client checks the connection settings once and builds the stream client
+// every Kafka part is built on.
+func (k kafkaConn) client(brokers []string) (*stream.Client, error) {
+	cfg := stream.ClientConfig{
+		Brokers:  brokers,
+		ClientID: k.clientID,
+		SASL:     stream.SASLConfig{Mechanism: k.saslMechanism, Username: k.saslUsername, Password: k.saslPassword},
+	}
+	if k.tls || k.tlsCAFile != "" {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if k.tlsCAFile != "" {
+			pem, err := os.ReadFile(k.tlsCAFile)
+			if err != nil {
+				return nil, fmt.Errorf("--kafka-tls-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--kafka-tls-ca: %s holds no PEM certificate", k.tlsCAFile)
+			}
+			tc.RootCAs = pool
+		}
+		cfg.TLS = tc
+	}
+	return stream.NewClient(cfg)
+}
+
+// kafkaSettings binds serve's Kafka connection settings to k.
+func kafkaSettings(s *settings, k *kafkaConn) {
+	s.str(&k.clientID, "kafka-client-id", envClientID, stream.DefaultClientID, "client id the brokers see (logs, quotas)")
+	s.boolean(&k.tls, "kafka-tls", envKafkaTLS, "false", "connect to the brokers over TLS (system roots unless --kafka-tls-ca)")
+	s.str(&k.tlsCAFile, "kafka-tls-ca", envKafkaTLSCA, "", "PEM file of the CA that signs the brokers' certificates; implies --kafka-tls")
+	s.str(&k.saslMechanism, "kafka-sasl-mechanism", envSASLMech, "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty: none")
+	s.str(&k.saslUsername, "kafka-sasl-username", envSASLUser, "", "SASL user name")
+	s.secret(&k.saslPassword, "kafka-sasl-password", envSASLPassword, "SASL password")
+}
+
 // kafkaFlags are the connection flags of the operator commands, named as in
 // serve's configuration and read from the same environment variables.
 type kafkaFlags struct {
 	brokers        string
 	wireFormat     string
 	schemaRegistry string
+	conn           kafkaConn
 }
 
-// registerBrokers adds --brokers (and --kafka-brokers, serve's name for it).
+// registerBrokers adds --brokers (and --kafka-brokers, serve's name for it)
+// and the TLS and SASL flags.
 func (f *kafkaFlags) registerBrokers(fs *flag.FlagSet, getenv env) {
 	def := orEnv(getenv, envBrokers, defaultBrokers)
 	fs.StringVar(&f.brokers, "brokers", def, "Kafka bootstrap brokers, comma-separated (env "+envBrokers+")")
 	fs.StringVar(&f.brokers, "kafka-brokers", def, "same as --brokers")
+	fs.StringVar(&f.conn.clientID, "kafka-client-id", orEnv(getenv, envClientID, stream.DefaultClientID), "client id the brokers see (env "+envClientID+")")
+	fs.BoolVar(&f.conn.tls, "kafka-tls", getenv(envKafkaTLS) == "true", "connect over TLS (env "+envKafkaTLS+")")
+	fs.StringVar(&f.conn.tlsCAFile, "kafka-tls-ca", getenv(envKafkaTLSCA), "PEM file of the brokers' CA; implies --kafka-tls (env "+envKafkaTLSCA+")")
+	fs.StringVar(&f.conn.saslMechanism, "kafka-sasl-mechanism", getenv(envSASLMech), "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env "+envSASLMech+")")
+	fs.StringVar(&f.conn.saslUsername, "kafka-sasl-username", getenv(envSASLUser), "SASL user name (env "+envSASLUser+")")
+	// The password is read from the environment only, never from a flag that ps shows.
+	f.conn.saslPassword = getenv(envSASLPassword)
 }
+
+// client builds the stream client from the flags.
+func (f *kafkaFlags) client() (*stream.Client, error) { return f.conn.client(f.brokerList()) }
 
 // registerWireFormat adds --wire-format and --schema-registry, for commands
 // that encode events.
@@ -78,6 +144,9 @@ func (f *kafkaFlags) brokerList() []string { return splitList(f.brokers) }
 func (f *kafkaFlags) check() error {
 	if len(f.brokerList()) == 0 {
 		return errors.New("--brokers: at least one broker is required")
+	}
+	if _, err := f.client(); err != nil {
+		return err
 	}
 	switch schemas.Format(f.wireFormat) {
 	case "", schemas.FormatPlain:
@@ -110,48 +179,6 @@ func (f *kafkaFlags) serde(ctx context.Context, topics map[string]string) (*sche
 		return nil, fmt.Errorf("setting up the %s wire format: %w", cfg.Format, err)
 	}
 	return serde, nil
-}
-
-// errNoTopic marks a topic the brokers do not have.
-var errNoTopic = errors.New("no such topic")
-
-// topicPartitions asks the brokers, in turn, for the partitions of topic.
-// Unlike a metadata request from kafka.Conn, kafka.Client's never creates
-// the topic.
-func topicPartitions(ctx context.Context, brokers []string, topic string) ([]int, error) {
-	transport := &kafka.Transport{DialTimeout: 10 * time.Second, ClientID: "rulevalidator-cli"}
-	defer transport.CloseIdleConnections()
-	var errs []error
-	for _, broker := range brokers {
-		client := &kafka.Client{Addr: kafka.TCP(broker), Transport: transport, Timeout: 10 * time.Second}
-		meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("broker %s: %w", broker, err))
-			continue
-		}
-		for _, t := range meta.Topics {
-			if t.Name != topic {
-				continue
-			}
-			if errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
-				return nil, fmt.Errorf("topic %q: %w on %s", topic, errNoTopic, strings.Join(brokers, ","))
-			}
-			if t.Error != nil {
-				return nil, fmt.Errorf("topic %q: %w", topic, t.Error)
-			}
-			ids := make([]int, len(t.Partitions))
-			for i, p := range t.Partitions {
-				ids[i] = p.ID
-			}
-			slices.Sort(ids)
-			if len(ids) == 0 {
-				return nil, fmt.Errorf("topic %q has no partitions", topic)
-			}
-			return ids, nil
-		}
-		return nil, fmt.Errorf("topic %q: %w on %s", topic, errNoTopic, strings.Join(brokers, ","))
-	}
-	return nil, fmt.Errorf("no broker of %s answered: %w", strings.Join(brokers, ","), errors.Join(errs...))
 }
 
 // splitList splits a comma-separated list, dropping blanks.

@@ -16,12 +16,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"gopkg.in/yaml.v3"
 
 	"rulevalidator/engine"
+	"rulevalidator/pipeline"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // produceBatch bounds the requests encoded and written at once, so that a
@@ -118,8 +119,12 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		}
 	}
 
-	brokers := kf.brokerList()
-	if _, err := topicPartitions(ctx, brokers, *topic); err != nil {
+	client, err := kf.client()
+	if err != nil {
+		return invalid("%v", err)
+	}
+	defer client.Close()
+	if _, err := client.Partitions(ctx, *topic); err != nil {
 		fmt.Fprintf(stderr, "produce: %v\n", err)
 		return exitFailure
 	}
@@ -132,17 +137,20 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		topic:     *topic,
 		serde:     serde,
 		trace:     *traceparent,
-		positions: map[string]kafka.Message{},
+		positions: map[string]stream.Record{},
 	}
-	w.kw = &kafka.Writer{
-		Addr:         kafka.TCP(brokers...),
-		Topic:        *topic,
-		Balancer:     &kafka.Hash{}, // by key, as the service partitions its events
-		RequiredAcks: kafka.RequireAll,
-		BatchTimeout: producer.DefaultBatchTimeout,
+	// The stream writer's one partitioner (murmur2 of the request id, as the
+	// Java client's default): the API and upstream producers put the same id
+	// on the same partition.
+	w.kw, err = stream.NewWriter(ctx, stream.WriterConfig{
+		Client:       client,
+		Topics:       []string{*topic},
 		WriteTimeout: *timeout,
-		MaxAttempts:  3,
-		Completion:   w.completed,
+		Completed:    w.completed,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "produce: %v\n", err)
+		return exitFailure
 	}
 	defer w.kw.Close()
 
@@ -276,7 +284,7 @@ func checkRequestContent(r *schemas.Request) error {
 			errs = append(errs, fmt.Errorf("inline_ruleset: %w", err))
 		}
 	}
-	if _, err := r.EngineInputs(); err != nil && !errors.Is(err, schemas.ErrUnresolvedURI) {
+	if _, err := pipeline.EngineInputs(r); err != nil && !errors.Is(err, schemas.ErrUnresolvedURI) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -313,14 +321,14 @@ type requestWriter struct {
 	topic string
 	serde *schemas.Serde
 	trace string // the traceparent of every request; empty: a new one each
-	kw    *kafka.Writer
+	kw    *stream.Writer
 
 	mu        sync.Mutex
-	positions map[string]kafka.Message // by request id, once acknowledged
+	positions map[string]stream.Record // by request id, once acknowledged
 }
 
 func (w *requestWriter) write(ctx context.Context, reqs []*schemas.Request, timeout time.Duration) error {
-	msgs := make([]kafka.Message, len(reqs))
+	msgs := make([]stream.Record, len(reqs))
 	for i, r := range reqs {
 		value, sh, err := w.serde.Encode(w.topic, r)
 		if err != nil {
@@ -330,34 +338,31 @@ func (w *requestWriter) write(ctx context.Context, reqs []*schemas.Request, time
 		if trace == "" {
 			trace = newTraceparent()
 		}
-		headers := []kafka.Header{{Key: producer.HeaderTraceparent, Value: []byte(trace)}}
+		headers := []stream.Header{{Key: producer.HeaderTraceparent, Value: []byte(trace)}}
 		for _, h := range sh {
-			headers = append(headers, kafka.Header{Key: h.Key, Value: h.Value})
+			headers = append(headers, stream.Header{Key: h.Key, Value: h.Value})
 		}
-		msgs[i] = kafka.Message{Key: []byte(r.RequestID), Value: value, Headers: headers}
+		msgs[i] = stream.Record{Topic: w.topic, Key: []byte(r.RequestID), Value: value, Headers: headers}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := w.kw.WriteMessages(ctx, msgs...); err != nil {
+	if err := w.kw.Write(ctx, msgs...); err != nil {
 		return fmt.Errorf("writing %d request(s) to topic %s: %w", len(msgs), w.topic, err)
 	}
 	return nil
 }
 
-// completed records the partition and offset of acknowledged messages; the
-// writer calls it before WriteMessages returns.
-func (w *requestWriter) completed(msgs []kafka.Message, err error) {
-	if err != nil {
-		return
-	}
+// completed records the partition and offset of acknowledged records; the
+// writer calls it before Write returns.
+func (w *requestWriter) completed(recs []stream.Record) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, m := range msgs {
-		w.positions[string(m.Key)] = kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key}
+	for _, m := range recs {
+		w.positions[string(m.Key)] = stream.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key}
 	}
 }
 
-func (w *requestWriter) position(id string) (kafka.Message, bool) {
+func (w *requestWriter) position(id string) (stream.Record, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, ok := w.positions[id]
@@ -372,7 +377,7 @@ type producedLine struct {
 	Offset    int64  `json:"offset"`
 }
 
-func printProduced(w io.Writer, m kafka.Message, asJSON bool) error {
+func printProduced(w io.Writer, m stream.Record, asJSON bool) error {
 	if !asJSON {
 		_, err := fmt.Fprintln(w, string(m.Key))
 		return err

@@ -184,10 +184,10 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 		}
 		var rules []engine.Verdict
 		for _, v := range got.Result.Verdicts {
-			rules = append(rules, engine.Verdict{RuleID: v.RuleID, Type: v.RuleType, DataSufficiency: v.DataSufficiency, Rationale: v.Rationale,
-				BooleanOutput: v.BooleanOutput, NumericalOutput: v.NumericalOutput, NotApplicable: v.NotApplicable, Evidences: v.Evidences})
+			rules = append(rules, engine.Verdict{RuleID: v.RuleID, Type: engine.RuleType(v.RuleType), DataSufficiency: v.DataSufficiency, Rationale: v.Rationale,
+				BooleanOutput: v.BooleanOutput, NumericalOutput: v.NumericalOutput, NotApplicable: v.NotApplicable, Evidences: viaJSON[[]engine.Evidence](t, v.Evidences)})
 		}
-		if g := verdictsOf(t, rules, sum.Aggregate); !bytes.Equal(g, want[s.variant]) {
+		if g := verdictsOf(t, rules, viaJSON[engine.Aggregate](t, sum.Aggregate)); !bytes.Equal(g, want[s.variant]) {
 			t.Errorf("%s (%s) differs from validate:\n     got %s\nvalidate %s", s.id, variants[s.variant].name, g, want[s.variant])
 		}
 	}
@@ -248,6 +248,21 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 
 // verdictsOf is what must agree between paths: each rule's verdict with its
 // anchored evidence, and the aggregates, as JSON.
+// viaJSON converts an event's value into the engine's type of the same JSON
+// form, so that the two paths' results compare field by field.
+func viaJSON[T any](t *testing.T, v any) T {
+	t.Helper()
+	var out T
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func verdictsOf(t *testing.T, rules []engine.Verdict, agg engine.Aggregate) []byte {
 	t.Helper()
 	type verdict struct {

@@ -10,12 +10,12 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"rulevalidator/engine"
 	"rulevalidator/registry"
+	"rulevalidator/stream"
 )
 
 // rulesetsCommands are the subcommands of `rulevalidator rulesets`.
@@ -111,11 +111,17 @@ func runRulesetsPublish(ctx context.Context, args []string, stdout, stderr io.Wr
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if _, err := topicPartitions(ctx, kf.brokerList(), *topic); err != nil {
+	client, err := kf.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
+		return exitInvalid
+	}
+	defer client.Close()
+	if _, err := client.Partitions(ctx, *topic); err != nil {
 		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
 		return exitFailure
 	}
-	if err := registry.Publish(ctx, strings.Join(kf.brokerList(), ","), *topic, rs); err != nil {
+	if err := registry.Publish(ctx, client, *topic, rs); err != nil {
 		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
 		if errors.Is(err, engine.ErrInvalidRuleset) {
 			return exitInvalid
@@ -167,7 +173,13 @@ func runRulesetsList(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "rulesets list: %v\n", err)
 		return exitInvalid
 	}
-	rows, err := listRulesets(ctx, kf.brokerList(), *topic, *timeout, stderr)
+	client, err := kf.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "rulesets list: %v\n", err)
+		return exitInvalid
+	}
+	defer client.Close()
+	rows, err := listRulesets(ctx, client, *topic, *timeout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rulesets list: %v\n", err)
 		return exitFailure
@@ -199,14 +211,14 @@ type rulesetRow struct {
 
 // listRulesets reads topic to its end and returns what it holds; records
 // the service would skip are logged on logTo.
-func listRulesets(ctx context.Context, brokers []string, topic string, timeout time.Duration, logTo io.Writer) ([]rulesetRow, error) {
+func listRulesets(ctx context.Context, client *stream.Client, topic string, timeout time.Duration, logTo io.Writer) ([]rulesetRow, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if _, err := topicPartitions(ctx, brokers, topic); err != nil {
+	if _, err := client.Partitions(ctx, topic); err != nil {
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t, err := registry.NewTopic(registry.TopicConfig{Brokers: brokers, Topic: topic, Logger: logger})
+	t, err := registry.NewTopic(registry.TopicConfig{Client: client, Topic: topic, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

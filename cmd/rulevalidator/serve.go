@@ -21,12 +21,14 @@ import (
 	"rulevalidator/producer"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // serveConfig is everything `serve` needs, resolved from defaults, the config
 // file, the environment and flags (see serveSettings).
 type serveConfig struct {
 	brokers           []string
+	kafka             kafkaConn
 	groupID           string
 	requestsTopic     string
 	verdictsTopic     string
@@ -61,6 +63,7 @@ type serveConfig struct {
 func serveSettings(cfg *serveConfig) *settings {
 	s := &settings{}
 	s.strList(&cfg.brokers, "kafka-brokers", "RULEVALIDATOR_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma-separated")
+	kafkaSettings(s, &cfg.kafka)
 	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
 	s.str(&cfg.requestsTopic, "requests-topic", "RULEVALIDATOR_TOPIC_REQUESTS", "rulevalidator.requests", "topic of validation requests")
 	s.str(&cfg.verdictsTopic, "verdicts-topic", "RULEVALIDATOR_TOPIC_VERDICTS", "rulevalidator.verdicts", "topic of rule verdict events")
@@ -72,7 +75,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.wireFormat, "wire-format", "RULEVALIDATOR_WIRE_FORMAT", "plain", "how events are framed: plain (Avro, fingerprint header) or confluent (schema registry ids); both are read")
 	s.strList(&cfg.schemaRegistry, "schema-registry", "RULEVALIDATOR_SCHEMA_REGISTRY", "", "schema registry URLs, comma-separated (needed by the confluent format)")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
-	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM, how long in-flight requests may finish")
+	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
 	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", "1024", "recent results kept to answer redeliveries without the model (0 disables)")
 
@@ -103,6 +106,8 @@ func (c *serveConfig) validate() error {
 	var errs []error
 	if len(c.brokers) == 0 {
 		errs = append(errs, errors.New("--kafka-brokers: at least one broker is required"))
+	} else if _, err := c.kafka.client(c.brokers); err != nil {
+		errs = append(errs, err)
 	}
 	if c.concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency: %d must be at least 1", c.concurrency))
@@ -238,13 +243,18 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 
-	prod, err := producer.New(producer.Config{
-		Brokers:         cfg.brokers,
+	prodCfg := producer.Config{
+		Client:          svc.kafka,
 		VerdictTopic:    cfg.verdictsTopic,
 		SummaryTopic:    cfg.summariesTopic,
 		DeadLetterTopic: cfg.deadLetterTopic,
 		Logger:          logger,
-	}, serde)
+	}
+	if store != nil {
+		// A dead letter too large for its topic keeps its original here.
+		prodCfg.Objects = store
+	}
+	prod, err := producer.New(ctx, prodCfg, serde)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
@@ -255,7 +265,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}()
 
 	g, gctx := errgroup.WithContext(ctx)
-	resolver, err := startRegistry(gctx, g, cfg, logger)
+	resolver, err := startRegistry(gctx, g, cfg, svc.kafka, logger)
 	if err != nil {
 		return err
 	}
@@ -290,7 +300,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
-		Brokers:      cfg.brokers,
+		Client:       svc.kafka,
 		GroupID:      cfg.groupID,
 		Topic:        cfg.requestsTopic,
 		Concurrency:  cfg.concurrency,
@@ -337,7 +347,7 @@ func newSerde(ctx context.Context, cfg serveConfig) (*schemas.Serde, error) {
 // startRegistry starts the ruleset sources: the directory first, then the
 // topic, and waits until the topic has been read to its end so no request is
 // dead-lettered as unknown while the rulesets are still loading.
-func startRegistry(ctx context.Context, g *errgroup.Group, cfg serveConfig, logger *slog.Logger) (registry.Resolver, error) {
+func startRegistry(ctx context.Context, g *errgroup.Group, cfg serveConfig, client *stream.Client, logger *slog.Logger) (registry.Resolver, error) {
 	var resolvers []registry.Resolver
 	if cfg.rulesetsDir != "" {
 		dir, err := registry.NewDir(cfg.rulesetsDir, registry.DirOptions{Logger: logger})
@@ -348,7 +358,7 @@ func startRegistry(ctx context.Context, g *errgroup.Group, cfg serveConfig, logg
 		resolvers = append(resolvers, dir)
 	}
 	if cfg.rulesetsTopic != "" {
-		topic, err := registry.NewTopic(registry.TopicConfig{Brokers: cfg.brokers, Topic: cfg.rulesetsTopic, Logger: logger})
+		topic, err := registry.NewTopic(registry.TopicConfig{Client: client, Topic: cfg.rulesetsTopic, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("%w: --rulesets-topic: %v", errConfig, err)
 		}

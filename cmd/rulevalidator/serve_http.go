@@ -22,6 +22,7 @@ import (
 	"rulevalidator/pipeline"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // httpConfig holds the settings of the HTTP listeners, auth, reports and
@@ -82,6 +83,8 @@ type services struct {
 	registry *prometheus.Registry
 	notifier *callback.Notifier
 	reports  *meteredReports
+	// kafka is the one checked Kafka client every Kafka part is built on.
+	kafka *stream.Client
 }
 
 // newServices builds metrics, the callback notifier and the report writer.
@@ -92,6 +95,9 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 		return nil, err
 	}
 	s := &services{metrics: m, registry: reg}
+	if s.kafka, err = cfg.kafka.client(cfg.brokers); err != nil {
+		return nil, fmt.Errorf("%w: %v", errConfig, err)
+	}
 	if cfg.http.callbackSecret != "" {
 		s.notifier, err = callback.New(callback.Config{
 			Secret:       []byte(cfg.http.callbackSecret),
@@ -185,7 +191,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		if store != nil {
 			acfg.Reports = api.StoredReports{Store: store, Prefix: cfg.http.reportPrefix}
 		}
-		sub, err := api.NewKafkaSubmitter(api.KafkaSubmitterConfig{Brokers: cfg.brokers, Topic: cfg.requestsTopic}, serde)
+		sub, err := api.NewKafkaSubmitter(ctx, api.KafkaSubmitterConfig{Client: svc.kafka, Topic: cfg.requestsTopic}, serde)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errConfig, err)
 		}
@@ -195,7 +201,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			return sub.Close()
 		})
 		feed, err := api.NewJobFeed(api.JobFeedConfig{
-			Brokers: cfg.brokers, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
+			Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
 			Serde: serde, Jobs: acfg.Jobs, Logger: logger,
 		})
 		if err != nil {

@@ -103,20 +103,20 @@ func TestServeEndToEnd(t *testing.T) {
 	checkVerdictFields(t, got[0], &schemas.VerdictEvent{
 		EventID: id + "/governing-law", RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
-		RuleID: "governing-law", RuleName: ptr("Governing law"), RuleType: engine.Boolean,
+		RuleID: "governing-law", RuleName: ptr("Governing law"), RuleType: schemas.RuleBoolean,
 		DataSufficiency: true, Rationale: "Governed by New York law, which the policy approves.",
 		BooleanOutput: ptr(true),
-		Evidences: []engine.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3,
+		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3,
 			"This Agreement is governed by the laws of the State of")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 0, RuleCount: 6,
 	})
 	checkVerdictFields(t, got[4], &schemas.VerdictEvent{
 		EventID: id + "/payment-terms", RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
-		RuleID: "payment-terms", RuleName: ptr("Payment terms"), RuleType: engine.Numerical,
+		RuleID: "payment-terms", RuleName: ptr("Payment terms"), RuleType: schemas.RuleNumerical,
 		DataSufficiency: true, Rationale: "30 days with 1.5% monthly interest.",
 		NumericalOutput: ptr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
-		Evidences: []engine.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2,
+		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2,
 			"Invoices are payable within thirty (30) days of receipt.")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 4, RuleCount: 6,
 	})
@@ -125,11 +125,11 @@ func TestServeEndToEnd(t *testing.T) {
 		boolean *bool
 		score   *int
 		scores  []int
-		match   engine.Match
+		match   schemas.Match
 		page    int
 	}{
-		1: {boolean: ptr(false), match: engine.MatchNormalized, page: 3},
-		2: {boolean: ptr(false), match: engine.MatchFuzzy, page: 2},
+		1: {boolean: ptr(false), match: schemas.MatchNormalized, page: 3},
+		2: {boolean: ptr(false), match: schemas.MatchFuzzy, page: 2},
 		3: {boolean: ptr(true)},
 		5: {score: ptr(2), scores: []int{0, 1, 2, 3}},
 	} {
@@ -156,10 +156,10 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 	}
 
-	var sources []engine.Source
+	var sources []schemas.Source
 	for _, v := range got {
 		for _, ev := range v.Evidences {
-			sources = append(sources, engine.Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber})
+			sources = append(sources, schemas.Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber})
 		}
 	}
 	if len(sources) != 4 {
@@ -170,12 +170,12 @@ func TestServeEndToEnd(t *testing.T) {
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
 		Status: schemas.StatusCompleted,
 		Counts: schemas.Counts{Rules: 6, Passed: 2, Failed: 2},
-		Aggregate: engine.Aggregate{
-			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 4, PassedCount: 2},
-			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateWeightedMean, Score: ptr(2.0), Counted: 2},
+		Aggregate: schemas.Aggregate{
+			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 4, PassedCount: 2},
+			Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean", Score: ptr(2.0), Counted: 2},
 		},
 		Sources:   sources,
-		Usage:     engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
+		Usage:     schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt,
 	}
 	if s := summaryOf[id]; !jsonEqual(t, s, wantSummary) {
@@ -270,14 +270,14 @@ func exampleDocText(t *testing.T, name string) string {
 }
 
 // exactEvidence is quote anchored exactly in text, with its code point offsets.
-func exactEvidence(t *testing.T, text, origin string, page int, quote string) engine.Evidence {
+func exactEvidence(t *testing.T, text, origin string, page int, quote string) schemas.Evidence {
 	t.Helper()
 	i := strings.Index(text, quote)
 	if i < 0 {
 		t.Fatalf("%q is not in %s", quote, origin)
 	}
 	start := utf8.RuneCountInString(text[:i])
-	return engine.Evidence{Text: quote, SourceOrigin: origin, SourcePageNumber: page, Anchored: true, Match: engine.MatchExact,
+	return schemas.Evidence{Text: quote, SourceOrigin: origin, SourcePageNumber: page, Anchored: true, Match: schemas.MatchExact,
 		StartOffset: ptr(start), EndOffset: ptr(start + utf8.RuneCountInString(quote))}
 }
 
@@ -517,7 +517,7 @@ func TestServeRulesetFromTopic(t *testing.T) {
 	v2.Version = "2.0.0"
 	v2.Rules[0].Name = "Governing law (v2)"
 	for _, rs := range []*engine.Ruleset{v1, v2} {
-		if err := registry.Publish(ctx, e.bootstrap, rulesets, rs); err != nil {
+		if err := registry.Publish(ctx, e.client(t), rulesets, rs); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,14 +9,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/segmentio/kafka-go"
-
-	"rulevalidator/engine"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
@@ -59,12 +56,12 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		fmt.Fprintf(stderr, "tail: "+format+"\n", a...)
 		return exitInvalid
 	}
-	var start int64
+	var start stream.Start
 	switch *from {
 	case "beginning":
-		start = kafka.FirstOffset
+		start = stream.FromStart
 	case "end":
-		start = kafka.LastOffset
+		start = stream.FromEnd
 	default:
 		return invalid("--from: %q is not beginning or end", *from)
 	}
@@ -85,21 +82,20 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		fmt.Fprintf(stderr, "tail: %v\n", err)
 		return exitFailure
 	}
-	brokers := kf.brokerList()
-	var parts []topicPartition
+	client, err := kf.client()
+	if err != nil {
+		return invalid("%v", err)
+	}
+	defer client.Close()
 	for _, name := range names {
-		ids, err := topicPartitions(ctx, brokers, name)
-		if err != nil {
+		if _, err := client.Partitions(ctx, name); err != nil {
 			fmt.Fprintf(stderr, "tail: %v\n", err)
 			return exitFailure
-		}
-		for _, id := range ids {
-			parts = append(parts, topicPartition{name, id})
 		}
 	}
 
 	readCtx, stopReading := context.WithCancel(ctx)
-	records, readErrs, wait := readPartitions(readCtx, brokers, parts, start)
+	records, readErrs, wait := readTopics(readCtx, client, names, start)
 	defer func() {
 		stopReading()
 		wait()
@@ -159,61 +155,43 @@ func tailTopics(list string, getenv env) []string {
 	return out
 }
 
-type topicPartition struct {
-	topic     string
-	partition int
-}
-
-// readPartitions reads every partition from start (kafka.FirstOffset or
-// kafka.LastOffset) until ctx ends, without a consumer group. Records arrive
-// in order within a partition. wait returns once every reader is closed.
-func readPartitions(ctx context.Context, brokers []string, parts []topicPartition, start int64) (records <-chan kafka.Message, errs <-chan error, wait func()) {
-	out := make(chan kafka.Message)
-	errc := make(chan error, len(parts))
-	var wg sync.WaitGroup
-	for _, tp := range parts {
-		r := kafka.NewReader(kafka.ReaderConfig{
-			Brokers:   brokers,
-			Topic:     tp.topic,
-			Partition: tp.partition,
-			MinBytes:  1,
-			MaxBytes:  16 << 20,
-			MaxWait:   250 * time.Millisecond,
-		})
-		wg.Go(func() {
-			defer r.Close()
-			if err := r.SetOffset(start); err != nil {
-				errc <- fmt.Errorf("topic %s partition %d: %w", tp.topic, tp.partition, err)
-				return
+// readTopics reads every partition of topics from start until ctx ends,
+// without a consumer group, following partitions added meanwhile. Records
+// arrive in order within a partition. wait returns once reading stopped.
+func readTopics(ctx context.Context, client *stream.Client, topics []string, start stream.Start) (records <-chan stream.Record, errs <-chan error, wait func()) {
+	out := make(chan stream.Record)
+	errc := make(chan error, 1)
+	r, err := stream.NewReader(stream.ReaderConfig{
+		Client: client,
+		Topics: topics,
+		Start:  start,
+		Handle: func(m stream.Record) {
+			select {
+			case out <- m:
+			case <-ctx.Done():
 			}
-			for {
-				m, err := r.ReadMessage(ctx)
-				if ctx.Err() != nil {
-					return
-				}
-				if err != nil {
-					errc <- fmt.Errorf("reading topic %s partition %d: %w", tp.topic, tp.partition, err)
-					return
-				}
-				select {
-				case out <- m:
-				case <-ctx.Done():
-					return
-				}
-			}
-		})
+		},
+	})
+	if err != nil {
+		errc <- err
+		return out, errc, func() {}
 	}
-	return out, errc, wg.Wait
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.Run(ctx) // returns nil when ctx ends; failures are retried inside
+	}()
+	return out, errc, func() { <-done }
 }
 
 // tailRecord is a record read, decoded or not.
 type tailRecord struct {
-	msg   kafka.Message
+	msg   stream.Record
 	event schemas.Event // nil when err is set
 	err   error
 }
 
-func decodeRecord(ctx context.Context, serde *schemas.Serde, m kafka.Message) tailRecord {
+func decodeRecord(ctx context.Context, serde *schemas.Serde, m stream.Record) tailRecord {
 	headers := make([]schemas.Header, len(m.Headers))
 	for i, h := range m.Headers {
 		headers[i] = schemas.Header{Key: h.Key, Value: h.Value}
@@ -380,7 +358,7 @@ func verdictOutcome(v *schemas.VerdictEvent) string {
 }
 
 // evidenceWhere: msa.pdf p.3, anchored exact
-func evidenceWhere(e engine.Evidence) string {
+func evidenceWhere(e schemas.Evidence) string {
 	origin := orDash(e.SourceOrigin)
 	if e.SourcePageNumber > 0 {
 		origin += " p." + strconv.Itoa(e.SourcePageNumber)
@@ -389,7 +367,7 @@ func evidenceWhere(e engine.Evidence) string {
 	switch {
 	case e.Anchored:
 		parts = append(parts, strings.TrimSpace("anchored "+string(e.Match)))
-	case e.Match == engine.MatchNotDocument:
+	case e.Match == schemas.MatchNotDocument:
 		parts = append(parts, "named input")
 	default:
 		parts = append(parts, "not found in the document")

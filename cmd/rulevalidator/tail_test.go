@@ -16,10 +16,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"rulevalidator/consumer"
-	"rulevalidator/engine"
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 func tailPtr[T any](v T) *T { return &v }
@@ -32,22 +32,22 @@ func tailVerdicts(id string) []schemas.VerdictEvent {
 	return []schemas.VerdictEvent{{
 		EventID: schemas.VerdictEventID(id, "liability-cap"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
-		RuleID: "liability-cap", RuleName: tailPtr("Liability cap"), RuleType: engine.Boolean,
+		RuleID: "liability-cap", RuleName: tailPtr("Liability cap"), RuleType: schemas.RuleBoolean,
 		DataSufficiency: true, Rationale: "Capped at twelve months of fees; data protection is not carved out.",
 		BooleanOutput: tailPtr(false),
-		Evidences: []engine.Evidence{{
+		Evidences: []schemas.Evidence{{
 			Text: "This limit does not apply to breach of clause 6 (Confidentiality).", SourceOrigin: "msa.pdf",
-			SourcePageNumber: 3, Anchored: true, Match: engine.MatchExact, StartOffset: tailPtr(120), EndOffset: tailPtr(186),
+			SourcePageNumber: 3, Anchored: true, Match: schemas.MatchExact, StartOffset: tailPtr(120), EndOffset: tailPtr(186),
 		}},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 1, RuleCount: 2,
 	}, {
 		EventID: schemas.VerdictEventID(id, "payment-terms"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
-		RuleID: "payment-terms", RuleType: engine.Numerical, DataSufficiency: false,
+		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: false,
 		Rationale: "Payment within 30 days.", NumericalOutput: tailPtr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
-		Evidences: []engine.Evidence{
-			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, Match: engine.MatchNone},
-			{Text: "250000", SourceOrigin: "approval_limit", Anchored: false, Match: engine.MatchNotDocument},
+		Evidences: []schemas.Evidence{
+			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, Match: schemas.MatchNone},
+			{Text: "250000", SourceOrigin: "approval_limit", Anchored: false, Match: schemas.MatchNotDocument},
 		},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 0, RuleCount: 2,
 	}}
@@ -58,12 +58,12 @@ func tailSummary(id string) schemas.SummaryEvent {
 		EventID: id, RequestID: id, TenantID: "contoso", RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"),
 		Model: "fake-model", Status: schemas.StatusCompleted,
 		Counts: schemas.Counts{Rules: 2, Failed: 1, InsufficientData: 1},
-		Aggregate: engine.Aggregate{
-			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 1, PassedCount: 0},
-			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateWeightedMean, Score: tailPtr(2.0), Counted: 1},
+		Aggregate: schemas.Aggregate{
+			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 1, PassedCount: 0},
+			Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean", Score: tailPtr(2.0), Counted: 1},
 		},
-		Sources: []engine.Source{{SourceOrigin: "msa.pdf", Text: "page one", SourcePageNumber: 1}},
-		Usage:   engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
+		Sources: []schemas.Source{{SourceOrigin: "msa.pdf", Text: "page one", SourcePageNumber: 1}},
+		Usage:   schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
 		Report: &schemas.ReportDescriptor{FileName: id + ".xlsx", URI: "s3://rulevalidator-reports/contoso/" + id + ".xlsx",
 			MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: id},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(3 * time.Second),
@@ -106,9 +106,9 @@ func TestTailLines(t *testing.T) {
 			`dead letter  reason undecodable  from rulevalidator.requests 2:41  key "r-9"  "schemas: cannot decode value: no rv-schema-fingerprint header"  original value 14 bytes`},
 		{"request", requestLine(req),
 			`request r-4  tenant contoso  ruleset contract-review 1.0.0  3 document(s), 1 named input(s)  submitted 2025-03-03T09:00:00.000Z`},
-		{"undecodable", recordLine(tailRecord{msg: kafka.Message{Topic: "v", Partition: 1, Offset: 7, Value: []byte("garbage")}, err: errors.New("schemas: cannot decode value: no header")}),
+		{"undecodable", recordLine(tailRecord{msg: stream.Record{Topic: "v", Partition: 1, Offset: 7, Value: []byte("garbage")}, err: errors.New("schemas: cannot decode value: no header")}),
 			`UNDECODABLE  key none  7 bytes  schemas: cannot decode value: no header  [v 1:7]`},
-		{"position", recordLine(tailRecord{msg: kafka.Message{Topic: "d", Partition: 0, Offset: 3}, event: &dl}),
+		{"position", recordLine(tailRecord{msg: stream.Record{Topic: "d", Partition: 0, Offset: 3}, event: &dl}),
 			deadLetterLine(&dl) + "  [d 0:3]"},
 		{"clipped", clip(strings.Repeat("é", 10), 5), "éééé…"},
 		{"not clipped", clip("short", 5), "short"},
@@ -121,8 +121,8 @@ func TestTailLines(t *testing.T) {
 
 func TestTailJSONForm(t *testing.T) {
 	v := tailVerdicts("r-1")[0]
-	msg := kafka.Message{Topic: "verdicts", Partition: 2, Offset: 9, Key: []byte("r-1"), Time: tailStarted,
-		Headers: []kafka.Header{{Key: "ce_id", Value: []byte(v.EventID)}, {Key: "rv-schema", Value: []byte(schemas.VerdictSchema)}}}
+	msg := stream.Record{Topic: "verdicts", Partition: 2, Offset: 9, Key: []byte("r-1"), Time: tailStarted,
+		Headers: []stream.Header{{Key: "ce_id", Value: []byte(v.EventID)}, {Key: "rv-schema", Value: []byte(schemas.VerdictSchema)}}}
 	data, err := json.Marshal(recordJSON(tailRecord{msg: msg, event: &v}))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestTailJSONForm(t *testing.T) {
 		}
 	}
 
-	bad := kafka.Message{Topic: "verdicts", Value: []byte("garbage")}
+	bad := stream.Record{Topic: "verdicts", Value: []byte("garbage")}
 	data, err = json.Marshal(recordJSON(tailRecord{msg: bad, err: errors.New("cannot decode")}))
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestTailRecordConcerns(t *testing.T) {
 		{"dead letter by original key", tailRecord{event: &dl}, "r-9", true},
 		{"dead letter of another", tailRecord{event: &dl}, "r-1", false},
 		{"request", tailRecord{event: wantRequest("r-5", "t", tailStarted)}, "r-5", true},
-		{"undecodable by record key", tailRecord{msg: kafka.Message{Key: []byte("r-1")}, err: errors.New("x")}, "r-1", true},
+		{"undecodable by record key", tailRecord{msg: stream.Record{Key: []byte("r-1")}, err: errors.New("x")}, "r-1", true},
 		{"undecodable without key", tailRecord{err: errors.New("x")}, "r-1", false},
 	} {
 		if got := tc.rec.concerns(tc.id); got != tc.want {
@@ -254,8 +254,12 @@ func newTailTopicsEnv(t *testing.T) *tailTopicsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.prod, err = producer.New(producer.Config{
-		Brokers: []string{e.bootstrap}, VerdictTopic: e.verdicts, SummaryTopic: e.summaries, DeadLetterTopic: e.deadLetter,
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{e.bootstrap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.prod, err = producer.New(context.Background(), producer.Config{
+		Client: client, VerdictTopic: e.verdicts, SummaryTopic: e.summaries, DeadLetterTopic: e.deadLetter,
 	}, serde)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
+	"rulevalidator/pipeline"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
 )
@@ -123,7 +124,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitInvalid
 	}
-	in, err := req.EngineInputs()
+	in, err := pipeline.EngineInputs(req)
 	if err != nil {
 		if errors.Is(err, schemas.ErrUnresolvedURI) {
 			err = fmt.Errorf("%w (documents by uri are read by the service from object storage; give their text here)", err)

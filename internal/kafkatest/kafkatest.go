@@ -97,9 +97,21 @@ func CreateTopic(t testing.TB, bootstrap, name string, partitions int) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{
-		Topics: []kafka.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}},
-	})
+	var (
+		res *kafka.CreateTopicsResponse
+		err error
+	)
+	// A connection pooled before a broker restart (another test's) fails once; a new one
+	// is dialled on the next try.
+	for attempt := 1; attempt <= 3; attempt++ {
+		res, err = client.CreateTopics(ctx, &kafka.CreateTopicsRequest{
+			Topics: []kafka.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}},
+		})
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("creating topic %s on %s: %v", name, bootstrap, err)
 	}
@@ -110,6 +122,73 @@ func CreateTopic(t testing.TB, bootstrap, name string, partitions int) {
 
 	if err := waitForLeaders(ctx, bootstrap, name, partitions); err != nil {
 		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
+	}
+}
+
+// AddPartitions grows topic to total partitions and waits until every one has a leader.
+func AddPartitions(t testing.TB, bootstrap, name string, total int) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(bootstrap)}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	res, err := client.CreatePartitions(ctx, &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: name, Count: int32(total)}},
+	})
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[name]
+	}
+	if err != nil {
+		t.Fatalf("growing topic %s on %s to %d partitions: %v", name, bootstrap, total, err)
+	}
+	if err := waitForLeaders(ctx, bootstrap, name, total); err != nil {
+		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
+	}
+}
+
+// CreateTopicWith creates topic name like CreateTopic, with topic configs (such as
+// max.message.bytes or cleanup.policy).
+func CreateTopicWith(t testing.TB, bootstrap, name string, partitions int, configs map[string]string) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(bootstrap)}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	tc := kafka.TopicConfig{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}
+	for k, v := range configs {
+		tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: v})
+	}
+	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+	if err == nil {
+		err = res.Errors[name]
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s on %s with %v: %v", name, bootstrap, configs, err)
+	}
+	t.Cleanup(func() { deleteTopic(t, bootstrap, name) })
+	if err := waitForLeaders(ctx, bootstrap, name, partitions); err != nil {
+		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
+	}
+}
+
+// SetTopicConfig sets topic configs (such as max.message.bytes) on an existing topic.
+func SetTopicConfig(t testing.TB, bootstrap, name string, configs map[string]string) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(bootstrap)}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	res := kafka.IncrementalAlterConfigsRequestResource{ResourceType: kafka.ResourceTypeTopic, ResourceName: name}
+	for k, v := range configs {
+		res.Configs = append(res.Configs, kafka.IncrementalAlterConfigsRequestConfig{Name: k, Value: v, ConfigOperation: kafka.ConfigOperationSet})
+	}
+	out, err := client.IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{Resources: []kafka.IncrementalAlterConfigsRequestResource{res}})
+	if err == nil {
+		for _, r := range out.Resources {
+			if r.Error != nil {
+				err = r.Error
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("setting %v on topic %s on %s: %v", configs, name, bootstrap, err)
 	}
 }
 

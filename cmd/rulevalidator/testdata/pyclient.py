@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Talk to rulevalidator through Kafka with clients nobody on the project wrote.
 
-    pyclient.py produce --bootstrap HOST:PORT --topic TOPIC --schemas DIR --request REQUEST.json
+    pyclient.py produce --bootstrap HOST:PORT --topic TOPIC --schemas DIR --request REQUEST.json [--partitioner NAME]
     pyclient.py consume --bootstrap HOST:PORT --schemas DIR --expect TOPIC=N [--expect ...] [--timeout S]
 
 produce: encodes the ValidationRequest record in REQUEST.json (Avro field names, submitted_at
 in milliseconds) with fastavro's schemaless_writer and produces it with confluent-kafka
 (librdkafka), keyed by request_id, acks=all, with the plain wire format's headers: rv-schema
 and rv-schema-fingerprint, the CRC-64-AVRO fingerprint of the schema's canonical form as
-fastavro computes it, plus a traceparent. Prints {"partition", "offset", "fingerprint",
-"traceparent"} as JSON.
+fastavro computes it, plus a traceparent. --partitioner is librdkafka's partitioner setting
+(its own default, consistent_random, unless given). Prints {"partition", "offset",
+"fingerprint", "traceparent"} as JSON.
 
 consume: reads each TOPIC from the beginning of every partition with confluent-kafka until N
 records were read from it, and decodes each value with fastavro, picking the writer's schema
@@ -71,7 +72,10 @@ def produce(args):
         else:
             delivered["partition"], delivered["offset"] = msg.partition(), msg.offset()
 
-    producer = Producer({"bootstrap.servers": args.bootstrap, "acks": "all"})
+    config = {"bootstrap.servers": args.bootstrap, "acks": "all"}
+    if args.partitioner:
+        config["partitioner"] = args.partitioner
+    producer = Producer(config)
     producer.produce(
         args.topic,
         key=record["request_id"].encode(),
@@ -164,6 +168,7 @@ def main():
     p.add_argument("--topic", required=True)
     p.add_argument("--schemas", required=True)
     p.add_argument("--request", required=True)
+    p.add_argument("--partitioner", default="", help="librdkafka partitioner, e.g. murmur2_random")
     c = sub.add_parser("consume")
     c.add_argument("--bootstrap", required=True)
     c.add_argument("--schemas", required=True)

@@ -1,0 +1,267 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/schemas"
+)
+
+// This file is where the engine's side meets the contracts: a request's inputs for the
+// engine, the engine's result as events, and the failure taxonomy that names an error's
+// dead-letter reason.
+
+// EngineInputs converts the request's inputs for the engine, which applies its own checks
+// (engine.InputsFromMap). A document with a uri and neither content nor pages gives an error
+// wrapping schemas.ErrUnresolvedURI: resolve it first (Request.ResolveURIs). Other problems
+// wrap engine.ErrInvalidInput.
+func EngineInputs(r *schemas.Request) (*engine.Inputs, error) {
+	m := map[string]any{}
+	for _, group := range []struct {
+		field string
+		docs  []schemas.Document
+	}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
+		if len(group.docs) == 0 {
+			continue
+		}
+		docs := make([]any, len(group.docs))
+		for i, d := range group.docs {
+			where := docField(group.field, i, d.Name)
+			doc := map[string]any{"name": d.Name}
+			switch {
+			case d.Content != nil && d.Pages != nil:
+				return nil, &engine.InputError{Field: where, Problem: "both content and pages given; give one"}
+			case d.Content != nil:
+				doc["content"] = *d.Content
+			case d.Pages != nil:
+				doc["pages"] = d.Pages
+			case d.URI != nil:
+				return nil, fmt.Errorf("%s: %w: %s has not been fetched", where, schemas.ErrUnresolvedURI, *d.URI)
+			default:
+				return nil, &engine.InputError{Field: where, Problem: "no content, pages or uri given"}
+			}
+			docs[i] = doc
+		}
+		m[group.field] = docs
+	}
+	if r.TextInput != nil {
+		m["text_input"] = *r.TextInput
+	}
+	if r.Message != nil {
+		m["message"] = *r.Message
+	}
+	if len(r.NamedInputs) > 0 {
+		inputs := make([]any, len(r.NamedInputs))
+		for i, in := range r.NamedInputs {
+			value, err := decodeJSONValue(in.ValueJSON)
+			if err != nil {
+				return nil, &engine.InputError{Field: docField("named_inputs", i, in.Name) + ".value_json", Problem: err.Error()}
+			}
+			item := map[string]any{"name": in.Name, "value": value}
+			if in.Description != nil {
+				item["description"] = *in.Description
+			}
+			inputs[i] = item
+		}
+		m["named_inputs"] = inputs
+	}
+	return engine.InputsFromMap(m)
+}
+
+// docField names an array element for error messages: primary_docs[1] ("a.pdf").
+func docField(field string, i int, name string) string {
+	if name == "" {
+		return fmt.Sprintf("%s[%d]", field, i)
+	}
+	return fmt.Sprintf("%s[%d] (%q)", field, i, name)
+}
+
+// decodeJSONValue reads one JSON value, keeping numbers exact as the engine does.
+func decodeJSONValue(text string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("not valid JSON: data after the value at byte offset %d", dec.InputOffset())
+	}
+	return v, nil
+}
+
+// NewVerdictEvents builds one event per verdict of res, in res's order. rs gives each rule's
+// position, display name and allowed scores; it may be nil, in which case positions follow
+// res. model falls back to res.Model. Times are kept to the millisecond, in UTC, as the
+// events carry them.
+func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, model string, started, completed time.Time) []schemas.VerdictEvent {
+	rulesetID, rulesetVersion := rulesetIdentity(rs, res)
+	if model == "" {
+		model = res.Model
+	}
+	count := len(res.Rules)
+	position := map[string]int{}
+	if rs != nil {
+		count = len(rs.Rules)
+		for i, rule := range rs.Rules {
+			position[rule.RuleID] = i
+		}
+	}
+	events := make([]schemas.VerdictEvent, 0, len(res.Rules))
+	for i, v := range res.Rules {
+		ev := schemas.VerdictEvent{
+			EventID:         schemas.VerdictEventID(req.RequestID, v.RuleID),
+			RequestID:       req.RequestID,
+			TenantID:        req.TenantID,
+			RulesetID:       rulesetID,
+			RulesetVersion:  rulesetVersion,
+			Model:           model,
+			RuleID:          v.RuleID,
+			RuleType:        schemas.RuleType(v.Type),
+			DataSufficiency: v.DataSufficiency,
+			Rationale:       v.Rationale,
+			BooleanOutput:   clonePtr(v.BooleanOutput),
+			NumericalOutput: clonePtr(v.NumericalOutput),
+			NotApplicable:   v.NotApplicable,
+			Evidences:       evidences(v.Evidences),
+			StartedAt:       eventTime(started),
+			CompletedAt:     eventTime(completed),
+			RuleIndex:       i,
+			RuleCount:       count,
+		}
+		name := v.Name
+		if idx, ok := position[v.RuleID]; ok {
+			rule := rs.Rules[idx]
+			ev.RuleIndex = idx
+			ev.AllowedScores = cloneOrNil(rule.AllowedScores())
+			if name == "" {
+				name = rule.Name
+			}
+			if ev.RuleType == "" {
+				ev.RuleType = schemas.RuleType(rule.Type)
+			}
+		}
+		if name != "" {
+			ev.RuleName = &name
+		}
+		events = append(events, ev)
+	}
+	return events
+}
+
+// NewSummary builds the summary of a judged request. rs may be nil; model falls back to
+// res.Model; report is nil when no report was written.
+func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, model string, report *schemas.ReportDescriptor, started, completed time.Time) schemas.SummaryEvent {
+	rulesetID, rulesetVersion := rulesetIdentity(rs, res)
+	if model == "" {
+		model = res.Model
+	}
+	var sources []schemas.Source
+	for _, s := range res.Sources {
+		sources = append(sources, schemas.Source(s))
+	}
+	return schemas.SummaryEvent{
+		EventID:        req.RequestID,
+		RequestID:      req.RequestID,
+		TenantID:       req.TenantID,
+		RulesetID:      rulesetID,
+		RulesetVersion: rulesetVersion,
+		Model:          model,
+		Status:         schemas.StatusCompleted,
+		Counts:         schemas.Counts(engine.CountVerdicts(res.Rules)),
+		Aggregate:      aggregate(res.Aggregate),
+		Sources:        sources,
+		Usage:          schemas.Usage(res.Usage),
+		Report:         clonePtr(report),
+		StartedAt:      eventTime(started),
+		CompletedAt:    eventTime(completed),
+	}
+}
+
+// ReasonFor is the failure taxonomy: it names the dead-letter reason of the errors the
+// contracts and the engine define. Callers check their own causes first (unknown ruleset,
+// oversized message); anything unrecognised is schemas.ReasonInternal.
+func ReasonFor(err error) schemas.Reason {
+	switch {
+	case errors.Is(err, schemas.ErrUndecodable):
+		return schemas.ReasonUndecodable
+	case errors.Is(err, schemas.ErrInvalidRequest):
+		return schemas.ReasonInvalidRequest
+	case errors.Is(err, engine.ErrInvalidRuleset):
+		return schemas.ReasonInvalidRuleset
+	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, schemas.ErrUnresolvedURI):
+		return schemas.ReasonInvalidInput
+	case errors.Is(err, engine.ErrLLMRejected):
+		return schemas.ReasonModelRejected
+	case errors.Is(err, engine.ErrInvalidOutput):
+		return schemas.ReasonInvalidOutput
+	default:
+		return schemas.ReasonInternal
+	}
+}
+
+func rulesetIdentity(rs *engine.Ruleset, res *engine.Result) (id string, version *string) {
+	id, v := res.RulesetID, res.RulesetVersion
+	if rs != nil {
+		if id == "" {
+			id = rs.ID
+		}
+		if v == "" {
+			v = rs.Version
+		}
+	}
+	if v == "" {
+		return id, nil
+	}
+	return id, &v
+}
+
+func evidences(in []engine.Evidence) []schemas.Evidence {
+	if len(in) == 0 {
+		return nil // as decoding gives
+	}
+	out := make([]schemas.Evidence, len(in))
+	for i, e := range in {
+		out[i] = schemas.Evidence{
+			Text: e.Text, SourceOrigin: e.SourceOrigin, SourcePageNumber: e.SourcePageNumber,
+			Anchored: e.Anchored, Match: schemas.Match(e.Match),
+			StartOffset: clonePtr(e.StartOffset), EndOffset: clonePtr(e.EndOffset),
+		}
+	}
+	return out
+}
+
+func aggregate(a engine.Aggregate) schemas.Aggregate {
+	var out schemas.Aggregate
+	if b := a.Boolean; b != nil {
+		out.Boolean = &schemas.BooleanAggregate{Mode: schemas.BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
+	}
+	if n := a.Numerical; n != nil {
+		out.Numerical = &schemas.NumericalAggregate{Mode: schemas.NumericalAggregation(n.Mode), Score: clonePtr(n.Score), Counted: n.Counted}
+	}
+	return out
+}
+
+// eventTime is t as events carry it: UTC, whole milliseconds, no monotonic reading.
+func eventTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// cloneOrNil copies s, giving nil for an empty slice as decoding does.
+func cloneOrNil[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}

@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/schemas"
+)
+
+// Times as events carry them: UTC, whole milliseconds.
+var (
+	t0 = time.Date(2025, 3, 1, 9, 30, 0, 250_000_000, time.UTC)
+	t1 = t0.Add(1500 * time.Millisecond)
+	t2 = t1.Add(42 * time.Second)
+)
+
+const unicodeText = "Vertrag für Müller & Söhne — 契約書 🚀 \u200b ‘quotes’ \u0000 end"
+
+func fullRequest() *schemas.Request {
+	return &schemas.Request{
+		RequestID:  "req-1",
+		TenantID:   "acme",
+		RulesetRef: &schemas.RulesetRef{ID: "supplier-onboarding", Version: new("3")},
+		PrimaryDocs: []schemas.Document{
+			{Name: "agreement.pdf", Pages: []string{"page one", unicodeText}},
+			{Name: "scan.pdf", URI: new("s3://inbox/acme/scan.pdf"), ContentType: new("application/pdf")},
+		},
+		AuxiliaryDocs: []schemas.Document{{Name: "policy.md", Content: new("first\fsecond"), ContentType: new("text/markdown")}},
+		TextInput:     new(unicodeText),
+		NamedInputs: []schemas.NamedInput{
+			{Name: "volume", Description: new("yearly volume"), ValueJSON: "12345678901234567890"},
+			{Name: "contacts", ValueJSON: `[{"role":"sales","email":"a@b.example"}]`},
+		},
+		Message:     new("Flag blockers."),
+		Options:     schemas.Options{GenerateReport: new(true), Model: new("gemma-3-270m"), CallbackURL: new("https://hooks.example/x")},
+		SubmittedAt: t0,
+	}
+}
+
+func newCodecs(t testing.TB) *schemas.Codecs {
+	t.Helper()
+	c, err := schemas.NewCodecs()
+	if err != nil {
+		t.Fatalf("NewCodecs: %v", err)
+	}
+	return c
+}
+
+// assertEqual compares deeply and shows both sides as JSON when they differ.
+func assertEqual(t *testing.T, got, want any) {
+	t.Helper()
+	if reflect.DeepEqual(got, want) {
+		return
+	}
+	g, _ := json.MarshalIndent(got, "", "  ")
+	w, _ := json.MarshalIndent(want, "", "  ")
+	t.Errorf("values differ\n got: %s\nwant: %s", g, w)
+}
+
+func TestRequestEngineInputs(t *testing.T) {
+	req := fullRequest()
+	req.PrimaryDocs = req.PrimaryDocs[:1]
+	in, err := EngineInputs(req)
+	if err != nil {
+		t.Fatalf("EngineInputs: %v", err)
+	}
+	assertEqual(t, in.PrimaryDocs, []engine.Document{{Name: "agreement.pdf", Pages: []string{"page one", unicodeText}}})
+	assertEqual(t, in.AuxiliaryDocs, []engine.Document{{Name: "policy.md", Pages: []string{"first", "second"}}})
+	if in.TextInput != unicodeText || in.Message != "Flag blockers." {
+		t.Errorf("text_input %q, message %q", in.TextInput, in.Message)
+	}
+	if len(in.NamedInputs) != 2 {
+		t.Fatalf("named inputs: %+v", in.NamedInputs)
+	}
+	// Numbers stay exact, as the engine reads JSON.
+	if v, ok := in.NamedInputs[0].Value.(json.Number); !ok || v.String() != "12345678901234567890" {
+		t.Errorf("volume is %#v", in.NamedInputs[0].Value)
+	}
+	if in.NamedInputs[0].Description != "yearly volume" {
+		t.Errorf("description %q", in.NamedInputs[0].Description)
+	}
+}
+
+func TestRequestEngineInputsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   func(*schemas.Request)
+		target error
+		want   string
+	}{
+		{"unresolved uri", func(*schemas.Request) {}, schemas.ErrUnresolvedURI, `primary_docs[1] ("scan.pdf"): document uri not resolved: s3://inbox/acme/scan.pdf has not been fetched`},
+		{"content and pages", func(r *schemas.Request) { r.PrimaryDocs[1].Content, r.PrimaryDocs[1].Pages = new("a"), []string{"b"} }, engine.ErrInvalidInput, `primary_docs[1] ("scan.pdf"): both content and pages given`},
+		{"engine checks apply", func(r *schemas.Request) { r.PrimaryDocs[1] = schemas.Document{Name: "policy.md", Content: new("dup")} }, engine.ErrInvalidInput, `duplicate document name "policy.md"`},
+		{"bad value", func(r *schemas.Request) { r.PrimaryDocs = r.PrimaryDocs[:1]; r.NamedInputs[0].ValueJSON = "1 2" }, engine.ErrInvalidInput, `named_inputs[0] ("volume").value_json: not valid JSON: data after the value`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fullRequest()
+			tc.edit(r)
+			_, err := EngineInputs(r)
+			if !errors.Is(err, tc.target) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %v containing %q", err, tc.target, tc.want)
+			}
+		})
+	}
+}
+
+func testRuleset() *engine.Ruleset {
+	return &engine.Ruleset{
+		ID:      "onboarding",
+		Version: "7",
+		Rules: []engine.Rule{
+			{RuleID: "signed", RuleText: "Is it signed?", Type: engine.Boolean, Name: "Signature"},
+			{RuleID: "risk", RuleText: "Rate the risk.", Type: engine.Numerical, NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}},
+			{RuleID: "insured", RuleText: "Is it insured?", Type: engine.Boolean},
+			{RuleID: "export", RuleText: "Export licence?", Type: engine.Boolean},
+		},
+	}
+}
+
+func testResult() *engine.Result {
+	return &engine.Result{
+		RulesetID: "onboarding",
+		Model:     "served-model",
+		Rules: []engine.Verdict{
+			{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
+				Evidences: []engine.Evidence{{Text: "Signed: J. Müller", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, Anchored: true, Match: engine.MatchExact, StartOffset: new(10), EndOffset: new(27)}}},
+			{RuleID: "risk", Type: engine.Numerical, DataSufficiency: true, Rationale: "Low risk.", NumericalOutput: new(1)},
+			{RuleID: "insured", Type: engine.Boolean, DataSufficiency: false, Rationale: "No certificate.", BooleanOutput: new(false)},
+			{RuleID: "export", Type: engine.Boolean, DataSufficiency: true, Rationale: "Domestic supplier.", NotApplicable: true},
+		},
+		Aggregate: engine.Aggregate{
+			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 2, PassedCount: 1},
+			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateMean, Score: new(1.0), Counted: 1},
+		},
+		Sources: []engine.Source{{SourceOrigin: "agreement.pdf", Text: "Signed: J. Müller", SourcePageNumber: 2}},
+		Usage:   engine.Usage{PromptTokens: 900, CompletionTokens: 120, LLMCalls: 1},
+	}
+}
+
+func TestEventNewVerdictEvents(t *testing.T) {
+	req := fullRequest()
+	started := time.Date(2025, 3, 1, 10, 0, 0, 123_456_789, time.FixedZone("CET", 3600))
+	completed := time.Now() // carries a monotonic reading
+	events := NewVerdictEvents(req, testRuleset(), testResult(), "", started, completed)
+	if len(events) != 4 {
+		t.Fatalf("%d events, want 4", len(events))
+	}
+	want := schemas.VerdictEvent{
+		EventID: "req-1/signed", RequestID: "req-1", TenantID: "acme",
+		RulesetID: "onboarding", RulesetVersion: new("7"), Model: "served-model",
+		RuleID: "signed", RuleName: new("Signature"), RuleType: schemas.RuleBoolean,
+		DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
+		Evidences:   evidences(testResult().Rules[0].Evidences),
+		StartedAt:   time.Date(2025, 3, 1, 9, 0, 0, 123_000_000, time.UTC),
+		CompletedAt: completed.UTC().Truncate(time.Millisecond),
+		RuleIndex:   0, RuleCount: 4,
+	}
+	assertEqual(t, events[0], want)
+	if risk := events[1]; risk.RuleIndex != 1 || risk.RuleName != nil || *risk.NumericalOutput != 1 {
+		t.Errorf("risk event: %+v", risk)
+	}
+	assertEqual(t, events[1].AllowedScores, []int{1, 2, 3})
+	if events[3].EventID != "req-1/export" || !events[3].NotApplicable || events[3].RuleIndex != 3 {
+		t.Errorf("export event: %+v", events[3])
+	}
+	// Built events round-trip unchanged.
+	c := newCodecs(t)
+	for i := range events {
+		body, err := c.Marshal(&events[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Unmarshal(schemas.VerdictSchema, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertEqual(t, got, &events[i])
+	}
+	// The events do not share memory with the result.
+	res := testResult()
+	events = NewVerdictEvents(req, testRuleset(), res, "m", started, completed)
+	*res.Rules[0].BooleanOutput = false
+	res.Rules[0].Evidences[0].Text = "changed"
+	if !*events[0].BooleanOutput || events[0].Evidences[0].Text == "changed" || events[0].Model != "m" {
+		t.Errorf("event aliases the result: %+v", events[0])
+	}
+}
+
+func TestEventNewVerdictEventsWithoutRuleset(t *testing.T) {
+	events := NewVerdictEvents(fullRequest(), nil, testResult(), "", t1, t2)
+	for i, ev := range events {
+		if ev.RuleIndex != i || ev.RuleCount != 4 || ev.AllowedScores != nil {
+			t.Errorf("event %d: index %d, count %d, scores %v", i, ev.RuleIndex, ev.RuleCount, ev.AllowedScores)
+		}
+	}
+	if events[0].RulesetVersion != nil {
+		t.Errorf("version %v, want none (the result has none)", *events[0].RulesetVersion)
+	}
+}
+
+func TestEventNewSummary(t *testing.T) {
+	res := testResult()
+	report := &schemas.ReportDescriptor{FileName: "req-1.xlsx", URI: "s3://reports/acme/req-1.xlsx", MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: "acme/req-1.xlsx"}
+	s := NewSummary(fullRequest(), testRuleset(), res, "", report, t1, t2)
+	want := schemas.SummaryEvent{
+		EventID: "req-1", RequestID: "req-1", TenantID: "acme",
+		RulesetID: "onboarding", RulesetVersion: new("7"), Model: "served-model",
+		Status:    schemas.StatusCompleted,
+		Counts:    schemas.Counts{Rules: 4, Passed: 1, Failed: 1, NotApplicable: 1, InsufficientData: 1},
+		Aggregate: aggregate(testResult().Aggregate),
+		Sources:   []schemas.Source{schemas.Source(testResult().Sources[0])},
+		Usage:     schemas.Usage(testResult().Usage),
+		Report:    report,
+		StartedAt: t1, CompletedAt: t2,
+	}
+	assertEqual(t, s, want)
+	if s.Counts.Passed != res.Aggregate.Boolean.PassedCount || s.Counts.Passed+s.Counts.Failed != res.Aggregate.Boolean.Applicable {
+		t.Errorf("counts %+v disagree with the boolean aggregate %+v", s.Counts, *res.Aggregate.Boolean)
+	}
+	*res.Aggregate.Numerical.Score = 99
+	if *s.Aggregate.Numerical.Score != 1 {
+		t.Error("summary aliases the result's aggregate")
+	}
+}
+
+func TestEventReasonFor(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want schemas.Reason
+	}{
+		{&schemas.DecodeError{Problem: "x"}, schemas.ReasonUndecodable},
+		{&schemas.RequestError{Problems: []string{"x"}}, schemas.ReasonInvalidRequest},
+		{fmt.Errorf("resolve: %w", engine.ErrInvalidRuleset), schemas.ReasonInvalidRuleset},
+		{&engine.InputError{Problem: "x"}, schemas.ReasonInvalidInput},
+		{fmt.Errorf("x: %w", schemas.ErrUnresolvedURI), schemas.ReasonInvalidInput},
+		{fmt.Errorf("x: %w", engine.ErrLLMRejected), schemas.ReasonModelRejected},
+		{fmt.Errorf("x: %w", engine.ErrInvalidOutput), schemas.ReasonInvalidOutput},
+		{errors.New("disk on fire"), schemas.ReasonInternal},
+	} {
+		if got := ReasonFor(tc.err); got != tc.want {
+			t.Errorf("ReasonFor(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}

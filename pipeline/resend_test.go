@@ -1,0 +1,137 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"rulevalidator/consumer"
+	"rulevalidator/engine"
+	"rulevalidator/producer"
+	"rulevalidator/registry"
+	"rulevalidator/schemas"
+	"rulevalidator/stream"
+)
+
+// countingEngine counts the model's work.
+type countingEngine struct {
+	mu    sync.Mutex
+	calls int
+	res   *engine.Result
+	err   error
+}
+
+func (c *countingEngine) Evaluate(context.Context, engine.Request) (*engine.Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	return c.res, c.err
+}
+
+// flakyPublisher encodes one record per event and fails its first writes.
+type flakyPublisher struct {
+	mu       sync.Mutex
+	failures int
+	writes   [][]stream.Record
+	written  [][]stream.Record
+}
+
+func (f *flakyPublisher) Encode(r producer.Result) ([]stream.Record, error) {
+	var out []stream.Record
+	for _, v := range r.Verdicts {
+		out = append(out, stream.Record{Topic: "verdicts", Key: []byte(v.RequestID), Value: []byte(v.EventID + "/" + v.CompletedAt.String())})
+	}
+	return append(out, stream.Record{Topic: "summaries", Key: []byte(r.Summary.RequestID), Value: []byte(string(r.Summary.Status) + "/" + r.Summary.CompletedAt.String())}), nil
+}
+
+func (f *flakyPublisher) Write(_ context.Context, msgs []stream.Record) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, msgs)
+	if f.failures > 0 {
+		f.failures--
+		return errors.New("broker unavailable")
+	}
+	f.written = append(f.written, msgs)
+	return nil
+}
+
+// TestPublishRetryResendsTheBuiltEvents: when publishing fails after the engine answered, the
+// retry re-sends the very events built the first time, and the model is not asked again; a
+// failed request's summary is re-sent the same way, with the same permanent error.
+func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
+	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
+	static, err := registry.NewStatic(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := true
+	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
+	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		eng        *countingEngine
+		wantReason string // "" when the request completes
+	}{
+		{"completed", &countingEngine{res: ok}, ""},
+		{"failed", &countingEngine{err: fmt.Errorf("%w: still invalid after re-asking", engine.ErrInvalidOutput)}, string(schemas.ReasonInvalidOutput)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := &flakyPublisher{failures: 2}
+			finished := 0
+			clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			p, err := New(Config{
+				Engine: tc.eng, Rulesets: static, Serde: serde, Publisher: pub, CacheEntries: -1,
+				Now:   func() time.Time { clock = clock.Add(time.Second); return clock },
+				Hooks: Hooks{Finished: func(*schemas.Request, Outcome) { finished++ }},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: clock}
+			value, sh, err := serde.Encode("requests", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &consumer.Message{Topic: "requests", Value: value}
+			for _, h := range sh {
+				m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+			}
+			for attempt := 1; attempt <= 2; attempt++ {
+				err := p.Handle(context.Background(), m)
+				if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+					t.Fatalf("attempt %d with the broker down: %v, want a transient error", attempt, err)
+				}
+			}
+			err = p.Handle(context.Background(), m)
+			reason, _ := consumer.PermanentReason(err)
+			if (tc.wantReason == "" && err != nil) || reason != tc.wantReason {
+				t.Fatalf("once the broker is back: %v, want reason %q", err, tc.wantReason)
+			}
+			if tc.eng.calls != 1 {
+				t.Errorf("the engine was asked %d times, want once", tc.eng.calls)
+			}
+			if len(pub.writes) != 3 || len(pub.written) != 1 {
+				t.Fatalf("%d writes, %d succeeded", len(pub.writes), len(pub.written))
+			}
+			for i := 1; i < 3; i++ {
+				if !reflect.DeepEqual(pub.writes[i], pub.writes[0]) {
+					t.Errorf("write %d sent other events than the first:\n%v\n%v", i+1, pub.writes[i], pub.writes[0])
+				}
+			}
+			if finished != 1 {
+				t.Errorf("Finished called %d times, want once, after the write succeeded", finished)
+			}
+			if _, pending := p.unsent.get("req-1"); pending {
+				t.Error("the re-sent events are still held after they were written")
+			}
+		})
+	}
+}

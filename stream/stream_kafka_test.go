@@ -1,0 +1,57 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"rulevalidator/internal/kafkatest"
+	"rulevalidator/stream"
+)
+
+// TestWriterFollowsTopicLimits: each topic's batch and record limit is its own
+// max.message.bytes, read at start. A record a raised topic takes is written; the same record
+// to a topic with the default limit fails at once with ErrTooLarge; a topic the cluster does
+// not have is refused at start.
+func TestWriterFollowsTopicLimits(t *testing.T) {
+	bootstrap := kafkatest.Broker(t)
+	raised := kafkatest.UniqueTopic(t, "raised")
+	plain := kafkatest.UniqueTopic(t, "plain")
+	const limit = 3 << 20
+	kafkatest.CreateTopicWith(t, bootstrap, raised, 2, map[string]string{"max.message.bytes": strconv.Itoa(limit)})
+	kafkatest.CreateTopic(t, bootstrap, plain, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{bootstrap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked []stream.Record
+	w, err := stream.NewWriter(ctx, stream.WriterConfig{Client: client, Topics: []string{raised, plain},
+		Completed: func(rs []stream.Record) { acked = append(acked, rs...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if got, err := w.MaxRecordBytes(ctx, raised); err != nil || got != limit {
+		t.Errorf("MaxRecordBytes(raised) = %d, %v; want %d", got, err, limit)
+	}
+	big := make([]byte, 2<<20)
+	if err := w.Write(ctx, stream.Record{Topic: raised, Key: []byte("k"), Value: big}); err != nil {
+		t.Fatalf("writing 2 MiB to a topic that takes 3 MiB: %v", err)
+	}
+	if len(acked) != 1 || acked[0].Topic != raised || acked[0].Partition != stream.Partition([]byte("k"), 2) {
+		t.Errorf("acknowledged %d records, first at %s/%d; want one, on murmur2's partition %d",
+			len(acked), acked[0].Topic, acked[0].Partition, stream.Partition([]byte("k"), 2))
+	}
+	start := time.Now()
+	err = w.Write(ctx, stream.Record{Topic: plain, Key: []byte("k"), Value: big})
+	if !errors.Is(err, stream.ErrTooLarge) || time.Since(start) > time.Second {
+		t.Errorf("writing 2 MiB to a topic with the default limit: %v after %s; want ErrTooLarge at once", err, time.Since(start))
+	}
+	if _, err := stream.NewWriter(ctx, stream.WriterConfig{Client: client, Topics: []string{kafkatest.UniqueTopic(t, "absent")}}); !errors.Is(err, stream.ErrUnknownTopic) {
+		t.Errorf("NewWriter on a missing topic: %v, want ErrUnknownTopic", err)
+	}
+}
