@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -178,13 +179,13 @@ func executionRequest(body []byte) (*schemas.Request, error) {
 		env["options"] = options
 	}
 
-	req, err := schemas.RequestFromMap(env)
+	req, err := request.FromMap(env)
 	problems = append(problems, requestProblems(err)...)
 	inputs, ok := m["inputs"].(map[string]any)
 	if !ok {
 		fail("inputs: must be an object of the typed inputs (primary_docs, auxiliary_docs, text_input, named_inputs, message, ...)")
 	} else {
-		problems = append(problems, requestProblems(req.ReadInputs(inputs))...)
+		problems = append(problems, requestProblems(request.ReadInputs(req, inputs))...)
 	}
 	if len(problems) > 0 {
 		return req, &schemas.RequestError{RequestID: req.RequestID, Problems: problems}

@@ -17,6 +17,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -70,7 +71,7 @@ func newRequestID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// submitValidation accepts a request in its JSON form (schemas.RequestFromMap:
+// submitValidation accepts a request in its JSON form (request.FromMap:
 // the specification's input shapes and this service's own keys). The tenant
 // is the token's; request_id is optional; submitted_at is set here. It
 // answers 202 once the request is queued (Kafka) or started (in-process); a
@@ -98,7 +99,7 @@ func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "not a request in JSON form: "+strings.TrimPrefix(err.Error(), "inputs: "))
 		return
 	}
-	req, readErr := schemas.RequestFromMap(m)
+	req, readErr := request.FromMap(m)
 	if req.TenantID != "" && req.TenantID != p.Tenant {
 		writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("tenant_id %q is not the tenant of your token; leave tenant_id out, the token's tenant is used", req.TenantID))
 		return
@@ -134,7 +135,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		idErr = fmt.Errorf("request_id %q: want 1 to 128 characters of A-Z a-z 0-9 . _ : ~ -, starting with a letter or digit", req.RequestID)
 	}
 	req.SubmittedAt = s.cfg.Now().UTC().Truncate(time.Millisecond)
-	if err := schemas.JoinProblems(readErr, idErr, req.Validate()); err != nil {
+	if err := request.JoinProblems(readErr, idErr, req.Validate()); err != nil {
 		writeInvalid(w, err)
 		return
 	}

@@ -107,6 +107,12 @@ func (r *Request) Validate() error {
 	return r.validate(true)
 }
 
+// ValidateUnstamped is Validate for a request its caller has still to
+// stamp: submitted_at may be unset.
+func (r *Request) ValidateUnstamped() error {
+	return r.validate(false)
+}
+
 func (r *Request) validate(needSubmittedAt bool) error {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -363,10 +369,11 @@ func cloneOrNil[S ~[]E, E any](s S) S {
 	return slices.Clone(s)
 }
 
-// The request's JSON form is what the HTTP API and the produce CLI accept:
-// the Avro request as a natural object, with inline_ruleset as an object (or
-// a string holding one), named input values as real JSON values and
-// submitted_at in RFC 3339.
+// The request's JSON form is what MarshalJSON writes: the Avro request as a
+// natural object, with inline_ruleset as an object (or a string holding one),
+// named input values as real JSON values and submitted_at in RFC 3339. What
+// is read is wider, the specification's input shapes too, and is read by
+// package rulevalidator/request with the engine's input parser.
 
 type requestJSON struct {
 	RequestID     string           `json:"request_id"`
@@ -445,6 +452,14 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 		out.NamedInputs = append(out.NamedInputs, namedInputJSON{Name: in.Name, Description: in.Description, Value: json.RawMessage(in.ValueJSON)})
 	}
 	return json.Marshal(out)
+}
+
+// UnmarshalJSON refuses: the JSON form of a request is read by package
+// rulevalidator/request (request.FromJSON, request.FromMap), which knows
+// every input shape. Without this, encoding/json would match no field and
+// return an empty request without an error.
+func (r *Request) UnmarshalJSON([]byte) error {
+	return errors.New("schemas: a request's JSON form is read with package rulevalidator/request (request.FromJSON), not encoding/json")
 }
 
 func isJSONObject(text string) bool {

@@ -21,6 +21,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -110,7 +111,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		base.SubmittedAt = time.Now().UTC().Truncate(time.Millisecond)
 	}
 	reqs := requestCopies(base, *count)
-	if err := schemas.JoinProblems(readErr, reqs[0].Validate()); err != nil {
+	if err := request.JoinProblems(readErr, reqs[0].Validate()); err != nil {
 		return invalid("%s: %v", *file, err)
 	}
 	if *strict {
@@ -177,7 +178,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 
 // readRequestFile reads a request in its JSON form, from JSON or from YAML
 // of the same structure, with the mapping the service applies
-// (schemas.RequestFromMap). It does not validate, as flags may still fill
+// (request.FromMap). It does not validate, as flags may still fill
 // fields: the request comes back with what reading it found wrong, nil only
 // when the file cannot be read as a request at all.
 func readRequestFile(path string) (*schemas.Request, error) {
@@ -193,7 +194,7 @@ func readRequestFile(path string) (*schemas.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return schemas.RequestFromMap(m)
+	return request.FromMap(m)
 }
 
 // requestDocumentJSON returns data as JSON: as it is when it is a JSON

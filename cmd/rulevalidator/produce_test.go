@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -466,7 +467,7 @@ func TestProduceAndTailConfluent(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &line); err != nil {
 		t.Fatalf("tail printed %q: %v", stdout, err)
 	}
-	got, err := schemas.RequestFromJSON(line.Event)
+	got, err := request.FromJSON(line.Event)
 	if err != nil {
 		t.Fatalf("event %s: %v", line.Event, err)
 	}

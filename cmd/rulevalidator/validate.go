@@ -18,6 +18,7 @@ import (
 	"rulevalidator/engine/openai"
 	"rulevalidator/pipeline"
 	"rulevalidator/report"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -179,7 +180,7 @@ func readValidateInput(data []byte) (*schemas.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return schemas.RequestFromMap(m)
+	return request.FromMap(m)
 }
 
 // validateRuleset is the ruleset of --ruleset, or the input's inline_ruleset

@@ -1,4 +1,15 @@
-package schemas
+// Package request reads the JSON form of a validation request, in every
+// shape the specification allows, into the Avro contract schemas.Request.
+// The HTTP API, the execute-async envelope, produce and validate all read a
+// request through FromMap, so a payload is accepted alike on every path.
+//
+// The inputs are read by the engine's own parser (engine.ReadInputForm):
+// documents as strings or objects named by file_name, name or title with
+// their text in content, text, markdown or pages (or a claim-check uri),
+// text_input as a string or {text}, and, when named_inputs is absent, any
+// other top-level key as a named input. The request's own keys are below.
+// Problems are reported as one *schemas.RequestError.
+package request
 
 import (
 	"bytes"
@@ -11,16 +22,8 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/schemas"
 )
-
-// Reading a request from JSON (the HTTP API, the produce CLI, validate) goes
-// through RequestFromMap, the one mapping from the JSON shapes into the typed
-// request. The inputs are read by the engine's own parser
-// (engine.ReadInputForm), so every way in accepts the shapes `validate`
-// does: documents as strings or objects named by file_name, name or title
-// with their text in content, text, markdown or pages (or a claim-check uri),
-// text_input as a string or {text}, and, when named_inputs is absent, any
-// other top-level key as a named input. The request's own keys are below.
 
 // Top-level keys of a request that are not inputs.
 const (
@@ -43,51 +46,46 @@ const (
 	keyContentType = "content_type"
 )
 
-// RequestFromJSON reads a request from JSON (or YAML of the same structure)
-// and checks it as Validate does, except that submitted_at may be left out
-// for the caller to stamp before encoding. Problems are reported as a
-// *RequestError.
-func RequestFromJSON(data []byte) (*Request, error) {
-	var r Request
-	if err := r.UnmarshalJSON(data); err != nil {
+// FromJSON reads a request from JSON (or YAML of the same structure) and
+// checks it as schemas.Request.Validate does, except that submitted_at may
+// be left out for the caller to stamp before encoding. Problems are
+// reported as a *schemas.RequestError.
+func FromJSON(data []byte) (*schemas.Request, error) {
+	r, err := decode(data)
+	if err != nil {
 		return nil, err
 	}
-	if err := r.validate(false); err != nil {
-		err.(*RequestError).Request = &r
+	if err := r.ValidateUnstamped(); err != nil {
+		err.(*schemas.RequestError).Request = r
 		return nil, err
 	}
-	return &r, nil
+	return r, nil
 }
 
-// UnmarshalJSON reads a request from JSON with RequestFromMap. It does not
-// call Validate.
-func (r *Request) UnmarshalJSON(data []byte) error {
+// decode reads a request from JSON with FromMap. It does not validate.
+func decode(data []byte) (*schemas.Request, error) {
 	m, err := engine.DecodeObject(data)
 	if err != nil {
 		var ie *engine.InputError
 		if errors.As(err, &ie) {
-			return &RequestError{Problems: []string{"not a request in JSON form: " + ie.Problem}}
+			return nil, &schemas.RequestError{Problems: []string{"not a request in JSON form: " + ie.Problem}}
 		}
-		return &RequestError{Problems: []string{"not a request in JSON form: " + err.Error()}}
+		return nil, &schemas.RequestError{Problems: []string{"not a request in JSON form: " + err.Error()}}
 	}
-	req, err := RequestFromMap(m)
-	if err != nil {
-		return err
-	}
-	*r = *req
-	return nil
+	return FromMap(m)
 }
 
-// RequestFromMap maps a request's decoded JSON (or YAML) into the typed
-// request: request_id and tenant_id (strings), ruleset_ref ({id, version?}),
+// FromMap maps a request's decoded JSON (or YAML) into the typed request:
+// request_id and tenant_id (strings), ruleset_ref ({id, version?}),
 // inline_ruleset (an object, or a string holding the ruleset), options
 // ({generate_report?, model?, callback_url?}), submitted_at (RFC 3339), and
 // the inputs in any shape engine.InputsFromMap reads, documents also by uri
 // ({name, uri, content_type?}). Named input values become JSON text. Every
-// problem is listed in one *RequestError; Validate is not called.
-func RequestFromMap(m map[string]any) (*Request, error) {
+// problem is listed in one *schemas.RequestError, next to the request as far
+// as it was read; Validate is not called.
+func FromMap(m map[string]any) (*schemas.Request, error) {
 	var p problems
-	r := &Request{}
+	r := &schemas.Request{}
 	r.RequestID = p.str(m, keyRequestID)
 	r.TenantID = p.str(m, keyTenantID)
 	// null stands for absent, as in the Avro record.
@@ -107,25 +105,25 @@ func RequestFromMap(m map[string]any) (*Request, error) {
 	return r, p.err(r.RequestID)
 }
 
-// ReadInputs sets the request's inputs from m, which holds inputs only (in
-// any shape RequestFromMap reads), replacing those it had. Problems are one
-// *RequestError.
-func (r *Request) ReadInputs(m map[string]any) error {
+// ReadInputs sets r's inputs from m, which holds inputs only (in any shape
+// FromMap reads), replacing those it had. Problems are one
+// *schemas.RequestError.
+func ReadInputs(r *schemas.Request, m map[string]any) error {
 	var p problems
 	p.inputs(r, m, nil)
 	return p.err(r.RequestID)
 }
 
 // JoinProblems lists the problems of several checks of one request (what
-// RequestFromMap found while reading it, what Validate finds once the caller
-// has filled it in) as one *RequestError; nil when there are none.
+// FromMap found while reading it, what Validate finds once the caller has
+// filled it in) as one *schemas.RequestError; nil when there are none.
 func JoinProblems(errs ...error) error {
-	var out RequestError
+	var out schemas.RequestError
 	for _, err := range errs {
 		if err == nil {
 			continue
 		}
-		var re *RequestError
+		var re *schemas.RequestError
 		if errors.As(err, &re) {
 			out.Problems = append(out.Problems, re.Problems...)
 			if out.RequestID == "" {
@@ -152,7 +150,7 @@ func (p *problems) err(requestID string) error {
 	if len(*p) == 0 {
 		return nil
 	}
-	return &RequestError{RequestID: requestID, Problems: *p}
+	return &schemas.RequestError{RequestID: requestID, Problems: *p}
 }
 
 func (p *problems) typeErr(field, want string, got any) {
@@ -191,14 +189,14 @@ func (p *problems) known(field string, obj map[string]any, keys ...string) {
 	}
 }
 
-func (p *problems) rulesetRef(v any) *RulesetRef {
+func (p *problems) rulesetRef(v any) *schemas.RulesetRef {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		p.typeErr(keyRulesetRef, "an object {id, version?}", v)
 		return nil
 	}
 	p.known(keyRulesetRef, obj, "id", "version")
-	ref := &RulesetRef{ID: p.str(obj, "id")}
+	ref := &schemas.RulesetRef{ID: p.str(obj, "id")}
 	ref.Version, _ = p.optStr(obj, "version", keyRulesetRef+".version")
 	return ref
 }
@@ -222,8 +220,8 @@ func (p *problems) inlineRuleset(field string, v any) *string {
 	}
 }
 
-func (p *problems) options(v any) Options {
-	var o Options
+func (p *problems) options(v any) schemas.Options {
+	var o schemas.Options
 	obj, ok := v.(map[string]any)
 	if !ok {
 		p.typeErr(keyOptions, "an object {generate_report?, model?, callback_url?}", v)
@@ -264,7 +262,7 @@ func (p *problems) time(field string, v any) time.Time {
 
 // inputs reads the inputs of m (every key but reserved) into r with the
 // engine's parser.
-func (p *problems) inputs(r *Request, m map[string]any, reserved []string) {
+func (p *problems) inputs(r *schemas.Request, m map[string]any, reserved []string) {
 	form, err := engine.ReadInputForm(m, engine.FormOptions{Reserved: reserved, DocumentFields: []string{keyURI, keyContentType}})
 	if err != nil {
 		for _, e := range unjoin(err) {
@@ -291,14 +289,14 @@ func (p *problems) inputs(r *Request, m map[string]any, reserved []string) {
 			p.add(fmt.Sprintf("named_inputs[%d]", i), "value cannot be written as JSON: %v", err)
 			continue
 		}
-		r.NamedInputs = append(r.NamedInputs, NamedInput{Name: n.Name, Description: n.Description, ValueJSON: text})
+		r.NamedInputs = append(r.NamedInputs, schemas.NamedInput{Name: n.Name, Description: n.Description, ValueJSON: text})
 	}
 }
 
-func documentsFromForm(forms []engine.DocumentForm) []Document {
-	var docs []Document
+func documentsFromForm(forms []engine.DocumentForm) []schemas.Document {
+	var docs []schemas.Document
 	for _, f := range forms {
-		d := Document{Name: f.Name, Content: f.Content, Pages: f.Pages}
+		d := schemas.Document{Name: f.Name, Content: f.Content, Pages: f.Pages}
 		if uri, ok := f.Fields[keyURI]; ok {
 			d.URI = &uri
 		}

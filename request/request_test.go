@@ -1,69 +1,73 @@
-package schemas
+package request
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"rulevalidator/schemas"
 )
 
 // envelope is what every case below shares; each adds its inputs.
 const envelope = `"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"rs"}`
 
-// TestRequestFromMapShapes maps every accepted shape of the JSON request,
+// TestFromMapShapes maps every accepted shape of the JSON request,
 // the specification's aliases included, into the typed request.
-func TestRequestFromMapShapes(t *testing.T) {
-	doc := func(name, content string) Document { return Document{Name: name, Content: new(content)} }
+func TestFromMapShapes(t *testing.T) {
+	doc := func(name, content string) schemas.Document {
+		return schemas.Document{Name: name, Content: new(content)}
+	}
 	for _, tc := range []struct {
 		name   string
 		inputs string
-		want   Request
+		want   schemas.Request
 	}{
 		{
 			name:   "the specification's input example",
 			inputs: `"primary_docs":[{"file_name":"MSA-Acme.pdf","content":"Master Services Agreement..."}],"named_inputs":[{"name":"contract_value","value":250000}]`,
-			want: Request{
-				PrimaryDocs: []Document{doc("MSA-Acme.pdf", "Master Services Agreement...")},
-				NamedInputs: []NamedInput{{Name: "contract_value", ValueJSON: "250000"}},
+			want: schemas.Request{
+				PrimaryDocs: []schemas.Document{doc("MSA-Acme.pdf", "Master Services Agreement...")},
+				NamedInputs: []schemas.NamedInput{{Name: "contract_value", ValueJSON: "250000"}},
 			},
 		},
 		{
 			name:   "documents as strings get default names",
 			inputs: `"primary_docs":["first","second"],"auxiliary_docs":["policy"]`,
-			want: Request{
-				PrimaryDocs:   []Document{doc("primary_doc_1", "first"), doc("primary_doc_2", "second")},
-				AuxiliaryDocs: []Document{doc("auxiliary_doc_1", "policy")},
+			want: schemas.Request{
+				PrimaryDocs:   []schemas.Document{doc("primary_doc_1", "first"), doc("primary_doc_2", "second")},
+				AuxiliaryDocs: []schemas.Document{doc("auxiliary_doc_1", "policy")},
 			},
 		},
 		{
 			name:   "name aliases: file_name, name, title",
 			inputs: `"primary_docs":[{"file_name":"a","text":"x"},{"name":"b","text":"x"},{"title":"c","text":"x"},{"text":"no name"}]`,
-			want:   Request{PrimaryDocs: []Document{doc("a", "x"), doc("b", "x"), doc("c", "x"), doc("primary_doc_4", "no name")}},
+			want:   schemas.Request{PrimaryDocs: []schemas.Document{doc("a", "x"), doc("b", "x"), doc("c", "x"), doc("primary_doc_4", "no name")}},
 		},
 		{
 			name:   "text aliases: content, text, markdown, pages",
 			inputs: `"auxiliary_docs":[{"name":"a","content":"1"},{"name":"b","text":"2"},{"name":"c","markdown":"# 3"},{"name":"d","pages":["4","5"]}]`,
-			want:   Request{AuxiliaryDocs: []Document{doc("a", "1"), doc("b", "2"), doc("c", "# 3"), {Name: "d", Pages: []string{"4", "5"}}}},
+			want:   schemas.Request{AuxiliaryDocs: []schemas.Document{doc("a", "1"), doc("b", "2"), doc("c", "# 3"), {Name: "d", Pages: []string{"4", "5"}}}},
 		},
 		{
 			name:   "a claim-checked document",
 			inputs: `"primary_docs":[{"file_name":"scan.txt","uri":"s3://b/k","content_type":"text/plain"}]`,
-			want:   Request{PrimaryDocs: []Document{{Name: "scan.txt", URI: new("s3://b/k"), ContentType: new("text/plain")}}},
+			want:   schemas.Request{PrimaryDocs: []schemas.Document{{Name: "scan.txt", URI: new("s3://b/k"), ContentType: new("text/plain")}}},
 		},
 		{
 			name:   "text_input as a string",
 			inputs: `"text_input":"free text"`,
-			want:   Request{TextInput: new("free text")},
+			want:   schemas.Request{TextInput: new("free text")},
 		},
 		{
 			name:   "text_input as {text}",
 			inputs: `"text_input":{"text":"free text"},"message":"hello"`,
-			want:   Request{TextInput: new("free text"), Message: new("hello")},
+			want:   schemas.Request{TextInput: new("free text"), Message: new("hello")},
 		},
 		{
 			name:   "named inputs of every JSON type, exact numbers, descriptions kept",
 			inputs: `"named_inputs":[{"name":"n","description":"big","value":12345678901234567890},{"name":"o","value":{"b":[true,null],"a":"<&>"}},{"name":"z","value":null}]`,
-			want: Request{NamedInputs: []NamedInput{
+			want: schemas.Request{NamedInputs: []schemas.NamedInput{
 				{Name: "n", Description: new("big"), ValueJSON: "12345678901234567890"},
 				{Name: "o", ValueJSON: `{"a":"<&>","b":[true,null]}`},
 				{Name: "z", ValueJSON: "null"},
@@ -72,9 +76,9 @@ func TestRequestFromMapShapes(t *testing.T) {
 		{
 			name:   "without named_inputs other keys become named inputs, sorted",
 			inputs: `"primary_docs":["x"],"contract_value":250000,"counterparty":"Acme","flags":{"rush":true}`,
-			want: Request{
-				PrimaryDocs: []Document{doc("primary_doc_1", "x")},
-				NamedInputs: []NamedInput{
+			want: schemas.Request{
+				PrimaryDocs: []schemas.Document{doc("primary_doc_1", "x")},
+				NamedInputs: []schemas.NamedInput{
 					{Name: "contract_value", ValueJSON: "250000"},
 					{Name: "counterparty", ValueJSON: `"Acme"`},
 					{Name: "flags", ValueJSON: `{"rush":true}`},
@@ -83,51 +87,51 @@ func TestRequestFromMapShapes(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := RequestFromJSON([]byte("{" + envelope + "," + tc.inputs + "}"))
+			got, err := FromJSON([]byte("{" + envelope + "," + tc.inputs + "}"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := tc.want
-			want.RequestID, want.TenantID, want.RulesetRef = "r", "t", &RulesetRef{ID: "rs"}
+			want.RequestID, want.TenantID, want.RulesetRef = "r", "t", &schemas.RulesetRef{ID: "rs"}
 			assertEqual(t, got, &want)
 		})
 	}
 }
 
-// TestRequestFromMapEnvelope reads the request's own keys.
-func TestRequestFromMapEnvelope(t *testing.T) {
-	got, err := RequestFromJSON([]byte(`{"request_id":"r","tenant_id":"t",
+// TestFromMapEnvelope reads the request's own keys.
+func TestFromMapEnvelope(t *testing.T) {
+	got, err := FromJSON([]byte(`{"request_id":"r","tenant_id":"t",
 		"inline_ruleset":{"rules":[{"rule_id":"r1","rule_text":"<b> & co"}]},
 		"options":{"generate_report":false,"model":"m","callback_url":"https://h.example/x"},
 		"submitted_at":"2025-03-01T10:30:00.250+01:00","message":"m"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertEqual(t, got, &Request{
+	assertEqual(t, got, &schemas.Request{
 		RequestID: "r", TenantID: "t",
 		InlineRuleset: new(`{"rules":[{"rule_id":"r1","rule_text":"<b> & co"}]}`),
 		Message:       new("m"),
-		Options:       Options{GenerateReport: new(false), Model: new("m"), CallbackURL: new("https://h.example/x")},
+		Options:       schemas.Options{GenerateReport: new(false), Model: new("m"), CallbackURL: new("https://h.example/x")},
 		SubmittedAt:   time.Date(2025, 3, 1, 9, 30, 0, 250_000_000, time.UTC),
 	})
 
-	nulls, err := RequestFromJSON([]byte(`{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"rs","version":null},"inline_ruleset":null,"options":null,"submitted_at":null,"message":"m"}`))
+	nulls, err := FromJSON([]byte(`{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"rs","version":null},"inline_ruleset":null,"options":null,"submitted_at":null,"message":"m"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertEqual(t, nulls, &Request{RequestID: "r", TenantID: "t", RulesetRef: &RulesetRef{ID: "rs"}, Message: new("m")})
+	assertEqual(t, nulls, &schemas.Request{RequestID: "r", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, Message: new("m")})
 
-	yaml, err := RequestFromJSON([]byte("request_id: r\ntenant_id: t\nruleset_ref: {id: rs, version: \"2\"}\nprimary_docs:\n  - {title: a, markdown: x}\namount: 12\n"))
+	yaml, err := FromJSON([]byte("request_id: r\ntenant_id: t\nruleset_ref: {id: rs, version: \"2\"}\nprimary_docs:\n  - {title: a, markdown: x}\namount: 12\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertEqual(t, yaml, &Request{RequestID: "r", TenantID: "t", RulesetRef: &RulesetRef{ID: "rs", Version: new("2")},
-		PrimaryDocs: []Document{{Name: "a", Content: new("x")}}, NamedInputs: []NamedInput{{Name: "amount", ValueJSON: "12"}}})
+	assertEqual(t, yaml, &schemas.Request{RequestID: "r", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs", Version: new("2")},
+		PrimaryDocs: []schemas.Document{{Name: "a", Content: new("x")}}, NamedInputs: []schemas.NamedInput{{Name: "amount", ValueJSON: "12"}}})
 }
 
-// TestRequestFromMapRejects: every problem is named by its field, ambiguous
+// TestFromMapRejects: every problem is named by its field, ambiguous
 // shapes included, and all of them are reported together.
-func TestRequestFromMapRejects(t *testing.T) {
+func TestFromMapRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name, inputs string
 		want         []string
@@ -155,10 +159,10 @@ func TestRequestFromMapRejects(t *testing.T) {
 			[]string{"primary_docs[0].uri: must be a string (got a number)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := RequestFromJSON([]byte("{" + envelope + "," + tc.inputs + "}"))
-			var re *RequestError
-			if !errors.As(err, &re) || !errors.Is(err, ErrInvalidRequest) {
-				t.Fatalf("got %v, want a *RequestError", err)
+			_, err := FromJSON([]byte("{" + envelope + "," + tc.inputs + "}"))
+			var re *schemas.RequestError
+			if !errors.As(err, &re) || !errors.Is(err, schemas.ErrInvalidRequest) {
+				t.Fatalf("got %v, want a *schemas.RequestError", err)
 			}
 			if len(re.Problems) != len(tc.want) {
 				t.Fatalf("problems %q, want %q", re.Problems, tc.want)
@@ -175,14 +179,14 @@ func TestRequestFromMapRejects(t *testing.T) {
 // TestReadInputs reads inputs alone: keys such as request_id are inputs
 // there, not the request's.
 func TestReadInputs(t *testing.T) {
-	r := &Request{RequestID: "r"}
-	if err := r.ReadInputs(map[string]any{"primary_docs": []any{map[string]any{"title": "a", "text": "x"}}, "request_id": "upstream-7"}); err != nil {
+	r := &schemas.Request{RequestID: "r"}
+	if err := ReadInputs(r, map[string]any{"primary_docs": []any{map[string]any{"title": "a", "text": "x"}}, "request_id": "upstream-7"}); err != nil {
 		t.Fatal(err)
 	}
-	assertEqual(t, r, &Request{RequestID: "r", PrimaryDocs: []Document{{Name: "a", Content: new("x")}},
-		NamedInputs: []NamedInput{{Name: "request_id", ValueJSON: `"upstream-7"`}}})
-	err := r.ReadInputs(map[string]any{"text_input": 3})
-	if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), "text_input: must be a string or an object {text: string} (got a number)") {
+	assertEqual(t, r, &schemas.Request{RequestID: "r", PrimaryDocs: []schemas.Document{{Name: "a", Content: new("x")}},
+		NamedInputs: []schemas.NamedInput{{Name: "request_id", ValueJSON: `"upstream-7"`}}})
+	err := ReadInputs(r, map[string]any{"text_input": 3})
+	if !errors.Is(err, schemas.ErrInvalidRequest) || !strings.Contains(err.Error(), "text_input: must be a string or an object {text: string} (got a number)") {
 		t.Fatalf("got %v", err)
 	}
 }
