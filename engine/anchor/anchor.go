@@ -107,7 +107,19 @@ const (
 	Exact      Method = "exact"
 	Normalized Method = "normalized"
 	Fuzzy      Method = "fuzzy"
+	// Elided: the quote left parts out ("first words … last words", "[...]")
+	// and the span covers its parts, found in order.
+	Elided Method = "elided"
 )
+
+// Difference is one way an anchored span's text contradicts the quote it
+// was found for: a number, amount, date, negation or proper name that one
+// says and the other does not.
+type Difference struct {
+	Kind  string // "number", "amount", "date", "negation" or "name"
+	Quote string // what the quote says; "" when the quote lacks it
+	Span  string // what the document says; "" when the document lacks it
+}
 
 // Quote is a piece of evidence as the model cited it.
 type Quote struct {
@@ -131,6 +143,9 @@ type Span struct {
 	Method             Method
 	// Similarity is 1 for exact and normalised matches.
 	Similarity float64
+	// Differences lists what the span says differently from the quote; empty
+	// when the span says what the quote says.
+	Differences []Difference
 }
 
 // Matcher finds quotes in one request's documents. Build one per request
