@@ -22,7 +22,7 @@ func newTestEngine(t *testing.T, llm LLM, cfg Config) *Engine {
 
 func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t,
-		numRule("score", 3),
+		numRule("score", 3, capQuote),
 		boolRule("term", true, map[string]any{"text": "The term of this agreement is two (2) years", "source_origin": "msa.pdf", "source_page_number": 1}),
 		boolRule("cap", true, map[string]any{"text": "total liability is capped at fees paid", "source_origin": "msa.pdf", "source_page_number": 1}),
 	)}}}
@@ -65,8 +65,8 @@ func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 
 func TestEvaluateReasksOnlyFailingRules(t *testing.T) {
 	llm := &scriptedLLM{replies: []scriptedReply{
-		{content: answer(t, boolRule("cap", true), numRule("score", 9))},   // term missing, score not allowed
-		{content: answer(t, boolRule("term", false), numRule("score", 2))}, // both fixed
+		{content: answer(t, boolRule("cap", true, capQuote), numRule("score", 9))},   // term missing, score not allowed
+		{content: answer(t, boolRule("term", false), numRule("score", 2, capQuote))}, // both fixed
 	}}
 	var retries []string
 	res, err := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(r string) { retries = append(retries, r) }}}).
@@ -173,10 +173,11 @@ func TestEvaluateEvidenceOrigins(t *testing.T) {
 			// not in any document
 			map[string]any{"text": "The supplier shall indemnify the customer against all claims whatsoever.", "source_origin": "msa.pdf", "source_page_number": 1},
 		),
-		boolRule("term", true), numRule("score", 1),
+		boolRule("term", false), numRule("score", 1),
 	)}}}
 	var matches []Match
-	res, err := newTestEngine(t, llm, Config{Hooks: Hooks{Anchor: func(m Match) { matches = append(matches, m) }}}).
+	// No re-asks: the unfound quote is kept, and its verdict marked.
+	res, err := newTestEngine(t, llm, Config{OutputRetries: -1, Hooks: Hooks{Anchor: func(m Match) { matches = append(matches, m) }}}).
 		Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in})
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +191,9 @@ func TestEvaluateEvidenceOrigins(t *testing.T) {
 	}
 	if ev[2].Anchored || ev[2].Match != MatchNone || ev[2].StartOffset != nil || !strings.Contains(ev[2].Text, "indemnify") {
 		t.Errorf("unfound quote must stay unanchored with its text: %+v", ev[2])
+	}
+	if v := res.Rules[0]; v.DataSufficiency || !strings.Contains(v.SufficiencyNote, "was not found in") {
+		t.Errorf("a verdict kept with an unfound quote must say so: %+v", v)
 	}
 	if fmt.Sprint(matches) != "[exact not_document none]" {
 		t.Errorf("anchor outcomes %v", matches)
