@@ -210,3 +210,33 @@ func TestNewValidatesConfig(t *testing.T) {
 		t.Error("New accepted a nil LLM")
 	}
 }
+
+// TestConverseSubset: one conversation judges a subset of the rules on an
+// excerpt of the inputs, and anchors against all of the request's documents.
+func TestConverseSubset(t *testing.T) {
+	rs, full := testRuleset(), testInputs()
+	if err := rs.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	excerpt := &Inputs{PrimaryDocs: []Document{{Name: "msa.pdf", Pages: []string{full.PrimaryDocs[0].Pages[1]}}}}
+	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t, numRule("score", 1), boolRule("cap", true, capQuote))}}}
+	e := newTestEngine(t, llm, Config{})
+	subset := []Rule{rs.Rules[2], rs.Rules[0]}
+	verdicts, usage, err := e.converse(context.Background(), "m", rs, subset, excerpt, e.newAnchoring(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(verdicts) != 2 || verdicts[0].RuleID != "score" || verdicts[1].RuleID != "cap" || usage.LLMCalls != 1 {
+		t.Fatalf("verdicts %+v, usage %+v", verdicts, usage)
+	}
+	if ev := verdicts[1].Evidences[0]; !ev.Anchored || ev.SourcePageNumber != 1 {
+		t.Errorf("a quote outside the excerpt did not anchor in the request's document: %+v", ev)
+	}
+	sys := llm.calls[0].Messages[0].Content
+	if strings.Contains(sys, `"term"`) || !strings.Contains(sys, `"score"`) || strings.Contains(llm.calls[0].Messages[1].Content, "Master Services Agreement") {
+		t.Error("the conversation's prompt is not limited to its rules and excerpt")
+	}
+	if strings.Contains(string(llm.calls[0].Schema), `"term"`) {
+		t.Error("the schema asks for a rule outside the subset")
+	}
+}
