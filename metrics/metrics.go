@@ -61,9 +61,10 @@ var (
 		engine.ReasonDuplicateRule, engine.ReasonUnknownRule, engine.ReasonMissingRuleID,
 		engine.ReasonMissingRationale, engine.ReasonMissingBoolean, engine.ReasonMissingScore,
 		engine.ReasonScoreNotAllowed, engine.ReasonWrongOutputType, engine.ReasonEmptyResponse,
-		engine.ReasonMalformedEvidence,
+		engine.ReasonMalformedEvidence, engine.ReasonPlaceholderRationale, engine.ReasonPlaceholderEvidence,
+		engine.ReasonUnanchoredQuote, engine.ReasonAlteredEvidence, engine.ReasonUnsupportedVerdict,
 	)
-	anchorOutcomes  = newLabelSet("exact", "normalized", "fuzzy", "unanchored", "not_document")
+	anchorOutcomes  = newLabelSet("exact", "normalized", "fuzzy", "elided", "unanchored", "not_document")
 	handlerOutcomes = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
 )
 

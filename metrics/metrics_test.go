@@ -148,8 +148,8 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 		{"request_duration_seconds", m.requestDuration, 4},
 		{"verdicts_published_total", m.verdictsPublished, 5},
 		{"dead_letters_total", m.deadLetters, 10},
-		{"llm_output_retries_total", m.llmRetries, 13},
-		{"evidence_anchoring_total", m.anchoring, 5},
+		{"llm_output_retries_total", m.llmRetries, 18},
+		{"evidence_anchoring_total", m.anchoring, 6},
 		{"handler_duration_seconds", m.handlerTimings, 3},
 	}
 	for _, tt := range tests {
@@ -207,6 +207,11 @@ func TestEngineHooks(t *testing.T) {
 			func(m *Metrics) prometheus.Collector {
 				return m.llmRetries.WithLabelValues(engine.ReasonScoreNotAllowed)
 			}, 1},
+		{"a content retry counts its reason",
+			func(h engine.Hooks) { h.OutputRetry(engine.ReasonUnanchoredQuote) },
+			func(m *Metrics) prometheus.Collector {
+				return m.llmRetries.WithLabelValues(engine.ReasonUnanchoredQuote)
+			}, 1},
 		{"an unknown retry reason counts as other",
 			func(h engine.Hooks) { h.OutputRetry("rule R-17 of tenant acme was odd") },
 			func(m *Metrics) prometheus.Collector { return m.llmRetries.WithLabelValues("other") }, 1},
@@ -219,6 +224,9 @@ func TestEngineHooks(t *testing.T) {
 		{"a fuzzy anchor",
 			func(h engine.Hooks) { h.Anchor(engine.MatchFuzzy) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("fuzzy") }, 1},
+		{"an elided anchor",
+			func(h engine.Hooks) { h.Anchor(engine.MatchElided) },
+			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("elided") }, 1},
 		{"no match counts as unanchored",
 			func(h engine.Hooks) { h.Anchor(engine.MatchNone) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("unanchored") }, 1},
