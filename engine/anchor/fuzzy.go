@@ -351,21 +351,23 @@ type fuzzyMatch struct {
 	similarity float64
 }
 
-// findFuzzy finds the region of the normalised text most similar to the
-// trimmed quote, if its similarity reaches threshold. Ties go to the match
-// nearest to page (when valid), then to the earliest. What trimming took
-// off the quote joins the match where the text has it right there: the
-// quotation marks were the document's own.
-func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuzzyMatch, bool) {
+// fuzzyMatches finds the regions of the normalised text similar to the
+// trimmed quote, whose similarity reaches threshold, best first: the most
+// similar, then the nearest to page (when valid), then the earliest. It
+// aligns the quote around each of the few candidate regions the index
+// proposes (see clusters); matches that overlap count once, as the better
+// of them. What trimming took off the quote joins a match where the text
+// has it right there: the quotation marks were the document's own.
+func (d *document) fuzzyMatches(pq preparedQuote, page int, threshold float64) []fuzzyMatch {
 	quote := pq.trimmed
 	n := d.normalized()
 	x := d.shingleIndex()
 	if n == nil || x == nil {
-		return fuzzyMatch{}, false
+		return nil
 	}
 	qHash := tokenize(quote).hash
 	if len(qHash) < 2 {
-		return fuzzyMatch{}, false
+		return nil
 	}
 	q := []rune(quote)
 	pattern := newBitPattern(q)
@@ -380,7 +382,12 @@ func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuz
 	}
 	rank := func(diag int32) int { return pageDistance(int(x.start[min(max(diag, 0), words-1)])) }
 
-	best, found, bestDist := fuzzyMatch{}, false, math.MaxInt
+	var found []fuzzyMatch
+	var dists []int
+	better := func(a fuzzyMatch, aDist int, b fuzzyMatch, bDist int) bool {
+		return a.similarity > b.similarity ||
+			(a.similarity == b.similarity && (aDist < bDist || (aDist == bDist && a.lo < b.lo)))
+	}
 	for _, c := range x.clusters(qHash, drift, maxCandidates, rank) {
 		first := max(0, c.lo-drift)
 		last := min(words, c.hi+int32(len(qHash))+drift) // exclusive
@@ -397,13 +404,28 @@ func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuz
 		}
 		m.lo, m.hi = surround(n.text, m.lo, m.hi, pq.lead, pq.trail)
 		dist := pageDistance(m.lo)
-		better := !found || m.similarity > best.similarity ||
-			(m.similarity == best.similarity && (dist < bestDist || (dist == bestDist && m.lo < best.lo)))
-		if better {
-			best, found, bestDist = m, true, dist
+		overlapped := false
+		for k, f := range found {
+			if m.lo < f.hi && f.lo < m.hi {
+				overlapped = true
+				if better(m, dist, f, dists[k]) {
+					found[k], dists[k] = m, dist
+				}
+				break
+			}
+		}
+		if !overlapped {
+			found, dists = append(found, m), append(dists, dist)
 		}
 	}
-	return best, found
+	// Best first; a handful of matches at most.
+	for i := 1; i < len(found); i++ {
+		for j := i; j > 0 && better(found[j], dists[j], found[j-1], dists[j-1]); j-- {
+			found[j], found[j-1] = found[j-1], found[j]
+			dists[j], dists[j-1] = dists[j-1], dists[j]
+		}
+	}
+	return found
 }
 
 // alignWindow aligns q with text[lo:hi] and returns the best match there,
