@@ -210,6 +210,9 @@ func (ix *index) measure(text string) tally {
 	for i := 0; i < n; {
 		switch scanClass[text[i]] {
 		case scanSpace:
+			if i+1 < n && scanClass[text[i+1]] == scanOther || i+1 < n && scanClass[text[i+1]] == scanDigit {
+				t.tokens++
+			}
 			t.runes++
 			i++
 			continue

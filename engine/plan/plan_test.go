@@ -19,7 +19,7 @@ func TestCount(t *testing.T) {
 		{"", 0},
 		{"the cat", 2},
 		{"indemnification", 3}, // 15 letters: 1 + ceil(8/6)
-		{"net 30 days.", 5},    // net, 3, 0, days, .
+		{"net 30 days.", 6},    // net, the space before 3, 3, 0, days, .
 		{"a\nb", 3},
 		{"€5", 2},
 		{"契約書", 3},

@@ -7,9 +7,9 @@ import (
 )
 
 // Count estimates the tokens of s without a tokenizer, erring high: a word of
-// up to seven ASCII letters counts one token and longer words one more per
-// six letters, every digit, punctuation mark and non-ASCII character counts
-// one, and every line break one. Tokenizers of current models (BPE and
+// up to six ASCII letters counts one token and longer words one more per six
+// letters; every digit, punctuation mark, line break and non-ASCII character
+// counts one, and so does a space before a digit or a mark. Tokenizers of current models (BPE and
 // SentencePiece, vocabularies of 32k to 256k) give fewer for prose and about
 // as many for numbers and symbols, the texts where a guess by bytes falls
 // short.
@@ -25,6 +25,11 @@ func Count(s string) int {
 			n += wordTokens(j - i)
 			i = j
 		case classSpace:
+			// A space before a digit or a mark is a token of its own: the
+			// tokenizers that split numbers into digits keep it apart.
+			if i+1 < len(s) && byteClass[s[i+1]] == classOther {
+				n++
+			}
 			i++
 		case classOther: // digits, punctuation, line and page breaks, controls
 			n++
@@ -39,11 +44,12 @@ func Count(s string) int {
 }
 
 func wordTokens(letters int) int {
-	if letters <= 7 {
-		return 1
-	}
-	return 1 + (letters-7+5)/6
+	return 1 + (letters-1)/wordLetters
 }
+
+// wordLetters is how many letters of a word one token is counted for beyond
+// the first.
+const wordLetters = 6
 
 const (
 	classOther = iota
