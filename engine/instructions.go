@@ -94,37 +94,42 @@ func (e *Engine) instructionMode(ctx context.Context, model string) Instructions
 }
 
 // probe asks model the code word question. The system role works when the
-// answer has the code word; otherwise the instructions are folded. When the
-// probe cannot be answered, folding is the choice that works on every
-// server: it is used, and remembered unless the failure may pass.
+// answer has the code word; otherwise the instructions are folded. A server
+// that refuses the question but answers it folded refuses the system role.
+// When the probe cannot be answered at all, folding is the choice that works
+// on every server: it is used for now and the model is asked again later.
 func (e *Engine) probe(ctx context.Context, model string) (mode Instructions, remember bool) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := e.llm.Chat(ctx, ChatRequest{
-		Model:     model,
-		Messages:  []Message{{Role: "system", Content: probeSystem}, {Role: "user", Content: probeUser}},
-		Format:    FormatText,
-		MaxTokens: 16,
-	})
-	if e.cfg.Hooks.LLMCall != nil {
-		e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
-	}
 	log := e.cfg.Logger
+	content, err := e.probeCall(ctx, model, buildPrompt(InstructionsSystem, probeSystem, probeUser))
+	if err != nil && errors.Is(err, ErrLLMRejected) {
+		if _, ferr := e.probeCall(ctx, model, buildPrompt(InstructionsUser, probeSystem, probeUser)); ferr == nil {
+			log.Warn("the model server refuses system messages; sending instructions in the user message", "model", model, "error", err)
+			return InstructionsUser, true
+		}
+	}
 	switch {
-	case err != nil && errors.Is(err, ErrLLMRejected):
-		log.Warn("the model refused a system message; sending instructions in the user message", "model", model, "error", err)
-		return InstructionsUser, true
 	case err != nil:
 		log.Warn("could not find out whether the model sees system messages; sending instructions in the user message until it can be asked", "model", model, "error", err)
 		return InstructionsUser, false
-	case strings.Contains(strings.ToUpper(resp.Content), probeCodeWord):
+	case strings.Contains(strings.ToUpper(content), probeCodeWord):
 		log.Info("the model sees system messages; sending instructions as a system message", "model", model)
 		return InstructionsSystem, true
 	default:
-		log.Info("the model did not follow a system message; sending instructions in the user message", "model", model, "probe_answer", clipLog(resp.Content))
+		log.Info("the model did not follow a system message; sending instructions in the user message", "model", model, "probe_answer", clipLog(content))
 		return InstructionsUser, true
 	}
+}
+
+// probeCall is one short, plain-text call of the probe.
+func (e *Engine) probeCall(ctx context.Context, model string, messages []Message) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := e.llm.Chat(ctx, ChatRequest{Model: model, Messages: messages, Format: FormatText, MaxTokens: 16})
+	if e.cfg.Hooks.LLMCall != nil {
+		e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
+	}
+	return resp.Content, err
 }
 
 func clipLog(s string) string {

@@ -53,6 +53,7 @@ func TestFoldedInstructions(t *testing.T) {
 type probeLLM struct {
 	seesSystem bool
 	probeErr   error
+	foldedOK   bool // the folded probe is answered even when probeErr is set
 	answer     string
 	probes     atomic.Int32
 	mu         sync.Mutex
@@ -63,9 +64,10 @@ func (p *probeLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, error
 	p.mu.Lock()
 	p.calls = append(p.calls, req)
 	p.mu.Unlock()
-	if len(req.Messages) == 2 && req.Messages[0].Content == probeSystem {
+	if strings.HasPrefix(req.Messages[0].Content, probeSystem) {
 		p.probes.Add(1)
-		if p.probeErr != nil {
+		folded := len(req.Messages) == 1
+		if p.probeErr != nil && !(folded && p.foldedOK) {
 			return ChatResponse{}, p.probeErr
 		}
 		if p.seesSystem {
@@ -81,7 +83,7 @@ func (p *probeLLM) judgingCalls() []ChatRequest {
 	defer p.mu.Unlock()
 	var out []ChatRequest
 	for _, c := range p.calls {
-		if c.Messages[0].Content != probeSystem {
+		if !strings.HasPrefix(c.Messages[0].Content, probeSystem) {
 			out = append(out, c)
 		}
 	}
@@ -94,12 +96,13 @@ func TestAutoInstructions(t *testing.T) {
 		name       string
 		llm        *probeLLM
 		wantRoles  string
-		wantProbes int32 // after two requests
+		wantProbes int32 // probe calls after two requests
 		wantLog    string
 	}{
 		{"system reaches the model", &probeLLM{seesSystem: true, answer: good}, "[system user]", 1, "sees system messages"},
 		{"system dropped", &probeLLM{answer: good}, "[user]", 1, "did not follow a system message"},
-		{"system refused", &probeLLM{probeErr: fmt.Errorf("%w: System role not supported", ErrLLMRejected), answer: good}, "[user]", 1, "refused a system message"},
+		{"system refused", &probeLLM{probeErr: fmt.Errorf("%w: System role not supported", ErrLLMRejected), foldedOK: true, answer: good}, "[user]", 2, "refuses system messages"},
+		{"every probe refused", &probeLLM{probeErr: fmt.Errorf("%w: bad API key", ErrLLMRejected), answer: good}, "[user]", 4, "until it can be asked"},
 		{"probe unanswered", &probeLLM{probeErr: fmt.Errorf("%w: connection refused", ErrLLMUnavailable), answer: good}, "[user]", 2, "until it can be asked"},
 	}
 	for _, tt := range tests {

@@ -30,6 +30,7 @@ type llmFlags struct {
 	apiKey        string
 	model         string
 	format        string
+	instructions  string
 	outputRetries int
 	timeout       time.Duration
 	maxTokens     int
@@ -41,6 +42,7 @@ func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
 	f.apiKey = getenv("OPENAI_API_KEY")
 	fs.StringVar(&f.model, "model", orEnv(getenv, "RULEVALIDATOR_MODEL", defaultModel), "model name (env RULEVALIDATOR_MODEL)")
 	fs.StringVar(&f.format, "format", orEnv(getenv, "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema)), "preferred response format: json_schema, json_object or text; weaker ones are tried when the server refuses (env RULEVALIDATOR_LLM_FORMAT)")
+	fs.StringVar(&f.instructions, "llm-instructions", orEnv(getenv, "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto)), "how the rules reach the model: system, user (folded into the user message) or auto (probe the model once) (env RULEVALIDATOR_LLM_INSTRUCTIONS)")
 	fs.IntVar(&f.outputRetries, "output-retries", 2, "corrective re-asks per request when the answer fails the checks (-1: none)")
 	fs.DurationVar(&f.timeout, "llm-timeout", 120*time.Second, "timeout of one model call")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "cap on the tokens of each answer (0: the server's default)")
@@ -66,6 +68,8 @@ func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.E
 	return engine.New(client, engine.Config{
 		Model:         f.model,
 		Format:        engine.ResponseFormat(f.format),
+		Instructions:  engine.Instructions(f.instructions),
+		Logger:        logger,
 		OutputRetries: retries,
 		MaxTokens:     f.maxTokens,
 		MaxInputBytes: f.maxInputBytes,
@@ -197,15 +201,23 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		if !v.DataSufficiency {
 			data = "insufficient"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", v.RuleID, orDash(v.Name), outcome(v), data, len(v.Evidences))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.RuleID, orDash(v.Name), outcome(v), data, evidenceCount(v.Evidences))
 	}
 	tw.Flush()
 
 	for _, v := range res.Rules {
 		fmt.Fprintf(w, "\n%s — %s\n", v.RuleID, outcome(v))
 		fmt.Fprintf(w, "  %s\n", v.Rationale)
+		if v.SufficiencyNote != "" {
+			fmt.Fprintf(w, "  ! judged on insufficient data: %s\n", v.SufficiencyNote)
+		}
 		for _, ev := range v.Evidences {
 			fmt.Fprintf(w, "  • %q\n    %s\n", ev.Text, evidencePlace(ev))
+			if ev.Altered {
+				fmt.Fprintf(w, "    ! ALTERED: the model wrote %q; %s\n", ev.QuotedText, differences(ev.Differences))
+			} else if ev.Anchored && ev.QuotedText != "" && ev.QuotedText != ev.Text {
+				fmt.Fprintf(w, "    the model wrote %q\n", ev.QuotedText)
+			}
 		}
 	}
 
@@ -254,14 +266,61 @@ func evidencePlace(ev engine.Evidence) string {
 		parts = append(parts, "page "+strconv.Itoa(ev.SourcePageNumber))
 	}
 	switch {
+	case ev.Anchored && ev.Similarity > 0 && ev.Similarity < 1:
+		parts = append(parts, fmt.Sprintf("anchored (%s, similarity %.2f)", ev.Match, ev.Similarity))
 	case ev.Anchored:
 		parts = append(parts, "anchored ("+string(ev.Match)+")")
 	case ev.Match == engine.MatchNotDocument:
-		parts = append(parts, "named input")
+		parts = append(parts, "not a document (named input, text input or message)")
 	default:
-		parts = append(parts, "not found in the document")
+		parts = append(parts, "! NOT FOUND in any document")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// evidenceCount is how many quotes a verdict has, and how many of them do
+// not back it.
+func evidenceCount(evs []engine.Evidence) string {
+	var altered, missing int
+	for _, ev := range evs {
+		switch {
+		case ev.Altered:
+			altered++
+		case !ev.Anchored && ev.Match != engine.MatchNotDocument:
+			missing++
+		}
+	}
+	s := strconv.Itoa(len(evs))
+	var notes []string
+	if missing > 0 {
+		notes = append(notes, strconv.Itoa(missing)+" not found")
+	}
+	if altered > 0 {
+		notes = append(notes, strconv.Itoa(altered)+" altered")
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, ", ") + ")"
+	}
+	return s
+}
+
+// differences says what an altered quote changed.
+func differences(ds []engine.Difference) string {
+	if len(ds) == 0 {
+		return "the document says something else"
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%s: %s in the quote, %s in the document", d.Kind, orNone(d.Quote), orNone(d.Document))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return strconv.Quote(s)
 }
 
 func orDash(s string) string {
