@@ -24,7 +24,9 @@
 //     distance / length, in code points of normalised text) reaches
 //     Options.FuzzyThreshold. A quote shorter than Options.MinFuzzyRunes
 //     matches fuzzily only where exactly one region of all the documents
-//     reaches the threshold.
+//     reaches the threshold, and where that region is whole words, all of
+//     them the quote's but one (a few letters spread over a short quote
+//     make a different phrase).
 //
 // Verbatim matches are looked for in the cited document, then in every
 // other document; elided ones likewise. A fuzzy match is looked for in the
@@ -283,14 +285,17 @@ func (m *Matcher) findFuzzy(text string, pq preparedQuote, order []*document, pa
 	var bestDoc *document
 	regions := 0 // distinct matching regions, for a short quote
 	for k, d := range order {
-		ms := d.fuzzyMatches(pq, pages[k], m.opts.FuzzyThreshold)
-		if len(ms) == 0 {
-			continue
-		}
+		var ms []fuzzyMatch
 		if short {
-			if regions += len(ms); regions > 1 {
+			if ms = d.shortMatches(pq, m.opts.FuzzyThreshold, maxShortRegions); len(ms)+regions > 1 {
 				return Span{}, false // resembles several places: which is meant?
 			}
+			regions += len(ms)
+		} else {
+			ms = d.fuzzyMatches(pq, pages[k], m.opts.FuzzyThreshold)
+		}
+		if len(ms) == 0 {
+			continue
 		}
 		if bestDoc == nil || ms[0].similarity > best.similarity {
 			best, bestDoc = ms[0], d
@@ -302,10 +307,36 @@ func (m *Matcher) findFuzzy(text string, pq preparedQuote, order []*document, pa
 	if bestDoc == nil {
 		return Span{}, false
 	}
+	if nt := bestDoc.normalized().text; short && (!wordAligned(nt, best.lo, best.hi) || !oneWordApart(pq.trimmed, nt[best.lo:best.hi])) {
+		return Span{}, false // parts of words, or words of another phrase
+	}
 	lo, hi := bestDoc.normalized().original(best.lo, best.hi)
 	s := bestDoc.span(lo, hi, Fuzzy, best.similarity)
 	s.Differences = Compare(text, s.Text)
 	return s, true
+}
+
+// oneWordApart reports whether normalised texts a, a quote, and b, its
+// match, have the same words in the same order but for one word of the
+// quote, which b may have split in two.
+func oneWordApart(a, b string) bool {
+	wa, wb := wordRE.FindAllString(a, -1), wordRE.FindAllString(b, -1)
+	// The longest common subsequence of the two lists of words.
+	lcs := make([]int, len(wb)+1)
+	for i := range wa {
+		prev := 0 // lcs of wa[:i], wb[:j-1]
+		for j := 1; j <= len(wb); j++ {
+			cur := lcs[j]
+			if wa[i] == wb[j-1] {
+				lcs[j] = prev + 1
+			} else {
+				lcs[j] = max(lcs[j], lcs[j-1])
+			}
+			prev = cur
+		}
+	}
+	common := lcs[len(wb)]
+	return len(wa)-common <= 1 && len(wb)-common <= 2
 }
 
 // preparedQuote is a quote's normalised forms, computed once per Find.

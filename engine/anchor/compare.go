@@ -14,13 +14,16 @@ import (
 // clause when misquoted and ignores the rest (white space, typography,
 // case, dropped or reworded filler):
 //
-//   - "date": a date one side gives and the other does not ("30 April
-//     2024" and "April 30, 2024" are the same date);
+//   - "date": a date the quote gives and the span does not ("30 April
+//     2024" and "April 30, 2024" are the same date, "April 2024" agrees
+//     with both);
 //   - "amount": a sum of money or a percentage ("$540", "EUR 12,400.00",
 //     "1.5%", "ten percent", "Four Hundred Dollars"); an amount matches the
 //     same figure written without its currency on the other side;
 //   - "number": any other figure, in digits or words ("three (3)" says 3,
-//     once, however often it is written);
+//     once, however often it is written). A date, amount or number that
+//     only the span gives is reported only beside the quote's own in its
+//     place: a quote that leaves a figure out does not contradict it;
 //   - "negation": the sides have a different number of negating words
 //     ("not", "no", "never", "neither", "nor", "without", "none", "cannot",
 //     "non-", contractions in "n't"); one negating word in place of another
@@ -29,8 +32,11 @@ import (
 //     sentence, and other than function words) that the span lacks, paired
 //     with the span's own name in its place if it has one ("New York" for
 //     "California"); a name of the span that the quote lacks counts only
-//     where the quote says something else instead. A word one or two
-//     letters off (OCR noise, a typo) is the same word.
+//     where the quote puts a name of its own, or has no case to tell
+//     names by, in its place. A word one or two letters off (a typo) or
+//     differing in letters OCR confuses ("rn" and "m", "1" and "l", "5"
+//     and "S") is the same word, and a negating word so garbled still
+//     negates.
 //
 // Differences are given in the order found, a quote's item paired with the
 // span's item of the same kind that it stands in place of. Text written in
@@ -41,8 +47,12 @@ func Compare(quote, span string) []Difference {
 	out = append(out, pairFacts("date", unmatched(q.dates, s.dates, nil), unmatched(s.dates, q.dates, nil))...)
 	out = append(out, pairFacts("amount", unmatched(q.amounts, s.amounts, s.numbers), unmatched(s.amounts, q.amounts, q.numbers))...)
 	out = append(out, pairFacts("number", unmatched(q.numbers, s.numbers, s.amounts), unmatched(s.numbers, q.numbers, q.amounts))...)
+	out = slices.DeleteFunc(out, func(d Difference) bool { return d.Quote == "" }) // a figure left out says nothing else
 	out = append(out, negationDifferences(q.negations, s.negations)...)
 	out = append(out, nameDifferences(q, s)...)
+	if len(out) == 0 {
+		return nil
+	}
 	return out
 }
 
@@ -58,7 +68,8 @@ type fact struct {
 type facts struct {
 	dates, amounts, numbers, negations []fact
 	words                              []word
-	wordSet                            map[string]bool // folded words, for names
+	wordSet                            map[string]bool // folded words, and folded as OCR confuses them
+	mixedCase                          bool            // capitals and small letters: names can be told
 }
 
 // word is a run of letters (and digits) of the text.
@@ -187,15 +198,49 @@ func extractFacts(text string) facts {
 			w = "not"
 		}
 		f.negations = append(f.negations, fact{key: w, text: text[m[0]:m[1]], at: m[0]})
+		taken[m[0]] = true
 	}
-	f.words, f.wordSet = words(text)
+	f.words, f.wordSet, f.mixedCase = words(text)
+	// Negating words OCR or a typo garbled ("witbout", "n0t").
+	for _, w := range f.words {
+		if taken[w.at] && negationRE.MatchString(w.text) {
+			continue
+		}
+		if neg, ok := garbledNegation(w.folded); ok {
+			f.negations = append(f.negations, fact{key: neg, text: w.text, at: w.at})
+		}
+	}
+	slices.SortStableFunc(f.negations, func(a, b fact) int { return a.at - b.at })
 	return f
 }
+
+// negatingWords are the negations garbledNegation recognises misspelt.
+var negatingWords = strings.Fields("not never neither nothing nobody nowhere without cannot none")
+
+// garbledNegation reports the negating word that w, a folded word other
+// than one, stands for when OCR garbled it: equal after folding letters
+// OCR confuses ("witbout", "n0t").
+func garbledNegation(w string) (string, bool) {
+	f := ocrFold(w)
+	for _, n := range negatingWords {
+		if f == ocrFold(n) && w != n {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// ocrFolder maps letters and digits OCR confuses to one of them.
+var ocrFolder = strings.NewReplacer("rn", "m", "cl", "d", "vv", "w", "0", "o", "1", "l", "i", "l", "|", "l",
+	"5", "s", "8", "b", "h", "b", "u", "v", "e", "c", "t", "f")
+
+// ocrFold is w, folded, with letters OCR confuses made one.
+func ocrFold(w string) string { return ocrFolder.Replace(w) }
 
 // words splits text into words, marking those that may be names: words
 // starting with a capital, not starting a sentence, in text that mixes
 // capitals and small letters.
-func words(text string) ([]word, map[string]bool) {
+func words(text string) ([]word, map[string]bool, bool) {
 	mixed := strings.ContainsFunc(text, unicode.IsUpper) && strings.ContainsFunc(text, unicode.IsLower)
 	var out []word
 	set := make(map[string]bool)
@@ -207,8 +252,9 @@ func words(text string) ([]word, map[string]bool) {
 			!strings.ContainsFunc(w, unicode.IsDigit)
 		out = append(out, word{text: w, folded: folded, at: m[0], name: name})
 		set[folded] = true
+		set[ocrFold(folded)] = true
 	}
-	return out, set
+	return out, set, mixed
 }
 
 // startsSentence reports whether the word at i is the first of text or of
@@ -370,13 +416,28 @@ func unmatched(a, b, also []fact) []fact {
 	var out []fact
 	seen := make(map[string]bool)
 	for _, f := range a {
-		if keys[f.key] || keys[figureOf(f.key)] || seen[f.key] {
+		if keys[f.key] || keys[figureOf(f.key)] || seen[f.key] || slices.ContainsFunc(b, func(g fact) bool { return datesAgree(f.key, g.key) }) {
 			continue
 		}
 		seen[f.key] = true
 		out = append(out, f)
 	}
 	return out
+}
+
+// datesAgree reports whether date keys a and b ("y-m-d", "?" for a part
+// not given) agree on every part both give.
+func datesAgree(a, b string) bool {
+	pa, pb := strings.Split(a, "-"), strings.Split(b, "-")
+	if len(pa) != 3 || len(pb) != 3 {
+		return false
+	}
+	for i := range pa {
+		if pa[i] != pb[i] && pa[i] != "?" && pb[i] != "?" {
+			return false
+		}
+	}
+	return true
 }
 
 // figureOf is the figure of an amount's key ("USD 450" gives "450"), the
@@ -452,8 +513,11 @@ func nameDifferences(q, s facts) []Difference {
 				d.Span = sn[i]
 			}
 			if d.Quote == "" {
-				// The span's name counts only where the quote says
-				// something else instead.
+				// The span's name counts only where the quote, having no
+				// case to tell its names by, says something else instead.
+				if q.mixedCase {
+					break
+				}
 				if d.Quote = strings.Join(runsOf(qw, func(w word) bool {
 					return !notNames[w.folded] && !hasWord(s, w.folded)
 				}), " "); d.Quote == "" {
@@ -543,7 +607,7 @@ func runsOf(ws []word, pick func(word) bool) []string {
 // by OCR noise or a typo: an edit or two in a word long enough to carry
 // them.
 func hasWord(f facts, w string) bool {
-	if f.wordSet[w] {
+	if f.wordSet[w] || f.wordSet[ocrFold(w)] {
 		return true
 	}
 	n := utf8.RuneCountInString(w)

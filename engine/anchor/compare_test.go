@@ -28,6 +28,11 @@ func TestCompare(t *testing.T) {
 		{"contraction", "the Buyer can't assign", "the Buyer cannot assign", nil},
 		{"OCR noise in a name", "Confidentia1 Inforrnation of the Discloser", "Confidential Information of the Discloser", nil},
 		{"dropped name", "this for material breach", "this Agreement for material breach", nil},
+		{"defined term in other words", "The terms of this contract", "The terms of this Agreement", nil},
+		{"OCR noise in short names", "Oaktree U5 and the 5ub-Advisor", "Oaktree US and the Sub-Advisor", nil},
+		{"OCR noise in a negation", "any settlement witbout consent", "any settlement without consent", nil},
+		{"day left out of a date", "with effect from July 2013", "with effect from 22 July 2013", nil},
+		{"figure left out", "the Internal Revenue Code of whose assets", "the Internal Revenue Code of 1986 whose assets", nil},
 
 		// What the span says otherwise.
 		{"digits", "for a period of 3 years", "for a period of 5 years",
@@ -80,6 +85,24 @@ func TestSpelledValue(t *testing.T) {
 	} {
 		if got := spelledValue(in); got != want {
 			t.Errorf("spelledValue(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestOneWordApart(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"seller shall delivr", "seller shall deliver", true},
+		{"and restatesin", "and restates in", true},
+		{"chief executve", "chief executive", true},
+		{"or consequentia", ", consequential", false},
+		{"due within tne days", "due within ten days", true},
+		{"the buyer must pay", "the seller shall pay", false},
+	} {
+		if got := oneWordApart(tc.a, tc.b); got != tc.want {
+			t.Errorf("oneWordApart(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }

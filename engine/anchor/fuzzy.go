@@ -483,3 +483,57 @@ func alignWindow(p *bitPattern, q []rune, text string, lo, hi int, threshold flo
 func similarity(dist, a, b int) float64 {
 	return 1 - float64(dist)/float64(max(a, b, 1))
 }
+
+// maxShortRegions is how many matching regions a short quote's scan looks
+// for: two are enough to know it is ambiguous.
+const maxShortRegions = 2
+
+// shortMatches finds the regions of the normalised text whose similarity
+// to the trimmed quote reaches threshold, up to limit of them, by scanning
+// the whole text: unlike the index, which proposes regions by the word
+// pairs they share with the quote, a scan misses no region, so a short
+// quote can be told apart from one that resembles several places. It
+// costs time linear in the text (one machine word per code point for a
+// quote of up to 64), like a verbatim search.
+func (d *document) shortMatches(pq preparedQuote, threshold float64, limit int) []fuzzyMatch {
+	n := d.normalized()
+	q := []rune(pq.trimmed)
+	if n == nil || len(q) == 0 {
+		return nil
+	}
+	p := newBitPattern(q)
+	k := int((1-threshold)*float64(len(q))/threshold + 1e-9)
+	text := n.text
+	var out []fuzzyMatch
+	// A region is a run of ends of alignments within k edits, each at most
+	// a quote's length after the one before.
+	first, last := -1, -1
+	closeRegion := func() {
+		lo := runesBack(text, first, len(q)+k)
+		if m, ok := alignWindow(p, q, text, lo, last, threshold); ok {
+			m.lo, m.hi = surround(text, m.lo, m.hi, pq.lead, pq.trail)
+			out = append(out, m)
+		}
+	}
+	c := p.newColumn()
+	score := p.m
+	for i := 0; i < len(text) && len(out) < limit; {
+		r, w := utf8.DecodeRuneInString(text[i:])
+		i += w
+		if score += p.step(c, p.slot(r), 0); score > k {
+			continue
+		}
+		if last >= 0 && i-last > len(pq.trimmed) {
+			closeRegion()
+			first = -1
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+	}
+	if first >= 0 && len(out) < limit {
+		closeRegion()
+	}
+	return out
+}
