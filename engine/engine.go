@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"rulevalidator/engine/anchor"
+	"rulevalidator/engine/plan"
 )
 
 // ErrInputTooLarge marks inputs over Config.MaxInputBytes. It is also an
@@ -33,8 +34,17 @@ type Config struct {
 	// Temperature is passed to the model (default 0: as deterministic as the
 	// server allows).
 	Temperature float32
-	// MaxTokens caps each answer (0: the server's default).
+	// MaxTokens caps each answer (0: the server's default). Rules are split
+	// into calls whose answers fit it.
 	MaxTokens int
+	// ContextTokens is the model's context window, prompt and answer
+	// together (0: asked from the server when the LLM can, else
+	// DefaultContextTokens). A request that does not fit is judged in several
+	// calls, each on the passages most relevant to its rules.
+	ContextTokens int
+	// CallConcurrency caps the calls of one request that run at once
+	// (default DefaultCallConcurrency).
+	CallConcurrency int
 	// MaxInputBytes caps the total text of a request's inputs (default 4 MiB).
 	MaxInputBytes int
 	// FuzzyThreshold is the similarity (0.5..1) a paraphrased quote needs to
@@ -59,6 +69,9 @@ type Hooks struct {
 	OutputRetry func(reason string)
 	// Anchor is called once per evidence with how it was anchored.
 	Anchor func(m Match)
+	// PlannedCalls is called once per request with the number of calls
+	// planned for it (1 when everything fits one call).
+	PlannedCalls func(model string, calls int)
 }
 
 func (c *Config) setDefaults() {
@@ -76,6 +89,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Instructions == "" {
 		c.Instructions = InstructionsSystem
+	}
+	if c.CallConcurrency == 0 {
+		c.CallConcurrency = DefaultCallConcurrency
 	}
 	c.Logger = defaultLogger(c.Logger)
 }
@@ -102,6 +118,15 @@ func (c *Config) Validate() error {
 	if c.MaxTokens < 0 {
 		return fmt.Errorf("engine: MaxTokens %d must not be negative", c.MaxTokens)
 	}
+	if c.ContextTokens < 0 {
+		return fmt.Errorf("engine: ContextTokens %d must not be negative", c.ContextTokens)
+	}
+	if c.ContextTokens > 0 && c.MaxTokens >= c.ContextTokens {
+		return fmt.Errorf("engine: MaxTokens %d must be below ContextTokens %d: the answer shares the context window with the prompt", c.MaxTokens, c.ContextTokens)
+	}
+	if c.CallConcurrency < 0 {
+		return fmt.Errorf("engine: CallConcurrency %d must not be negative", c.CallConcurrency)
+	}
 	return nil
 }
 
@@ -111,6 +136,8 @@ type Engine struct {
 	cfg      Config
 	compiled *compiledCache
 	modes    *instructionModes
+	est      *plan.Estimator // token estimates, learned per model
+	windows  *contextWindows // context windows the server reported
 }
 
 // New returns an Engine asking llm, with cfg's defaults applied and checked.
@@ -122,7 +149,8 @@ func New(llm LLM, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256), modes: newInstructionModes()}, nil
+	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256), modes: newInstructionModes(),
+		est: plan.NewEstimator(), windows: newContextWindows()}, nil
 }
 
 // Request is one thing to judge.
@@ -162,7 +190,7 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	an := e.newAnchoring(in)
-	verdicts, usage, err := e.converse(ctx, model, rs, rs.Rules, in, an)
+	verdicts, usage, err := e.judge(ctx, model, rs, in, an)
 	if err != nil {
 		return nil, err
 	}
@@ -190,12 +218,18 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 // marked data_sufficiency false with the reason; any shape problem left is
 // an OutputError.
 func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules []Rule, in *Inputs, an *anchoring) ([]Verdict, Usage, error) {
+	return e.converseWith(ctx, model, rs, rules, UserPrompt(in), an)
+}
+
+// converseWith is converse with the user message already rendered (an
+// excerpt's, which names the pages it holds).
+func (e *Engine) converseWith(ctx context.Context, model string, rs *Ruleset, rules []Rule, user string, an *anchoring) ([]Verdict, Usage, error) {
 	first, err := e.compiledFor(rs, rules)
 	if err != nil {
 		return nil, Usage{}, err
 	}
 	mode := e.instructionMode(ctx, model)
-	base := buildPrompt(mode, first.system, UserPrompt(in))
+	base := buildPrompt(mode, first.system, user)
 	messages := base
 	pending := rules
 	accepted := make(map[string]Verdict, len(rules))
@@ -229,6 +263,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 			return nil, usage, err
 		}
 		usage = usage.Add(resp.Usage)
+		e.observeUsage(model, messages, len(pending), resp.Usage)
 
 		good, problems := checkAnswer(resp.Content, pending)
 		for _, r := range pending {

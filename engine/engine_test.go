@@ -41,7 +41,7 @@ func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 	if !ev.Anchored || ev.Match != MatchExact || ev.SourcePageNumber != 2 || ev.StartOffset == nil {
 		t.Errorf("term evidence not anchored to page 2: %+v", ev)
 	}
-	if res.Usage != (Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1}) {
+	if res.Usage != (Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1, PlannedCalls: 1}) {
 		t.Errorf("usage = %+v", res.Usage)
 	}
 	if len(res.Sources) != 2 || res.Sources[0].SourcePageNumber != 1 || res.Sources[1].SourcePageNumber != 2 {

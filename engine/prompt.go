@@ -136,6 +136,14 @@ func UserPrompt(in *Inputs) string {
 	}
 	writeDocs(in.PrimaryDocs, "primary")
 	writeDocs(in.AuxiliaryDocs, "auxiliary")
+	b.WriteString(otherInputsPrompt(in))
+	return b.String()
+}
+
+// otherInputsPrompt renders the named inputs, the text input and the message:
+// the part of the user message every call of a request carries whole.
+func otherInputsPrompt(in *Inputs) string {
+	var b strings.Builder
 	for _, n := range in.NamedInputs {
 		name := markerName(n.Name)
 		b.WriteString("\n" + startMarker("Named Input", name) + "\n")

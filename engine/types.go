@@ -180,6 +180,16 @@ type Verdict struct {
 	// engine: the model's best answer still had content problems when the
 	// re-ask budget ran out.
 	SufficiencyNote string `json:"sufficiency_note,omitempty"`
+	// PagesConsidered names the pages the verdict was judged on when the
+	// request was too large for one call and the rule saw an excerpt or a
+	// batch; absent when it was judged on every page of every document.
+	PagesConsidered []DocumentPages `json:"pages_considered,omitempty"`
+}
+
+// DocumentPages names pages of one document (1-based, ascending).
+type DocumentPages struct {
+	Document string `json:"document"`
+	Pages    []int  `json:"pages"`
 }
 
 // Source is a cited source, de-duplicated by (origin, text, page).
@@ -217,6 +227,9 @@ type Usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 	CachedTokens     int `json:"cached_tokens"`
 	LLMCalls         int `json:"llm_calls"`
+	// PlannedCalls is the number of calls the request was planned as (1
+	// when it fit one call); LLMCalls adds the corrective re-asks.
+	PlannedCalls int `json:"planned_calls"`
 }
 
 // Add sums u and o.
@@ -226,6 +239,7 @@ func (u Usage) Add(o Usage) Usage {
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
 		CachedTokens:     u.CachedTokens + o.CachedTokens,
 		LLMCalls:         u.LLMCalls + o.LLMCalls,
+		PlannedCalls:     u.PlannedCalls + o.PlannedCalls,
 	}
 }
 

@@ -240,6 +240,7 @@ type usageJSON struct {
 	CompletionTokens int `json:"completion_tokens"`
 	CachedTokens     int `json:"cached_tokens"`
 	LLMCalls         int `json:"llm_calls"`
+	PlannedCalls     int `json:"planned_calls,omitempty"`
 }
 
 type summaryErrorJSON struct {
