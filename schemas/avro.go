@@ -281,6 +281,23 @@ func opt[T any](avroType string, p *T) any {
 	return goavro.Union(avroType, *p)
 }
 
+// nonZero points at v, or is nil when v is its type's zero value.
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func differencesNative(ds []engine.Difference) []any {
+	out := make([]any, len(ds))
+	for i, d := range ds {
+		out[i] = map[string]any{"kind": d.Kind, "quote": d.Quote, "document": d.Document}
+	}
+	return out
+}
+
 func optBytes(b []byte) any {
 	if b == nil {
 		return nil
@@ -365,6 +382,10 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 			"match":              string(e.Match),
 			"start_offset":       opt("int", e.StartOffset),
 			"end_offset":         opt("int", e.EndOffset),
+			"quoted_text":        opt("string", nonZero(e.QuotedText)),
+			"similarity":         opt("double", nonZero(e.Similarity)),
+			"altered":            e.Altered,
+			"differences":        differencesNative(e.Differences),
 		}
 	}
 	return map[string]any{
@@ -383,6 +404,7 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"numerical_output": opt("int", v.NumericalOutput),
 		"allowed_scores":   scores,
 		"not_applicable":   v.NotApplicable,
+		"sufficiency_note": opt("string", v.SufficiencyNote),
 		"evidences":        evidences,
 		"started_at":       millis(v.StartedAt),
 		"completed_at":     millis(v.CompletedAt),
@@ -562,6 +584,13 @@ func (r nativeReader) boolean(field string) bool {
 	return b
 }
 
+// defaultedBool reads a boolean field with a default; a writer that lacks
+// it wrote false.
+func (r nativeReader) defaultedBool(field string) bool {
+	b, _ := get[bool](r, field, defaulted)
+	return b
+}
+
 func (r nativeReader) optBoolean(field string) *bool {
 	if b, ok := get[bool](r, field, nullable); ok {
 		return &b
@@ -710,6 +739,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		BooleanOutput:   r.optBoolean("boolean_output"),
 		NumericalOutput: r.optInt("numerical_output"),
 		NotApplicable:   r.boolean("not_applicable"),
+		SufficiencyNote: r.optStr("sufficiency_note"),
 		StartedAt:       r.time("started_at"),
 		CompletedAt:     r.time("completed_at"),
 		RuleIndex:       r.int("rule_index"),
@@ -732,9 +762,31 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 			Match:            engine.Match(e.str("match")),
 			StartOffset:      e.optInt("start_offset"),
 			EndOffset:        e.optInt("end_offset"),
+			QuotedText:       deref(e.optStr("quoted_text")),
+			Similarity:       deref(e.optDouble("similarity")),
+			Altered:          e.defaultedBool("altered"),
+			Differences:      differencesFromNative(e),
 		})
 	}
 	return v
+}
+
+func differencesFromNative(r nativeReader) []engine.Difference {
+	var out []engine.Difference
+	for i, item := range r.array("differences") {
+		d := r.item("differences", i, item)
+		out = append(out, engine.Difference{Kind: d.str("kind"), Quote: d.str("quote"), Document: d.str("document")})
+	}
+	return out
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
 
 func summaryFromNative(r nativeReader) *SummaryEvent {

@@ -354,6 +354,8 @@ func TestAvroEventEvolution(t *testing.T) {
 	older := dropFields(t, ours.Text(), "rule_name", "evidences", "allowed_scores")
 	newer := strings.Replace(ours.Text(), `"fields": [`, `"fields": [
     {"name": "confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
+	evidenceAdditions := []string{"quoted_text", "similarity", "altered", "differences"}
+	beforeAlteredEvidence := dropEvidenceFields(t, dropFields(t, ours.Text(), "sufficiency_note"), evidenceAdditions...)
 
 	for _, tc := range []struct {
 		name   string
@@ -366,6 +368,20 @@ func TestAvroEventEvolution(t *testing.T) {
 			delete(m, "evidences")
 			delete(m, "allowed_scores")
 		}, func(v *VerdictEvent) { v.RuleName, v.Evidences, v.AllowedScores = nil, nil, nil }},
+		{"writer before quoted_text and altered", beforeAlteredEvidence, func(m map[string]any) {
+			delete(m, "sufficiency_note")
+			for _, e := range m["evidences"].([]any) {
+				for _, f := range evidenceAdditions {
+					delete(e.(map[string]any), f)
+				}
+			}
+		}, func(v *VerdictEvent) {
+			v.SufficiencyNote = nil
+			for i := range v.Evidences {
+				e := &v.Evidences[i]
+				e.QuotedText, e.Similarity, e.Altered, e.Differences = "", 0, false, nil
+			}
+		}},
 		{"newer writer", newer, func(m map[string]any) {
 			m["confidence"] = goavro.Union("double", 0.9)
 		}, func(*VerdictEvent) {}},
@@ -393,6 +409,34 @@ func TestAvroEventEvolution(t *testing.T) {
 			assertEqual(t, got, want)
 		})
 	}
+}
+
+// dropEvidenceFields removes fields from the evidence record of a verdict
+// schema.
+func dropEvidenceFields(t *testing.T, text string, names ...string) string {
+	t.Helper()
+	var root map[string]any
+	if err := json.Unmarshal([]byte(text), &root); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range root["fields"].([]any) {
+		field := f.(map[string]any)
+		if field["name"] != "evidences" {
+			continue
+		}
+		rec := field["type"].(map[string]any)["items"].(map[string]any)
+		data, _ := json.Marshal(rec)
+		var trimmed map[string]any
+		if err := json.Unmarshal([]byte(dropFields(t, string(data), names...)), &trimmed); err != nil {
+			t.Fatal(err)
+		}
+		field["type"].(map[string]any)["items"] = trimmed
+	}
+	out, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 func dropFields(t *testing.T, text string, names ...string) string {

@@ -283,6 +283,9 @@ type VerdictEvent struct {
 	NumericalOutput *int
 	AllowedScores   []int
 	NotApplicable   bool
+	// SufficiencyNote says why DataSufficiency was set to false by the
+	// engine; nil when it was not.
+	SufficiencyNote *string
 	Evidences       []engine.Evidence
 	StartedAt       time.Time
 	CompletedAt     time.Time
@@ -329,7 +332,7 @@ func NewVerdictEvents(req *Request, rs *engine.Ruleset, res *engine.Result, mode
 			BooleanOutput:   clonePtr(v.BooleanOutput),
 			NumericalOutput: clonePtr(v.NumericalOutput),
 			NotApplicable:   v.NotApplicable,
-			Evidences:       cloneOrNil(v.Evidences),
+			Evidences:       cloneEvidences(v.Evidences),
 			StartedAt:       eventTime(started),
 			CompletedAt:     eventTime(completed),
 			RuleIndex:       i,
@@ -349,6 +352,10 @@ func NewVerdictEvents(req *Request, rs *engine.Ruleset, res *engine.Result, mode
 		}
 		if name != "" {
 			ev.RuleName = &name
+		}
+		if v.SufficiencyNote != "" {
+			note := v.SufficiencyNote
+			ev.SufficiencyNote = &note
 		}
 		events = append(events, ev)
 	}
@@ -763,6 +770,16 @@ func documentsFromJSON(docs []documentJSON) []Document {
 	var out []Document
 	for _, d := range docs {
 		out = append(out, Document(d))
+	}
+	return out
+}
+
+// cloneEvidences copies evidence deeply enough that the event owns it, with
+// empty lists as nil, as Avro decoding gives them.
+func cloneEvidences(evs []engine.Evidence) []engine.Evidence {
+	out := cloneOrNil(evs)
+	for i := range out {
+		out[i].Differences = cloneOrNil(out[i].Differences)
 	}
 	return out
 }

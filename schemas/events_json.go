@@ -77,6 +77,7 @@ type verdictJSON struct {
 	NumericalOutput *int            `json:"numerical_output"`
 	AllowedScores   []int           `json:"allowed_scores"`
 	NotApplicable   bool            `json:"not_applicable"`
+	SufficiencyNote *string         `json:"sufficiency_note"`
 	Evidences       []evidenceJSON  `json:"evidences"`
 	StartedAt       json.RawMessage `json:"started_at"`
 	CompletedAt     json.RawMessage `json:"completed_at"`
@@ -85,13 +86,23 @@ type verdictJSON struct {
 }
 
 type evidenceJSON struct {
-	Text             string `json:"text"`
-	SourceOrigin     string `json:"source_origin"`
-	SourcePageNumber int    `json:"source_page_number"`
-	Anchored         bool   `json:"anchored"`
-	Match            string `json:"match"`
-	StartOffset      *int   `json:"start_offset"`
-	EndOffset        *int   `json:"end_offset"`
+	Text             string           `json:"text"`
+	SourceOrigin     string           `json:"source_origin"`
+	SourcePageNumber int              `json:"source_page_number"`
+	Anchored         bool             `json:"anchored"`
+	Match            string           `json:"match"`
+	StartOffset      *int             `json:"start_offset"`
+	EndOffset        *int             `json:"end_offset"`
+	QuotedText       *string          `json:"quoted_text"`
+	Similarity       *float64         `json:"similarity"`
+	Altered          bool             `json:"altered"`
+	Differences      []differenceJSON `json:"differences"`
+}
+
+type differenceJSON struct {
+	Kind     string `json:"kind"`
+	Quote    string `json:"quote"`
+	Document string `json:"document"`
 }
 
 // MarshalJSON writes the verdict's JSON form. Its receiver is a value so
@@ -114,6 +125,7 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 		NumericalOutput: v.NumericalOutput,
 		AllowedScores:   emptyIfNil(v.AllowedScores),
 		NotApplicable:   v.NotApplicable,
+		SufficiencyNote: v.SufficiencyNote,
 		Evidences:       make([]evidenceJSON, len(v.Evidences)),
 		StartedAt:       timeJSON(v.StartedAt),
 		CompletedAt:     timeJSON(v.CompletedAt),
@@ -129,6 +141,13 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 			Match:            string(e.Match),
 			StartOffset:      e.StartOffset,
 			EndOffset:        e.EndOffset,
+			QuotedText:       nonZero(e.QuotedText),
+			Similarity:       nonZero(e.Similarity),
+			Altered:          e.Altered,
+			Differences:      make([]differenceJSON, len(e.Differences)),
+		}
+		for j, d := range e.Differences {
+			out.Evidences[i].Differences[j] = differenceJSON(d)
 		}
 	}
 	return json.Marshal(out)
@@ -162,6 +181,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		NumericalOutput: in.NumericalOutput,
 		AllowedScores:   cloneOrNil(in.AllowedScores),
 		NotApplicable:   in.NotApplicable,
+		SufficiencyNote: in.SufficiencyNote,
 		RuleIndex:       in.RuleIndex,
 		RuleCount:       in.RuleCount,
 	}
@@ -179,7 +199,14 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 			Match:            engine.Match(e.Match),
 			StartOffset:      e.StartOffset,
 			EndOffset:        e.EndOffset,
+			QuotedText:       deref(e.QuotedText),
+			Similarity:       deref(e.Similarity),
+			Altered:          e.Altered,
 		})
+		last := &out.Evidences[len(out.Evidences)-1]
+		for _, d := range e.Differences {
+			last.Differences = append(last.Differences, engine.Difference(d))
+		}
 	}
 	*v = out
 	return nil
