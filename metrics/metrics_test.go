@@ -120,6 +120,7 @@ func TestMetricsPassPromlint(t *testing.T) {
 		"rulevalidator_verdicts_published_total", "rulevalidator_dead_letters_total",
 		"rulevalidator_llm_request_duration_seconds", "rulevalidator_llm_tokens_total",
 		"rulevalidator_llm_output_retries_total", "rulevalidator_evidence_anchoring_total",
+		"rulevalidator_llm_planned_calls_total",
 		"rulevalidator_requests_in_flight", "rulevalidator_consumer_lag_messages",
 		"rulevalidator_consumer_committed_offset", "rulevalidator_handler_duration_seconds",
 		"rulevalidator_report_upload_duration_seconds", "rulevalidator_report_upload_failures_total",
@@ -233,6 +234,12 @@ func TestEngineHooks(t *testing.T) {
 		{"evidence that is not from a document",
 			func(h engine.Hooks) { h.Anchor(engine.MatchNotDocument) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("not_document") }, 1},
+		{"a request that fits is one whole call",
+			func(h engine.Hooks) { h.PlannedCalls("gemma", 1) },
+			func(m *Metrics) prometheus.Collector { return m.plannedCalls.WithLabelValues("gemma", "whole") }, 1},
+		{"a split request counts every planned call",
+			func(h engine.Hooks) { h.PlannedCalls("gemma", 7); h.PlannedCalls("gemma", 3) },
+			func(m *Metrics) prometheus.Collector { return m.plannedCalls.WithLabelValues("gemma", "split") }, 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

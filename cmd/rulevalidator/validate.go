@@ -35,6 +35,8 @@ type llmFlags struct {
 	timeout       time.Duration
 	maxTokens     int
 	maxInputBytes int
+	contextTokens int
+	callsPerReq   int
 }
 
 func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
@@ -47,6 +49,8 @@ func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
 	fs.DurationVar(&f.timeout, "llm-timeout", 120*time.Second, "timeout of one model call")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "cap on the tokens of each answer (0: the server's default)")
 	fs.IntVar(&f.maxInputBytes, "max-input-bytes", 4<<20, "cap on the total text of the inputs")
+	fs.IntVar(&f.contextTokens, "llm-context-tokens", 0, "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
+	fs.IntVar(&f.callsPerReq, "llm-calls-per-request", engine.DefaultCallConcurrency, "calls of one split request that run at once")
 }
 
 // newEngine builds the model client and the engine from the flags.
@@ -66,14 +70,16 @@ func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.E
 		retries = -1 // the flag's 0 means none; the engine's zero means default
 	}
 	return engine.New(client, engine.Config{
-		Model:         f.model,
-		Format:        engine.ResponseFormat(f.format),
-		Instructions:  engine.Instructions(f.instructions),
-		Logger:        logger,
-		OutputRetries: retries,
-		MaxTokens:     f.maxTokens,
-		MaxInputBytes: f.maxInputBytes,
-		Hooks:         hooks,
+		Model:           f.model,
+		Format:          engine.ResponseFormat(f.format),
+		Instructions:    engine.Instructions(f.instructions),
+		Logger:          logger,
+		OutputRetries:   retries,
+		MaxTokens:       f.maxTokens,
+		MaxInputBytes:   f.maxInputBytes,
+		ContextTokens:   f.contextTokens,
+		CallConcurrency: f.callsPerReq,
+		Hooks:           hooks,
 	})
 }
 
@@ -211,6 +217,9 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		if v.SufficiencyNote != "" {
 			fmt.Fprintf(w, "  ! judged on insufficient data: %s\n", v.SufficiencyNote)
 		}
+		for _, dp := range v.PagesConsidered {
+			fmt.Fprintf(w, "  judged on %s, pages %s\n", dp.Document, joinPages(dp.Pages))
+		}
 		for _, ev := range v.Evidences {
 			fmt.Fprintf(w, "  • %q\n    %s\n", ev.Text, evidencePlace(ev))
 			if ev.Altered {
@@ -239,6 +248,9 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 	u := res.Usage
 	fmt.Fprintf(w, "Usage: %d prompt tokens (%d cached), %d completion tokens, %d model call%s\n",
 		u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.LLMCalls, map[bool]string{true: "", false: "s"}[u.LLMCalls == 1])
+	if u.PlannedCalls > 1 {
+		fmt.Fprintf(w, "The request did not fit one call: it was judged in %d calls, each rule on the pages listed with it.\n", u.PlannedCalls)
+	}
 }
 
 func outcome(v engine.Verdict) string {
@@ -280,6 +292,15 @@ func evidencePlace(ev engine.Evidence) string {
 
 // evidenceCount is how many quotes a verdict has, and how many of them do
 // not back it.
+// joinPages writes page numbers as "1, 4, 250".
+func joinPages(pages []int) string {
+	parts := make([]string, len(pages))
+	for i, p := range pages {
+		parts[i] = strconv.Itoa(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
 func evidenceCount(evs []engine.Evidence) string {
 	var altered, missing int
 	for _, ev := range evs {

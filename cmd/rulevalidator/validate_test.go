@@ -96,7 +96,7 @@ func TestValidateJSON(t *testing.T) {
 	if len(res.Rules) != 6 || res.Rules[0].RuleID != "governing-law" || res.Rules[5].RuleID != "termination" {
 		t.Fatalf("rules = %+v", res.Rules)
 	}
-	if res.Usage != (engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1}) {
+	if res.Usage != (engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1}) {
 		t.Errorf("usage = %+v", res.Usage)
 	}
 	// Anchoring: exact (with a corrected page), normalised (curly quotes), fuzzy (paraphrase).

@@ -9,11 +9,15 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"rulevalidator/engine"
 )
 
 // ErrContextUnknown: the server does not say how large the model's context
 // window is.
 var ErrContextUnknown = errors.New("openai: the server does not report the context window")
+
+var _ engine.ContextWindower = (*Client)(nil)
 
 // ContextWindow asks the server how many tokens model's context window holds
 // (prompt and answer together). It knows where the common servers say:
