@@ -71,7 +71,7 @@ func mixedResult() *engine.Result {
 					{Text: "plain language", SourceOrigin: "named_input:summary", Anchored: false, Match: engine.MatchNotDocument},
 				}},
 			{RuleID: "risk", Type: engine.Numerical, DataSufficiency: false, NumericalOutput: ptr(30),
-				Rationale: "No collateral information.",
+				Rationale:       "No collateral information.",
 				SufficiencyNote: "the answer was kept with problems left after every re-ask: your quote does not say what the document says",
 				Evidences: []engine.Evidence{
 					{Text: "Repayment over 24 months", QuotedText: "Repayment over 12 months", Similarity: 0.9167, SourceOrigin: "contract.pdf", SourcePageNumber: 3,
