@@ -344,6 +344,9 @@ func verdictLine(v *schemas.VerdictEvent) string {
 	fmt.Fprintf(&b, "request %s  rule %s  %s", v.RequestID, v.RuleID, verdictOutcome(v))
 	if !v.DataSufficiency {
 		b.WriteString("  insufficient data")
+		if v.SufficiencyNote != nil {
+			fmt.Fprintf(&b, " (%s)", clip(*v.SufficiencyNote, rationaleWidth))
+		}
 	}
 	fmt.Fprintf(&b, "  %q  evidence: ", clip(v.Rationale, rationaleWidth))
 	if len(v.Evidences) == 0 {
@@ -387,6 +390,8 @@ func evidenceWhere(e engine.Evidence) string {
 	}
 	parts := []string{origin}
 	switch {
+	case e.Altered:
+		parts = append(parts, "ALTERED: the model wrote "+strconv.Quote(e.QuotedText))
 	case e.Anchored:
 		parts = append(parts, strings.TrimSpace("anchored "+string(e.Match)))
 	case e.Match == engine.MatchNotDocument:
