@@ -320,7 +320,7 @@ func (m *Matcher) findFuzzy(text string, pq preparedQuote, order []*document, pa
 // match, have the same words in the same order but for one word of the
 // quote, which b may have split in two.
 func oneWordApart(a, b string) bool {
-	wa, wb := wordRE.FindAllString(a, -1), wordRE.FindAllString(b, -1)
+	wa, wb := wordsOf(a), wordsOf(b)
 	// The longest common subsequence of the two lists of words.
 	lcs := make([]int, len(wb)+1)
 	for i := range wa {

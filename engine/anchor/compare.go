@@ -1,7 +1,6 @@
 package anchor
 
 import (
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,7 +48,7 @@ func Compare(quote, span string) []Difference {
 	out = append(out, pairFacts("number", unmatched(q.numbers, s.numbers, s.amounts), unmatched(s.numbers, q.numbers, q.amounts))...)
 	out = slices.DeleteFunc(out, func(d Difference) bool { return d.Quote == "" }) // a figure left out says nothing else
 	out = append(out, negationDifferences(q.negations, s.negations)...)
-	out = append(out, nameDifferences(q, s)...)
+	out = append(out, nameDifferences(&q, &s)...)
 	if len(out) == 0 {
 		return nil
 	}
@@ -68,43 +67,175 @@ type fact struct {
 type facts struct {
 	dates, amounts, numbers, negations []fact
 	words                              []word
-	wordSet                            map[string]bool // folded words, and folded as OCR confuses them
+	wordSet                            map[string]bool // folded words, once needed
+	ocrSet                             map[string]bool // and folded as OCR confuses them
 	mixedCase                          bool            // capitals and small letters: names can be told
 }
 
-// word is a run of letters (and digits) of the text.
+// word is a word of the text (letters, digits or both).
 type word struct {
 	text, folded string
 	at           int
 	name         bool // a capitalised word that may be a name
 }
 
-const monthPattern = `(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?`
+// token is a word, a figure or a symbol of a text. Words and figures are
+// runs of letters, digits and marks, with apostrophes before a letter
+// ("don't") and "," or "." between digits ("12,400.00") inside; any other
+// rune but white space is a symbol of its own.
+type token struct {
+	start, end int
+	text       string
+	lower      string
+	kind       tokenKind
+	ordinal    bool // a figure with an ordinal suffix ("1st")
+	lex        lexEntry
+}
 
-var (
-	// Dates, longest forms first: "April 30, 2024", "30th day of April,
-	// 2024", "April 2024", "April 30", "2024-04-30", "30/04/2024".
-	dateRE = regexp.MustCompile(`(?i)\b(?:` +
-		`(?P<m1>` + monthPattern + `)\s+(?P<d1>\d{1,2})(?:st|nd|rd|th)?(?:\s*,\s*|\s+)(?P<y1>\d{4})` +
-		`|(?P<d2>\d{1,2})(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?(?P<m2>` + monthPattern + `)(?:\s*,\s*|\s+)(?P<y2>\d{4})` +
-		`|(?P<m3>` + monthPattern + `)\s*,?\s+(?P<y3>\d{4})` +
-		`|(?P<m4>` + monthPattern + `)\s+(?P<d4>\d{1,2})(?:st|nd|rd|th)?` +
-		`|(?P<y5>\d{4})-(?P<m5>\d{1,2})-(?P<d5>\d{1,2})` +
-		`|(?P<a6>\d{1,2})[/.](?P<b6>\d{1,2})[/.](?P<y6>\d{2,4})` +
-		`)\b`)
-	figure = `\d(?:[\d,]*\d)?(?:\.\d+)?`
-	// Amounts: a currency before the figure, or a unit after it.
-	amountRE = regexp.MustCompile(`(?i)(?:(?P<cur>[$€£¥]|\bus\$|\b(?:usd|eur|gbp|chf|cad|aud|jpy)\b)\s?(?P<v1>` + figure + `)(?:\s?(?P<s1>million|billion|thousand)\b)?` +
-		`|\b(?P<v2>` + figure + `)(?:\s?(?P<s2>million|billion|thousand)\b)?\s?(?P<unit>%|percent\b|per\s+cent\b|dollars?\b|euros?\b|pounds\b|cents?\b))`)
-	numberRE = regexp.MustCompile(figure)
-	// Numbers in words, such as "twenty-five" or "one hundred fifty".
-	numberWords = `(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion)`
-	spelledRE   = regexp.MustCompile(`(?i)\b` + numberWords + `(?:(?:\s+|-)` + numberWords + `)*\b(?:\s+(?P<unit>percent\b|per\s+cent\b|dollars?\b|euros?\b|pounds\b))?`)
-	negationRE  = regexp.MustCompile(`(?i)\b(?:not|no|never|neither|nor|without|none|nothing|nobody|nowhere|cannot|non)\b|\b\p{L}+n['’]t\b`)
-	wordRE      = regexp.MustCompile(`[\p{L}\p{N}][\p{L}\p{N}\p{M}'’]*`)
+// lexEntry is what the words Compare knows mean: one look-up per word.
+type lexEntry struct {
+	flags lexFlags
+	month uint8 // of a month's name
+}
+
+type lexFlags uint8
+
+const (
+	lexNumber   lexFlags = 1 << iota // a number in words ("twenty") or a scale ("hundred")
+	lexScale                         // thousand, million, billion
+	lexUnit                          // percent, dollars... after a figure
+	lexCurrency                      // $, USD... before a figure
+	lexNegation
+	lexNotName
 )
 
-var monthNumbers = map[string]int{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
+var lexicon = func() map[string]lexEntry {
+	m := make(map[string]lexEntry)
+	set := func(w string, f lexFlags) {
+		e := m[w]
+		e.flags |= f
+		m[w] = e
+	}
+	for w, n := range monthNumbers {
+		e := m[w]
+		e.month = uint8(n)
+		m[w] = e
+	}
+	for w := range smallNumbers {
+		set(w, lexNumber)
+	}
+	for w, v := range scaleNumbers {
+		set(w, lexNumber)
+		if v > 100 {
+			set(w, lexScale)
+		}
+	}
+	for w := range unitWords {
+		set(w, lexUnit)
+	}
+	for w := range currencyWords {
+		set(w, lexCurrency)
+	}
+	for w := range currencySymbols {
+		set(w, lexCurrency)
+	}
+	for w := range negations {
+		set(w, lexNegation)
+	}
+	for w := range notNames {
+		set(w, lexNotName)
+	}
+	return m
+}()
+
+type tokenKind uint8
+
+const (
+	symbolToken tokenKind = iota
+	wordToken             // starts with a letter, or mixes digits and letters ("5ub")
+	figureToken           // digits, perhaps with an ordinal suffix
+)
+
+func tokenizeFacts(text string) []token {
+	out := make([]token, 0, len(text)/4+1)
+	for i := 0; i < len(text); {
+		r, w := utf8.DecodeRuneInString(text[i:])
+		if unicode.IsSpace(r) {
+			i += w
+			continue
+		}
+		if !isWordRune(r) {
+			out = append(out, token{start: i, end: i + w, text: text[i : i+w], lower: text[i : i+w], lex: lexicon[text[i:i+w]]})
+			i += w
+			continue
+		}
+		start, digits, letters := i, 0, 0
+		for i < len(text) {
+			r, w := utf8.DecodeRuneInString(text[i:])
+			switch {
+			case unicode.IsDigit(r):
+				digits++
+			case isWordRune(r):
+				letters++
+			case (r == '\'' || r == '’') && nextIsLetter(text[i+w:]):
+			case (r == ',' || r == '.') && digits > 0 && letters == 0 && nextIsDigit(text[i+w:]):
+			default:
+				goto done
+			}
+			i += w
+		}
+	done:
+		t := token{start: start, end: i, text: text[start:i], kind: wordToken}
+		t.lower = strings.ToLower(t.text)
+		if digits == 0 {
+			t.lex = lexicon[t.lower]
+		}
+		if first, _ := utf8.DecodeRuneInString(t.text); unicode.IsDigit(first) {
+			n := len(t.lower)
+			switch {
+			case letters == 0:
+				t.kind = figureToken
+			case n > 2 && strings.Trim(t.lower[:n-2], "0123456789,.") == "" && ordinalSuffix[t.lower[n-2:]]:
+				t.kind, t.ordinal = figureToken, true
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+var ordinalSuffix = map[string]bool{"st": true, "nd": true, "rd": true, "th": true}
+
+func nextIsLetter(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsLetter(r)
+}
+
+func nextIsDigit(s string) bool {
+	return s != "" && s[0] >= '0' && s[0] <= '9'
+}
+
+// figure is the digits of a figure token, without its ordinal suffix.
+func (t token) figure() string {
+	if t.ordinal {
+		return t.text[:len(t.text)-2]
+	}
+	return t.text
+}
+
+// plainDigits reports whether t is a figure of digits alone, of between lo
+// and hi of them.
+func (t token) plainDigits(lo, hi int) bool {
+	d := t.figure()
+	return t.kind == figureToken && len(d) >= lo && len(d) <= hi && strings.Trim(d, "0123456789") == ""
+}
+
+var monthNumbers = map[string]int{
+	"january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+	"august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+	"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
+	"sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}
 
 var smallNumbers = func() map[string]int {
 	m := make(map[string]int)
@@ -118,6 +249,16 @@ var smallNumbers = func() map[string]int {
 }()
 
 var scaleNumbers = map[string]int{"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000}
+
+// currencyWords come before a figure ("USD 450"); unitWords after it.
+var (
+	currencySymbols = map[string]bool{"$": true, "€": true, "£": true, "¥": true}
+	currencyWords   = map[string]bool{"usd": true, "eur": true, "gbp": true, "chf": true, "cad": true, "aud": true, "jpy": true}
+	unitWords       = map[string]bool{"percent": true, "dollar": true, "dollars": true, "euro": true, "euros": true, "pounds": true, "cent": true, "cents": true}
+)
+
+var negations = map[string]bool{"not": true, "no": true, "never": true, "neither": true, "nor": true, "without": true,
+	"none": true, "nothing": true, "nobody": true, "nowhere": true, "cannot": true, "non": true}
 
 // notNames are capitalised words that name nothing: function words, which
 // start headings and sentences, and the names of months and days, which
@@ -137,124 +278,253 @@ var notNames = func() map[string]bool {
 }()
 
 // extractFacts finds the dates, amounts, numbers, negations and words of
-// text. Each figure counts once: digits inside a date are not also a
-// number, nor the figure of an amount.
+// text, in one pass over its tokens. Each figure counts once: the digits
+// of a date are not also a number, nor the figure of an amount.
 func extractFacts(text string) facts {
 	var f facts
-	taken := make([]bool, len(text))
-	take := func(lo, hi int) bool {
-		if slices.Contains(taken[lo:hi], true) {
-			return false
+	toks := tokenizeFacts(text)
+	used := make([]bool, len(toks))
+	at := func(i int) token {
+		if i < 0 || i >= len(toks) || used[i] {
+			return token{}
 		}
-		for i := lo; i < hi; i++ {
-			taken[i] = true
-		}
-		return true
+		return toks[i]
 	}
-	for _, m := range dateRE.FindAllStringSubmatchIndex(text, -1) {
-		if key, ok := dateKey(text, m); ok && take(m[0], m[1]) {
-			f.dates = append(f.dates, fact{key: key, text: text[m[0]:m[1]], at: m[0]})
-		}
-	}
-	for _, m := range amountRE.FindAllStringSubmatchIndex(text, -1) {
-		if take(m[0], m[1]) {
-			f.amounts = append(f.amounts, fact{key: amountKey(text, m), text: strings.TrimSpace(text[m[0]:m[1]]), at: m[0]})
+	add := func(list *[]fact, key string, lo, hi int) {
+		*list = append(*list, fact{key: key, text: text[toks[lo].start:toks[hi].end], at: toks[lo].start})
+		for k := lo; k <= hi; k++ {
+			used[k] = true
 		}
 	}
-	for _, m := range spelledRE.FindAllStringSubmatchIndex(text, -1) {
-		v := spelledValue(text[m[0]:m[1]])
-		unit := group(text, m, spelledRE, "unit")
-		if v < 0 || !take(m[0], m[1]) {
+	// Dates.
+	for i, t := range toks {
+		if used[i] {
 			continue
 		}
-		if unit != "" {
-			f.amounts = append(f.amounts, fact{key: currencyOf(unit) + " " + strconv.Itoa(v), text: text[m[0]:m[1]], at: m[0]})
-		} else {
-			f.numbers = append(f.numbers, fact{key: strconv.Itoa(v), text: text[m[0]:m[1]], at: m[0]})
-		}
-	}
-	for _, m := range numberRE.FindAllStringIndex(text, -1) {
-		// Digits inside a word ("Confidentia1", "W2") are no figure; an
-		// ordinal ("2nd") is.
-		before, _ := utf8.DecodeLastRuneInString(text[:m[0]])
-		suffix := strings.ToLower(text[m[1]:min(len(text), m[1]+2)])
-		after, _ := utf8.DecodeRuneInString(text[m[1]:])
-		ordinal := (suffix == "st" || suffix == "nd" || suffix == "rd" || suffix == "th") &&
-			!startsWord(text[min(len(text), m[1]+2):])
-		if unicode.IsLetter(before) || (unicode.IsLetter(after) && !ordinal) {
+		if month := int(t.lex.month); month > 0 {
+			j := i + 1
+			if at(j).text == "." && t.lower != "may" {
+				j++
+			}
+			day, year := at(j), token{}
+			yearAt := j
+			if day.plainDigits(1, 2) || (day.kind == figureToken && day.ordinal && len(day.figure()) <= 2) {
+				yearAt = j + 1
+				if at(yearAt).text == "," {
+					yearAt++
+				}
+				if y := at(yearAt); y.plainDigits(4, 4) {
+					year = y
+				}
+				end := j
+				if year.text != "" {
+					end = yearAt
+				}
+				if key, ok := dateKey(year.text, month, day.figure()); ok {
+					add(&f.dates, key, i, end)
+				}
+				continue
+			}
+			if at(j).text == "," {
+				j++
+			}
+			if y := at(j); y.plainDigits(4, 4) {
+				// "30 April 2024", "30th day of April, 2024" or "April 2024".
+				lo, d := i, ""
+				p := i - 1
+				if at(p).lower == "of" && at(p-1).lower == "day" {
+					p -= 2
+				}
+				if pd := at(p); pd.kind == figureToken && len(pd.figure()) <= 2 && strings.Trim(pd.figure(), "0123456789") == "" {
+					lo, d = p, pd.figure()
+				}
+				if key, ok := dateKey(y.text, month, d); ok {
+					add(&f.dates, key, lo, j)
+				}
+			}
 			continue
 		}
-		end := m[1]
-		if ordinal {
-			end += 2
-		}
-		if take(m[0], end) {
-			f.numbers = append(f.numbers, fact{key: canonicalFigure(text[m[0]:m[1]]), text: text[m[0]:end], at: m[0]})
+		// 2024-04-30 and 30/04/2024, written without spaces.
+		if t.kind == figureToken && i+4 < len(toks) {
+			a, s1, b, s2, c := t, toks[i+1], toks[i+2], toks[i+3], toks[i+4]
+			tight := s1.start == a.end && b.start == s1.end && s2.start == b.end && c.start == s2.end
+			if tight && s1.text == s2.text && (s1.text == "-" || s1.text == "/") && b.plainDigits(1, 2) {
+				if s1.text == "-" && a.plainDigits(4, 4) && c.plainDigits(1, 2) {
+					if m, ok := strconv.Atoi(b.text); ok == nil {
+						if key, ok := dateKey(a.text, m, c.text); ok {
+							add(&f.dates, key, i, i+4)
+						}
+					}
+				} else if s1.text == "/" && a.plainDigits(1, 2) && c.plainDigits(2, 4) {
+					// Day and month in an order the text does not say: keep both.
+					add(&f.dates, canonicalFigure(a.text)+"/"+canonicalFigure(b.text)+"/"+canonicalFigure(c.text), i, i+4)
+				}
+			}
 		}
 	}
-	for _, m := range negationRE.FindAllStringIndex(text, -1) {
-		w := strings.ToLower(text[m[0]:m[1]])
-		if strings.HasSuffix(w, "n't") || strings.HasSuffix(w, "n’t") || w == "cannot" {
-			w = "not"
-		}
-		f.negations = append(f.negations, fact{key: w, text: text[m[0]:m[1]], at: m[0]})
-		taken[m[0]] = true
-	}
-	f.words, f.wordSet, f.mixedCase = words(text)
-	// Negating words OCR or a typo garbled ("witbout", "n0t").
-	for _, w := range f.words {
-		if taken[w.at] && negationRE.MatchString(w.text) {
+	// Amounts in figures: a currency before, or a unit after.
+	for i, t := range toks {
+		if used[i] || t.kind != figureToken || t.ordinal {
 			continue
 		}
-		if neg, ok := garbledNegation(w.folded); ok {
-			f.negations = append(f.negations, fact{key: neg, text: w.text, at: w.at})
+		lo, hi, cur := i, i, ""
+		if p := at(i - 1); p.lex.flags&lexCurrency != 0 {
+			lo, cur = i-1, p.text
+			if p.text == "$" && at(i-2).lower == "us" && at(i-2).end == p.start {
+				lo = i - 2
+			}
+		}
+		value := canonicalFigure(t.text)
+		if s := at(hi + 1); s.lex.flags&lexScale != 0 {
+			hi++
+			value += " " + s.lower
+		}
+		if cur == "" {
+			switch u := at(hi + 1); {
+			case u.text == "%" || u.lex.flags&lexUnit != 0:
+				hi++
+				cur = u.lower
+			case u.lower == "per" && at(hi+2).lower == "cent":
+				hi += 2
+				cur = "%"
+			}
+		}
+		if cur != "" {
+			add(&f.amounts, currencyOf(cur)+" "+value, lo, hi)
 		}
 	}
-	slices.SortStableFunc(f.negations, func(a, b fact) int { return a.at - b.at })
+	// Numbers in words, and amounts in words ("Four Hundred Dollars").
+	for i := 0; i < len(toks); i++ {
+		if used[i] || toks[i].lex.flags&lexNumber == 0 {
+			continue
+		}
+		j := i
+		for j+2 < len(toks) && toks[j+1].text == "-" && at(j+2).lex.flags&lexNumber != 0 {
+			j += 2
+		}
+		for j+1 < len(toks) && at(j+1).lex.flags&lexNumber != 0 {
+			j++
+			for j+2 < len(toks) && toks[j+1].text == "-" && at(j+2).lex.flags&lexNumber != 0 {
+				j += 2
+			}
+		}
+		v := strconv.Itoa(spelledValue(text[toks[i].start:toks[j].end]))
+		switch u := at(j + 1); {
+		case u.lex.flags&lexUnit != 0:
+			add(&f.amounts, currencyOf(u.lower)+" "+v, i, j+1)
+		case u.lower == "per" && at(j+2).lower == "cent":
+			add(&f.amounts, "% "+v, i, j+2)
+		default:
+			add(&f.numbers, v, i, j)
+		}
+		i = j
+	}
+	// Other figures. Digits inside a word ("Confidentia1", "5ub") are none.
+	for i, t := range toks {
+		if !used[i] && t.kind == figureToken {
+			add(&f.numbers, canonicalFigure(t.figure()), i, i)
+		}
+	}
+	slices.SortStableFunc(f.numbers, func(a, b fact) int { return a.at - b.at })
+	slices.SortStableFunc(f.amounts, func(a, b fact) int { return a.at - b.at })
+
+	f.mixedCase = strings.ContainsFunc(text, unicode.IsUpper) && strings.ContainsFunc(text, unicode.IsLower)
+	f.words = make([]word, 0, len(toks))
+	for _, t := range toks {
+		if t.kind == symbolToken {
+			continue
+		}
+		folded, lex := strings.TrimRight(strings.TrimSuffix(strings.TrimSuffix(t.lower, "'s"), "’s"), "'’"), t.lex
+		if folded != t.lower {
+			lex = lexicon[folded]
+		}
+		// Negations, and negating words OCR garbled ("witbout", "n0t").
+		switch {
+		case lex.flags&lexNegation != 0:
+			f.negations = append(f.negations, fact{key: folded, text: t.text, at: t.start})
+		case folded == "cannot" || strings.HasSuffix(folded, "n't") || strings.HasSuffix(folded, "n’t"):
+			f.negations = append(f.negations, fact{key: "not", text: t.text, at: t.start})
+		default:
+			if neg, ok := garbledNegation(folded); ok {
+				f.negations = append(f.negations, fact{key: neg, text: t.text, at: t.start})
+			}
+		}
+		first, _ := utf8.DecodeRuneInString(t.text)
+		name := f.mixedCase && t.kind == wordToken && unicode.IsUpper(first) && lex.flags&lexNotName == 0 &&
+			!strings.ContainsFunc(t.text, unicode.IsDigit) && !startsSentence(text, t.start)
+		f.words = append(f.words, word{text: t.text, folded: folded, at: t.start, name: name})
+	}
 	return f
 }
 
-// negatingWords are the negations garbledNegation recognises misspelt.
-var negatingWords = strings.Fields("not never neither nothing nobody nowhere without cannot none")
+// garbledNegations maps the negating words garbledNegation recognises,
+// folded as OCR confuses them, to themselves.
+var garbledNegations = func() map[string]string {
+	m := make(map[string]string)
+	for _, n := range strings.Fields("not never neither nothing nobody nowhere without cannot none") {
+		m[ocrFold(n)] = n
+	}
+	return m
+}()
 
 // garbledNegation reports the negating word that w, a folded word other
 // than one, stands for when OCR garbled it: equal after folding letters
 // OCR confuses ("witbout", "n0t").
 func garbledNegation(w string) (string, bool) {
-	f := ocrFold(w)
-	for _, n := range negatingWords {
-		if f == ocrFold(n) && w != n {
-			return n, true
-		}
+	if len(w) < 3 || len(w) > 8 || !strings.ContainsRune("nwcv", rune(w[0])) {
+		return "", false // no negating word folds to it
 	}
-	return "", false
+	n, ok := garbledNegations[ocrFold(w)]
+	return n, ok && n != w
 }
 
-// ocrFolder maps letters and digits OCR confuses to one of them.
-var ocrFolder = strings.NewReplacer("rn", "m", "cl", "d", "vv", "w", "0", "o", "1", "l", "i", "l", "|", "l",
-	"5", "s", "8", "b", "h", "b", "u", "v", "e", "c", "t", "f")
+// ocrSingles maps letters and digits OCR confuses to one of them; ocrFold
+// also makes "rn" "m", "cl" "d" and "vv" "w".
+var ocrSingles = func() (t [utf8.RuneSelf]byte) {
+	for c := range t {
+		t[c] = byte(c)
+	}
+	for _, p := range []string{"0o", "1l", "il", "|l", "5s", "8b", "hb", "uv", "ec", "tf"} {
+		t[p[0]] = p[1]
+	}
+	return t
+}()
 
 // ocrFold is w, folded, with letters OCR confuses made one.
-func ocrFold(w string) string { return ocrFolder.Replace(w) }
-
-// words splits text into words, marking those that may be names: words
-// starting with a capital, not starting a sentence, in text that mixes
-// capitals and small letters.
-func words(text string) ([]word, map[string]bool, bool) {
-	mixed := strings.ContainsFunc(text, unicode.IsUpper) && strings.ContainsFunc(text, unicode.IsLower)
-	var out []word
-	set := make(map[string]bool)
-	for _, m := range wordRE.FindAllStringIndex(text, -1) {
-		w := text[m[0]:m[1]]
-		folded := strings.ToLower(strings.TrimRight(strings.NewReplacer("’s", "", "'s", "").Replace(w), "'’"))
-		first, _ := utf8.DecodeRuneInString(w)
-		name := mixed && unicode.IsUpper(first) && !notNames[folded] && !startsSentence(text, m[0]) &&
-			!strings.ContainsFunc(w, unicode.IsDigit)
-		out = append(out, word{text: w, folded: folded, at: m[0], name: name})
-		set[folded] = true
-		set[ocrFold(folded)] = true
+func ocrFold(w string) string {
+	b := make([]byte, 0, len(w))
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if i+1 < len(w) {
+			switch w[i : i+2] {
+			case "rn":
+				b, i = append(b, 'm'), i+1
+				continue
+			case "cl":
+				b, i = append(b, 'd'), i+1
+				continue
+			case "vv":
+				b, i = append(b, 'w'), i+1
+				continue
+			}
+		}
+		if c < utf8.RuneSelf {
+			c = ocrSingles[c]
+		}
+		b = append(b, c)
 	}
-	return out, set, mixed
+	return string(b)
+}
+
+// wordsOf is the words and figures of s, as written.
+func wordsOf(s string) []string {
+	var out []string
+	for _, t := range tokenizeFacts(s) {
+		if t.kind != symbolToken {
+			out = append(out, t.text)
+		}
+	}
+	return out
 }
 
 // startsSentence reports whether the word at i is the first of text or of
@@ -270,70 +540,23 @@ func startsSentence(text string, i int) bool {
 	return strings.ContainsRune(".!?:;)•", last)
 }
 
-// startsWord reports whether s starts with a letter or digit.
-func startsWord(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return unicode.IsLetter(r) || unicode.IsDigit(r)
-}
-
-// group is the text of the named group of regexp re in match m of text.
-func group(text string, m []int, re *regexp.Regexp, name string) string {
-	i := re.SubexpIndex(name)
-	if i < 0 || m[2*i] < 0 {
-		return ""
-	}
-	return text[m[2*i]:m[2*i+1]]
-}
-
-// dateKey is the date of match m of dateRE as "y-m-d", "?" for a part not
-// given; ok is false where the parts are no date (a 13th month).
-func dateKey(text string, m []int) (string, bool) {
-	g := func(name string) string { return group(text, m, dateRE, name) }
-	var y, mo, d string
-	switch {
-	case g("m1") != "":
-		mo, d, y = g("m1"), g("d1"), g("y1")
-	case g("m2") != "":
-		mo, d, y = g("m2"), g("d2"), g("y2")
-	case g("m3") != "":
-		mo, y = g("m3"), g("y3")
-	case g("m4") != "":
-		mo, d = g("m4"), g("d4")
-	case g("y5") != "":
-		y, mo, d = g("y5"), g("m5"), g("d5")
-	default: // day and month in an order the text does not say; keep both
-		return canonicalFigure(g("a6")) + "/" + canonicalFigure(g("b6")) + "/" + canonicalFigure(g("y6")), true
-	}
-	month, err := strconv.Atoi(mo)
-	if err != nil {
-		month = monthNumbers[strings.ToLower(mo[:3])]
-	}
+// dateKey is a date as "y-m-d", "?" for a part not given; ok is false
+// where the parts make no date (a 13th month, a 32nd day).
+func dateKey(year string, month int, day string) (string, bool) {
 	if month < 1 || month > 12 {
 		return "", false
 	}
-	if d == "" {
-		d = "?"
-	} else if n, _ := strconv.Atoi(d); n < 1 || n > 31 {
+	if day == "" {
+		day = "?"
+	} else if n, err := strconv.Atoi(day); err != nil || n < 1 || n > 31 {
 		return "", false
+	} else {
+		day = strconv.Itoa(n)
 	}
-	if y == "" {
-		y = "?"
+	if year == "" {
+		year = "?"
 	}
-	return y + "-" + strconv.Itoa(month) + "-" + canonicalFigure(d), true
-}
-
-// amountKey is the currency and value of match m of amountRE.
-func amountKey(text string, m []int) string {
-	g := func(name string) string { return group(text, m, amountRE, name) }
-	cur, value, scale := g("cur"), g("v1"), g("s1")
-	if cur == "" {
-		cur, value, scale = g("unit"), g("v2"), g("s2")
-	}
-	v := canonicalFigure(value)
-	if scale != "" {
-		v += " " + strings.ToLower(scale)
-	}
-	return currencyOf(cur) + " " + v
+	return year + "-" + strconv.Itoa(month) + "-" + day, true
 }
 
 // currencyOf names the currency or unit a symbol, code or word stands for.
@@ -498,7 +721,7 @@ func negationDifferences(q, s []fact) []Difference {
 // differ, reports names of the quote that the span lacks anywhere (paired
 // with the span's names in the same place), and names of the span that
 // the quote replaced with words of its own.
-func nameDifferences(q, s facts) []Difference {
+func nameDifferences(q, s *facts) []Difference {
 	var out []Difference
 	for _, h := range wordHunks(q.words, s.words) {
 		qw, sw := q.words[h.q0:h.q1], s.words[h.s0:h.s1]
@@ -541,16 +764,30 @@ const maxAlignedWords = 1 << 20
 // wordHunks aligns a and b by their longest common subsequence of folded
 // words and returns the stretches between the words they share.
 func wordHunks(a, b []word) []hunk {
-	if len(a)*len(b) > maxAlignedWords {
-		return []hunk{{0, len(a), 0, len(b)}}
+	// The words both start and end with need no table.
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre].folded == b[pre].folded {
+		pre++
 	}
-	// lcs[i][j] is the length of the longest common subsequence of a[i:]
-	// and b[j:].
-	w := len(b) + 1
-	lcs := make([]int32, (len(a)+1)*w)
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i].folded == b[j].folded {
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf].folded == b[len(b)-1-suf].folded {
+		suf++
+	}
+	am, bm := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	if len(am) == 0 && len(bm) == 0 {
+		return nil
+	}
+	if len(am) == 0 || len(bm) == 0 || len(am)*len(bm) > maxAlignedWords {
+		return []hunk{{pre, pre + len(am), pre, pre + len(bm)}}
+	}
+	x, y := am, bm
+	// lcs[i*w+j] is the length of the longest common subsequence of x[i:]
+	// and y[j:].
+	w := len(y) + 1
+	lcs := make([]int32, (len(x)+1)*w)
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i].folded == y[j].folded {
 				lcs[i*w+j] = lcs[(i+1)*w+j+1] + 1
 			} else {
 				lcs[i*w+j] = max(lcs[(i+1)*w+j], lcs[i*w+j+1])
@@ -558,25 +795,24 @@ func wordHunks(a, b []word) []hunk {
 		}
 	}
 	var out []hunk
-	i, j, h := 0, 0, hunk{}
+	h := hunk{pre, pre, pre, pre}
 	flush := func() {
 		if h.q1 > h.q0 || h.s1 > h.s0 {
 			out = append(out, h)
 		}
 	}
-	h = hunk{0, 0, 0, 0}
-	for i < len(a) || j < len(b) {
+	for i, j := 0, 0; i < len(x) || j < len(y); {
 		switch {
-		case i < len(a) && j < len(b) && a[i].folded == b[j].folded:
+		case i < len(x) && j < len(y) && x[i].folded == y[j].folded:
 			flush()
 			i, j = i+1, j+1
-			h = hunk{i, i, j, j}
-		case j < len(b) && (i == len(a) || lcs[i*w+j+1] >= lcs[(i+1)*w+j]):
+			h = hunk{pre + i, pre + i, pre + j, pre + j}
+		case j < len(y) && (i == len(x) || lcs[i*w+j+1] >= lcs[(i+1)*w+j]):
 			j++
-			h.s1 = j
+			h.s1 = pre + j
 		default:
 			i++
-			h.q1 = i
+			h.q1 = pre + i
 		}
 	}
 	flush()
@@ -606,8 +842,23 @@ func runsOf(ws []word, pick func(word) bool) []string {
 // hasWord reports whether f has the word w, or one that differs from it
 // by OCR noise or a typo: an edit or two in a word long enough to carry
 // them.
-func hasWord(f facts, w string) bool {
-	if f.wordSet[w] || f.wordSet[ocrFold(w)] {
+func hasWord(f *facts, w string) bool {
+	if f.wordSet == nil {
+		f.wordSet = make(map[string]bool, len(f.words))
+		for _, x := range f.words {
+			f.wordSet[x.folded] = true
+		}
+	}
+	if f.wordSet[w] {
+		return true
+	}
+	if f.ocrSet == nil {
+		f.ocrSet = make(map[string]bool, len(f.wordSet))
+		for o := range f.wordSet {
+			f.ocrSet[ocrFold(o)] = true
+		}
+	}
+	if f.ocrSet[ocrFold(w)] {
 		return true
 	}
 	n := utf8.RuneCountInString(w)

@@ -16,8 +16,8 @@ var elisionRE = regexp.MustCompile(`[\[(]\s*(?:…|\.(?:\s?\.){2,})\s*[\])]|…|
 // leaving out parts with nothing to find (an ellipsis at either end). It
 // returns fewer than two parts for a quote that elides nothing.
 func splitElided(text string) []string {
-	if !strings.Contains(text, "…") && !strings.Contains(text, ".") {
-		return nil
+	if !strings.Contains(text, "…") && !strings.Contains(text, "..") && !strings.Contains(text, ". .") {
+		return nil // no ellipsis: spare the pattern
 	}
 	var parts []string
 	for _, p := range elisionRE.Split(text, -1) {
