@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,38 +58,48 @@ func newContextWindows() *contextWindows {
 	return &contextWindows{known: map[string]windowEntry{}}
 }
 
-// contextTokens is model's context window: configured, else reported by the
-// server, else DefaultContextTokens.
+// contextTokens is model's context window: configured, else learned from
+// the server (reported, or named in a refusal), else DefaultContextTokens.
 func (e *Engine) contextTokens(ctx context.Context, model string) int {
 	if e.cfg.ContextTokens > 0 {
 		return e.cfg.ContextTokens
-	}
-	cw, ok := e.llm.(ContextWindower)
-	if !ok {
-		return DefaultContextTokens
 	}
 	w := e.windows
 	w.mu.Lock()
 	entry, seen := w.known[model]
 	w.mu.Unlock()
-	if !seen || entry.tokens == 0 && time.Since(entry.at) > windowProbeRetry {
-		n, err := cw.ContextWindow(ctx, model)
-		if err != nil {
-			n = 0
-			if !seen {
-				e.cfg.Logger.Info("engine: context window not reported by the server; assuming the default (set it with the context-tokens setting)",
-					"model", model, "assumed", DefaultContextTokens, "error", err)
-			}
-		}
-		entry = windowEntry{tokens: n, at: time.Now()}
-		w.mu.Lock()
-		w.known[model] = entry
-		w.mu.Unlock()
-	}
 	if entry.tokens > 0 {
 		return entry.tokens
 	}
+	cw, ok := e.llm.(ContextWindower)
+	if !ok || seen && time.Since(entry.at) < windowProbeRetry {
+		return DefaultContextTokens
+	}
+	n, err := cw.ContextWindow(ctx, model)
+	if err != nil {
+		n = 0
+		if !seen {
+			e.cfg.Logger.Info("engine: context window not reported by the server; assuming the default (set it with the context-tokens setting)",
+				"model", model, "assumed", DefaultContextTokens, "error", err)
+		}
+	}
+	w.mu.Lock()
+	if cur := w.known[model]; cur.tokens == 0 { // a window learned meanwhile wins
+		w.known[model] = windowEntry{tokens: n, at: time.Now()}
+	}
+	w.mu.Unlock()
+	if n > 0 {
+		return n
+	}
 	return DefaultContextTokens
+}
+
+// learn remembers a window the server named in a refusal; it is not asked
+// again.
+func (w *contextWindows) learn(model string, tokens int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.known[model] = windowEntry{tokens: tokens, at: time.Now()}
 }
 
 // budget is the token arithmetic of one request's calls.
@@ -132,8 +143,46 @@ func (b budget) fits(promptTokens, rules int) bool {
 
 // judge judges every rule of rs on in: in one conversation when it fits the
 // model's budget, as today; otherwise by a plan of several conversations,
-// each on the passages most relevant to its rules.
+// each on the passages most relevant to its rules. When the server refuses
+// a call as too long for a context window it names, smaller than the one
+// assumed, the window is remembered for the model and the request judged
+// again within it.
 func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring) ([]Verdict, Usage, error) {
+	verdicts, usage, err := e.judgeWithin(ctx, model, rs, in, an)
+	if err == nil || e.cfg.ContextTokens > 0 {
+		return verdicts, usage, err
+	}
+	n, ok := contextLimit(err)
+	if !ok || n >= e.contextTokens(ctx, model) {
+		return verdicts, usage, err
+	}
+	e.cfg.Logger.Warn("engine: the server's context window is smaller than assumed; judging again within it (set it with the context-tokens setting)",
+		"model", model, "context_tokens", n)
+	e.windows.learn(model, n)
+	verdicts, again, err := e.judgeWithin(ctx, model, rs, in, an)
+	again.PlannedCalls += usage.PlannedCalls
+	return verdicts, usage.Add(again), err
+}
+
+// contextLimit reads the context window from a server's refusal of a
+// prompt too long for it, as llama-cpp-python ("exceed context window of
+// 2048"), OpenAI and vLLM ("maximum context length is 8192 tokens") word it.
+func contextLimit(err error) (int, bool) {
+	if !errors.Is(err, ErrLLMRejected) {
+		return 0, false
+	}
+	m := contextLimitPattern.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	n, convErr := strconv.Atoi(m[1])
+	return n, convErr == nil && n > 0
+}
+
+var contextLimitPattern = regexp.MustCompile(`(?i)(?:context window of|maximum context length is|n_ctx[ =:"]+)\s*(\d+)`)
+
+// judgeWithin is judge within the context window known now.
+func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring) ([]Verdict, Usage, error) {
 	b, err := e.budgetFor(ctx, model)
 	if err != nil {
 		return nil, Usage{}, err

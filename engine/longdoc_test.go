@@ -395,3 +395,50 @@ func slicesContains(xs []int, x int) bool {
 	}
 	return false
 }
+
+// TestContextWindowLearnedFromRefusal: a server that does not report its
+// window refuses the first call as too long, naming its window; the engine
+// remembers it and judges the request again in calls that fit.
+func TestContextWindowLearnedFromRefusal(t *testing.T) {
+	pages := synthdoc.Pages(12, 2000, 9)
+	rs := &engine.Ruleset{ID: "learn", Rules: []engine.Rule{{RuleID: "topic", RuleText: synthdoc.RuleText(synthdoc.TopicOf(2))}}}
+	m := &reader{topics: map[string]string{"topic": synthdoc.TopicOf(2).Title}}
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.Enqueue(llmfake.Reply{Status: 400, Error: &llmfake.Error{Message: "Requested tokens (6012) exceed context window of 2048", Type: "invalid_request_error"}})
+	fake.Answer(m.answer)
+	client, err := openai.New(openai.Config{BaseURL: fake.URL(), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(client, engine.Config{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "contract.pdf", Pages: pages}}}
+	res, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.requests) == 0 || !res.Rules[0].DataSufficiency {
+		t.Fatalf("not judged after learning the window: %+v, %d calls", res.Rules[0], len(m.requests))
+	}
+	for i, req := range m.requests {
+		prompt := 0
+		for _, msg := range req.Messages {
+			prompt += plan.Count(msg.Content) + 8
+		}
+		if prompt > 2048-512 {
+			t.Errorf("call %d after the refusal: %d prompt tokens over the learned window's room", i, prompt)
+		}
+	}
+	// The next request starts within the learned window: no refusal, no
+	// wasted call.
+	before := len(fake.Requests())
+	if _, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(fake.Requests()) - before; got != 1 {
+		t.Errorf("second request made %d calls, want 1 within the learned window", got)
+	}
+}
