@@ -303,3 +303,50 @@ func TestSourcesOnlyFromDocuments(t *testing.T) {
 		})
 	}
 }
+
+// TestEvidenceKindsThroughTheEngine: elided quotes anchor as elided and
+// support the verdict; a misquoted amount or state name is altered.
+func TestEvidenceKindsThroughTheEngine(t *testing.T) {
+	doc := Document{Name: "nda.txt", Pages: []string{
+		"This Agreement shall be governed by and construed in accordance with the laws of the State of California, without regard to its conflict of laws principles. " +
+			"The Recipient shall pay a fee of $450 for each additional copy of the Confidential Information requested in writing.",
+	}}
+	rs := &Ruleset{ID: "nda", Rules: []Rule{{RuleID: "law", RuleText: "The governing law is named.", Type: Boolean}}}
+	if err := rs.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, quote string
+		match       Match
+		altered     bool
+		kind        string
+	}{
+		{"elided", "This Agreement shall be governed by … the State of California", MatchElided, false, ""},
+		{"state name", "This Agreement shall be governed by and construed in accordance with the laws of the State of New York, without regard to its conflict of laws principles.", MatchFuzzy, true, "name"},
+		{"amount", "The Recipient shall pay a fee of $540 for each additional copy of the Confidential Information requested in writing.", MatchFuzzy, true, "amount"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reply := answer(t, boolRule("law", true, map[string]any{"text": tt.quote, "source_origin": "nda.txt", "source_page_number": 1}))
+			llm := &scriptedLLM{replies: []scriptedReply{{content: reply}}}
+			res, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Request{Ruleset: rs, Inputs: &Inputs{PrimaryDocs: []Document{doc}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, v := res.Rules[0].Evidences[0], res.Rules[0]
+			if !ev.Anchored || ev.Match != tt.match || ev.Altered != tt.altered || ev.QuotedText != tt.quote {
+				t.Fatalf("evidence = %+v, want anchored %s, altered %v", ev, tt.match, tt.altered)
+			}
+			if !strings.Contains(doc.Pages[0], ev.Text) {
+				t.Errorf("anchored text %q is not the document's", ev.Text)
+			}
+			if tt.altered {
+				if !strings.Contains(fmt.Sprint(ev.Differences), tt.kind) || v.DataSufficiency || len(res.Sources) != 1 {
+					t.Errorf("altered evidence: differences %+v, verdict %+v, sources %+v", ev.Differences, v, res.Sources)
+				}
+			} else if !v.DataSufficiency || len(llm.calls) != 1 {
+				t.Errorf("an elided quote must support the verdict: %+v after %d calls", v, len(llm.calls))
+			}
+		})
+	}
+}
