@@ -37,6 +37,10 @@ type ContextWindower interface {
 const (
 	// perMessageTokens covers a chat template's turn markers.
 	perMessageTokens = 8
+	// reaskTokens and reaskTokensPerRule bound a corrective message: its
+	// fixed text, and the problems it names for one rule.
+	reaskTokens        = 64
+	reaskTokensPerRule = 100
 	// windowProbeRetry is how long a failed context-window probe is
 	// remembered before the server is asked again.
 	windowProbeRetry = 5 * time.Minute
@@ -317,6 +321,13 @@ func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*
 	// what the estimate does not see (the schema in the prompt of some
 	// servers).
 	fixed := frameTokens + others + b.tokens(excerptHeader) + 4*perMessageTokens + b.window/32
+	if e.cfg.OutputRetries > 0 {
+		// A corrective re-ask sends the prompt again with the answer being
+		// corrected and the correction: keep room for them, so that a call
+		// that fits its first ask fits its re-asks.
+		batch := min(len(rs.Rules), max(1, b.reserved/max(b.perRule, 1)))
+		fixed += min(b.reserved, batch*b.perRule) + reaskTokens + batch*reaskTokensPerRule
+	}
 	perChunk := b.tokens(pageMarker(100000)+"\n"+elision+elision) + 2*b.tokens(", 100000-100000")
 	pl, err := plan.Make(pdocs, rules, plan.Budget{
 		Context:       b.window,
