@@ -554,6 +554,12 @@ func FuzzFind(f *testing.F) {
 		// The fast paths agree with the plain algorithms they replace.
 		checkAgainstReference(t, page1, page2, quote, int(from))
 
+		// A text says what it says; any two texts compare without failing.
+		if d := Compare(quote, quote); d != nil {
+			t.Fatalf("Compare(%q, itself) = %+v, want no differences", quote, d)
+		}
+		Compare(quote, page1)
+
 		// Any quote: a span returned must be what it says it is.
 		for _, q := range []Quote{{Text: quote, Origin: "doc"}, {Text: quote, Origin: "doc", Page: 2}, {Text: quote}} {
 			if s, ok := m.Find(q); ok {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -484,56 +485,101 @@ func similarity(dist, a, b int) float64 {
 	return 1 - float64(dist)/float64(max(a, b, 1))
 }
 
-// maxShortRegions is how many matching regions a short quote's scan looks
-// for: two are enough to know it is ambiguous.
+// maxShortRegions is how many matching regions a short quote's search
+// looks for: two are enough to know it is ambiguous.
 const maxShortRegions = 2
 
-// shortMatches finds the regions of the normalised text whose similarity
-// to the trimmed quote reaches threshold, up to limit of them, by scanning
-// the whole text: unlike the index, which proposes regions by the word
-// pairs they share with the quote, a scan misses no region, so a short
-// quote can be told apart from one that resembles several places. It
-// costs time linear in the text (one machine word per code point for a
-// quote of up to 64), like a verbatim search.
+// maxShortCandidates bounds the places a short quote is aligned at in one
+// document; a quote whose words occur in more places than that cannot be
+// told apart from its look-alikes, and is taken for ambiguous.
+const maxShortCandidates = 4096
+
+// shortMatches finds the regions of the normalised text that match the
+// trimmed quote, a short one, up to limit of them: regions of whole words
+// whose similarity reaches threshold and whose words are the quote's but
+// for one word (see oneWordApart). Unlike the index, which proposes
+// regions by the word pairs they share with the quote, it misses none of
+// them, so a quote resembling several places can be told from one that
+// resembles one: each such region holds, verbatim, the quote with one of
+// its words left out, so for each word the longer part of the quote on
+// either side of it is searched for, and the quote aligned around each
+// occurrence. A quote of one word is not matched.
 func (d *document) shortMatches(pq preparedQuote, threshold float64, limit int) []fuzzyMatch {
 	n := d.normalized()
-	q := []rune(pq.trimmed)
-	if n == nil || len(q) == 0 {
-		return nil
+	quote := pq.trimmed
+	q := []rune(quote)
+	words := tokenize(quote)
+	k := int((1-threshold)*float64(len(q))/threshold + 1e-9)
+	if n == nil || len(words.start) < 2 || k == 0 {
+		return nil // k == 0: only an exact match, which the verbatim search did not find
 	}
 	p := newBitPattern(q)
-	k := int((1-threshold)*float64(len(q))/threshold + 1e-9)
 	text := n.text
 	var out []fuzzyMatch
-	// A region is a run of ends of alignments within k edits, each at most
-	// a quote's length after the one before.
-	first, last := -1, -1
-	closeRegion := func() {
-		lo := runesBack(text, first, len(q)+k)
-		if m, ok := alignWindow(p, q, text, lo, last, threshold); ok {
+	candidates := 0
+	col := p.newColumn()
+	for e := range words.start {
+		pre, word, suf := quote[:words.start[e]], quote[words.start[e]:words.end[e]], quote[words.end[e]:]
+		// The most the left-out word and the slack either side can take.
+		reach := utf8.RuneCountInString(word) + 2*k
+		fixed := pre
+		if len(suf) > len(pre) {
+			fixed = suf
+		}
+		for at := 0; ; {
+			j := strings.Index(text[at:], fixed)
+			if j < 0 {
+				break
+			}
+			hit := at + j
+			at = hit + 1
+			if candidates++; candidates > maxShortCandidates {
+				return nil
+			}
+			var lo, hi int
+			if fixed == pre {
+				lo, hi = hit, runesForward(text, hit+len(pre), reach+utf8.RuneCountInString(suf))
+				if !strings.Contains(text[hit+len(pre):hi], suf) {
+					continue
+				}
+			} else {
+				lo, hi = runesBack(text, hit, reach+utf8.RuneCountInString(pre)), hit+len(suf)
+				if !strings.Contains(text[lo:hit], pre) {
+					continue
+				}
+			}
+			if p.leastScore(col, text, lo, hi) > k {
+				continue // a cheap look before the alignment that places the match
+			}
+			m, ok := alignWindow(p, q, text, lo, hi, threshold)
+			if !ok || !wordAligned(text, m.lo, m.hi) || !oneWordApart(quote, text[m.lo:m.hi]) {
+				continue
+			}
 			m.lo, m.hi = surround(text, m.lo, m.hi, pq.lead, pq.trail)
-			out = append(out, m)
+			if slices.ContainsFunc(out, func(f fuzzyMatch) bool { return m.lo < f.hi && f.lo < m.hi }) {
+				continue // found again from another word
+			}
+			if out = append(out, m); len(out) >= limit {
+				return out
+			}
 		}
-	}
-	c := p.newColumn()
-	score := p.m
-	for i := 0; i < len(text) && len(out) < limit; {
-		r, w := utf8.DecodeRuneInString(text[i:])
-		i += w
-		if score += p.step(c, p.slot(r), 0); score > k {
-			continue
-		}
-		if last >= 0 && i-last > len(pq.trimmed) {
-			closeRegion()
-			first = -1
-		}
-		if first < 0 {
-			first = i
-		}
-		last = i
-	}
-	if first >= 0 && len(out) < limit {
-		closeRegion()
 	}
 	return out
+}
+
+// leastScore is the least edit distance between the quote and a substring
+// of text[lo:hi], computed in c, which it resets.
+func (p *bitPattern) leastScore(c column, text string, lo, hi int) int {
+	for b := range c.pv {
+		c.pv[b], c.mv[b] = ^uint64(0), 0
+	}
+	score := p.m
+	best := score
+	for i := lo; i < hi; {
+		r, w := utf8.DecodeRuneInString(text[i:])
+		i += w
+		score += p.step(c, p.slot(r), 0)
+		best = min(best, score)
+	}
+	return best
 }
