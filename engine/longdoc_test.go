@@ -114,7 +114,7 @@ func (m *reader) find(id, user string) (string, int) {
 	return quote, page
 }
 
-func newPlanningEngine(t *testing.T, m *reader, cfg engine.Config) *engine.Engine {
+func newPlanningEngine(t testing.TB, m *reader, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	fake := llmfake.New()
 	t.Cleanup(fake.Close)
