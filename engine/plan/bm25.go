@@ -20,6 +20,7 @@ const (
 type index struct {
 	terms    map[string]int32 // query term → id
 	filter   termFilter       // cheap test before the map
+	prefixes termFilter       // the first two bytes of every query term: a cheaper test still
 	postings [][]posting      // by term id
 	lengths  []int32          // terms per chunk
 	avgLen   float64
@@ -52,6 +53,7 @@ func newIndex(queries []string) *index {
 				id = int32(len(ix.terms))
 				ix.terms[string(term)] = id
 				ix.filter.add(term)
+				ix.prefixes.set(prefixKey(term[0], term[1]))
 			}
 			ix.queries[q] = append(ix.queries[q], id)
 		})
@@ -278,6 +280,11 @@ func (ix *index) measure(text string) tally {
 		if j-i >= 2 {
 			t.terms++
 			word := text[i:j]
+			if !ix.prefixes.hasHash(prefixKey(word[0], word[1])) {
+				// Stemming keeps the first two bytes: no query term starts so.
+				i = j
+				continue
+			}
 			keep, y := stemLen(word)
 			last := word[keep-1]
 			before := word[max(keep-2, 0)]
@@ -381,6 +388,14 @@ func termHash4(length int, b0, b1, b2, b3 byte) uint32 {
 func (f *termFilter) hasHash(h uint32) bool {
 	h &= 1<<16 - 1
 	return f[h/64]&(1<<(h%64)) != 0
+}
+
+// prefixKey is the first two bytes of a term, lower-cased as termHash does.
+func prefixKey(b0, b1 byte) uint32 { return uint32(b0|0x20)<<8 | uint32(b1|0x20) }
+
+func (f *termFilter) set(h uint32) {
+	h &= 1<<16 - 1
+	f[h/64] |= 1 << (h % 64)
 }
 
 func (f *termFilter) add(t []byte) {

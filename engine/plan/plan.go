@@ -60,13 +60,6 @@ func (b Budget) RulesPerCall() int {
 	return max(1, b.Answer/b.AnswerPerRule)
 }
 
-// Fits reports whether one call with every rule and the whole prompt (of
-// promptTokens) fits: then no plan is needed and the request is judged as
-// one call.
-func (b Budget) Fits(promptTokens, rules int) bool {
-	return promptTokens <= b.Prompt() && rules <= b.RulesPerCall()
-}
-
 func (b Budget) validate() error {
 	switch {
 	case b.Context <= 0:
