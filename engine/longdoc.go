@@ -328,7 +328,14 @@ func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*
 		batch := min(len(rs.Rules), max(1, b.reserved/max(b.perRule, 1)))
 		fixed += min(b.reserved, batch*b.perRule) + reaskTokens + batch*reaskTokensPerRule
 	}
-	perChunk := b.tokens(pageMarker(100000)+"\n"+elision+elision) + 2*b.tokens(", 100000-100000")
+	// A chunk's page marker, elision lines, and its page in the note and
+	// the document's description.
+	maxPages := 1
+	for _, d := range docs {
+		maxPages = max(maxPages, len(d.Pages))
+	}
+	n := strconv.Itoa(maxPages)
+	perChunk := b.tokens(pageMarker(maxPages)+"\n"+elision+elision) + 2*b.tokens(", "+n+"-"+n)
 	pl, err := plan.Make(pdocs, rules, plan.Budget{
 		Context:       b.window,
 		Answer:        b.reserved,

@@ -212,11 +212,22 @@ func (ix *index) measure(text string) tally {
 	for i := 0; i < n; {
 		switch scanClass[text[i]] {
 		case scanSpace:
-			if i+1 < n && scanClass[text[i+1]] == scanOther || i+1 < n && scanClass[text[i+1]] == scanDigit {
-				t.tokens++
+			if i+1 < n {
+				if c := scanClass[text[i+1]]; c == scanOther || c == scanDigit || c == scanMark {
+					t.tokens++
+				}
 			}
 			t.runes++
 			i++
+			continue
+		case scanMark:
+			j := i + 1
+			for j < n && text[j] == text[i] {
+				j++
+			}
+			t.tokens += markTokens(j - i)
+			t.runes += j - i
+			i = j
 			continue
 		case scanOther:
 			t.tokens++
@@ -315,6 +326,7 @@ const (
 	scanSpace
 	scanLetter
 	scanDigit
+	scanMark // ASCII punctuation
 	scanNonASCII
 )
 
@@ -326,6 +338,9 @@ var scanClass = func() (t [256]uint8) {
 		t[c], t[c-'a'+'A'] = scanLetter, scanLetter
 	}
 	t[' '], t['\t'], t['\r'] = scanSpace, scanSpace, scanSpace
+	for _, c := range "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" {
+		t[c] = scanMark
+	}
 	for c := utf8.RuneSelf; c < 256; c++ {
 		t[c] = scanNonASCII
 	}

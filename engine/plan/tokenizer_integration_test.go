@@ -60,6 +60,8 @@ func TestCountAgainstRealTokenizer(t *testing.T) {
 		{"French", "Le prestataire s'engage à préserver la confidentialité des données à caractère personnel conformément au règlement général.", false},
 		{"Japanese", "本契約は、甲および乙の間で締結され、日本法に準拠するものとします。", false},
 		{"markers and layout", "<------- Page 12 ------->\n\n\t- item one\n\t- item two\n\f\n", false},
+		{"table of contents", "1. Definitions ........................ 3\n2. Services .......................... 7\n12.4 (a)(ii) ---- see §4.2;\n", false},
+		{"markdown table", "| Clause | Fee (EUR) | Due |\n|---|---:|:---:|\n| 4.1 | 12,000.00 | 30 days |\n====\n****\n", false},
 	}
 	const maxProse = 2.0
 	for _, tt := range texts {

@@ -8,8 +8,9 @@ import (
 
 // Count estimates the tokens of s without a tokenizer, erring high: a word of
 // up to six ASCII letters counts one token and longer words one more per six
-// letters; every digit, punctuation mark, line break and non-ASCII character
-// counts one, and so does a space before a digit or a mark. Tokenizers of current models (BPE and
+// letters; every digit, line break and non-ASCII character counts one, a run
+// of one punctuation mark one per four, and a space before a digit or a mark
+// one. Tokenizers of current models (BPE and
 // SentencePiece, vocabularies of 32k to 256k) give fewer for prose and about
 // as many for numbers and symbols, the texts where a guess by bytes falls
 // short.
@@ -27,11 +28,18 @@ func Count(s string) int {
 		case classSpace:
 			// A space before a digit or a mark is a token of its own: the
 			// tokenizers that split numbers into digits keep it apart.
-			if i+1 < len(s) && byteClass[s[i+1]] == classOther {
+			if i+1 < len(s) && (byteClass[s[i+1]] == classOther || byteClass[s[i+1]] == classMark) {
 				n++
 			}
 			i++
-		case classOther: // digits, punctuation, line and page breaks, controls
+		case classMark:
+			j := i + 1
+			for j < len(s) && s[j] == s[i] {
+				j++
+			}
+			n += markTokens(j - i)
+			i = j
+		case classOther: // digits, line and page breaks, controls
 			n++
 			i++
 		default: // a non-ASCII character
@@ -42,6 +50,10 @@ func Count(s string) int {
 	}
 	return n
 }
+
+// markTokens is what a run of one punctuation mark counts: vocabularies hold
+// runs such as "----" and "...." as one token.
+func markTokens(run int) int { return 1 + (run-1)/4 }
 
 func wordTokens(letters int) int {
 	return 1 + (letters-1)/wordLetters
@@ -55,6 +67,7 @@ const (
 	classOther = iota
 	classLetter
 	classSpace
+	classMark // ASCII punctuation
 	classNonASCII
 )
 
@@ -66,6 +79,9 @@ var byteClass = func() (t [256]uint8) {
 		t[c], t[c-'a'+'A'] = classLetter, classLetter
 	}
 	t[' '], t['\t'], t['\r'] = classSpace, classSpace, classSpace
+	for _, c := range "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" {
+		t[c] = classMark
+	}
 	return t
 }()
 
