@@ -302,10 +302,17 @@ func considered(docs []Document, pages map[int][]int) []DocumentPages {
 func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*plan.Plan, error) {
 	frame := SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version})
 	frameTokens := b.tokens(frame)
+	// A corrective re-ask sends the prompt again with the answer being
+	// corrected and the correction: each rule keeps room for its part of
+	// them, so that a call that fits its first ask fits its re-asks.
+	reask, reaskPerRule := 0, 0
+	if e.cfg.OutputRetries > 0 {
+		reask, reaskPerRule = reaskTokens, b.perRule+reaskTokensPerRule
+	}
 	rules := make([]plan.Rule, len(rs.Rules))
 	for i, r := range rs.Rules {
 		entry := b.tokens(SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version, Rules: []Rule{r}})) - frameTokens
-		rules[i] = plan.Rule{ID: r.RuleID, Query: r.RuleText + "\n" + r.NotApplicableText, PromptTokens: max(entry, 1)}
+		rules[i] = plan.Rule{ID: r.RuleID, Query: r.RuleText + "\n" + r.NotApplicableText, PromptTokens: max(entry, 1) + reaskPerRule}
 	}
 	pdocs := make([]plan.Document, len(docs))
 	perDoc := 0
@@ -320,14 +327,7 @@ func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*
 	// The chat template, the excerpt note's fixed text and a margin for
 	// what the estimate does not see (the schema in the prompt of some
 	// servers).
-	fixed := frameTokens + others + b.tokens(excerptHeader) + 4*perMessageTokens + b.window/32
-	if e.cfg.OutputRetries > 0 {
-		// A corrective re-ask sends the prompt again with the answer being
-		// corrected and the correction: keep room for them, so that a call
-		// that fits its first ask fits its re-asks.
-		batch := min(len(rs.Rules), max(1, b.reserved/max(b.perRule, 1)))
-		fixed += min(b.reserved, batch*b.perRule) + reaskTokens + batch*reaskTokensPerRule
-	}
+	fixed := frameTokens + others + b.tokens(excerptHeader) + 4*perMessageTokens + b.window/32 + reask
 	// A chunk's page marker, elision lines, and its page in the note and
 	// the document's description.
 	maxPages := 1
