@@ -405,6 +405,7 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"allowed_scores":   scores,
 		"not_applicable":   v.NotApplicable,
 		"sufficiency_note": opt("string", v.SufficiencyNote),
+		"pages_considered": pagesNative(v.PagesConsidered),
 		"evidences":        evidences,
 		"started_at":       millis(v.StartedAt),
 		"completed_at":     millis(v.CompletedAt),
@@ -456,6 +457,7 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 			"completion_tokens": int64(s.Usage.CompletionTokens),
 			"cached_tokens":     int64(s.Usage.CachedTokens),
 			"llm_calls":         int64(s.Usage.LLMCalls),
+			"planned_calls":     int64(s.Usage.PlannedCalls),
 		},
 		"error":             optRecord("SummaryError", failure),
 		"validation_report": optRecord("ReportDescriptor", report),
@@ -582,6 +584,13 @@ func (r nativeReader) optStr(field string) *string {
 func (r nativeReader) boolean(field string) bool {
 	b, _ := get[bool](r, field, required)
 	return b
+}
+
+// defaultedInt reads an integer field with a default; a writer that lacks
+// it wrote 0.
+func (r nativeReader) defaultedInt(field string) int {
+	n, _ := r.integer(field, defaulted)
+	return n
 }
 
 // defaultedBool reads a boolean field with a default; a writer that lacks
@@ -752,6 +761,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		}
 		v.AllowedScores = append(v.AllowedScores, int(n))
 	}
+	v.PagesConsidered = pagesFromNative(r)
 	for i, item := range r.array("evidences") {
 		e := r.item("evidences", i, item)
 		v.Evidences = append(v.Evidences, engine.Evidence{
@@ -769,6 +779,35 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		})
 	}
 	return v
+}
+
+func pagesNative(dps []engine.DocumentPages) []any {
+	out := make([]any, len(dps))
+	for i, dp := range dps {
+		pages := make([]any, len(dp.Pages))
+		for j, p := range dp.Pages {
+			pages[j] = int32(p)
+		}
+		out[i] = map[string]any{"document": dp.Document, "pages": pages}
+	}
+	return out
+}
+
+func pagesFromNative(r nativeReader) []engine.DocumentPages {
+	var out []engine.DocumentPages
+	for i, item := range r.array("pages_considered") {
+		d := r.item("pages_considered", i, item)
+		dp := engine.DocumentPages{Document: d.str("document")}
+		for j, p := range d.array("pages") {
+			n, ok := p.(int32)
+			if !ok {
+				d.fail(fmt.Sprintf("pages[%d]", j), "is a %T, want an int", p)
+			}
+			dp.Pages = append(dp.Pages, int(n))
+		}
+		out = append(out, dp)
+	}
+	return out
 }
 
 func differencesFromNative(r nativeReader) []engine.Difference {
@@ -813,6 +852,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			CompletionTokens: usage.int("completion_tokens"),
 			CachedTokens:     usage.int("cached_tokens"),
 			LLMCalls:         usage.int("llm_calls"),
+			PlannedCalls:     usage.defaultedInt("planned_calls"),
 		},
 		StartedAt:   r.time("started_at"),
 		CompletedAt: r.time("completed_at"),

@@ -286,6 +286,9 @@ type VerdictEvent struct {
 	// SufficiencyNote says why DataSufficiency was set to false by the
 	// engine; nil when it was not.
 	SufficiencyNote *string
+	// PagesConsidered names the pages the verdict was judged on when the
+	// request was split; nil when it was judged on every page.
+	PagesConsidered []engine.DocumentPages
 	Evidences       []engine.Evidence
 	StartedAt       time.Time
 	CompletedAt     time.Time
@@ -333,6 +336,7 @@ func NewVerdictEvents(req *Request, rs *engine.Ruleset, res *engine.Result, mode
 			NumericalOutput: clonePtr(v.NumericalOutput),
 			NotApplicable:   v.NotApplicable,
 			Evidences:       cloneEvidences(v.Evidences),
+			PagesConsidered: clonePages(v.PagesConsidered),
 			StartedAt:       eventTime(started),
 			CompletedAt:     eventTime(completed),
 			RuleIndex:       i,
@@ -770,6 +774,16 @@ func documentsFromJSON(docs []documentJSON) []Document {
 	var out []Document
 	for _, d := range docs {
 		out = append(out, Document(d))
+	}
+	return out
+}
+
+// clonePages copies page lists so that the event owns them, with empty
+// lists as nil, as Avro decoding gives them.
+func clonePages(dps []engine.DocumentPages) []engine.DocumentPages {
+	out := cloneOrNil(dps)
+	for i := range out {
+		out[i].Pages = cloneOrNil(out[i].Pages)
 	}
 	return out
 }

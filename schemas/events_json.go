@@ -78,11 +78,17 @@ type verdictJSON struct {
 	AllowedScores   []int           `json:"allowed_scores"`
 	NotApplicable   bool            `json:"not_applicable"`
 	SufficiencyNote *string         `json:"sufficiency_note"`
+	PagesConsidered []pagesJSON     `json:"pages_considered"`
 	Evidences       []evidenceJSON  `json:"evidences"`
 	StartedAt       json.RawMessage `json:"started_at"`
 	CompletedAt     json.RawMessage `json:"completed_at"`
 	RuleIndex       int             `json:"rule_index"`
 	RuleCount       int             `json:"rule_count"`
+}
+
+type pagesJSON struct {
+	Document string `json:"document"`
+	Pages    []int  `json:"pages"`
 }
 
 type evidenceJSON struct {
@@ -126,11 +132,15 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 		AllowedScores:   emptyIfNil(v.AllowedScores),
 		NotApplicable:   v.NotApplicable,
 		SufficiencyNote: v.SufficiencyNote,
+		PagesConsidered: make([]pagesJSON, len(v.PagesConsidered)),
 		Evidences:       make([]evidenceJSON, len(v.Evidences)),
 		StartedAt:       timeJSON(v.StartedAt),
 		CompletedAt:     timeJSON(v.CompletedAt),
 		RuleIndex:       v.RuleIndex,
 		RuleCount:       v.RuleCount,
+	}
+	for i, dp := range v.PagesConsidered {
+		out.PagesConsidered[i] = pagesJSON{Document: dp.Document, Pages: emptyIfNil(dp.Pages)}
 	}
 	for i, e := range v.Evidences {
 		out.Evidences[i] = evidenceJSON{
@@ -189,6 +199,9 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		timeField{"started_at", in.StartedAt, &out.StartedAt},
 		timeField{"completed_at", in.CompletedAt, &out.CompletedAt}); err != nil {
 		return err
+	}
+	for _, dp := range in.PagesConsidered {
+		out.PagesConsidered = append(out.PagesConsidered, engine.DocumentPages{Document: dp.Document, Pages: cloneOrNil(dp.Pages)})
 	}
 	for _, e := range in.Evidences {
 		out.Evidences = append(out.Evidences, engine.Evidence{
@@ -267,7 +280,7 @@ type usageJSON struct {
 	CompletionTokens int `json:"completion_tokens"`
 	CachedTokens     int `json:"cached_tokens"`
 	LLMCalls         int `json:"llm_calls"`
-	PlannedCalls     int `json:"planned_calls,omitempty"`
+	PlannedCalls     int `json:"planned_calls"`
 }
 
 type summaryErrorJSON struct {

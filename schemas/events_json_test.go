@@ -307,6 +307,7 @@ func ExampleVerdictEvent_MarshalJSON() {
 	//   "allowed_scores": [],
 	//   "not_applicable": false,
 	//   "sufficiency_note": null,
+	//   "pages_considered": [],
 	//   "evidences": [],
 	//   "started_at": "2025-03-01T09:30:00.250Z",
 	//   "completed_at": "2025-03-01T09:30:01.750Z",

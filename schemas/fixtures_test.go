@@ -148,6 +148,7 @@ func fullVerdict() *VerdictEvent {
 		Rationale:       "Invoices are payable within 30 days, under the 45-day limit.",
 		BooleanOutput:   new(true),
 		NotApplicable:   false,
+		PagesConsidered: []engine.DocumentPages{{Document: "agreement.pdf", Pages: []int{1, 2, 3, 250}}, {Document: "契約書", Pages: []int{1}}},
 		Evidences: []engine.Evidence{
 			{Text: "payable within 30 days", QuotedText: "payable within 30 days", Similarity: 1, SourceOrigin: "agreement.pdf", SourcePageNumber: 2, Anchored: true, Match: engine.MatchExact, StartOffset: new(30), EndOffset: new(52)},
 			{Text: "volume 250000", QuotedText: "volume 250000", SourceOrigin: "volume", Match: engine.MatchNotDocument},
@@ -182,7 +183,7 @@ func fullSummary() *SummaryEvent {
 			{SourceOrigin: "agreement.pdf", Text: "payable within 30 days", SourcePageNumber: 2},
 			{SourceOrigin: "契約書", Text: unicodeText},
 		},
-		Usage:       engine.Usage{PromptTokens: 1 << 40, CompletionTokens: 321, CachedTokens: 7, LLMCalls: 2},
+		Usage:       engine.Usage{PromptTokens: 1 << 40, CompletionTokens: 321, CachedTokens: 7, LLMCalls: 4, PlannedCalls: 3},
 		Report:      &ReportDescriptor{FileName: "req-1.xlsx", URI: "s3://reports/acme/req-1.xlsx", MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: "acme/req-1.xlsx"},
 		StartedAt:   t1,
 		CompletedAt: t2,
