@@ -439,6 +439,9 @@ func summaryLine(s *schemas.SummaryEvent) string {
 	}
 	if u := s.Usage; u.LLMCalls > 0 {
 		fmt.Fprintf(&b, "  tokens %d in (%d cached), %d out, %d call(s)", u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.LLMCalls)
+		if u.PlannedCalls > 1 {
+			fmt.Fprintf(&b, ", split into %d", u.PlannedCalls)
+		}
 	}
 	return b.String()
 }
