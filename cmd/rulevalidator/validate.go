@@ -55,6 +55,11 @@ func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
 
 // newEngine builds the model client and the engine from the flags.
 func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.Engine, error) {
+	switch engine.Instructions(f.instructions) {
+	case engine.InstructionsSystem, engine.InstructionsUser, engine.InstructionsAuto:
+	default:
+		return nil, fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions)
+	}
 	client, err := openai.New(openai.Config{
 		BaseURL: f.baseURL,
 		APIKey:  f.apiKey,

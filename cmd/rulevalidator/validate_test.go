@@ -224,6 +224,7 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "invalid ruleset", args: []string{"validate", "--ruleset", badRuleset, "--input", exampleInput}, wantCode: exitInvalid, wantStderr: `unknown field "scroe"`, noCalls: true},
 		{name: "invalid input", args: []string{"validate", "--ruleset", exampleRuleset, "--input", badInput}, wantCode: exitInvalid, wantStderr: "primary_docs[0]", noCalls: true},
 		{name: "missing file", args: []string{"validate", "--ruleset", filepath.Join(dir, "nope.yaml"), "--input", exampleInput}, wantCode: exitInvalid, wantStderr: "nope.yaml", noCalls: true},
+		{name: "bad instructions setting", args: []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--llm-instructions", "developer"}, wantCode: exitInvalid, wantStderr: `--llm-instructions: "developer" is not system, user or auto`, noCalls: true},
 		{name: "model refuses", replies: []llmfake.Reply{{Status: http.StatusUnauthorized, Error: &llmfake.Error{Message: "bad key"}}}, args: []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput}, wantCode: exitFailure, wantStderr: "refused the request"},
 		{name: "bad answers", replies: []llmfake.Reply{{Content: "nope"}, {Content: "nope"}, {Content: "nope"}}, args: []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput}, wantCode: exitFailure, wantStderr: "did not produce a valid answer"},
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitInvalid, wantStderr: `unknown command "frobnicate"`, noCalls: true},
