@@ -92,7 +92,7 @@ func TestValidateLongDocumentAgainstRealModel(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
 		t.Fatalf("stdout is not a result: %v\n%s", err, stdout.String())
 	}
-	t.Logf("usage %+v", res.Usage)
+	t.Logf("result:\n%s", stdout.String())
 	if res.Usage.PlannedCalls < 2 || res.Usage.LLMCalls < res.Usage.PlannedCalls {
 		t.Errorf("usage %+v: a request that does not fit must be split", res.Usage)
 	}
