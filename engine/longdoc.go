@@ -196,7 +196,10 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 		return nil, Usage{}, err
 	}
 	user := UserPrompt(in)
-	if b.fits(b.tokens(first.system)+b.tokens(user)+3*perMessageTokens, len(rs.Rules)) {
+	// plan.Count never exceeds a text's length in bytes: a request that
+	// fits by bytes needs no counting.
+	fitsBytes := b.fits(plan.Scale(len(first.system)+len(user), b.ratio)+3*perMessageTokens, len(rs.Rules))
+	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(user)+3*perMessageTokens, len(rs.Rules)) {
 		e.observePlan(model, 1)
 		verdicts, usage, err := e.converseWith(ctx, model, rs, rs.Rules, user, an)
 		usage.PlannedCalls = 1

@@ -374,3 +374,15 @@ func TestMeasureMatchesCountAndEachTerm(t *testing.T) {
 		}
 	}
 }
+
+// TestCountNeverExceedsBytes: the engine skips counting a prompt that fits
+// by its length in bytes.
+func TestCountNeverExceedsBytes(t *testing.T) {
+	texts := []string{"", "a", "1 2 3 4", " . , ; ", "a-b-c-d", "\n\n\n", "é", "契約", "x1y2z3", " 1", "!!!!!!!!!", synthdoc.Pages(1, 3000, 4)[0],
+		"Invoice 2026-0417: EUR 1,234,567.89 due 2026-03-31; IBAN DE89 3704 0044 0532 0130 00."}
+	for _, s := range texts {
+		if n := Count(s); n > len(s) {
+			t.Errorf("Count(%q) = %d, over its %d bytes", s, n, len(s))
+		}
+	}
+}
