@@ -105,6 +105,12 @@ func TestTailLines(t *testing.T) {
 			`request r-1  rule liability-cap  N/A (PASS)  "Capped at twelve months of fees; data protection is not carved out."  evidence: none`},
 		{"completed summary", summaryLine(tailPtr(tailSummary("r-2"))),
 			`request r-2  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data  boolean (all) FAILED 0/1  numerical (weighted_mean) 2.00 over 1  report s3://rulevalidator-reports/contoso/r-2.xlsx  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
+		{"split summary", summaryLine(func() *schemas.SummaryEvent {
+			s := tailSummary("r-5")
+			s.Report, s.Aggregate, s.Usage.LLMCalls, s.Usage.PlannedCalls = nil, engine.Aggregate{}, 9, 7
+			return &s
+		}()),
+			`request r-5  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data  model fake-model  tokens 900 in (512 cached), 300 out, 9 call(s), split into 7`},
 		{"failed summary", summaryLine(&failed),
 			`request r-3  summary failed  ruleset contract-review  error unknown_ruleset: "unknown ruleset \"contract-review\" version \"9\""`},
 		{"dead letter", deadLetterLine(&dl),
