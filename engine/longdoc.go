@@ -164,8 +164,9 @@ func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Input
 		"model", model, "context_tokens", n)
 	e.windows.learn(model, n)
 	verdicts, again, err := e.judgeWithin(ctx, model, rs, in, an)
-	again.PlannedCalls += usage.PlannedCalls
-	return verdicts, usage.Add(again), err
+	total := usage.Add(again)
+	total.PlannedCalls = again.PlannedCalls // the plan the verdicts come from
+	return verdicts, total, err
 }
 
 // contextLimit reads the context window from a server's refusal of a

@@ -442,6 +442,9 @@ func TestContextWindowLearnedFromRefusal(t *testing.T) {
 	if len(m.requests) == 0 || !res.Rules[0].DataSufficiency {
 		t.Fatalf("not judged after learning the window: %+v, %d calls", res.Rules[0], len(m.requests))
 	}
+	if res.Usage.PlannedCalls != len(m.requests) {
+		t.Errorf("usage %+v: planned calls are those of the plan within the learned window (%d)", res.Usage, len(m.requests))
+	}
 	for i, req := range m.requests {
 		prompt := 0
 		for _, msg := range req.Messages {
