@@ -36,7 +36,7 @@ func TestExcerptPromptMarksLeftOutParts(t *testing.T) {
 		Message:       "Check the indemnity.",
 	}
 	docs := in.Documents()
-	chunks := plan.Chunks([]plan.Document{{Name: "main.pdf", Pages: docs[0].Pages}, {Name: "annex.pdf", Pages: docs[1].Pages}}, 200, 1, nil)
+	chunks := plan.Chunks([]plan.Document{{Name: "main.pdf", Pages: docs[0].Pages}, {Name: "annex.pdf", Pages: docs[1].Pages}}, 200, 1)
 	var bravo, third int = -1, -1
 	for i, c := range chunks {
 		if c.Page == 2 && strings.Contains(c.Text, "Bravo") {

@@ -1,9 +1,6 @@
 package plan
 
-import (
-	"strings"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // Document is one document to plan over. Its text, as offsets count it, is
 // its pages joined by form feeds.
@@ -34,12 +31,14 @@ type splitter func(s string) []string
 // Chunks splits docs into chunks of at most maxTokens, as Count estimates
 // them scaled by ratio: one chunk per page where the page fits, otherwise
 // pieces cut at paragraph breaks, then at sentence ends, then at spaces,
-// packed greedily so that the pieces of a page stay as few as possible. Each
-// chunk is added to ix, when given, as it is cut.
-func Chunks(docs []Document, maxTokens int, ratio float64, ix *index) []Chunk {
-	if ix == nil {
-		ix = newIndex(nil)
-	}
+// packed greedily so that the pieces of a page stay as few as possible.
+func Chunks(docs []Document, maxTokens int, ratio float64) []Chunk {
+	return chunk(docs, maxTokens, ratio, newIndex(nil))
+}
+
+// chunk is Chunks adding each chunk to ix as it is cut, in the same pass over
+// the text that measures it.
+func chunk(docs []Document, maxTokens int, ratio float64, ix *index) []Chunk {
 	count := func(s string) int { return Scale(Count(s), ratio) }
 	var out []Chunk
 	for d, doc := range docs {
@@ -201,6 +200,3 @@ func cutAfter(s string, sep func(s string, i int) int) []string {
 	}
 	return out
 }
-
-// docText is a document's text as offsets count it; tests use it.
-func docText(d Document) string { return strings.Join(d.Pages, "\f") }

@@ -140,7 +140,7 @@ func Make(docs []Document, rules []Rule, b Budget, ratio float64) (*Plan, error)
 		queries[i] = r.Query
 	}
 	ix := newIndex(queries)
-	chunks := Chunks(docs, chunkMax, ratio, ix)
+	chunks := chunk(docs, chunkMax, ratio, ix)
 	p := &Plan{Chunks: chunks, Cut: make([]bool, len(rules)), CallOf: make([]int, len(rules))}
 
 	chunkCost := func(i int) int { return chunks[i].Tokens + b.PerChunk }

@@ -93,7 +93,7 @@ func TestChunksOffsetsAndLimits(t *testing.T) {
 		{Name: "b", Pages: []string{"only page"}},
 	}
 	const max = 120
-	chunks := Chunks(docs, max, 1, nil)
+	chunks := Chunks(docs, max, 1)
 	byPage := map[[2]int]string{}
 	for _, c := range chunks {
 		if c.Tokens > max {
@@ -132,7 +132,7 @@ func TestChunksOffsetsAndLimits(t *testing.T) {
 func TestChunksParagraphsFirst(t *testing.T) {
 	para := strings.Repeat("word ", 30) + "end."
 	page := para + "\n\n" + para + "\n\n" + para
-	chunks := Chunks([]Document{{Pages: []string{page}}}, Count(para)+5, 1, nil)
+	chunks := Chunks([]Document{{Pages: []string{page}}}, Count(para)+5, 1)
 	if len(chunks) != 3 {
 		t.Fatalf("%d chunks, want one per paragraph", len(chunks))
 	}
@@ -147,7 +147,7 @@ func TestBM25RanksTheClausePage(t *testing.T) {
 	pages := synthdoc.Pages(50, 2000, 1)
 	pages[36] += "\nThe supplier shall deposit the quantum cryptography keys in escrow with a Zurich notary.\n"
 	ix := newIndex([]string{"The keys must be held in escrow by a notary.", synthdoc.RuleText(synthdoc.TopicOf(3))})
-	chunks := Chunks([]Document{{Name: "c", Pages: pages}}, 4000, 1, ix)
+	chunks := chunk([]Document{{Name: "c", Pages: pages}}, 4000, 1, ix)
 	scores := make([]float64, len(chunks))
 	ix.scores(0, scores)
 	if best := argmax(scores); chunks[best].Page != 37 {
@@ -312,6 +312,9 @@ func TestMakeErrors(t *testing.T) {
 		t.Error("no rules accepted")
 	}
 }
+
+// docText is a document's text as offsets count it.
+func docText(d Document) string { return strings.Join(d.Pages, "\f") }
 
 func contains(xs []int, x int) bool {
 	for _, y := range xs {
