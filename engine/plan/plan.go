@@ -115,9 +115,10 @@ func (p *Plan) Pages(c int) map[int][]int {
 const relevantShare = 0.3
 
 // Make plans calls judging rules over docs within b. Texts are estimated by
-// Count scaled by ratio (the model's correction, see Estimator.PromptRatio). A rule whose relevant chunks do not all fit is
-// still judged, on the most relevant ones, and marked Cut; so is a rule that
-// matches no chunk at all, which is judged on the beginning of the documents.
+// Count scaled by ratio (the model's correction, see Estimator.PromptRatio).
+// A rule whose relevant chunks do not all fit is still judged, on the most
+// relevant ones, and marked Cut; so is a rule that matches no chunk at all,
+// which is judged on the beginning of the documents.
 func Make(docs []Document, rules []Rule, b Budget, ratio float64) (*Plan, error) {
 	if err := b.validate(); err != nil {
 		return nil, err
