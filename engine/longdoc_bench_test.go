@@ -28,13 +28,15 @@ func BenchmarkSplitRequestTokens(b *testing.B) {
 		b.Fatal(err)
 	}
 	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "contract.pdf", Pages: synthdoc.Pages(100, 2000, 7)}}}
-	e := newPlanningEngine(b, m, engine.Config{ContextTokens: 8192})
 
 	var res *engine.Result
 	for b.Loop() {
 		m.mu.Lock()
 		m.requests = m.requests[:0]
 		m.mu.Unlock()
+		// A fresh engine: the plan of a model not seen before, the same in
+		// every iteration.
+		e := newPlanningEngine(b, m, engine.Config{ContextTokens: 8192})
 		var err error
 		if res, err = e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in}); err != nil {
 			b.Fatal(err)
