@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,6 +69,27 @@ func TestExcerptPromptMarksLeftOutParts(t *testing.T) {
 	for _, absent := range []string{"Alpha", "Charlie", "Cover page", "Annex text", startMarker("Document", "annex.pdf")} {
 		if strings.Contains(got, absent) {
 			t.Errorf("excerpt holds %q, which is not in it", absent)
+		}
+	}
+}
+
+func TestContextLimit(t *testing.T) {
+	rejected := func(msg string) error { return fmt.Errorf("openai: %s: %w", msg, ErrLLMRejected) }
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{rejected("the input is too long for the model's context window (400: Requested tokens (6012) exceed context window of 2048)"), 2048},
+		{rejected("the input is too long for the model's context window (400: This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.)"), 8192},
+		{rejected(`the input is too long (400: {"type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":4096})`), 4096},
+		{rejected("the input is too long for the model's context window (400: the request exceeds the available context size)"), 0},
+		{fmt.Errorf("exceed context window of 2048: %w", ErrLLMUnavailable), 0}, // not a refusal
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		got, ok := contextLimit(tt.err)
+		if got != tt.want || ok != (tt.want > 0) {
+			t.Errorf("contextLimit(%v) = %d, %v; want %d", tt.err, got, ok, tt.want)
 		}
 	}
 }
