@@ -446,7 +446,7 @@ func TestSubmitWithRealPipeline(t *testing.T) {
 	t.Cleanup(fake.Close)
 	fake.SetDefault(llmfake.Reply{
 		Content: `{"rules":[` +
-			`{"rule_id":"signed","data_sufficiency":true,"rationale":"The contract says it is signed.","boolean_output":true,"not_applicable":false,"evidences":[]},` +
+			`{"rule_id":"signed","data_sufficiency":true,"rationale":"The contract says it is signed.","boolean_output":true,"not_applicable":false,"evidences":[{"text":"Signed and dated","source_origin":"contract.txt","source_page_number":1}]},` +
 			`{"rule_id":"dated","data_sufficiency":true,"rationale":"No date is given.","boolean_output":false,"not_applicable":false,"evidences":[]}]}`,
 		PromptTokens: 120, CompletionTokens: 40,
 	})

@@ -28,7 +28,26 @@ const (
 	ReasonWrongOutputType   = "wrong_output_type"
 	ReasonEmptyResponse     = "empty_response"
 	ReasonMalformedEvidence = "malformed_evidence"
+
+	// Content reasons: the answer has the right shape but says nothing, or
+	// cites what the documents do not say. When the budget runs out on these
+	// alone, the best answer is kept with data_sufficiency false.
+	ReasonPlaceholderRationale = "placeholder_rationale"
+	ReasonPlaceholderEvidence  = "placeholder_evidence"
+	ReasonUnanchoredQuote      = "unanchored_quote"
+	ReasonAlteredEvidence      = "altered_evidence"
+	ReasonUnsupportedVerdict   = "unsupported_verdict"
 )
+
+// isContentReason reports whether reason is a content problem rather than a
+// shape problem.
+func isContentReason(reason string) bool {
+	switch reason {
+	case ReasonPlaceholderRationale, ReasonPlaceholderEvidence, ReasonUnanchoredQuote, ReasonAlteredEvidence, ReasonUnsupportedVerdict:
+		return true
+	}
+	return false
+}
 
 // Problem is one thing wrong with a model answer. RuleID is empty when the
 // problem concerns the answer as a whole.

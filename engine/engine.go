@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"rulevalidator/engine/anchor"
+	"rulevalidator/engine/plan"
 )
 
 // ErrInputTooLarge marks inputs over Config.MaxInputBytes. It is also an
@@ -32,13 +34,28 @@ type Config struct {
 	// Temperature is passed to the model (default 0: as deterministic as the
 	// server allows).
 	Temperature float32
-	// MaxTokens caps each answer (0: the server's default).
+	// MaxTokens caps each answer (0: the server's default). Rules are split
+	// into calls whose answers fit it.
 	MaxTokens int
+	// ContextTokens is the model's context window, prompt and answer
+	// together (0: asked from the server when the LLM can, else
+	// DefaultContextTokens). A request that does not fit is judged in several
+	// calls, each on the passages most relevant to its rules.
+	ContextTokens int
+	// CallConcurrency caps the calls of one request that run at once
+	// (default DefaultCallConcurrency).
+	CallConcurrency int
 	// MaxInputBytes caps the total text of a request's inputs (default 4 MiB).
 	MaxInputBytes int
 	// FuzzyThreshold is the similarity (0.5..1) a paraphrased quote needs to
 	// be anchored to a span (default 0.85).
 	FuzzyThreshold float64
+	// Instructions is how the instructions reach the model (default system;
+	// auto probes each model once, see InstructionsAuto).
+	Instructions Instructions
+	// Logger receives the engine's rare notices, such as what a probe found
+	// (default slog.Default()).
+	Logger *slog.Logger
 	// Hooks observe the engine's work; every field is optional.
 	Hooks Hooks
 }
@@ -52,6 +69,9 @@ type Hooks struct {
 	OutputRetry func(reason string)
 	// Anchor is called once per evidence with how it was anchored.
 	Anchor func(m Match)
+	// PlannedCalls is called once per request with the number of calls
+	// planned for it (1 when everything fits one call).
+	PlannedCalls func(model string, calls int)
 }
 
 func (c *Config) setDefaults() {
@@ -67,6 +87,13 @@ func (c *Config) setDefaults() {
 	if c.MaxInputBytes == 0 {
 		c.MaxInputBytes = 4 << 20
 	}
+	if c.Instructions == "" {
+		c.Instructions = InstructionsSystem
+	}
+	if c.CallConcurrency == 0 {
+		c.CallConcurrency = DefaultCallConcurrency
+	}
+	c.Logger = defaultLogger(c.Logger)
 }
 
 // Validate reports the first problem with the configuration.
@@ -75,6 +102,9 @@ func (c *Config) Validate() error {
 	case FormatJSONSchema, FormatJSONObject, FormatText:
 	default:
 		return fmt.Errorf("engine: Format %q is not one of json_schema, json_object, text", c.Format)
+	}
+	if err := c.Instructions.validate(); c.Instructions != "" && err != nil {
+		return err
 	}
 	if c.MaxInputBytes < 0 {
 		return fmt.Errorf("engine: MaxInputBytes %d must not be negative", c.MaxInputBytes)
@@ -88,6 +118,15 @@ func (c *Config) Validate() error {
 	if c.MaxTokens < 0 {
 		return fmt.Errorf("engine: MaxTokens %d must not be negative", c.MaxTokens)
 	}
+	if c.ContextTokens < 0 {
+		return fmt.Errorf("engine: ContextTokens %d must not be negative", c.ContextTokens)
+	}
+	if c.ContextTokens > 0 && c.MaxTokens >= c.ContextTokens {
+		return fmt.Errorf("engine: MaxTokens %d must be below ContextTokens %d: the answer shares the context window with the prompt", c.MaxTokens, c.ContextTokens)
+	}
+	if c.CallConcurrency < 0 {
+		return fmt.Errorf("engine: CallConcurrency %d must not be negative", c.CallConcurrency)
+	}
 	return nil
 }
 
@@ -96,6 +135,9 @@ type Engine struct {
 	llm      LLM
 	cfg      Config
 	compiled *compiledCache
+	modes    *instructionModes
+	est      *plan.Estimator // token estimates, learned per model
+	windows  *contextWindows // context windows the server reported
 }
 
 // New returns an Engine asking llm, with cfg's defaults applied and checked.
@@ -107,7 +149,8 @@ func New(llm LLM, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256)}, nil
+	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256), modes: newInstructionModes(),
+		est: plan.NewEstimator(), windows: newContextWindows()}, nil
 }
 
 // Request is one thing to judge.
@@ -146,11 +189,9 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 		return nil, errors.New("engine: no model configured")
 	}
 
-	verdicts, usage, err := e.ask(ctx, model, rs, in)
+	an := e.newAnchoring(in)
+	verdicts, usage, err := e.judge(ctx, model, rs, in, an)
 	if err != nil {
-		return nil, err
-	}
-	if err := anchorEvidence(verdicts, in, e.anchorOptions(), e.cfg.Hooks.Anchor); err != nil {
 		return nil, err
 	}
 	return &Result{
@@ -164,21 +205,35 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 	}, nil
 }
 
-// ask runs the conversation: one question, then corrective re-asks for the
-// rules whose answers failed the checks, merging what was accepted. The
-// verdicts come back in ruleset order.
-func (e *Engine) ask(ctx context.Context, model string, rs *Ruleset, in *Inputs) ([]Verdict, Usage, error) {
-	first, err := e.compiled.get(rs)
+// converse runs one conversation: it asks the model to judge rules (all of
+// rs.Rules, or a subset of them) on in (all of the request's inputs, or an
+// excerpt of them), then re-asks for the rules whose answers failed the
+// checks, merging what was accepted. an anchors evidence against the whole
+// request's documents; share one per request across its conversations.
+// The verdicts come back in the order of rules, their evidence anchored.
+//
+// An answer is accepted once it has the right shape (checkAnswer) and says
+// something (checkContent). When the re-ask budget runs out and the only
+// problems left are content problems, each such rule keeps its best answer,
+// marked data_sufficiency false with the reason; any shape problem left is
+// an OutputError.
+func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules []Rule, in *Inputs, an *anchoring) ([]Verdict, Usage, error) {
+	return e.converseWith(ctx, model, rs, rules, UserPrompt(in), an)
+}
+
+// converseWith is converse with the user message already rendered (an
+// excerpt's, which names the pages it holds).
+func (e *Engine) converseWith(ctx context.Context, model string, rs *Ruleset, rules []Rule, user string, an *anchoring) ([]Verdict, Usage, error) {
+	first, err := e.compiledFor(rs, rules)
 	if err != nil {
 		return nil, Usage{}, err
 	}
-	base := []Message{
-		{Role: "system", Content: first.system},
-		{Role: "user", Content: UserPrompt(in)},
-	}
+	mode := e.instructionMode(ctx, model)
+	base := buildPrompt(mode, first.system, user)
 	messages := base
-	pending := rs.Rules
-	accepted := make(map[string]Verdict, len(rs.Rules))
+	pending := rules
+	accepted := make(map[string]Verdict, len(rules))
+	best := map[string]candidate{} // content-flawed answers, the fewest problems kept
 	var usage Usage
 	for attempt := 0; ; attempt++ {
 		schema, grammar := first.schema, first.grammar
@@ -208,17 +263,37 @@ func (e *Engine) ask(ctx context.Context, model string, rs *Ruleset, in *Inputs)
 			return nil, usage, err
 		}
 		usage = usage.Add(resp.Usage)
+		e.observeUsage(model, messages, len(pending), resp.Usage)
 
 		good, problems := checkAnswer(resp.Content, pending)
-		for id, v := range good {
-			accepted[id] = v
+		for _, r := range pending {
+			v, ok := good[r.RuleID]
+			if !ok {
+				continue
+			}
+			cps, err := an.checkContent(r, &v)
+			if err != nil {
+				return nil, usage, err
+			}
+			if len(cps) == 0 {
+				accepted[r.RuleID] = v
+				delete(best, r.RuleID)
+				continue
+			}
+			problems = append(problems, cps...)
+			if c, ok := best[r.RuleID]; !ok || len(cps) <= len(c.problems) {
+				best[r.RuleID] = candidate{v, cps}
+			}
 		}
 		pending = stillPending(pending, accepted)
 		if len(pending) == 0 {
 			break
 		}
 		if attempt >= e.cfg.OutputRetries {
-			return nil, usage, &OutputError{Attempts: attempt + 1, Problems: problems}
+			if !keepBest(pending, best, accepted) {
+				return nil, usage, &OutputError{Attempts: attempt + 1, Problems: problems}
+			}
+			break
 		}
 		if e.cfg.Hooks.OutputRetry != nil {
 			for _, p := range problems {
@@ -232,11 +307,57 @@ func (e *Engine) ask(ctx context.Context, model string, rs *Ruleset, in *Inputs)
 			Message{Role: "user", Content: correctiveMessage(problems, pending)},
 		)
 	}
-	out := make([]Verdict, 0, len(rs.Rules))
-	for _, r := range rs.Rules {
+	out := make([]Verdict, 0, len(rules))
+	for _, r := range rules {
 		out = append(out, accepted[r.RuleID])
 	}
+	if observe := e.cfg.Hooks.Anchor; observe != nil {
+		for _, v := range out {
+			for _, ev := range v.Evidences {
+				observe(ev.Match)
+			}
+		}
+	}
 	return out, usage, nil
+}
+
+// candidate is an answer that had the right shape but content problems.
+type candidate struct {
+	verdict  Verdict
+	problems []Problem
+}
+
+// keepBest accepts, for every pending rule, its best content-flawed answer,
+// marked as judged on insufficient data with the reasons. It accepts nothing
+// and reports false when some pending rule has no such answer (its problems
+// were of shape).
+func keepBest(pending []Rule, best map[string]candidate, accepted map[string]Verdict) bool {
+	for _, r := range pending {
+		if _, ok := best[r.RuleID]; !ok {
+			return false
+		}
+	}
+	for _, r := range pending {
+		c := best[r.RuleID]
+		v := c.verdict
+		v.DataSufficiency = false
+		notes := make([]string, len(c.problems))
+		for i, p := range c.problems {
+			notes[i] = p.Detail
+		}
+		v.SufficiencyNote = "the answer was kept with problems left after every re-ask: " + strings.Join(notes, "; ")
+		accepted[r.RuleID] = v
+	}
+	return true
+}
+
+// compiledFor is the prompt and schemas for judging rules of rs: from the
+// cache when they are all of rs's rules, rendered afresh for a subset.
+func (e *Engine) compiledFor(rs *Ruleset, rules []Rule) (*compiled, error) {
+	if len(rules) == len(rs.Rules) && (len(rules) == 0 || &rules[0] == &rs.Rules[0]) {
+		return e.compiled.get(rs)
+	}
+	return compile(&Ruleset{ID: rs.ID, Version: rs.Version, Rules: rules})
 }
 
 func (e *Engine) anchorOptions() anchor.Options {
@@ -272,13 +393,18 @@ func (e *OutputError) Error() string {
 // Is makes errors.Is(err, ErrInvalidOutput) true.
 func (e *OutputError) Is(target error) bool { return target == ErrInvalidOutput }
 
-// collectSources lists the cited sources, de-duplicated by (origin, text,
-// page), in order of first citation.
+// collectSources lists the cited sources: the evidence anchored in a
+// supplied document, de-duplicated by (origin, text, page), in order of first
+// citation. Evidence from named inputs, the text input or the message, and
+// quotes found in no document, cite no source.
 func collectSources(verdicts []Verdict) []Source {
 	seen := make(map[Source]bool)
 	sources := []Source{}
 	for _, v := range verdicts {
 		for _, ev := range v.Evidences {
+			if !ev.Anchored {
+				continue
+			}
 			s := Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber}
 			if !seen[s] {
 				seen[s] = true

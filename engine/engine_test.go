@@ -22,7 +22,7 @@ func newTestEngine(t *testing.T, llm LLM, cfg Config) *Engine {
 
 func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t,
-		numRule("score", 3),
+		numRule("score", 3, capQuote),
 		boolRule("term", true, map[string]any{"text": "The term of this agreement is two (2) years", "source_origin": "msa.pdf", "source_page_number": 1}),
 		boolRule("cap", true, map[string]any{"text": "total liability is capped at fees paid", "source_origin": "msa.pdf", "source_page_number": 1}),
 	)}}}
@@ -41,7 +41,7 @@ func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 	if !ev.Anchored || ev.Match != MatchExact || ev.SourcePageNumber != 2 || ev.StartOffset == nil {
 		t.Errorf("term evidence not anchored to page 2: %+v", ev)
 	}
-	if res.Usage != (Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1}) {
+	if res.Usage != (Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1, PlannedCalls: 1}) {
 		t.Errorf("usage = %+v", res.Usage)
 	}
 	if len(res.Sources) != 2 || res.Sources[0].SourcePageNumber != 1 || res.Sources[1].SourcePageNumber != 2 {
@@ -65,8 +65,8 @@ func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 
 func TestEvaluateReasksOnlyFailingRules(t *testing.T) {
 	llm := &scriptedLLM{replies: []scriptedReply{
-		{content: answer(t, boolRule("cap", true), numRule("score", 9))},   // term missing, score not allowed
-		{content: answer(t, boolRule("term", false), numRule("score", 2))}, // both fixed
+		{content: answer(t, boolRule("cap", true, capQuote), numRule("score", 9))},   // term missing, score not allowed
+		{content: answer(t, boolRule("term", false), numRule("score", 2, capQuote))}, // both fixed
 	}}
 	var retries []string
 	res, err := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(r string) { retries = append(retries, r) }}}).
@@ -173,10 +173,11 @@ func TestEvaluateEvidenceOrigins(t *testing.T) {
 			// not in any document
 			map[string]any{"text": "The supplier shall indemnify the customer against all claims whatsoever.", "source_origin": "msa.pdf", "source_page_number": 1},
 		),
-		boolRule("term", true), numRule("score", 1),
+		boolRule("term", false), numRule("score", 1),
 	)}}}
 	var matches []Match
-	res, err := newTestEngine(t, llm, Config{Hooks: Hooks{Anchor: func(m Match) { matches = append(matches, m) }}}).
+	// No re-asks: the unfound quote is kept, and its verdict marked.
+	res, err := newTestEngine(t, llm, Config{OutputRetries: -1, Hooks: Hooks{Anchor: func(m Match) { matches = append(matches, m) }}}).
 		Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in})
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +192,9 @@ func TestEvaluateEvidenceOrigins(t *testing.T) {
 	if ev[2].Anchored || ev[2].Match != MatchNone || ev[2].StartOffset != nil || !strings.Contains(ev[2].Text, "indemnify") {
 		t.Errorf("unfound quote must stay unanchored with its text: %+v", ev[2])
 	}
+	if v := res.Rules[0]; v.DataSufficiency || !strings.Contains(v.SufficiencyNote, "was not found in") {
+		t.Errorf("a verdict kept with an unfound quote must say so: %+v", v)
+	}
 	if fmt.Sprint(matches) != "[exact not_document none]" {
 		t.Errorf("anchor outcomes %v", matches)
 	}
@@ -204,5 +208,35 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 	if _, err := New(nil, Config{}); err == nil {
 		t.Error("New accepted a nil LLM")
+	}
+}
+
+// TestConverseSubset: one conversation judges a subset of the rules on an
+// excerpt of the inputs, and anchors against all of the request's documents.
+func TestConverseSubset(t *testing.T) {
+	rs, full := testRuleset(), testInputs()
+	if err := rs.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	excerpt := &Inputs{PrimaryDocs: []Document{{Name: "msa.pdf", Pages: []string{full.PrimaryDocs[0].Pages[1]}}}}
+	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t, numRule("score", 1), boolRule("cap", true, capQuote))}}}
+	e := newTestEngine(t, llm, Config{})
+	subset := []Rule{rs.Rules[2], rs.Rules[0]}
+	verdicts, usage, err := e.converse(context.Background(), "m", rs, subset, excerpt, e.newAnchoring(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(verdicts) != 2 || verdicts[0].RuleID != "score" || verdicts[1].RuleID != "cap" || usage.LLMCalls != 1 {
+		t.Fatalf("verdicts %+v, usage %+v", verdicts, usage)
+	}
+	if ev := verdicts[1].Evidences[0]; !ev.Anchored || ev.SourcePageNumber != 1 {
+		t.Errorf("a quote outside the excerpt did not anchor in the request's document: %+v", ev)
+	}
+	sys := llm.calls[0].Messages[0].Content
+	if strings.Contains(sys, `"term"`) || !strings.Contains(sys, `"score"`) || strings.Contains(llm.calls[0].Messages[1].Content, "Master Services Agreement") {
+		t.Error("the conversation's prompt is not limited to its rules and excerpt")
+	}
+	if strings.Contains(string(llm.calls[0].Schema), `"term"`) {
+		t.Error("the schema asks for a rule outside the subset")
 	}
 }

@@ -2,44 +2,99 @@ package engine
 
 import (
 	"fmt"
+	"strings"
+	"sync"
 
 	"rulevalidator/engine/anchor"
 )
 
-// anchorEvidence replaces every quote that can be found in a supplied document
-// with the verbatim span, its page and offsets. A quote that cannot be found
-// keeps its text and is marked unanchored; a quote from a named input, the text
-// input or the message gets page 0.
-func anchorEvidence(verdicts []Verdict, in *Inputs, opts anchor.Options, observe func(Match)) error {
-	docs := in.Documents()
-	nonDocument := make(map[string]bool, len(in.NamedInputs)+2)
+// Non-document origins as the markers show them to the model, and as the
+// contract spells them.
+var nonDocumentAliases = map[string][]string{
+	"text_input": {"text_input", "Text Input"},
+	"message":    {"message", "Message"},
+}
+
+// anchoring is one request's evidence anchoring. It is built once per request
+// from all of the request's documents and shared by every conversation and
+// re-ask of that request, so each document is indexed at most once. It is
+// safe for concurrent use.
+type anchoring struct {
+	docs []Document
+	opts anchor.Options
+	// nonDocument holds the origins that name a named input, the text input
+	// or the message, folded for comparison.
+	nonDocument map[string]bool
+
+	once    sync.Once
+	matcher *anchor.Matcher
+	err     error
+}
+
+// newAnchoring prepares anchoring for a request's inputs. The matcher itself
+// is built on first use: most requests quote something, some don't.
+func (e *Engine) newAnchoring(in *Inputs) *anchoring {
+	a := &anchoring{docs: in.Documents(), opts: e.anchorOptions(), nonDocument: make(map[string]bool, len(in.NamedInputs)+4)}
 	for _, n := range in.NamedInputs {
-		nonDocument[n.Name] = true
+		a.nonDocument[foldOrigin(n.Name)] = true
 	}
 	if in.TextInput != "" {
-		nonDocument["text_input"] = true
+		for _, s := range nonDocumentAliases["text_input"] {
+			a.nonDocument[foldOrigin(s)] = true
+		}
 	}
 	if in.Message != "" {
-		nonDocument["message"] = true
+		for _, s := range nonDocumentAliases["message"] {
+			a.nonDocument[foldOrigin(s)] = true
+		}
 	}
+	return a
+}
 
-	var matcher *anchor.Matcher // built on first use: most requests quote something, some don't
+// foldOrigin is how origins are compared with input names: case and
+// surrounding white space do not count.
+func foldOrigin(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+func (a *anchoring) hasDocuments() bool { return len(a.docs) > 0 }
+
+// citesInput reports whether origin names a named input, the text input or
+// the message of the request.
+func (a *anchoring) citesInput(origin string) bool { return a.nonDocument[foldOrigin(origin)] }
+
+func (a *anchoring) getMatcher() (*anchor.Matcher, error) {
+	a.once.Do(func() { a.matcher, a.err = newMatcher(a.docs, a.opts) })
+	return a.matcher, a.err
+}
+
+// anchor resolves one evidence in place. A quote found in a supplied document
+// gets the verbatim span as its text, its page and offsets, and keeps the
+// model's words in QuotedText; a quote that cannot be found keeps its text
+// and is marked unanchored; a quote from a named input, the text input or the
+// message gets page 0.
+func (a *anchoring) anchor(ev *Evidence) error {
+	ev.QuotedText = ev.Text
+	if a.citesInput(ev.SourceOrigin) || !a.hasDocuments() {
+		ev.Anchored = false
+		ev.Match = MatchNotDocument
+		ev.SourcePageNumber = 0
+		return nil
+	}
+	m, err := a.getMatcher()
+	if err != nil {
+		return err
+	}
+	anchorOne(m, ev)
+	return nil
+}
+
+// anchorVerdicts anchors every evidence of verdicts, reporting each match to
+// observe.
+func (a *anchoring) anchorVerdicts(verdicts []Verdict, observe func(Match)) error {
 	for i := range verdicts {
 		for j := range verdicts[i].Evidences {
 			ev := &verdicts[i].Evidences[j]
-			switch {
-			case nonDocument[ev.SourceOrigin] || len(docs) == 0:
-				ev.Anchored = false
-				ev.Match = MatchNotDocument
-				ev.SourcePageNumber = 0
-			default:
-				if matcher == nil {
-					var err error
-					if matcher, err = newMatcher(docs, opts); err != nil {
-						return err
-					}
-				}
-				anchorOne(matcher, ev)
+			if err := a.anchor(ev); err != nil {
+				return err
 			}
 			if observe != nil {
 				observe(ev.Match)
@@ -66,6 +121,7 @@ func anchorOne(m *anchor.Matcher, ev *Evidence) {
 	if !ok {
 		ev.Anchored = false
 		ev.Match = MatchNone
+		ev.Similarity = 0
 		return
 	}
 	start, end := span.Start, span.End
@@ -74,14 +130,32 @@ func anchorOne(m *anchor.Matcher, ev *Evidence) {
 	ev.SourcePageNumber = span.Page
 	ev.Anchored = true
 	ev.StartOffset, ev.EndOffset = &start, &end
+	ev.Similarity = span.Similarity
+	ev.Altered = len(span.Differences) > 0
+	ev.Differences = nil
+	for _, d := range span.Differences {
+		ev.Differences = append(ev.Differences, Difference{Kind: d.Kind, Quote: d.Quote, Document: d.Span})
+	}
 	switch span.Method {
 	case anchor.Exact:
 		ev.Match = MatchExact
 	case anchor.Normalized:
 		ev.Match = MatchNormalized
+	case anchor.Elided:
+		ev.Match = MatchElided
 	default:
 		ev.Match = MatchFuzzy
 	}
+}
+
+// supports reports whether ev backs a verdict: a quote anchored unaltered in
+// a supplied document, or a citation of one of the request's named inputs,
+// text input or message.
+func (a *anchoring) supports(ev Evidence) bool {
+	if ev.Anchored {
+		return !ev.Altered
+	}
+	return ev.Match == MatchNotDocument && a.citesInput(ev.SourceOrigin)
 }
 
 // Size is the total bytes of text the inputs carry, the figure size limits

@@ -61,7 +61,8 @@ func GrammarSchema(rules []Rule) (json.RawMessage, error) {
 }
 
 // ruleSchema is one rule's entry. Properties are in the order a model should
-// write them: what it cites, then why, then the verdict.
+// write them: what it cites, then why, then whether the rule applies and the
+// data suffice, then the verdict.
 func ruleSchema(r Rule, bounded bool) obj {
 	str := func(maxLen int) obj {
 		if !bounded {
@@ -87,14 +88,16 @@ func ruleSchema(r Rule, bounded bool) obj {
 	if bounded {
 		rationale = append(rationale, kv{"minLength", 1})
 	}
+	// Think first, decide last: what is cited and why come before any
+	// judgement, so a grammar-driven model writes its verdict after them.
 	props := obj{
 		{"rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}}},
-		{"not_applicable", obj{{"type", "boolean"}}},
-		{"data_sufficiency", obj{{"type", "boolean"}}},
 		{"evidences", evidences},
 		{"rationale", rationale},
+		{"not_applicable", obj{{"type", "boolean"}}},
+		{"data_sufficiency", obj{{"type", "boolean"}}},
 	}
-	required := []string{"rule_id", "not_applicable", "data_sufficiency", "evidences", "rationale"}
+	required := []string{"rule_id", "evidences", "rationale", "not_applicable", "data_sufficiency"}
 	if r.Type == Numerical {
 		props = append(props, kv{"numerical_output", obj{{"type", "integer"}, {"enum", r.AllowedScores()}}})
 		required = append(required, "numerical_output")

@@ -65,3 +65,36 @@ func TestOutputSchemaStaysInTheStrictSubset(t *testing.T) {
 		t.Error("schema is not deterministic")
 	}
 }
+
+// TestSchemasThinkFirstDecideLast: both schemas ask for the evidence, then
+// the rationale, then applicability and sufficiency, then the verdict, so a
+// model generating in schema order decides last.
+func TestSchemasThinkFirstDecideLast(t *testing.T) {
+	for name, build := range map[string]func([]Rule) (json.RawMessage, error){"output": OutputSchema, "grammar": GrammarSchema} {
+		for _, rule := range testRuleset().Rules {
+			data, err := build([]Rule{rule})
+			if err != nil {
+				t.Fatal(err)
+			}
+			verdict := `"boolean_output"`
+			if rule.Type == Numerical {
+				verdict = `"numerical_output"`
+			}
+			text := string(data)
+			props := text[strings.Index(text, `"rule_id":{`):]
+			order := []string{`"rule_id"`, `"evidences"`, `"rationale"`, `"not_applicable"`, `"data_sufficiency"`, verdict}
+			last := -1
+			for _, key := range order {
+				at := strings.Index(props, key)
+				if at <= last {
+					t.Errorf("%s schema of %s: %s is out of order (want %v): %s", name, rule.RuleID, key, order, text)
+				}
+				last = at
+			}
+			req := text[strings.Index(text, `"required":["rule_id"`):]
+			if want := `"required":["rule_id","evidences","rationale","not_applicable","data_sufficiency",` + verdict + `]`; !strings.HasPrefix(req, want) {
+				t.Errorf("%s schema of %s: required = %.120s, want %s", name, rule.RuleID, req, want)
+			}
+		}
+	}
+}

@@ -100,13 +100,14 @@ func SystemPrompt(rs *Ruleset) string {
 
 	b.WriteString(`
 Output contract. Answer with one JSON object and nothing else (no code fences, no prose):
-{"rules": [{"rule_id": "...", "data_sufficiency": true, "rationale": "...", "boolean_output": true, "numerical_output": 3, "not_applicable": false, "evidences": [{"text": "...", "source_origin": "...", "source_page_number": 1}]}]}
+{"rules": [{"rule_id": "...", "evidences": [{"text": "...", "source_origin": "...", "source_page_number": 1}], "rationale": "...", "not_applicable": false, "data_sufficiency": true, "boolean_output": true, "numerical_output": 3}]}
 - One entry per rule, with the rule_id exactly as given above.
 - boolean rules carry boolean_output and no numerical_output; numerical rules carry numerical_output and no boolean_output.
 - data_sufficiency is false when the material does not hold enough information to judge the rule.
 - not_applicable is true only when the rule does not apply to this material.
-- rationale explains the verdict in one to three plain-English sentences.
-- evidences quote the material verbatim, copied character for character. source_origin is the document's name exactly as written in its marker, or the named input's name; source_page_number is the page the quote is on (1 for the first page), or 0 for named inputs, the text input and the message.
+- Write the evidences first, then the rationale, then decide: the verdict must follow from what you quoted.
+- evidences quote the material verbatim, copied character for character; never paraphrase, shorten or correct a quote. source_origin is the document's name exactly as written in its marker, or the named input's name; source_page_number is the page the quote is on (1 for the first page), or 0 for named inputs, the text input and the message. A rule judged as satisfied needs at least one quote that shows it; give no evidence rather than an invented or approximate quote.
+- rationale explains the verdict in one to three plain-English sentences that refer to the material.
 `)
 	return b.String()
 }
@@ -135,6 +136,14 @@ func UserPrompt(in *Inputs) string {
 	}
 	writeDocs(in.PrimaryDocs, "primary")
 	writeDocs(in.AuxiliaryDocs, "auxiliary")
+	b.WriteString(otherInputsPrompt(in))
+	return b.String()
+}
+
+// otherInputsPrompt renders the named inputs, the text input and the message:
+// the part of the user message every call of a request carries whole.
+func otherInputsPrompt(in *Inputs) string {
+	var b strings.Builder
 	for _, n := range in.NamedInputs {
 		name := markerName(n.Name)
 		b.WriteString("\n" + startMarker("Named Input", name) + "\n")

@@ -74,9 +74,18 @@ func boolRule(id string, pass bool, evidences ...map[string]any) map[string]any 
 	if evidences == nil {
 		evidences = []map[string]any{}
 	}
-	return map[string]any{"rule_id": id, "data_sufficiency": true, "rationale": "because " + id, "boolean_output": pass, "not_applicable": false, "evidences": evidences}
+	return map[string]any{"rule_id": id, "data_sufficiency": true, "rationale": "The material shows why " + id + " is judged so.", "boolean_output": pass, "not_applicable": false, "evidences": evidences}
 }
 
-func numRule(id string, score any) map[string]any {
-	return map[string]any{"rule_id": id, "data_sufficiency": true, "rationale": "because " + id, "numerical_output": score, "not_applicable": false, "evidences": []any{}}
+func numRule(id string, score any, evidences ...map[string]any) map[string]any {
+	if evidences == nil {
+		evidences = []map[string]any{}
+	}
+	return map[string]any{"rule_id": id, "data_sufficiency": true, "rationale": "The material shows why " + id + " is judged so.", "numerical_output": score, "not_applicable": false, "evidences": evidences}
 }
+
+// Quotes of testInputs' document.
+var (
+	capQuote  = map[string]any{"text": "total liability is capped at fees paid", "source_origin": "msa.pdf", "source_page_number": 1}
+	termQuote = map[string]any{"text": "The term of this agreement is two (2) years", "source_origin": "msa.pdf", "source_page_number": 2}
+)

@@ -121,6 +121,9 @@ const (
 	MatchExact      Match = "exact"
 	MatchNormalized Match = "normalized"
 	MatchFuzzy      Match = "fuzzy"
+	// MatchElided: the quote left parts out ("first words … last words") and
+	// the span covers its parts, found in order.
+	MatchElided Match = "elided"
 	// MatchNone: the quote was not found; its text is kept as the model gave it.
 	MatchNone Match = "none"
 	// MatchNotDocument: the evidence cites a named input or free text, not a document.
@@ -128,8 +131,12 @@ const (
 )
 
 // Evidence is a quote supporting a verdict. After anchoring, a quote found in a
-// supplied document carries the verbatim span, its page and its offsets
-// (Unicode code points into the document text, end exclusive).
+// supplied document carries the verbatim span as Text, its page and its
+// offsets (Unicode code points into the document text, end exclusive), and
+// keeps the model's own words as QuotedText. Evidence is never rewritten
+// silently: where the span says something else than the quote (a number, an
+// amount, a date, a negation, a name), it is Altered, Differences say what
+// differs, and it does not support the verdict.
 type Evidence struct {
 	Text             string `json:"text"`
 	SourceOrigin     string `json:"source_origin"`
@@ -138,6 +145,24 @@ type Evidence struct {
 	Match            Match  `json:"match,omitempty"`
 	StartOffset      *int   `json:"start_offset,omitempty"`
 	EndOffset        *int   `json:"end_offset,omitempty"`
+	// QuotedText is the quote as the model gave it (set once anchoring ran).
+	QuotedText string `json:"quoted_text,omitempty"`
+	// Similarity of the quote to the span, in [0, 1]; 1 for exact and
+	// normalised matches, 0 when not anchored.
+	Similarity  float64      `json:"similarity,omitempty"`
+	Altered     bool         `json:"altered,omitempty"`
+	Differences []Difference `json:"differences,omitempty"`
+}
+
+// Difference is one way an anchored span contradicts the quote it was found
+// for.
+type Difference struct {
+	// Kind is "number", "amount", "date", "negation" or "name".
+	Kind string `json:"kind"`
+	// Quote is what the quote says; "" when the quote lacks it.
+	Quote string `json:"quote"`
+	// Document is what the document says; "" when the document lacks it.
+	Document string `json:"document"`
 }
 
 // Verdict is the checked answer for one rule.
@@ -151,6 +176,20 @@ type Verdict struct {
 	NumericalOutput *int       `json:"numerical_output,omitempty"`
 	NotApplicable   bool       `json:"not_applicable"`
 	Evidences       []Evidence `json:"evidences"`
+	// SufficiencyNote says why DataSufficiency was set to false by the
+	// engine: the model's best answer still had content problems when the
+	// re-ask budget ran out.
+	SufficiencyNote string `json:"sufficiency_note,omitempty"`
+	// PagesConsidered names the pages the verdict was judged on when the
+	// request was too large for one call and the rule saw an excerpt or a
+	// batch; absent when it was judged on every page of every document.
+	PagesConsidered []DocumentPages `json:"pages_considered,omitempty"`
+}
+
+// DocumentPages names pages of one document (1-based, ascending).
+type DocumentPages struct {
+	Document string `json:"document"`
+	Pages    []int  `json:"pages"`
 }
 
 // Source is a cited source, de-duplicated by (origin, text, page).
@@ -188,6 +227,9 @@ type Usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 	CachedTokens     int `json:"cached_tokens"`
 	LLMCalls         int `json:"llm_calls"`
+	// PlannedCalls is the number of calls the request was planned as (1
+	// when it fit one call); LLMCalls adds the corrective re-asks.
+	PlannedCalls int `json:"planned_calls"`
 }
 
 // Add sums u and o.
@@ -197,6 +239,7 @@ func (u Usage) Add(o Usage) Usage {
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
 		CachedTokens:     u.CachedTokens + o.CachedTokens,
 		LLMCalls:         u.LLMCalls + o.LLMCalls,
+		PlannedCalls:     u.PlannedCalls + o.PlannedCalls,
 	}
 }
 

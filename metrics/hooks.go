@@ -11,13 +11,27 @@ import (
 )
 
 // EngineHooks returns hooks that measure the engine's model calls, corrective
-// re-asks and evidence anchoring.
+// re-asks, evidence anchoring and planned calls.
 func (m *Metrics) EngineHooks() engine.Hooks {
 	return engine.Hooks{
-		LLMCall:     m.observeLLMCall,
-		OutputRetry: m.observeOutputRetry,
-		Anchor:      m.observeAnchor,
+		LLMCall:      m.observeLLMCall,
+		OutputRetry:  m.observeOutputRetry,
+		Anchor:       m.observeAnchor,
+		PlannedCalls: m.observePlannedCalls,
 	}
+}
+
+// observePlannedCalls counts a request's planned calls: whole when the
+// request fit one call, split when it was planned as several.
+func (m *Metrics) observePlannedCalls(model string, calls int) {
+	if calls <= 0 {
+		return
+	}
+	plan := "whole"
+	if calls > 1 {
+		plan = "split"
+	}
+	m.plannedCalls.WithLabelValues(m.models.label(model), plan).Add(float64(calls))
 }
 
 func (m *Metrics) observeLLMCall(model string, took time.Duration, usage engine.Usage, err error) {

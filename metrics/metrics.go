@@ -61,9 +61,10 @@ var (
 		engine.ReasonDuplicateRule, engine.ReasonUnknownRule, engine.ReasonMissingRuleID,
 		engine.ReasonMissingRationale, engine.ReasonMissingBoolean, engine.ReasonMissingScore,
 		engine.ReasonScoreNotAllowed, engine.ReasonWrongOutputType, engine.ReasonEmptyResponse,
-		engine.ReasonMalformedEvidence,
+		engine.ReasonMalformedEvidence, engine.ReasonPlaceholderRationale, engine.ReasonPlaceholderEvidence,
+		engine.ReasonUnanchoredQuote, engine.ReasonAlteredEvidence, engine.ReasonUnsupportedVerdict,
 	)
-	anchorOutcomes  = newLabelSet("exact", "normalized", "fuzzy", "unanchored", "not_document")
+	anchorOutcomes  = newLabelSet("exact", "normalized", "fuzzy", "elided", "unanchored", "not_document")
 	handlerOutcomes = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
 )
 
@@ -78,6 +79,7 @@ type Metrics struct {
 	llmTokens      *prometheus.CounterVec
 	llmRetries     *prometheus.CounterVec
 	anchoring      *prometheus.CounterVec
+	plannedCalls   *prometheus.CounterVec
 	models         *modelLabels
 	handlerTimings *prometheus.HistogramVec
 
@@ -131,6 +133,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		anchoring: b.counterVec("evidence_anchoring_total",
 			"Evidence quotes by how they were anchored to the document: exact, normalized, fuzzy, unanchored or not_document.",
 			"outcome"),
+		plannedCalls: b.counterVec("llm_planned_calls_total",
+			"Model calls planned for requests, corrective re-asks not included, by model and plan: whole (the request fit one call) or split (it was judged in several calls on excerpts or batches of rules).",
+			"model", "plan"),
 		handlerTimings: b.histogramVec("handler_duration_seconds",
 			"Time the consumer's handler took for one message, middleware included, by outcome: ok, failed or interrupted.",
 			requestBuckets, "outcome"),
@@ -199,6 +204,9 @@ func (m *Metrics) initModel(model string) {
 	}
 	for _, k := range tokenKinds.values {
 		m.llmTokens.WithLabelValues(model, k)
+	}
+	for _, p := range []string{"whole", "split"} {
+		m.plannedCalls.WithLabelValues(model, p)
 	}
 }
 

@@ -120,6 +120,7 @@ func TestMetricsPassPromlint(t *testing.T) {
 		"rulevalidator_verdicts_published_total", "rulevalidator_dead_letters_total",
 		"rulevalidator_llm_request_duration_seconds", "rulevalidator_llm_tokens_total",
 		"rulevalidator_llm_output_retries_total", "rulevalidator_evidence_anchoring_total",
+		"rulevalidator_llm_planned_calls_total",
 		"rulevalidator_requests_in_flight", "rulevalidator_consumer_lag_messages",
 		"rulevalidator_consumer_committed_offset", "rulevalidator_handler_duration_seconds",
 		"rulevalidator_report_upload_duration_seconds", "rulevalidator_report_upload_failures_total",
@@ -148,8 +149,8 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 		{"request_duration_seconds", m.requestDuration, 4},
 		{"verdicts_published_total", m.verdictsPublished, 5},
 		{"dead_letters_total", m.deadLetters, 10},
-		{"llm_output_retries_total", m.llmRetries, 13},
-		{"evidence_anchoring_total", m.anchoring, 5},
+		{"llm_output_retries_total", m.llmRetries, 18},
+		{"evidence_anchoring_total", m.anchoring, 6},
 		{"handler_duration_seconds", m.handlerTimings, 3},
 	}
 	for _, tt := range tests {
@@ -207,6 +208,11 @@ func TestEngineHooks(t *testing.T) {
 			func(m *Metrics) prometheus.Collector {
 				return m.llmRetries.WithLabelValues(engine.ReasonScoreNotAllowed)
 			}, 1},
+		{"a content retry counts its reason",
+			func(h engine.Hooks) { h.OutputRetry(engine.ReasonUnanchoredQuote) },
+			func(m *Metrics) prometheus.Collector {
+				return m.llmRetries.WithLabelValues(engine.ReasonUnanchoredQuote)
+			}, 1},
 		{"an unknown retry reason counts as other",
 			func(h engine.Hooks) { h.OutputRetry("rule R-17 of tenant acme was odd") },
 			func(m *Metrics) prometheus.Collector { return m.llmRetries.WithLabelValues("other") }, 1},
@@ -219,12 +225,21 @@ func TestEngineHooks(t *testing.T) {
 		{"a fuzzy anchor",
 			func(h engine.Hooks) { h.Anchor(engine.MatchFuzzy) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("fuzzy") }, 1},
+		{"an elided anchor",
+			func(h engine.Hooks) { h.Anchor(engine.MatchElided) },
+			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("elided") }, 1},
 		{"no match counts as unanchored",
 			func(h engine.Hooks) { h.Anchor(engine.MatchNone) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("unanchored") }, 1},
 		{"evidence that is not from a document",
 			func(h engine.Hooks) { h.Anchor(engine.MatchNotDocument) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("not_document") }, 1},
+		{"a request that fits is one whole call",
+			func(h engine.Hooks) { h.PlannedCalls("gemma", 1) },
+			func(m *Metrics) prometheus.Collector { return m.plannedCalls.WithLabelValues("gemma", "whole") }, 1},
+		{"a split request counts every planned call",
+			func(h engine.Hooks) { h.PlannedCalls("gemma", 7); h.PlannedCalls("gemma", 3) },
+			func(m *Metrics) prometheus.Collector { return m.plannedCalls.WithLabelValues("gemma", "split") }, 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,11 @@
 #   ops/llm.sh install | start | stop | status | url
 #
 # Env: LLM_PORT (8081), LLM_CTX (8192 tokens), LLM_THREADS (nproc), RULEVALIDATOR_CACHE.
+#
+# Chat template: the GGUF carries none, and llama-cpp-python's built-in "gemma" format
+# drops every system message, so the model would never see the rules. ops/llm/chat_template.json
+# is Gemma's turn format with the system messages folded into the start of the first user turn
+# (Gemma has no system role), served through the "hf-tokenizer-config" chat format.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -22,6 +27,7 @@ VENV="$DIR/venv"
 BUILD_FLAVOR="avx2"
 WHEELS="$DIR/wheels-$BUILD_FLAVOR"
 MODEL="$DIR/gemma-3-270m-q4_k_m.gguf"
+CHAT_TEMPLATE="$(cd "$(dirname "$0")" && pwd)/llm/chat_template.json"
 PIDFILE="$RV_RUN/llm.pid"
 LOGFILE="$RV_RUN/llm.log"
 
@@ -62,7 +68,8 @@ start() {
   if port_busy "$LLM_PORT"; then die "port $LLM_PORT is taken by another process; set LLM_PORT"; fi
   install
   log "starting llama.cpp server on 127.0.0.1:$LLM_PORT (log: $LOGFILE)"
-  nohup "$VENV/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias "$MODEL_ALIAS" --chat_format gemma \
+  nohup "$VENV/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias "$MODEL_ALIAS" \
+    --chat_format hf-tokenizer-config --hf_tokenizer_config_path "$CHAT_TEMPLATE" \
     --host 127.0.0.1 --port "$LLM_PORT" --n_ctx "$LLM_CTX" --n_threads "$LLM_THREADS" \
     >"$LOGFILE" 2>&1 &
   echo $! >"$PIDFILE"

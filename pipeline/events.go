@@ -129,6 +129,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			NumericalOutput: clonePtr(v.NumericalOutput),
 			NotApplicable:   v.NotApplicable,
 			Evidences:       evidences(v.Evidences),
+			PagesConsidered: pagesConsidered(v.PagesConsidered),
 			StartedAt:       eventTime(started),
 			CompletedAt:     eventTime(completed),
 			RuleIndex:       i,
@@ -148,6 +149,10 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 		}
 		if name != "" {
 			ev.RuleName = &name
+		}
+		if v.SufficiencyNote != "" {
+			note := v.SufficiencyNote
+			ev.SufficiencyNote = &note
 		}
 		events = append(events, ev)
 	}
@@ -231,7 +236,21 @@ func evidences(in []engine.Evidence) []schemas.Evidence {
 			Text: e.Text, SourceOrigin: e.SourceOrigin, SourcePageNumber: e.SourcePageNumber,
 			Anchored: e.Anchored, Match: schemas.Match(e.Match),
 			StartOffset: clonePtr(e.StartOffset), EndOffset: clonePtr(e.EndOffset),
+			QuotedText: e.QuotedText, Similarity: e.Similarity, Altered: e.Altered,
 		}
+		for _, d := range e.Differences {
+			out[i].Differences = append(out[i].Differences, schemas.Difference(d))
+		}
+	}
+	return out
+}
+
+// pagesConsidered copies the pages a split request judged a rule on; nil when
+// it saw every page, as decoding gives.
+func pagesConsidered(in []engine.DocumentPages) []schemas.DocumentPages {
+	var out []schemas.DocumentPages
+	for _, dp := range in {
+		out = append(out, schemas.DocumentPages{Document: dp.Document, Pages: cloneOrNil(dp.Pages)})
 	}
 	return out
 }

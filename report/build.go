@@ -5,7 +5,10 @@
 // The workbook has three sheets. "Report": a title, the request's identity,
 // summary counts and aggregates, then one row per rule in ruleset order with
 // its coloured result, rationale and evidence. "Evidence": one row per quote
-// with its source, page, anchoring and offsets, for filtering and audit.
+// with its source, page, anchoring and offsets, whether it supports the
+// verdict (altered and unfound quotes marked in red), the model's own words
+// beside the document's, the similarity and what differs, for filtering and
+// audit.
 // "Chart": the outcome counts and a pie chart of them.
 //
 // Every piece of text that came from a document, a model or a request is
@@ -16,6 +19,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -88,6 +92,44 @@ var ruleColumns = []column{
 var evidenceColumns = []column{
 	{"Rule ID", 18}, {"Rule", 28}, {"Quote", 80}, {"Source", 24}, {"Page", 7},
 	{"Anchored", 10}, {"Match", 13}, {"Start offset", 12}, {"End offset", 12},
+	{"Status", 16}, {"Model's words", 60}, {"Similarity", 11}, {"Differences", 50},
+}
+
+// Evidence statuses, as the Evidence sheet's Status column shows them.
+const (
+	StatusSupports    = "supports"
+	StatusAltered     = "ALTERED"
+	StatusNotFound    = "NOT FOUND"
+	StatusNotDocument = "not a document"
+)
+
+// evidenceStatus says whether a quote backs its verdict, and if not, why.
+func evidenceStatus(e engine.Evidence) string {
+	switch {
+	case e.Altered:
+		return StatusAltered
+	case e.Anchored:
+		return StatusSupports
+	case e.Match == engine.MatchNotDocument:
+		return StatusNotDocument
+	}
+	return StatusNotFound
+}
+
+// differencesText says what an altered quote changed, one difference a line.
+func differencesText(ds []engine.Difference) string {
+	lines := make([]string, len(ds))
+	for i, d := range ds {
+		lines[i] = fmt.Sprintf("%s: %s in the quote, %s in the document", d.Kind, quotedOrNothing(d.Quote), quotedOrNothing(d.Document))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func quotedOrNothing(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return "“" + s + "”"
 }
 
 // Build renders the report of res, judged against rs, as an xlsx workbook.
@@ -491,7 +533,11 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 		return
 	}
 	s.text(ColDataSufficient, row, yesNo(v.DataSufficiency), lookBody)
-	s.text(ColRationale, row, v.Rationale, lookBody)
+	rationale := v.Rationale
+	if v.SufficiencyNote != "" {
+		rationale += "\n⚠ Judged on insufficient data: " + v.SufficiencyNote
+	}
+	s.text(ColRationale, row, rationale, lookBody)
 	s.text(ColEvidence, row, evidenceLines(v.Evidences), lookBody)
 }
 
@@ -560,11 +606,18 @@ func outputText(typ engine.RuleType, v *engine.Verdict) string {
 	return ""
 }
 
-// evidenceLines lists quotes one a line: "quote" — source, p. N.
+// evidenceLines lists quotes one a line: "quote" — source, p. N, and says
+// plainly when a quote was not found or the document says something else.
 func evidenceLines(evs []engine.Evidence) string {
 	lines := make([]string, len(evs))
 	for i, e := range evs {
 		lines[i] = fmt.Sprintf("“%s” — %s", e.Text, sourceLabel(e))
+		switch evidenceStatus(e) {
+		case StatusAltered:
+			lines[i] += fmt.Sprintf(" — ALTERED: the model wrote “%s” (%s)", e.QuotedText, strings.ReplaceAll(differencesText(e.Differences), "\n", "; "))
+		case StatusNotFound:
+			lines[i] += " — NOT FOUND in the documents"
+		}
 	}
 	return strings.Join(lines, "\n")
 }
@@ -611,6 +664,19 @@ func (b *builder) evidenceSheet() error {
 					s.text(8+i, row, "", lookBody)
 				}
 			}
+			status := evidenceStatus(e)
+			statusLook := lookBody
+			if status == StatusAltered || status == StatusNotFound {
+				statusLook = look{fill: FillFail, font: fontFail, bold: true, border: true, wrap: true}
+			}
+			s.text(10, row, status, statusLook)
+			s.text(11, row, e.QuotedText, lookBody)
+			if e.Anchored && e.Similarity > 0 {
+				s.float(12, row, math.Round(e.Similarity*1000)/1000, lookBody)
+			} else {
+				s.text(12, row, "", lookBody)
+			}
+			s.text(13, row, differencesText(e.Differences), lookBody)
 			row++
 		}
 	}

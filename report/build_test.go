@@ -92,13 +92,15 @@ func TestBuildRuleRows(t *testing.T) {
 			"“Net salary: 3,200 EUR” — payslip.pdf, p. 2\n“Employer: ACME” — payslip.pdf, p. 1", FillPass},
 		// No display name: the rule id stands in.
 		{"no-arrears", "no-arrears", "boolean", "FAIL", "", "yes", "Two missed payments are listed.",
-			"“missed payment” — statement.pdf, p. 4", FillFail},
+			"“missed payment” — statement.pdf, p. 4 — NOT FOUND in the documents", FillFail},
 		{"Guarantor signed", "guarantor", "boolean", "N/A", "", "yes", "The loan is 8,000 EUR.", "", FillAmber},
 		// 4 on 1..5 is three quarters up the red-yellow-green scale.
 		{"Clarity", "clarity", "numerical", "4", "1, 2, 3, 4, 5", "yes", "Mostly clear.",
 			"“plain language” — named_input:summary", "B1D580"},
 		// Insufficient data wins over the score's colour.
-		{"Risk", "risk", "numerical", "30", "0–100 (step 10)", "no", "No collateral information.", "", FillAmber},
+		{"Risk", "risk", "numerical", "30", "0–100 (step 10)", "no",
+			"No collateral information.\n⚠ Judged on insufficient data: the answer was kept with problems left after every re-ask: your quote does not say what the document says",
+			"“Repayment over 24 months” — contract.pdf, p. 3 — ALTERED: the model wrote “Repayment over 12 months” (number: “12” in the quote, “24” in the document)", FillAmber},
 	}
 	for i, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -132,7 +134,7 @@ func TestBuildTableLayout(t *testing.T) {
 		filter string
 	}{
 		{SheetReport, HeaderRow, "'Report'!$A$11:$H$16"},
-		{SheetEvidence, 1, "'Evidence'!$A$1:$I$5"},
+		{SheetEvidence, 1, "'Evidence'!$A$1:$M$6"},
 	} {
 		panes, err := f.GetPanes(tt.sheet)
 		if err != nil {
@@ -171,11 +173,12 @@ func TestBuildEvidenceSheet(t *testing.T) {
 	f, _ := build(t, mixedMeta(), mustRuleset(t, mixedRuleset), mixedResult())
 
 	want := [][]string{
-		{"Rule ID", "Rule", "Quote", "Source", "Page", "Anchored", "Match", "Start offset", "End offset"},
-		{"income-proof", "Proof of income", "Net salary: 3,200 EUR", "payslip.pdf", "2", "yes", "exact", "120", "141"},
-		{"income-proof", "Proof of income", "Employer: ACME", "payslip.pdf", "1", "yes", "fuzzy", "5", "19"},
-		{"no-arrears", "no-arrears", "missed payment", "statement.pdf", "4", "no", "none", "", ""},
-		{"clarity", "Clarity", "plain language", "named_input:summary", "", "no", "not_document", "", ""},
+		{"Rule ID", "Rule", "Quote", "Source", "Page", "Anchored", "Match", "Start offset", "End offset", "Status", "Model's words", "Similarity", "Differences"},
+		{"income-proof", "Proof of income", "Net salary: 3,200 EUR", "payslip.pdf", "2", "yes", "exact", "120", "141", "supports", "Net salary: 3,200 EUR", "1", ""},
+		{"income-proof", "Proof of income", "Employer: ACME", "payslip.pdf", "1", "yes", "fuzzy", "5", "19", "supports", "Employer ACME", "0.929", ""},
+		{"no-arrears", "no-arrears", "missed payment", "statement.pdf", "4", "no", "none", "", "", "NOT FOUND", "missed payment", "", ""},
+		{"clarity", "Clarity", "plain language", "named_input:summary", "", "no", "not_document", "", "", "not a document", "", "", ""},
+		{"risk", "Risk", "Repayment over 24 months", "contract.pdf", "3", "yes", "fuzzy", "40", "64", "ALTERED", "Repayment over 12 months", "0.917", "number: “12” in the quote, “24” in the document"},
 	}
 	rows, err := f.GetRows(SheetEvidence)
 	if err != nil {
@@ -189,6 +192,12 @@ func TestBuildEvidenceSheet(t *testing.T) {
 			if got := value(t, f, SheetEvidence, c+1, r+1); got != w[c] {
 				t.Errorf("evidence row %d column %d (%s) = %q, want %q", r+1, c+1, want[0][c], got, w[c])
 			}
+		}
+	}
+	// Quotes that do not back their verdict stand out in red.
+	for row, wantFill := range map[int]string{2: "", 4: FillFail, 5: "", 6: FillFail} {
+		if got := fill(t, f, SheetEvidence, 10, row); got != wantFill {
+			t.Errorf("evidence row %d status fill = %q, want %q", row, got, wantFill)
 		}
 	}
 }

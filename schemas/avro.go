@@ -279,6 +279,23 @@ func opt[T any](avroType string, p *T) any {
 	return goavro.Union(avroType, *p)
 }
 
+// nonZero points at v, or is nil when v is its type's zero value.
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func differencesNative(ds []Difference) []any {
+	out := make([]any, len(ds))
+	for i, d := range ds {
+		out[i] = map[string]any{"kind": d.Kind, "quote": d.Quote, "document": d.Document}
+	}
+	return out
+}
+
 func optBytes(b []byte) any {
 	if b == nil {
 		return nil
@@ -363,6 +380,10 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 			"match":              string(e.Match),
 			"start_offset":       opt("int", e.StartOffset),
 			"end_offset":         opt("int", e.EndOffset),
+			"quoted_text":        opt("string", nonZero(e.QuotedText)),
+			"similarity":         opt("double", nonZero(e.Similarity)),
+			"altered":            e.Altered,
+			"differences":        differencesNative(e.Differences),
 		}
 	}
 	return map[string]any{
@@ -381,6 +402,8 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"numerical_output": opt("int", v.NumericalOutput),
 		"allowed_scores":   scores,
 		"not_applicable":   v.NotApplicable,
+		"sufficiency_note": opt("string", v.SufficiencyNote),
+		"pages_considered": pagesNative(v.PagesConsidered),
 		"evidences":        evidences,
 		"started_at":       millis(v.StartedAt),
 		"completed_at":     millis(v.CompletedAt),
@@ -432,6 +455,7 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 			"completion_tokens": int64(s.Usage.CompletionTokens),
 			"cached_tokens":     int64(s.Usage.CachedTokens),
 			"llm_calls":         int64(s.Usage.LLMCalls),
+			"planned_calls":     int64(s.Usage.PlannedCalls),
 		},
 		"error":             optRecord("SummaryError", failure),
 		"validation_report": optRecord("ReportDescriptor", report),
@@ -557,6 +581,20 @@ func (r nativeReader) optStr(field string) *string {
 
 func (r nativeReader) boolean(field string) bool {
 	b, _ := get[bool](r, field, required)
+	return b
+}
+
+// defaultedInt reads an integer field with a default; a writer that lacks
+// it wrote 0.
+func (r nativeReader) defaultedInt(field string) int {
+	n, _ := r.integer(field, defaulted)
+	return n
+}
+
+// defaultedBool reads a boolean field with a default; a writer that lacks
+// it wrote false.
+func (r nativeReader) defaultedBool(field string) bool {
+	b, _ := get[bool](r, field, defaulted)
 	return b
 }
 
@@ -708,6 +746,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		BooleanOutput:   r.optBoolean("boolean_output"),
 		NumericalOutput: r.optInt("numerical_output"),
 		NotApplicable:   r.boolean("not_applicable"),
+		SufficiencyNote: r.optStr("sufficiency_note"),
 		StartedAt:       r.time("started_at"),
 		CompletedAt:     r.time("completed_at"),
 		RuleIndex:       r.int("rule_index"),
@@ -720,6 +759,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		}
 		v.AllowedScores = append(v.AllowedScores, int(n))
 	}
+	v.PagesConsidered = pagesFromNative(r)
 	for i, item := range r.array("evidences") {
 		e := r.item("evidences", i, item)
 		v.Evidences = append(v.Evidences, Evidence{
@@ -730,9 +770,60 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 			Match:            Match(e.str("match")),
 			StartOffset:      e.optInt("start_offset"),
 			EndOffset:        e.optInt("end_offset"),
+			QuotedText:       deref(e.optStr("quoted_text")),
+			Similarity:       deref(e.optDouble("similarity")),
+			Altered:          e.defaultedBool("altered"),
+			Differences:      differencesFromNative(e),
 		})
 	}
 	return v
+}
+
+func pagesNative(dps []DocumentPages) []any {
+	out := make([]any, len(dps))
+	for i, dp := range dps {
+		pages := make([]any, len(dp.Pages))
+		for j, p := range dp.Pages {
+			pages[j] = int32(p)
+		}
+		out[i] = map[string]any{"document": dp.Document, "pages": pages}
+	}
+	return out
+}
+
+func pagesFromNative(r nativeReader) []DocumentPages {
+	var out []DocumentPages
+	for i, item := range r.array("pages_considered") {
+		d := r.item("pages_considered", i, item)
+		dp := DocumentPages{Document: d.str("document")}
+		for j, p := range d.array("pages") {
+			n, ok := p.(int32)
+			if !ok {
+				d.fail(fmt.Sprintf("pages[%d]", j), "is a %T, want an int", p)
+			}
+			dp.Pages = append(dp.Pages, int(n))
+		}
+		out = append(out, dp)
+	}
+	return out
+}
+
+func differencesFromNative(r nativeReader) []Difference {
+	var out []Difference
+	for i, item := range r.array("differences") {
+		d := r.item("differences", i, item)
+		out = append(out, Difference{Kind: d.str("kind"), Quote: d.str("quote"), Document: d.str("document")})
+	}
+	return out
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
 
 func summaryFromNative(r nativeReader) *SummaryEvent {
@@ -759,6 +850,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			CompletionTokens: usage.int("completion_tokens"),
 			CachedTokens:     usage.int("cached_tokens"),
 			LLMCalls:         usage.int("llm_calls"),
+			PlannedCalls:     usage.defaultedInt("planned_calls"),
 		},
 		StartedAt:   r.time("started_at"),
 		CompletedAt: r.time("completed_at"),

@@ -352,6 +352,9 @@ func TestAvroEventEvolution(t *testing.T) {
 	older := dropFields(t, ours.Text(), "rule_name", "evidences", "allowed_scores")
 	newer := strings.Replace(ours.Text(), `"fields": [`, `"fields": [
     {"name": "confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
+	evidenceAdditions := []string{"quoted_text", "similarity", "altered", "differences"}
+	beforeAlteredEvidence := dropEvidenceFields(t, dropFields(t, ours.Text(), "sufficiency_note", "pages_considered"), evidenceAdditions...)
+	beforePages := dropFields(t, ours.Text(), "pages_considered")
 
 	for _, tc := range []struct {
 		name   string
@@ -364,6 +367,24 @@ func TestAvroEventEvolution(t *testing.T) {
 			delete(m, "evidences")
 			delete(m, "allowed_scores")
 		}, func(v *VerdictEvent) { v.RuleName, v.Evidences, v.AllowedScores = nil, nil, nil }},
+		{"writer before pages_considered", beforePages, func(m map[string]any) {
+			delete(m, "pages_considered")
+		}, func(v *VerdictEvent) { v.PagesConsidered = nil }},
+		{"writer before quoted_text and altered", beforeAlteredEvidence, func(m map[string]any) {
+			delete(m, "sufficiency_note")
+			delete(m, "pages_considered")
+			for _, e := range m["evidences"].([]any) {
+				for _, f := range evidenceAdditions {
+					delete(e.(map[string]any), f)
+				}
+			}
+		}, func(v *VerdictEvent) {
+			v.SufficiencyNote, v.PagesConsidered = nil, nil
+			for i := range v.Evidences {
+				e := &v.Evidences[i]
+				e.QuotedText, e.Similarity, e.Altered, e.Differences = "", 0, false, nil
+			}
+		}},
 		{"newer writer", newer, func(m map[string]any) {
 			m["confidence"] = goavro.Union("double", 0.9)
 		}, func(*VerdictEvent) {}},
@@ -391,6 +412,34 @@ func TestAvroEventEvolution(t *testing.T) {
 			assertEqual(t, got, want)
 		})
 	}
+}
+
+// dropEvidenceFields removes fields from the evidence record of a verdict
+// schema.
+func dropEvidenceFields(t *testing.T, text string, names ...string) string {
+	t.Helper()
+	var root map[string]any
+	if err := json.Unmarshal([]byte(text), &root); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range root["fields"].([]any) {
+		field := f.(map[string]any)
+		if field["name"] != "evidences" {
+			continue
+		}
+		rec := field["type"].(map[string]any)["items"].(map[string]any)
+		data, _ := json.Marshal(rec)
+		var trimmed map[string]any
+		if err := json.Unmarshal([]byte(dropFields(t, string(data), names...)), &trimmed); err != nil {
+			t.Fatal(err)
+		}
+		field["type"].(map[string]any)["items"] = trimmed
+	}
+	out, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 func dropFields(t *testing.T, text string, names ...string) string {
@@ -421,4 +470,55 @@ func TestReasonKnown(t *testing.T) {
 	if !ReasonReportFailed.Known() || !ReasonInternal.Known() || Reason("unspecified").Known() {
 		t.Error("Known disagrees with the DeadLetterReason symbols")
 	}
+}
+
+// TestAvroSummaryBeforePlannedCalls decodes a summary from a writer whose
+// usage record lacks planned_calls: it reads as 0.
+func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
+	c := newTestCodecs(t)
+	ours, _ := c.Schema(SummarySchema)
+	var root map[string]any
+	if err := json.Unmarshal([]byte(ours.Text()), &root); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range root["fields"].([]any) {
+		field := f.(map[string]any)
+		if field["name"] != "usage" {
+			continue
+		}
+		rec := field["type"].(map[string]any)
+		data, _ := json.Marshal(rec)
+		var trimmed map[string]any
+		if err := json.Unmarshal([]byte(dropFields(t, string(data), "planned_calls")), &trimmed); err != nil {
+			t.Fatal(err)
+		}
+		field["type"] = trimmed
+	}
+	text, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer, err := newSchema(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if writer.Fingerprint() == ours.Fingerprint() {
+		t.Fatal("the writer's schema is ours")
+	}
+	native, err := fullSummary().native()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(native["usage"].(map[string]any), "planned_calls")
+	body, err := writer.codec.BinaryFromNative(nil, native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := writer.unmarshal(body, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fullSummary()
+	want.Usage.PlannedCalls = 0
+	assertEqual(t, got, want)
 }

@@ -215,6 +215,12 @@ type VerdictEvent struct {
 	NumericalOutput *int
 	AllowedScores   []int
 	NotApplicable   bool
+	// SufficiencyNote says why DataSufficiency was set to false by the
+	// engine; nil when it was not.
+	SufficiencyNote *string
+	// PagesConsidered names the pages the verdict was judged on when the
+	// request was split; nil when it was judged on every page.
+	PagesConsidered []DocumentPages
 	Evidences       []Evidence
 	StartedAt       time.Time
 	CompletedAt     time.Time

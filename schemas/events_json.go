@@ -75,6 +75,8 @@ type verdictJSON struct {
 	NumericalOutput *int            `json:"numerical_output"`
 	AllowedScores   []int           `json:"allowed_scores"`
 	NotApplicable   bool            `json:"not_applicable"`
+	SufficiencyNote *string         `json:"sufficiency_note"`
+	PagesConsidered []pagesJSON     `json:"pages_considered"`
 	Evidences       []evidenceJSON  `json:"evidences"`
 	StartedAt       json.RawMessage `json:"started_at"`
 	CompletedAt     json.RawMessage `json:"completed_at"`
@@ -82,14 +84,29 @@ type verdictJSON struct {
 	RuleCount       int             `json:"rule_count"`
 }
 
+type pagesJSON struct {
+	Document string `json:"document"`
+	Pages    []int  `json:"pages"`
+}
+
 type evidenceJSON struct {
-	Text             string `json:"text"`
-	SourceOrigin     string `json:"source_origin"`
-	SourcePageNumber int    `json:"source_page_number"`
-	Anchored         bool   `json:"anchored"`
-	Match            string `json:"match"`
-	StartOffset      *int   `json:"start_offset"`
-	EndOffset        *int   `json:"end_offset"`
+	Text             string           `json:"text"`
+	SourceOrigin     string           `json:"source_origin"`
+	SourcePageNumber int              `json:"source_page_number"`
+	Anchored         bool             `json:"anchored"`
+	Match            string           `json:"match"`
+	StartOffset      *int             `json:"start_offset"`
+	EndOffset        *int             `json:"end_offset"`
+	QuotedText       *string          `json:"quoted_text"`
+	Similarity       *float64         `json:"similarity"`
+	Altered          bool             `json:"altered"`
+	Differences      []differenceJSON `json:"differences"`
+}
+
+type differenceJSON struct {
+	Kind     string `json:"kind"`
+	Quote    string `json:"quote"`
+	Document string `json:"document"`
 }
 
 // MarshalJSON writes the verdict's JSON form. Its receiver is a value so
@@ -112,11 +129,16 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 		NumericalOutput: v.NumericalOutput,
 		AllowedScores:   emptyIfNil(v.AllowedScores),
 		NotApplicable:   v.NotApplicable,
+		SufficiencyNote: v.SufficiencyNote,
+		PagesConsidered: make([]pagesJSON, len(v.PagesConsidered)),
 		Evidences:       make([]evidenceJSON, len(v.Evidences)),
 		StartedAt:       timeJSON(v.StartedAt),
 		CompletedAt:     timeJSON(v.CompletedAt),
 		RuleIndex:       v.RuleIndex,
 		RuleCount:       v.RuleCount,
+	}
+	for i, dp := range v.PagesConsidered {
+		out.PagesConsidered[i] = pagesJSON{Document: dp.Document, Pages: emptyIfNil(dp.Pages)}
 	}
 	for i, e := range v.Evidences {
 		out.Evidences[i] = evidenceJSON{
@@ -127,6 +149,13 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 			Match:            string(e.Match),
 			StartOffset:      e.StartOffset,
 			EndOffset:        e.EndOffset,
+			QuotedText:       nonZero(e.QuotedText),
+			Similarity:       nonZero(e.Similarity),
+			Altered:          e.Altered,
+			Differences:      make([]differenceJSON, len(e.Differences)),
+		}
+		for j, d := range e.Differences {
+			out.Evidences[i].Differences[j] = differenceJSON(d)
 		}
 	}
 	return json.Marshal(out)
@@ -160,6 +189,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		NumericalOutput: in.NumericalOutput,
 		AllowedScores:   cloneOrNil(in.AllowedScores),
 		NotApplicable:   in.NotApplicable,
+		SufficiencyNote: in.SufficiencyNote,
 		RuleIndex:       in.RuleIndex,
 		RuleCount:       in.RuleCount,
 	}
@@ -167,6 +197,9 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		timeField{"started_at", in.StartedAt, &out.StartedAt},
 		timeField{"completed_at", in.CompletedAt, &out.CompletedAt}); err != nil {
 		return err
+	}
+	for _, dp := range in.PagesConsidered {
+		out.PagesConsidered = append(out.PagesConsidered, DocumentPages{Document: dp.Document, Pages: cloneOrNil(dp.Pages)})
 	}
 	for _, e := range in.Evidences {
 		out.Evidences = append(out.Evidences, Evidence{
@@ -177,7 +210,14 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 			Match:            Match(e.Match),
 			StartOffset:      e.StartOffset,
 			EndOffset:        e.EndOffset,
+			QuotedText:       deref(e.QuotedText),
+			Similarity:       deref(e.Similarity),
+			Altered:          e.Altered,
 		})
+		last := &out.Evidences[len(out.Evidences)-1]
+		for _, d := range e.Differences {
+			last.Differences = append(last.Differences, Difference(d))
+		}
 	}
 	*v = out
 	return nil
@@ -238,6 +278,7 @@ type usageJSON struct {
 	CompletionTokens int `json:"completion_tokens"`
 	CachedTokens     int `json:"cached_tokens"`
 	LLMCalls         int `json:"llm_calls"`
+	PlannedCalls     int `json:"planned_calls"`
 }
 
 type summaryErrorJSON struct {

@@ -304,6 +304,8 @@ func ExampleVerdictEvent_MarshalJSON() {
 	//   "numerical_output": null,
 	//   "allowed_scores": [],
 	//   "not_applicable": false,
+	//   "sufficiency_note": null,
+	//   "pages_considered": [],
 	//   "evidences": [],
 	//   "started_at": "2025-03-01T09:30:00.250Z",
 	//   "completed_at": "2025-03-01T09:30:01.750Z",

@@ -14,7 +14,8 @@ const (
 )
 
 // Match says how an evidence quote was found in its document: exact, normalized, fuzzy,
-// none (not found, kept as the model gave it) or not_document (a named input or free text).
+// elided (its parts, in order), none (not found, kept as the model gave it) or not_document
+// (a named input or free text).
 type Match string
 
 // The matches an evidence can have.
@@ -22,6 +23,7 @@ const (
 	MatchExact       Match = "exact"
 	MatchNormalized  Match = "normalized"
 	MatchFuzzy       Match = "fuzzy"
+	MatchElided      Match = "elided"
 	MatchNone        Match = "none"
 	MatchNotDocument Match = "not_document"
 )
@@ -36,6 +38,27 @@ type Evidence struct {
 	Match            Match  `json:"match,omitempty"`
 	StartOffset      *int   `json:"start_offset,omitempty"`
 	EndOffset        *int   `json:"end_offset,omitempty"`
+	// QuotedText is the quote as the model gave it.
+	QuotedText string `json:"quoted_text,omitempty"`
+	// Similarity of the quote to the span, in [0, 1].
+	Similarity float64 `json:"similarity,omitempty"`
+	// Altered: the span contradicts the quote (Differences says how), so the
+	// evidence does not support the verdict.
+	Altered     bool         `json:"altered,omitempty"`
+	Differences []Difference `json:"differences,omitempty"`
+}
+
+// Difference is one way an anchored span contradicts the quote it was found for.
+type Difference struct {
+	Kind     string `json:"kind"`     // number, amount, date, negation or name
+	Quote    string `json:"quote"`    // what the quote says; "" when it lacks it
+	Document string `json:"document"` // what the document says; "" when it lacks it
+}
+
+// DocumentPages names pages of one document (1-based, ascending).
+type DocumentPages struct {
+	Document string `json:"document"`
+	Pages    []int  `json:"pages"`
 }
 
 // Source is one input the request supplied, as the summary lists it.
@@ -78,4 +101,6 @@ type Usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 	CachedTokens     int `json:"cached_tokens"`
 	LLMCalls         int `json:"llm_calls"`
+	// PlannedCalls is the number of calls the request was planned as.
+	PlannedCalls int `json:"planned_calls"`
 }

@@ -157,6 +157,7 @@ func (e *serveEnv) args(extra ...string) []string {
 		"--rulesets-dir", e.rulesetsDir,
 		"--llm-base-url", e.llm.URL(),
 		"--model", fakeModel,
+		"--llm-instructions", "system", // scripted replies answer judging calls only
 		"--concurrency", "4",
 		"--drain-timeout", "20s",
 		"--log-format", "text",

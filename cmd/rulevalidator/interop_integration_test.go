@@ -210,12 +210,34 @@ func requestRecord(r *schemas.Request) map[string]any {
 	}
 }
 
+// pagesRecord is a verdict's pages_considered as a Python reader sees it.
+func pagesRecord(dps []schemas.DocumentPages) []any {
+	out := []any{}
+	for _, dp := range dps {
+		pages := []int{}
+		out = append(out, map[string]any{"document": dp.Document, "pages": append(pages, dp.Pages...)})
+	}
+	return out
+}
+
 func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 	evidences := []any{}
 	for _, ev := range v.Evidences {
+		differences := []any{}
+		for _, d := range ev.Differences {
+			differences = append(differences, map[string]any{"kind": d.Kind, "quote": d.Quote, "document": d.Document})
+		}
+		var quoted, similarity any
+		if ev.QuotedText != "" {
+			quoted = ev.QuotedText
+		}
+		if ev.Similarity != 0 {
+			similarity = ev.Similarity
+		}
 		evidences = append(evidences, map[string]any{
 			"text": ev.Text, "source_origin": ev.SourceOrigin, "source_page_number": ev.SourcePageNumber,
 			"anchored": ev.Anchored, "match": string(ev.Match), "start_offset": ev.StartOffset, "end_offset": ev.EndOffset,
+			"quoted_text": quoted, "similarity": similarity, "altered": ev.Altered, "differences": differences,
 		})
 	}
 	scores := []int{}
@@ -236,6 +258,8 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 		"numerical_output": v.NumericalOutput,
 		"allowed_scores":   scores,
 		"not_applicable":   v.NotApplicable,
+		"sufficiency_note": v.SufficiencyNote,
+		"pages_considered": pagesRecord(v.PagesConsidered),
 		"evidences":        evidences,
 		"started_at":       v.StartedAt.UnixMilli(),
 		"completed_at":     v.CompletedAt.UnixMilli(),
@@ -275,7 +299,7 @@ func summaryRecord(s *schemas.SummaryEvent) map[string]any {
 		"aggregate": map[string]any{"boolean": boolean, "numerical": numerical},
 		"sources":   sources,
 		"usage": map[string]any{"prompt_tokens": s.Usage.PromptTokens, "completion_tokens": s.Usage.CompletionTokens,
-			"cached_tokens": s.Usage.CachedTokens, "llm_calls": s.Usage.LLMCalls},
+			"cached_tokens": s.Usage.CachedTokens, "llm_calls": s.Usage.LLMCalls, "planned_calls": s.Usage.PlannedCalls},
 		"error":             failure,
 		"validation_report": report,
 		"started_at":        s.StartedAt.UnixMilli(),

@@ -83,9 +83,12 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.secret(&cfg.llm.apiKey, "llm-api-key", "OPENAI_API_KEY", "API key (empty for local servers)")
 	s.str(&cfg.llm.model, "model", "RULEVALIDATOR_MODEL", defaultModel, "model name")
 	s.str(&cfg.llm.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, json_object or text")
+	s.str(&cfg.llm.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
 	s.integer(&cfg.llm.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request (0: none)")
 	s.duration(&cfg.llm.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
-	s.integer(&cfg.llm.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default)")
+	s.integer(&cfg.llm.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")
+	s.integer(&cfg.llm.contextTokens, "llm-context-tokens", "RULEVALIDATOR_LLM_CONTEXT_TOKENS", "0", "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
+	s.integer(&cfg.llm.callsPerReq, "llm-calls-per-request", "RULEVALIDATOR_LLM_CALLS_PER_REQUEST", fmt.Sprint(engine.DefaultCallConcurrency), "calls of one split request that run at once")
 	s.integer(&cfg.llm.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; larger requests are dead-lettered as oversized")
 
 	s.str(&cfg.s3Endpoint, "s3-endpoint", "S3_ENDPOINT", "", "S3-compatible endpoint (host:port) for reports and documents by uri; empty disables both")
@@ -129,6 +132,12 @@ func (c *serveConfig) validate() error {
 	}
 	if c.cacheEntries < 0 {
 		errs = append(errs, fmt.Errorf("--result-cache: %d must not be negative", c.cacheEntries))
+	}
+	if c.llm.contextTokens < 0 {
+		errs = append(errs, fmt.Errorf("--llm-context-tokens: %d must not be negative", c.llm.contextTokens))
+	}
+	if c.llm.callsPerReq < 1 {
+		errs = append(errs, fmt.Errorf("--llm-calls-per-request: %d must be at least 1", c.llm.callsPerReq))
 	}
 	if c.llm.maxInputBytes < 1 {
 		errs = append(errs, fmt.Errorf("--max-input-bytes: %d must be positive", c.llm.maxInputBytes))

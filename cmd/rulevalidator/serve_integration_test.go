@@ -130,8 +130,8 @@ func TestServeEndToEnd(t *testing.T) {
 	}{
 		1: {boolean: ptr(false), match: schemas.MatchNormalized, page: 3},
 		2: {boolean: ptr(false), match: schemas.MatchFuzzy, page: 2},
-		3: {boolean: ptr(true)},
-		5: {score: ptr(2), scores: []int{0, 1, 2, 3}},
+		3: {boolean: ptr(true), match: schemas.MatchNotDocument},
+		5: {score: ptr(2), scores: []int{0, 1, 2, 3}, match: schemas.MatchExact, page: 3},
 	} {
 		if i == 0 || i == 4 {
 			continue
@@ -150,20 +150,29 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("verdict %s: evidences %s, want one", v.RuleID, jsonText(t, v.Evidences))
 		}
 		ev := v.Evidences[0]
+		if w.match == schemas.MatchNotDocument { // the named input the verdict rests on
+			if ev.Anchored || ev.Match != w.match || ev.SourceOrigin != "approval_limit_usd" || ev.SourcePageNumber != 0 {
+				t.Errorf("verdict %s: evidence %s, want the named input, not anchored", v.RuleID, jsonText(t, ev))
+			}
+			continue
+		}
 		if !ev.Anchored || ev.Match != w.match || ev.SourcePageNumber != w.page || ev.StartOffset == nil || ev.EndOffset == nil ||
 			runeSlice(docText, *ev.StartOffset, *ev.EndOffset) != ev.Text {
 			t.Errorf("verdict %s: evidence %s is not a verbatim span of the document anchored by %s on page %d", v.RuleID, jsonText(t, ev), w.match, w.page)
 		}
 	}
 
+	// Sources: the evidence anchored in a document; the named input cites none.
 	var sources []schemas.Source
 	for _, v := range got {
 		for _, ev := range v.Evidences {
-			sources = append(sources, schemas.Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber})
+			if ev.Anchored {
+				sources = append(sources, schemas.Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber})
+			}
 		}
 	}
-	if len(sources) != 4 {
-		t.Fatalf("%d evidences in the verdicts, want 4", len(sources))
+	if len(sources) != 5 {
+		t.Fatalf("%d anchored evidences in the verdicts, want 5", len(sources))
 	}
 	wantSummary := &schemas.SummaryEvent{
 		EventID: id, RequestID: id, TenantID: tenant,
@@ -175,7 +184,7 @@ func TestServeEndToEnd(t *testing.T) {
 			Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean", Score: ptr(2.0), Counted: 2},
 		},
 		Sources:   sources,
-		Usage:     schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
+		Usage:     schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt,
 	}
 	if s := summaryOf[id]; !jsonEqual(t, s, wantSummary) {
@@ -277,7 +286,7 @@ func exactEvidence(t *testing.T, text, origin string, page int, quote string) sc
 		t.Fatalf("%q is not in %s", quote, origin)
 	}
 	start := utf8.RuneCountInString(text[:i])
-	return schemas.Evidence{Text: quote, SourceOrigin: origin, SourcePageNumber: page, Anchored: true, Match: schemas.MatchExact,
+	return schemas.Evidence{Text: quote, QuotedText: quote, Similarity: 1, SourceOrigin: origin, SourcePageNumber: page, Anchored: true, Match: schemas.MatchExact,
 		StartOffset: ptr(start), EndOffset: ptr(start + utf8.RuneCountInString(quote))}
 }
 

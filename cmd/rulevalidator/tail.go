@@ -322,6 +322,9 @@ func verdictLine(v *schemas.VerdictEvent) string {
 	fmt.Fprintf(&b, "request %s  rule %s  %s", v.RequestID, v.RuleID, verdictOutcome(v))
 	if !v.DataSufficiency {
 		b.WriteString("  insufficient data")
+		if v.SufficiencyNote != nil {
+			fmt.Fprintf(&b, " (%s)", clip(*v.SufficiencyNote, rationaleWidth))
+		}
 	}
 	fmt.Fprintf(&b, "  %q  evidence: ", clip(v.Rationale, rationaleWidth))
 	if len(v.Evidences) == 0 {
@@ -365,6 +368,8 @@ func evidenceWhere(e schemas.Evidence) string {
 	}
 	parts := []string{origin}
 	switch {
+	case e.Altered:
+		parts = append(parts, "ALTERED: the model wrote "+strconv.Quote(e.QuotedText))
 	case e.Anchored:
 		parts = append(parts, strings.TrimSpace("anchored "+string(e.Match)))
 	case e.Match == schemas.MatchNotDocument:
@@ -412,6 +417,9 @@ func summaryLine(s *schemas.SummaryEvent) string {
 	}
 	if u := s.Usage; u.LLMCalls > 0 {
 		fmt.Fprintf(&b, "  tokens %d in (%d cached), %d out, %d call(s)", u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.LLMCalls)
+		if u.PlannedCalls > 1 {
+			fmt.Fprintf(&b, ", split into %d", u.PlannedCalls)
+		}
 	}
 	return b.String()
 }

@@ -96,10 +96,21 @@ func TestTailLines(t *testing.T) {
 			`request r-1  rule liability-cap  FAIL  "Capped at twelve months of fees; data protection is not carved out."  evidence: "This limit does not apply to breach of clause 6 (Confidentiality)." (msa.pdf p.3, anchored exact)`},
 		{"numerical verdict", verdictLine(&v[1]),
 			`request r-1  rule payment-terms  score 2 of 5  insufficient data  "Payment within 30 days."  evidence: "payable in thirty days" (msa.pdf p.2, not found in the document); "250000" (approval_limit, named input)`},
+		{"kept with an altered quote", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "term", RuleType: schemas.RuleBoolean, BooleanOutput: new(true),
+			Rationale: "Three years.", SufficiencyNote: new("your quote does not say what the document says"),
+			Evidences: []schemas.Evidence{{Text: "five (5) years", QuotedText: "three (3) years", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
+				Anchored: true, Match: schemas.MatchFuzzy, Altered: true}}}),
+			`request r-1  rule term  PASS  insufficient data (your quote does not say what the document says)  "Three years."  evidence: "five (5) years" (msa.pdf p.2, ALTERED: the model wrote "three (3) years")`},
 		{"not applicable", verdictLine(&na),
 			`request r-1  rule liability-cap  N/A (PASS)  "Capped at twelve months of fees; data protection is not carved out."  evidence: none`},
 		{"completed summary", summaryLine(tailPtr(tailSummary("r-2"))),
 			`request r-2  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data  boolean (all) FAILED 0/1  numerical (weighted_mean) 2.00 over 1  report s3://rulevalidator-reports/contoso/r-2.xlsx  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
+		{"split summary", summaryLine(func() *schemas.SummaryEvent {
+			s := tailSummary("r-5")
+			s.Report, s.Aggregate, s.Usage.LLMCalls, s.Usage.PlannedCalls = nil, schemas.Aggregate{}, 9, 7
+			return &s
+		}()),
+			`request r-5  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data  model fake-model  tokens 900 in (512 cached), 300 out, 9 call(s), split into 7`},
 		{"failed summary", summaryLine(&failed),
 			`request r-3  summary failed  ruleset contract-review  error unknown_ruleset: "unknown ruleset \"contract-review\" version \"9\""`},
 		{"dead letter", deadLetterLine(&dl),

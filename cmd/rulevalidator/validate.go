@@ -34,10 +34,13 @@ type llmFlags struct {
 	apiKey        string
 	model         string
 	format        string
+	instructions  string
 	outputRetries int
 	timeout       time.Duration
 	maxTokens     int
 	maxInputBytes int
+	contextTokens int
+	callsPerReq   int
 }
 
 func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
@@ -45,14 +48,22 @@ func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
 	f.apiKey = getenv("OPENAI_API_KEY")
 	fs.StringVar(&f.model, "model", orEnv(getenv, "RULEVALIDATOR_MODEL", defaultModel), "model name (env RULEVALIDATOR_MODEL)")
 	fs.StringVar(&f.format, "format", orEnv(getenv, "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema)), "preferred response format: json_schema, json_object or text; weaker ones are tried when the server refuses (env RULEVALIDATOR_LLM_FORMAT)")
+	fs.StringVar(&f.instructions, "llm-instructions", orEnv(getenv, "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto)), "how the rules reach the model: system, user (folded into the user message) or auto (probe the model once) (env RULEVALIDATOR_LLM_INSTRUCTIONS)")
 	fs.IntVar(&f.outputRetries, "output-retries", 2, "corrective re-asks per request when the answer fails the checks (-1: none)")
 	fs.DurationVar(&f.timeout, "llm-timeout", 120*time.Second, "timeout of one model call")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "cap on the tokens of each answer (0: the server's default)")
 	fs.IntVar(&f.maxInputBytes, "max-input-bytes", 4<<20, "cap on the total text of the inputs")
+	fs.IntVar(&f.contextTokens, "llm-context-tokens", 0, "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
+	fs.IntVar(&f.callsPerReq, "llm-calls-per-request", engine.DefaultCallConcurrency, "calls of one split request that run at once")
 }
 
 // newEngine builds the model client and the engine from the flags.
 func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.Engine, error) {
+	switch engine.Instructions(f.instructions) {
+	case engine.InstructionsSystem, engine.InstructionsUser, engine.InstructionsAuto:
+	default:
+		return nil, fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions)
+	}
 	client, err := openai.New(openai.Config{
 		BaseURL: f.baseURL,
 		APIKey:  f.apiKey,
@@ -68,12 +79,16 @@ func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.E
 		retries = -1 // the flag's 0 means none; the engine's zero means default
 	}
 	return engine.New(client, engine.Config{
-		Model:         f.model,
-		Format:        engine.ResponseFormat(f.format),
-		OutputRetries: retries,
-		MaxTokens:     f.maxTokens,
-		MaxInputBytes: f.maxInputBytes,
-		Hooks:         hooks,
+		Model:           f.model,
+		Format:          engine.ResponseFormat(f.format),
+		Instructions:    engine.Instructions(f.instructions),
+		Logger:          logger,
+		OutputRetries:   retries,
+		MaxTokens:       f.maxTokens,
+		MaxInputBytes:   f.maxInputBytes,
+		ContextTokens:   f.contextTokens,
+		CallConcurrency: f.callsPerReq,
+		Hooks:           hooks,
 	})
 }
 
@@ -264,15 +279,26 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		if !v.DataSufficiency {
 			data = "insufficient"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", v.RuleID, orDash(v.Name), outcome(v), data, len(v.Evidences))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.RuleID, orDash(v.Name), outcome(v), data, evidenceCount(v.Evidences))
 	}
 	tw.Flush()
 
 	for _, v := range res.Rules {
 		fmt.Fprintf(w, "\n%s — %s\n", v.RuleID, outcome(v))
 		fmt.Fprintf(w, "  %s\n", v.Rationale)
+		if v.SufficiencyNote != "" {
+			fmt.Fprintf(w, "  ! judged on insufficient data: %s\n", v.SufficiencyNote)
+		}
+		for _, dp := range v.PagesConsidered {
+			fmt.Fprintf(w, "  judged on %s, pages %s\n", dp.Document, joinPages(dp.Pages))
+		}
 		for _, ev := range v.Evidences {
 			fmt.Fprintf(w, "  • %q\n    %s\n", ev.Text, evidencePlace(ev))
+			if ev.Altered {
+				fmt.Fprintf(w, "    ! ALTERED: the model wrote %q; %s\n", ev.QuotedText, differences(ev.Differences))
+			} else if ev.Anchored && ev.QuotedText != "" && ev.QuotedText != ev.Text {
+				fmt.Fprintf(w, "    the model wrote %q\n", ev.QuotedText)
+			}
 		}
 	}
 
@@ -294,6 +320,9 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 	u := res.Usage
 	fmt.Fprintf(w, "Usage: %d prompt tokens (%d cached), %d completion tokens, %d model call%s\n",
 		u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.LLMCalls, map[bool]string{true: "", false: "s"}[u.LLMCalls == 1])
+	if u.PlannedCalls > 1 {
+		fmt.Fprintf(w, "The request did not fit one call: it was judged in %d calls, each rule on the pages listed with it.\n", u.PlannedCalls)
+	}
 }
 
 func outcome(v engine.Verdict) string {
@@ -321,14 +350,70 @@ func evidencePlace(ev engine.Evidence) string {
 		parts = append(parts, "page "+strconv.Itoa(ev.SourcePageNumber))
 	}
 	switch {
+	case ev.Anchored && ev.Similarity > 0 && ev.Similarity < 1:
+		parts = append(parts, fmt.Sprintf("anchored (%s, similarity %.2f)", ev.Match, ev.Similarity))
 	case ev.Anchored:
 		parts = append(parts, "anchored ("+string(ev.Match)+")")
 	case ev.Match == engine.MatchNotDocument:
-		parts = append(parts, "named input")
+		parts = append(parts, "not a document (named input, text input or message)")
 	default:
-		parts = append(parts, "not found in the document")
+		parts = append(parts, "! NOT FOUND in any document")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// evidenceCount is how many quotes a verdict has, and how many of them do
+// not back it.
+// joinPages writes page numbers as "1, 4, 250".
+func joinPages(pages []int) string {
+	parts := make([]string, len(pages))
+	for i, p := range pages {
+		parts[i] = strconv.Itoa(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func evidenceCount(evs []engine.Evidence) string {
+	var altered, missing int
+	for _, ev := range evs {
+		switch {
+		case ev.Altered:
+			altered++
+		case !ev.Anchored && ev.Match != engine.MatchNotDocument:
+			missing++
+		}
+	}
+	s := strconv.Itoa(len(evs))
+	var notes []string
+	if missing > 0 {
+		notes = append(notes, strconv.Itoa(missing)+" not found")
+	}
+	if altered > 0 {
+		notes = append(notes, strconv.Itoa(altered)+" altered")
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, ", ") + ")"
+	}
+	return s
+}
+
+// differences says what an altered quote changed.
+func differences(ds []engine.Difference) string {
+	if len(ds) == 0 {
+		return "the document says something else"
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%s: %s in the quote, %s in the document", d.Kind, orNone(d.Quote), orNone(d.Document))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return strconv.Quote(s)
 }
 
 func orDash(s string) string {

@@ -35,10 +35,12 @@ func exampleAnswer(t *testing.T, override map[string]map[string]any) string {
 			"evidences": []map[string]any{{"text": "“This limit does not apply to breach of clause 6 (Confidentiality).”", "source_origin": "northwind-msa.pdf", "source_page_number": 3}}},
 		{"rule_id": "subprocessors", "data_sufficiency": true, "rationale": "Only notice is required, not approval.", "boolean_output": false, "not_applicable": false,
 			"evidences": []map[string]any{{"text": "Supplier may engage subprocessors, provided it notifies Customer at least thirty days in advance.", "source_origin": "northwind-msa.pdf", "source_page_number": 2}}},
-		{"rule_id": "contract-value", "data_sufficiency": true, "rationale": "USD 240,000 a year.", "boolean_output": true, "not_applicable": false, "evidences": []map[string]any{}},
+		{"rule_id": "contract-value", "data_sufficiency": true, "rationale": "USD 240,000 a year, under the approval limit.", "boolean_output": true, "not_applicable": false,
+			"evidences": []map[string]any{{"text": "250000", "source_origin": "approval_limit_usd", "source_page_number": 0}}},
 		{"rule_id": "payment-terms", "data_sufficiency": true, "rationale": "30 days with 1.5% monthly interest.", "numerical_output": 2, "not_applicable": false,
 			"evidences": []map[string]any{{"text": "Invoices are payable within thirty (30) days of receipt.", "source_origin": "northwind-msa.pdf", "source_page_number": 2}}},
-		{"rule_id": "termination", "data_sufficiency": true, "rationale": "Termination for convenience on 90 days' notice.", "numerical_output": 2, "not_applicable": false, "evidences": []map[string]any{}},
+		{"rule_id": "termination", "data_sufficiency": true, "rationale": "Termination for convenience on 90 days' notice.", "numerical_output": 2, "not_applicable": false,
+			"evidences": []map[string]any{{"text": "Customer may terminate for convenience on ninety (90) days' written notice.", "source_origin": "northwind-msa.pdf", "source_page_number": 3}}},
 	}
 	for _, r := range rules {
 		for k, v := range override[r["rule_id"].(string)] {
@@ -64,6 +66,10 @@ func runCLI(t *testing.T, fake *llmfake.Server, args ...string) (code int, stdou
 			return "http://127.0.0.1:1/v1"
 		case "RULEVALIDATOR_MODEL":
 			return "fake-model"
+		case "RULEVALIDATOR_LLM_INSTRUCTIONS":
+			// The scripted replies answer judging calls only; the probe of
+			// auto has tests of its own.
+			return "system"
 		}
 		return ""
 	}
@@ -94,7 +100,7 @@ func TestValidateJSON(t *testing.T) {
 	if len(res.Rules) != 6 || res.Rules[0].RuleID != "governing-law" || res.Rules[5].RuleID != "termination" {
 		t.Fatalf("rules = %+v", res.Rules)
 	}
-	if res.Usage != (engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1}) {
+	if res.Usage != (engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1}) {
 		t.Errorf("usage = %+v", res.Usage)
 	}
 	// Anchoring: exact (with a corrected page), normalised (curly quotes), fuzzy (paraphrase).
@@ -118,7 +124,7 @@ func TestValidateJSON(t *testing.T) {
 	if n := res.Aggregate.Numerical; n == nil || n.Score == nil || *n.Score != 2 || n.Counted != 2 || n.Mode != engine.AggregateWeightedMean {
 		t.Errorf("numerical aggregate = %+v", n)
 	}
-	if len(res.Sources) != 4 {
+	if len(res.Sources) != 5 { // the named-input evidence cites no source
 		t.Errorf("sources = %+v", res.Sources)
 	}
 	// The request asked for structured output constrained to the example's rules.
@@ -230,6 +236,7 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "invalid ruleset", args: []string{"validate", "--ruleset", badRuleset, "--input", exampleInput}, wantCode: exitInvalid, wantStderr: `unknown field "scroe"`, noCalls: true},
 		{name: "invalid input", args: []string{"validate", "--ruleset", exampleRuleset, "--input", badInput}, wantCode: exitInvalid, wantStderr: "primary_docs[0]", noCalls: true},
 		{name: "missing file", args: []string{"validate", "--ruleset", filepath.Join(dir, "nope.yaml"), "--input", exampleInput}, wantCode: exitInvalid, wantStderr: "nope.yaml", noCalls: true},
+		{name: "bad instructions setting", args: []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--llm-instructions", "developer"}, wantCode: exitInvalid, wantStderr: `--llm-instructions: "developer" is not system, user or auto`, noCalls: true},
 		{name: "model refuses", replies: []llmfake.Reply{{Status: http.StatusUnauthorized, Error: &llmfake.Error{Message: "bad key"}}}, args: []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput}, wantCode: exitFailure, wantStderr: "refused the request"},
 		{name: "bad answers", replies: []llmfake.Reply{{Content: "nope"}, {Content: "nope"}, {Content: "nope"}}, args: []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput}, wantCode: exitFailure, wantStderr: "did not produce a valid answer"},
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitInvalid, wantStderr: `unknown command "frobnicate"`, noCalls: true},
@@ -300,5 +307,74 @@ func TestValidateReadsRequestsAndWritesTheReport(t *testing.T) {
 	code, _, stderr = runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--report", filepath.Join(t.TempDir(), "no", "such", "dir.xlsx"))
 	if code != exitFailure || !strings.Contains(stderr, "writing the report") {
 		t.Errorf("unwritable report: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestValidateAutoInstructions: by default the model is probed once; a server
+// that drops system messages gets the rules folded into the user message.
+func TestValidateAutoInstructions(t *testing.T) {
+	for _, tt := range []struct {
+		name, probeReply string
+		wantRoles        []string
+	}{
+		{"system dropped", "I don't know a code word.", []string{"user"}},
+		{"system kept", "OCELOT-5172", []string{"system", "user"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := llmfake.New()
+			defer fake.Close()
+			fake.Enqueue(llmfake.Reply{Content: tt.probeReply}, llmfake.Reply{Content: exampleAnswer(t, nil)})
+			code, _, stderr := runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--json", "--llm-instructions", "auto")
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			}
+			reqs := fake.Requests()
+			if len(reqs) != 2 || reqs[0].Format != "" || !strings.Contains(reqs[0].Messages[0].Content, "code word") {
+				t.Fatalf("want a plain-text probe, then the judging call; got %d requests: %+v", len(reqs), reqs)
+			}
+			judge := reqs[1].Messages
+			roles := make([]string, len(judge))
+			for i, m := range judge {
+				roles[i] = m.Role
+			}
+			if strings.Join(roles, ",") != strings.Join(tt.wantRoles, ",") {
+				t.Fatalf("judging call roles %v, want %v", roles, tt.wantRoles)
+			}
+			last := judge[len(judge)-1].Content
+			rules := strings.Index(last, `rule_id: "governing-law"`)
+			data := strings.Index(last, "Start of Document: northwind-msa.pdf")
+			if data < 0 || (len(judge) == 1 && (rules < 0 || rules > data)) {
+				t.Errorf("the user message must hold the rules before the data when folded:\n%.400s", last)
+			}
+		})
+	}
+}
+
+// TestPrintResultShowsAlteredAndUnfoundEvidence: evidence that does not back
+// its verdict is plain to see in the terminal output.
+func TestPrintResultShowsAlteredAndUnfoundEvidence(t *testing.T) {
+	start, end := 10, 40
+	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
+		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
+		SufficiencyNote: "the answer was kept with problems left after every re-ask",
+		Evidences: []engine.Evidence{
+			{Text: "The term is five (5) years.", QuotedText: "The term is three (3) years.", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
+				Anchored: true, Match: engine.MatchFuzzy, Similarity: 0.91, Altered: true, StartOffset: &start, EndOffset: &end,
+				Differences: []engine.Difference{{Kind: "number", Quote: "three (3)", Document: "five (5)"}}},
+			{Text: "Renewal is automatic.", QuotedText: "Renewal is automatic.", SourceOrigin: "msa.pdf", SourcePageNumber: 1, Match: engine.MatchNone},
+		},
+	}}}
+	var out bytes.Buffer
+	printResult(&out, &engine.Ruleset{}, res)
+	for _, want := range []string{
+		"2 (1 not found, 1 altered)",
+		"! judged on insufficient data: the answer was kept",
+		`anchored (fuzzy, similarity 0.91)`,
+		`! ALTERED: the model wrote "The term is three (3) years."; number: "three (3)" in the quote, "five (5)" in the document`,
+		"! NOT FOUND in any document",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }

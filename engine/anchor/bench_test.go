@@ -156,3 +156,38 @@ func BenchmarkIndex(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFindShort measures short quotes (under MinFuzzyRunes) with a
+// letter left out, which only the search for a unique fuzzy match can
+// anchor: the verbatim searches fail, then every place holding the quote
+// but one word is aligned. Most such quotes resemble several places in a
+// large document and stay unanchored.
+func BenchmarkFindShort(b *testing.B) {
+	for _, size := range benchSizes {
+		c := newCorpus(uint64(size.bytes) + 1)
+		doc := Document{Name: "report.txt", Pages: c.document(size.bytes, 3000)}
+		m, err := New([]Document{doc}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.docs[0].shingleIndex()
+		var quotes []Quote
+		for len(quotes) < benchQuotes {
+			text, page := c.excerpt(doc.Pages, 14)
+			if n := len(text); n >= 12 && n < defaultMinFuzzyRunes && strings.Count(text, " ") >= 1 {
+				quotes = append(quotes, Quote{Text: text[:n-3] + text[n-2:], Origin: doc.Name, Page: page})
+			}
+		}
+		b.Run(size.name, func(b *testing.B) {
+			times := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for n := range b.N {
+				start := time.Now()
+				m.Find(quotes[n%len(quotes)])
+				times = append(times, time.Since(start))
+			}
+			b.StopTimer()
+			reportLatency(b, times)
+		})
+	}
+}

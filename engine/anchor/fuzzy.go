@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -351,21 +352,23 @@ type fuzzyMatch struct {
 	similarity float64
 }
 
-// findFuzzy finds the region of the normalised text most similar to the
-// trimmed quote, if its similarity reaches threshold. Ties go to the match
-// nearest to page (when valid), then to the earliest. What trimming took
-// off the quote joins the match where the text has it right there: the
-// quotation marks were the document's own.
-func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuzzyMatch, bool) {
+// fuzzyMatches finds the regions of the normalised text similar to the
+// trimmed quote, whose similarity reaches threshold, best first: the most
+// similar, then the nearest to page (when valid), then the earliest. It
+// aligns the quote around each of the few candidate regions the index
+// proposes (see clusters); matches that overlap count once, as the better
+// of them. What trimming took off the quote joins a match where the text
+// has it right there: the quotation marks were the document's own.
+func (d *document) fuzzyMatches(pq preparedQuote, page int, threshold float64) []fuzzyMatch {
 	quote := pq.trimmed
 	n := d.normalized()
 	x := d.shingleIndex()
 	if n == nil || x == nil {
-		return fuzzyMatch{}, false
+		return nil
 	}
 	qHash := tokenize(quote).hash
 	if len(qHash) < 2 {
-		return fuzzyMatch{}, false
+		return nil
 	}
 	q := []rune(quote)
 	pattern := newBitPattern(q)
@@ -380,7 +383,12 @@ func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuz
 	}
 	rank := func(diag int32) int { return pageDistance(int(x.start[min(max(diag, 0), words-1)])) }
 
-	best, found, bestDist := fuzzyMatch{}, false, math.MaxInt
+	var found []fuzzyMatch
+	var dists []int
+	better := func(a fuzzyMatch, aDist int, b fuzzyMatch, bDist int) bool {
+		return a.similarity > b.similarity ||
+			(a.similarity == b.similarity && (aDist < bDist || (aDist == bDist && a.lo < b.lo)))
+	}
 	for _, c := range x.clusters(qHash, drift, maxCandidates, rank) {
 		first := max(0, c.lo-drift)
 		last := min(words, c.hi+int32(len(qHash))+drift) // exclusive
@@ -397,13 +405,28 @@ func (d *document) findFuzzy(pq preparedQuote, page int, threshold float64) (fuz
 		}
 		m.lo, m.hi = surround(n.text, m.lo, m.hi, pq.lead, pq.trail)
 		dist := pageDistance(m.lo)
-		better := !found || m.similarity > best.similarity ||
-			(m.similarity == best.similarity && (dist < bestDist || (dist == bestDist && m.lo < best.lo)))
-		if better {
-			best, found, bestDist = m, true, dist
+		overlapped := false
+		for k, f := range found {
+			if m.lo < f.hi && f.lo < m.hi {
+				overlapped = true
+				if better(m, dist, f, dists[k]) {
+					found[k], dists[k] = m, dist
+				}
+				break
+			}
+		}
+		if !overlapped {
+			found, dists = append(found, m), append(dists, dist)
 		}
 	}
-	return best, found
+	// Best first; a handful of matches at most.
+	for i := 1; i < len(found); i++ {
+		for j := i; j > 0 && better(found[j], dists[j], found[j-1], dists[j-1]); j-- {
+			found[j], found[j-1] = found[j-1], found[j]
+			dists[j], dists[j-1] = dists[j-1], dists[j]
+		}
+	}
+	return found
 }
 
 // alignWindow aligns q with text[lo:hi] and returns the best match there,
@@ -460,4 +483,103 @@ func alignWindow(p *bitPattern, q []rune, text string, lo, hi int, threshold flo
 
 func similarity(dist, a, b int) float64 {
 	return 1 - float64(dist)/float64(max(a, b, 1))
+}
+
+// maxShortRegions is how many matching regions a short quote's search
+// looks for: two are enough to know it is ambiguous.
+const maxShortRegions = 2
+
+// maxShortCandidates bounds the places a short quote is aligned at in one
+// document; a quote whose words occur in more places than that cannot be
+// told apart from its look-alikes, and is taken for ambiguous.
+const maxShortCandidates = 4096
+
+// shortMatches finds the regions of the normalised text that match the
+// trimmed quote, a short one, up to limit of them: regions of whole words
+// whose similarity reaches threshold and whose words are the quote's but
+// for one word (see oneWordApart). Unlike the index, which proposes
+// regions by the word pairs they share with the quote, it misses none of
+// them, so a quote resembling several places can be told from one that
+// resembles one: each such region holds, verbatim, the quote with one of
+// its words left out, so for each word the longer part of the quote on
+// either side of it is searched for, and the quote aligned around each
+// occurrence. A quote of one word is not matched.
+func (d *document) shortMatches(pq preparedQuote, threshold float64, limit int) []fuzzyMatch {
+	n := d.normalized()
+	quote := pq.trimmed
+	q := []rune(quote)
+	words := tokenize(quote)
+	k := int((1-threshold)*float64(len(q))/threshold + 1e-9)
+	if n == nil || len(words.start) < 2 || k == 0 {
+		return nil // k == 0: only an exact match, which the verbatim search did not find
+	}
+	p := newBitPattern(q)
+	text := n.text
+	var out []fuzzyMatch
+	candidates := 0
+	col := p.newColumn()
+	for e := range words.start {
+		pre, word, suf := quote[:words.start[e]], quote[words.start[e]:words.end[e]], quote[words.end[e]:]
+		// The most the left-out word and the slack either side can take.
+		reach := utf8.RuneCountInString(word) + 2*k
+		fixed := pre
+		if len(suf) > len(pre) {
+			fixed = suf
+		}
+		for at := 0; ; {
+			j := strings.Index(text[at:], fixed)
+			if j < 0 {
+				break
+			}
+			hit := at + j
+			at = hit + 1
+			if candidates++; candidates > maxShortCandidates {
+				return nil
+			}
+			var lo, hi int
+			if fixed == pre {
+				lo, hi = hit, runesForward(text, hit+len(pre), reach+utf8.RuneCountInString(suf))
+				if !strings.Contains(text[hit+len(pre):hi], suf) {
+					continue
+				}
+			} else {
+				lo, hi = runesBack(text, hit, reach+utf8.RuneCountInString(pre)), hit+len(suf)
+				if !strings.Contains(text[lo:hit], pre) {
+					continue
+				}
+			}
+			if p.leastScore(col, text, lo, hi) > k {
+				continue // a cheap look before the alignment that places the match
+			}
+			m, ok := alignWindow(p, q, text, lo, hi, threshold)
+			if !ok || !wordAligned(text, m.lo, m.hi) || !oneWordApart(quote, text[m.lo:m.hi]) {
+				continue
+			}
+			m.lo, m.hi = surround(text, m.lo, m.hi, pq.lead, pq.trail)
+			if slices.ContainsFunc(out, func(f fuzzyMatch) bool { return m.lo < f.hi && f.lo < m.hi }) {
+				continue // found again from another word
+			}
+			if out = append(out, m); len(out) >= limit {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// leastScore is the least edit distance between the quote and a substring
+// of text[lo:hi], computed in c, which it resets.
+func (p *bitPattern) leastScore(c column, text string, lo, hi int) int {
+	for b := range c.pv {
+		c.pv[b], c.mv[b] = ^uint64(0), 0
+	}
+	score := p.m
+	best := score
+	for i := lo; i < hi; {
+		r, w := utf8.DecodeRuneInString(text[i:])
+		i += w
+		score += p.step(c, p.slot(r), 0)
+		best = min(best, score)
+	}
+	return best
 }

@@ -2,6 +2,7 @@ package anchor
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode"
@@ -202,7 +203,7 @@ func TestIndexedAndScannedSearchAgree(t *testing.T) {
 		quote := Quote{Text: q, Origin: docs[(i/2)%2].Name, Page: p}
 		a, aok := scanned.Find(quote)
 		b, bok := indexed.Find(quote)
-		if a != b || aok != bok {
+		if !reflect.DeepEqual(a, b) || aok != bok {
 			t.Fatalf("quote %q: scanned %+v %v, indexed %+v %v", q, a, aok, b, bok)
 		}
 	}

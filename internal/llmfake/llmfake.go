@@ -77,6 +77,7 @@ type Server struct {
 	mu       sync.Mutex
 	queue    []Reply
 	fallback Reply
+	answer   func(Request) Reply
 	refuse   map[string]bool
 	requests []Request
 }
@@ -113,6 +114,16 @@ func (s *Server) SetDefault(r Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fallback = r
+}
+
+// Answer makes the server compute the reply to every request from the
+// request itself once the queue is empty, instead of sending the default: a
+// scripted model that reads its prompt, for requests whose order is not
+// known (concurrent calls). answer runs concurrently with itself.
+func (s *Server) Answer(answer func(Request) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answer = answer
 }
 
 // RefuseFormats makes the server answer 400 to any request whose
@@ -191,6 +202,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
 	var reply Reply
+	answer := s.answer
 	switch {
 	case s.refuse[rec.Format]:
 		reply = Reply{Status: http.StatusBadRequest, Error: &Error{
@@ -198,12 +210,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			Type:    "invalid_request_error",
 			Param:   "response_format",
 		}}
+		answer = nil
 	case len(s.queue) > 0:
 		reply, s.queue = s.queue[0], s.queue[1:]
-	default:
+		answer = nil
+	case answer == nil:
 		reply = s.fallback
 	}
 	s.mu.Unlock()
+	if answer != nil {
+		reply = answer(rec)
+	}
 
 	s.send(w, r, rec, reply)
 }

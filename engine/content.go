@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// minRationaleWords is the fewest words a rationale may have: "C-11" or
+// "Yes." explains nothing.
+const minRationaleWords = 3
+
+// placeholders are what models write when they have nothing to say, compared
+// after folding case and trimming punctuation.
+var placeholders = map[string]bool{
+	"none": true, "n/a": true, "na": true, "n.a": true, "null": true, "nil": true, "nothing": true,
+	"tbd": true, "todo": true, "unknown": true, "not available": true, "no evidence": true,
+	"none found": true, "no rationale": true, "rationale": true, "evidence": true, "text": true,
+	"quote": true, "source": true, "document": true, "placeholder": true, "lorem ipsum": true,
+}
+
+// isPlaceholder reports whether s stands for nothing: blank, punctuation or
+// symbols only ("...", "-"), or one of the placeholder words.
+func isPlaceholder(s string) bool {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if !strings.ContainsFunc(t, isWordRune) {
+		return true
+	}
+	t = strings.TrimFunc(t, func(r rune) bool { return !isWordRune(r) })
+	return placeholders[t]
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// words splits s into its words, lower-cased, punctuation dropped.
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) && r != '\'' })
+}
+
+// rationaleProblem says why a rationale explains nothing, or "" when it may.
+func rationaleProblem(rule Rule, rationale string) string {
+	if isPlaceholder(rationale) {
+		return "is a placeholder"
+	}
+	w := words(rationale)
+	if slices.Equal(w, words(rule.RuleText)) || slices.Equal(w, words(rule.RuleID)) ||
+		(rule.NotApplicableText != "" && slices.Equal(w, words(rule.NotApplicableText))) {
+		return "repeats the rule instead of explaining the verdict"
+	}
+	if len(w) < minRationaleWords {
+		return fmt.Sprintf("has fewer than %d words", minRationaleWords)
+	}
+	return ""
+}
+
+// checkContent anchors v's evidence in place and says what is wrong with
+// what the verdict says, as opposed to its shape: a rationale or evidence
+// that says nothing, a quote found in no document or contradicting the
+// document, a verdict claiming support that no evidence gives.
+func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
+	var problems []Problem
+	add := func(reason, format string, args ...any) {
+		problems = append(problems, Problem{RuleID: rule.RuleID, Reason: reason, Detail: fmt.Sprintf(format, args...)})
+	}
+	if why := rationaleProblem(rule, v.Rationale); why != "" {
+		add(ReasonPlaceholderRationale, "the rationale %s %s; explain the verdict in one to three sentences about the material", clip(v.Rationale), why)
+	}
+	supported := false
+	for i := range v.Evidences {
+		ev := &v.Evidences[i]
+		if isPlaceholder(ev.Text) {
+			ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, MatchNone
+			add(ReasonPlaceholderEvidence, "the evidence %s is a placeholder, not a quote; quote the material exactly, or give no evidence", clip(ev.Text))
+			continue
+		}
+		if err := a.anchor(ev); err != nil {
+			return nil, err
+		}
+		switch {
+		case ev.Match == MatchNone && isPlaceholder(ev.SourceOrigin):
+			add(ReasonPlaceholderEvidence, "the evidence %s cites the source %s, which names nothing; give the document's name exactly as its marker shows it", clip(ev.Text), clip(ev.SourceOrigin))
+		case ev.Match == MatchNone:
+			add(ReasonUnanchoredQuote, "your quote %s was not found in %s — quote the document exactly, or give no evidence", clip(ev.Text), a.where(ev.SourceOrigin))
+		case ev.Altered:
+			add(ReasonAlteredEvidence, "your quote %s does not say what the document says: %s — quote the document exactly, and judge by what it says", clip(ev.QuotedText), describeDifferences(ev.Differences))
+		}
+		if a.supports(*ev) {
+			supported = true
+		}
+	}
+	if a.hasDocuments() && !supported && claimsSupport(rule, *v) {
+		claim := "boolean_output is true"
+		if v.NumericalOutput != nil {
+			claim = "numerical_output " + strconv.Itoa(*v.NumericalOutput) + " is above the lowest score"
+		}
+		add(ReasonUnsupportedVerdict, "%s but no evidence found in the material supports it — quote the passage it rests on, or reconsider the verdict", claim)
+	}
+	return problems, nil
+}
+
+// claimsSupport reports whether v says the material satisfies the rule: a
+// boolean true, or a score above the lowest allowed. A verdict that does not
+// apply, or that says the data are insufficient, claims nothing.
+func claimsSupport(rule Rule, v Verdict) bool {
+	if v.NotApplicable || !v.DataSufficiency {
+		return false
+	}
+	if v.BooleanOutput != nil {
+		return *v.BooleanOutput
+	}
+	if v.NumericalOutput != nil {
+		if allowed := rule.AllowedScores(); len(allowed) > 0 {
+			return *v.NumericalOutput > slices.Min(allowed)
+		}
+	}
+	return false
+}
+
+// where names what a quote citing origin was searched in.
+func (a *anchoring) where(origin string) string {
+	names := make([]string, 0, len(a.docs))
+	for _, d := range a.docs {
+		if foldOrigin(d.Name) == foldOrigin(origin) {
+			return strconv.Quote(d.Name)
+		}
+		names = append(names, strconv.Quote(d.Name))
+	}
+	return "any supplied document (" + strings.Join(names, ", ") + ")"
+}
+
+func describeDifferences(ds []Difference) string {
+	parts := make([]string, 0, len(ds))
+	for _, d := range ds {
+		switch {
+		case d.Quote == "":
+			parts = append(parts, fmt.Sprintf("the document says %s (%s) where the quote does not", strconv.Quote(d.Document), d.Kind))
+		case d.Document == "":
+			parts = append(parts, fmt.Sprintf("the quote says %s (%s) where the document does not", strconv.Quote(d.Quote), d.Kind))
+		default:
+			parts = append(parts, fmt.Sprintf("the quote says %s where the document says %s (%s)", strconv.Quote(d.Quote), strconv.Quote(d.Document), d.Kind))
+		}
+	}
+	if len(parts) == 0 {
+		return "the document's words differ"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// clip quotes s for a message to the model, shortened to a readable length.
+func clip(s string) string {
+	const maxRunes = 120
+	if utf8.RuneCountInString(s) <= maxRunes {
+		return strconv.Quote(s)
+	}
+	r := []rune(s)
+	return strconv.Quote(string(r[:maxRunes]) + "…")
+}
