@@ -49,28 +49,38 @@ func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
 
 // newEngine builds the model client and the engine from the flags.
 func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.Engine, error) {
-	client, err := openai.New(openai.Config{
+	client, err := f.newClient(logger)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(client, f.engineConfig(hooks))
+}
+
+// newClient builds the model client from the flags.
+func (f *llmFlags) newClient(logger *slog.Logger) (*openai.Client, error) {
+	return openai.New(openai.Config{
 		BaseURL: f.baseURL,
 		APIKey:  f.apiKey,
 		Timeout: f.timeout,
 		Format:  engine.ResponseFormat(f.format),
 		Logger:  logger,
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+// engineConfig is the engine configuration the flags describe.
+func (f *llmFlags) engineConfig(hooks engine.Hooks) engine.Config {
 	retries := f.outputRetries
 	if retries == 0 {
 		retries = -1 // the flag's 0 means none; the engine's zero means default
 	}
-	return engine.New(client, engine.Config{
+	return engine.Config{
 		Model:         f.model,
 		Format:        engine.ResponseFormat(f.format),
 		OutputRetries: retries,
 		MaxTokens:     f.maxTokens,
 		MaxInputBytes: f.maxInputBytes,
 		Hooks:         hooks,
-	})
+	}
 }
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
