@@ -20,6 +20,10 @@ type baseline struct {
 	maxTokens int
 }
 
+// baselineMaxTokens caps a rubric answer: a reason, a pass and a score fit
+// well within it, and small models that never close the object stop.
+const baselineMaxTokens = 300
+
 // baselineSystem is fixed, so a server's prompt cache can hold it and the
 // material that follows it across the rules of one case.
 const baselineSystem = `You are grading material according to a user-specified rubric. If the statement in the rubric is true of the material, the material passes. ` +

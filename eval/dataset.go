@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
 
 	"rulevalidator/engine"
@@ -125,6 +127,8 @@ type manifestLabel struct {
 	NumericalOutput *int           `json:"numerical_output"`
 	NotApplicable   bool           `json:"not_applicable"`
 	Evidence        []manifestSpan `json:"evidence"`
+	// Note is for reviewers; it is read and ignored.
+	Note string `json:"note"`
 }
 
 type manifestSpan struct {
@@ -234,28 +238,30 @@ func checkSchema(file string, doc any) []*Problem {
 	}
 	var probs []*Problem
 	seen := map[string]bool{}
-	for _, u := range verr.BasicOutput().Errors {
-		if u.Error == nil {
-			continue
+	printer := message.NewPrinter(language.English)
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
 		}
-		p := locate(file, doc, u.InstanceLocation)
-		p.Message = u.Error.String()
+		p := locate(file, doc, e.InstanceLocation)
+		p.Message = e.ErrorKind.LocalizedString(printer)
 		if key := p.Error(); !seen[key] {
 			seen[key] = true
 			probs = append(probs, p)
 		}
 	}
+	walk(verr)
 	return probs
 }
 
-// locate turns a JSON pointer into the manifest into a Problem naming the
+// locate turns a location in the manifest into a Problem naming the
 // case (by id when it has one), the rule and the field inside the case.
-func locate(file string, doc any, pointer string) *Problem {
+func locate(file string, doc any, tokens []string) *Problem {
 	p := &Problem{File: file}
-	tokens := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
-	if pointer == "" {
-		tokens = nil
-	}
 	if len(tokens) < 2 || tokens[0] != "cases" {
 		p.Field = jsonPath(tokens)
 		return p
@@ -296,7 +302,6 @@ func index(v any, i int) any {
 func jsonPath(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
-		t = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
 		if _, err := strconv.Atoi(t); err == nil {
 			b.WriteString("[" + t + "]")
 			continue

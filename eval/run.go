@@ -193,7 +193,11 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 		judge judge
 	}{{SystemEngine, engineJudge(eng)}}
 	if opts.Baseline == BaselinePerRule {
-		b := &baseline{llm: m, model: opts.Engine.Model, maxTokens: opts.Engine.MaxTokens}
+		maxTokens := opts.Engine.MaxTokens
+		if maxTokens == 0 || maxTokens > baselineMaxTokens {
+			maxTokens = baselineMaxTokens
+		}
+		b := &baseline{llm: m, model: opts.Engine.Model, maxTokens: maxTokens}
 		systems = append(systems, struct {
 			name  string
 			judge judge
