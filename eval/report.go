@@ -83,9 +83,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	tw.Flush()
 
+	fmt.Fprintln(ew)
 	for _, s := range r.Systems {
 		c := s.Overall.Boolean.Confusion
-		fmt.Fprintf(ew, "\n%s boolean confusion (expected → given): pass→pass %d, pass→fail %d, fail→pass %d, fail→fail %d, no answer %d\n",
+		fmt.Fprintf(ew, "%s boolean confusion (expected → given): pass→pass %d, pass→fail %d, fail→pass %d, fail→fail %d, no answer %d\n",
 			s.Name, c.TruePass, c.FalseFail, c.FalsePass, c.TrueFail, c.NoAnswerPass+c.NoAnswerFail)
 	}
 

@@ -175,12 +175,12 @@ func TestEvalAgainstRealModel(t *testing.T) {
 		t.Skipf("integration: model server at %s not reachable: %v", baseURL, err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	var stdout, stderr strings.Builder
 	// One short case keeps the test to a few minutes on two cores.
 	args := []string{"eval", "--dataset", evalDataset, "--cases", "citizens-bank-logan", "--baseline", "per-rule",
-		"--json", "--llm-timeout", "5m", "--max-tokens", "1500"}
+		"--json", "--llm-timeout", "10m", "--max-tokens", "1200"}
 	code := run(ctx, args, &stdout, &stderr, os.Getenv)
 	t.Logf("stderr:\n%s", stderr.String())
 	if code != exitOK {
