@@ -17,7 +17,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Runs != 1 {
 		runs = strconv.Itoa(r.Runs) + " runs"
 	}
-	fmt.Fprintf(ew, "Dataset %s · model %s · %d cases, %d labelled verdicts per run · %s\n\n", r.Dataset, r.Model, r.Cases, r.Rules, runs)
+	cases := "1 case"
+	if r.Cases != 1 {
+		cases = strconv.Itoa(r.Cases) + " cases"
+	}
+	fmt.Fprintf(ew, "Dataset %s · model %s · %s, %d labelled verdicts per run · %s\n\n", r.Dataset, r.Model, cases, r.Rules, runs)
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	header := "METRIC"
