@@ -38,6 +38,7 @@ func commands() []command {
 		{"produce", "send a validation request to the requests topic", runProduce},
 		{"tail", "print the verdicts, summaries and dead letters on the topics", runTail},
 		{"rulesets", "publish, list and check rulesets (see rulesets --help)", runRulesets},
+		{"eval", "score verdicts against a labelled dataset, optionally beside a naive baseline", runEval},
 		{"healthcheck", "probe a running service's readiness endpoint (for container health checks)", runHealthcheck},
 	}
 }

@@ -59,26 +59,43 @@ func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
 
 // newEngine builds the model client and the engine from the flags.
 func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.Engine, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	client, err := f.newClient(logger)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(client, f.engineConfig(logger, hooks))
+}
+
+// check reports a flag value the engine would refuse, named as the flag.
+func (f *llmFlags) check() error {
 	switch engine.Instructions(f.instructions) {
 	case engine.InstructionsSystem, engine.InstructionsUser, engine.InstructionsAuto:
-	default:
-		return nil, fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions)
+		return nil
 	}
-	client, err := openai.New(openai.Config{
+	return fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions)
+}
+
+// newClient builds the model client from the flags.
+func (f *llmFlags) newClient(logger *slog.Logger) (*openai.Client, error) {
+	return openai.New(openai.Config{
 		BaseURL: f.baseURL,
 		APIKey:  f.apiKey,
 		Timeout: f.timeout,
 		Format:  engine.ResponseFormat(f.format),
 		Logger:  logger,
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+// engineConfig is the engine configuration the flags describe.
+func (f *llmFlags) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine.Config {
 	retries := f.outputRetries
 	if retries == 0 {
 		retries = -1 // the flag's 0 means none; the engine's zero means default
 	}
-	return engine.New(client, engine.Config{
+	return engine.Config{
 		Model:           f.model,
 		Format:          engine.ResponseFormat(f.format),
 		Instructions:    engine.Instructions(f.instructions),
@@ -89,7 +106,7 @@ func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.E
 		ContextTokens:   f.contextTokens,
 		CallConcurrency: f.callsPerReq,
 		Hooks:           hooks,
-	})
+	}
 }
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/eval"
+)
+
+// exitBelowMinimum: the evaluation ran but accuracy is under --min-accuracy.
+const exitBelowMinimum = 3
+
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		dir         = fs.String("dataset", "", "dataset directory holding dataset.yaml (required)")
+		asJSON      = fs.Bool("json", false, "print exactly one JSON object on stdout")
+		baseline    = fs.String("baseline", "", `also judge with a naive baseline on the same model: "per-rule" (one call per rule, pass/score/reason)`)
+		runs        = fs.Int("runs", 1, "judge every case this many times and report the spread")
+		minAccuracy = fs.Float64("min-accuracy", -1, "exit 3 when the engine's verdict accuracy (0..1) is below this")
+		cases       = fs.String("cases", "", "comma-separated case ids to judge (default: all)")
+		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
+		llm         llmFlags
+	)
+	llm.register(fs, getenv)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rulevalidator eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--min-accuracy X] [--model NAME]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Judges every case of a labelled dataset with the model and scores the verdicts")
+		fmt.Fprintln(stderr, "and their evidence against the labels. Exit status: 0 done, 2 invalid flags or")
+		fmt.Fprintln(stderr, "dataset (no model call made), 1 the model could not be reached, 3 accuracy")
+		fmt.Fprintln(stderr, "below --min-accuracy.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitInvalid
+	}
+	switch {
+	case *dir == "":
+		fmt.Fprintln(stderr, "eval: --dataset is required")
+		fs.Usage()
+		return exitInvalid
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "eval: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return exitInvalid
+	case *baseline != "" && *baseline != eval.BaselinePerRule:
+		fmt.Fprintf(stderr, "eval: --baseline %q: the only baseline is %q\n", *baseline, eval.BaselinePerRule)
+		return exitInvalid
+	case *runs < 1:
+		fmt.Fprintf(stderr, "eval: --runs %d: must be at least 1\n", *runs)
+		return exitInvalid
+	case *minAccuracy > 1:
+		fmt.Fprintf(stderr, "eval: --min-accuracy %v: accuracy is a share between 0 and 1\n", *minAccuracy)
+		return exitInvalid
+	}
+
+	ds, err := eval.Load(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "eval: %s\n", strings.ReplaceAll(err.Error(), "\n", "\neval: "))
+		return exitInvalid
+	}
+	if *cases != "" {
+		if ds, err = selectCases(ds, strings.Split(*cases, ",")); err != nil {
+			fmt.Fprintf(stderr, "eval: --cases: %v\n", err)
+			return exitInvalid
+		}
+	}
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := llm.check(); err != nil {
+		fmt.Fprintf(stderr, "eval: %v\n", err)
+		return exitInvalid
+	}
+	client, err := llm.newClient(logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "eval: %v\n", err)
+		return exitInvalid
+	}
+	rep, err := eval.Run(ctx, ds, eval.Options{
+		LLM:      client,
+		Engine:   llm.engineConfig(logger, engine.Hooks{}),
+		Runs:     *runs,
+		Baseline: *baseline,
+		Progress: func(system string, run int, caseID string, took time.Duration, err error) {
+			status := "ok"
+			if err != nil {
+				status = "failed: " + err.Error()
+			}
+			fmt.Fprintf(stderr, "eval: %s run %d case %s: %s (%s)\n", system, run, caseID, status, took.Round(100*time.Millisecond))
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "eval: %s\n", describeEvalError(err, llm.baseURL))
+		if errors.Is(err, engine.ErrInvalidRuleset) || errors.Is(err, engine.ErrInvalidInput) {
+			return exitInvalid
+		}
+		return exitFailure
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "eval: writing the report: %v\n", err)
+			return exitFailure
+		}
+	} else if err := rep.WriteTable(stdout); err != nil {
+		fmt.Fprintf(stderr, "eval: writing the report: %v\n", err)
+		return exitFailure
+	}
+
+	if *minAccuracy >= 0 {
+		acc := rep.System(eval.SystemEngine).Overall.Accuracy
+		if acc == nil || *acc < *minAccuracy {
+			got := "none"
+			if acc != nil {
+				got = fmt.Sprintf("%.3f", *acc)
+			}
+			fmt.Fprintf(stderr, "eval: verdict accuracy %s is below --min-accuracy %.3f\n", got, *minAccuracy)
+			return exitBelowMinimum
+		}
+	}
+	return exitOK
+}
+
+// selectCases keeps the named cases, in the dataset's order.
+func selectCases(ds *eval.Dataset, ids []string) (*eval.Dataset, error) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			want[id] = true
+		}
+	}
+	kept := *ds
+	kept.Cases = nil
+	for _, c := range ds.Cases {
+		if want[c.ID] {
+			kept.Cases = append(kept.Cases, c)
+			delete(want, c.ID)
+		}
+	}
+	if len(want) > 0 {
+		var missing []string
+		for id := range want {
+			missing = append(missing, id)
+		}
+		slices.Sort(missing)
+		return nil, fmt.Errorf("no case %s in the dataset", strings.Join(missing, ", "))
+	}
+	if len(kept.Cases) == 0 {
+		return nil, errors.New("no case named")
+	}
+	return &kept, nil
+}

@@ -1,0 +1,181 @@
+package eval
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteTable renders the report for a person: the systems side by side, then
+// per rule and per case.
+func (r *Report) WriteTable(w io.Writer) error {
+	ew := &errWriter{w: w}
+	runs := "1 run"
+	if r.Runs != 1 {
+		runs = strconv.Itoa(r.Runs) + " runs"
+	}
+	cases := "1 case"
+	if r.Cases != 1 {
+		cases = strconv.Itoa(r.Cases) + " cases"
+	}
+	fmt.Fprintf(ew, "Dataset %s · model %s · %s, %d labelled verdicts per run · %s\n\n", r.Dataset, r.Model, cases, r.Rules, runs)
+
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	header := "METRIC"
+	for _, s := range r.Systems {
+		header += "\t" + strings.ToUpper(s.Name)
+	}
+	fmt.Fprintln(tw, header)
+	row := func(name string, cell func(s *SystemReport) string) {
+		line := name
+		for i := range r.Systems {
+			line += "\t" + cell(&r.Systems[i])
+		}
+		fmt.Fprintln(tw, line)
+	}
+	row("verdict accuracy", func(s *SystemReport) string { return frac(s.Overall.Correct, s.Overall.Verdicts) })
+	row("  boolean", func(s *SystemReport) string { return frac(s.Overall.Boolean.Correct, s.Overall.Boolean.Verdicts) })
+	row("  numerical exact", func(s *SystemReport) string {
+		return frac(s.Overall.Numerical.Exact, s.Overall.Numerical.Verdicts)
+	})
+	row("  numerical ±1 step", func(s *SystemReport) string {
+		return frac(s.Overall.Numerical.WithinOne, s.Overall.Numerical.Verdicts)
+	})
+	row("  not-applicable flag", func(s *SystemReport) string {
+		return frac(s.Overall.NotApplicable.Correct, s.Overall.NotApplicable.Verdicts)
+	})
+	row("  not-applicable found", func(s *SystemReport) string {
+		return frac(s.Overall.NotApplicable.Flagged, s.Overall.NotApplicable.Labelled)
+	})
+	row("unanswered", func(s *SystemReport) string { return strconv.Itoa(s.Overall.Unanswered) })
+	row("evidence precision", func(s *SystemReport) string {
+		return frac(s.Overall.Evidence.Hits, s.Overall.Evidence.Judged)
+	})
+	row("evidence recall", func(s *SystemReport) string {
+		return frac(s.Overall.Evidence.GoldFound, s.Overall.Evidence.Gold)
+	})
+	row("quotes anchored", func(s *SystemReport) string {
+		return frac(s.Overall.Evidence.Anchored, s.Overall.Evidence.Quotes)
+	})
+	row("pages right", func(s *SystemReport) string {
+		return frac(s.Overall.Evidence.PagesRight, s.Overall.Evidence.JudgedAnchored)
+	})
+	row("model calls (failed)", func(s *SystemReport) string {
+		return fmt.Sprintf("%d (%d)", s.Cost.Calls, s.Cost.FailedCalls)
+	})
+	row("prompt tokens (cached)", func(s *SystemReport) string {
+		return fmt.Sprintf("%d (%d)", s.Cost.PromptTokens, s.Cost.CachedTokens)
+	})
+	row("completion tokens", func(s *SystemReport) string { return strconv.Itoa(s.Cost.CompletionTokens) })
+	row("wall time", func(s *SystemReport) string { return s.Cost.Wall.Round(100 * time.Millisecond).String() })
+	if r.Runs > 1 {
+		row("runs agreeing", func(s *SystemReport) string {
+			if s.Spread == nil {
+				return "-"
+			}
+			return pct(s.Spread.Agreement)
+		})
+		row("accuracy min–max (sd)", func(s *SystemReport) string {
+			if s.Spread == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%s–%s (%.1f pp)", pct(s.Spread.Min), pct(s.Spread.Max), 100*s.Spread.StdDev)
+		})
+	}
+	tw.Flush()
+
+	fmt.Fprintln(ew)
+	for _, s := range r.Systems {
+		c := s.Overall.Boolean.Confusion
+		fmt.Fprintf(ew, "%s boolean confusion (expected → given): pass→pass %d, pass→fail %d, fail→pass %d, fail→fail %d, no answer %d\n",
+			s.Name, c.TruePass, c.FalseFail, c.FalsePass, c.TrueFail, c.NoAnswerPass+c.NoAnswerFail)
+	}
+
+	fmt.Fprintln(ew, "\nPer rule")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	header = "RULE\tTYPE"
+	for _, s := range r.Systems {
+		header += "\t" + strings.ToUpper(s.Name)
+	}
+	fmt.Fprintln(tw, header+"\t"+strings.ToUpper(r.Systems[0].Name)+" EVIDENCE P/R")
+	if len(r.Systems) > 0 {
+		for i, rr := range r.Systems[0].PerRule {
+			line := rr.RuleID + "\t" + string(rr.Type)
+			for _, s := range r.Systems {
+				m := s.PerRule[i].Metrics
+				line += "\t" + frac(m.Correct, m.Verdicts)
+			}
+			ev := rr.Metrics.Evidence
+			line += "\t" + short(ev.Precision) + " / " + short(ev.Recall)
+			fmt.Fprintln(tw, line)
+		}
+	}
+	tw.Flush()
+
+	fmt.Fprintln(ew, "\nPer case")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	header = "CASE"
+	for _, s := range r.Systems {
+		name := strings.ToUpper(s.Name)
+		header += "\t" + name + "\t" + name + " TOKENS\t" + name + " TIME"
+	}
+	fmt.Fprintln(tw, header)
+	if len(r.Systems) > 0 {
+		for i, cr := range r.Systems[0].PerCase {
+			line := cr.Case
+			for _, s := range r.Systems {
+				c := s.PerCase[i]
+				line += "\t" + frac(c.Metrics.Correct, c.Metrics.Verdicts) +
+					"\t" + strconv.Itoa(c.Cost.PromptTokens+c.Cost.CompletionTokens) +
+					"\t" + c.Cost.Wall.Round(100*time.Millisecond).String()
+			}
+			fmt.Fprintln(tw, line)
+		}
+	}
+	tw.Flush()
+
+	for _, s := range r.Systems {
+		for _, f := range s.Errors {
+			fmt.Fprintf(ew, "\n%s: case %s run %d failed: %s", s.Name, f.Case, f.Run, f.Error)
+		}
+		if len(s.Errors) > 0 {
+			fmt.Fprintln(ew)
+		}
+	}
+	return ew.err
+}
+
+// frac writes a ratio as a percentage with its counts, or "-" when nothing
+// was counted.
+func frac(num, den int) string {
+	if den == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d/%d)", pct(float64(num)/float64(den)), num, den)
+}
+
+func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) + "%" }
+
+func short(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(100**p, 'f', 0, 64) + "%"
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}

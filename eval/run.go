@@ -1,0 +1,361 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"rulevalidator/engine"
+)
+
+// Systems a report can hold.
+const (
+	SystemEngine   = "engine"
+	SystemBaseline = "baseline"
+)
+
+// BaselinePerRule is the one baseline there is: one call per rule with the
+// whole input, answered in the llm-rubric style (pass, score, reason).
+const BaselinePerRule = "per-rule"
+
+// Options say how to run an evaluation.
+type Options struct {
+	// LLM is the model port both systems call (required).
+	LLM engine.LLM
+	// Engine configures the engine; Model is required and is the baseline's
+	// model too. Its Hooks are kept and called as well.
+	Engine engine.Config
+	// Runs is how many times every case is judged (default 1).
+	Runs int
+	// Baseline is "" (none) or BaselinePerRule.
+	Baseline string
+	// Progress, when set, is told after each case of each run.
+	Progress func(system string, run int, caseID string, took time.Duration, err error)
+}
+
+// Report is the outcome of an evaluation.
+type Report struct {
+	Dataset string `json:"dataset"`
+	Model   string `json:"model"`
+	Runs    int    `json:"runs"`
+	Cases   int    `json:"cases"`
+	// Rules is the number of labelled verdicts per run.
+	Rules   int            `json:"labelled_rules"`
+	Systems []SystemReport `json:"systems"`
+}
+
+// System returns the named system's report, or nil.
+func (r *Report) System(name string) *SystemReport {
+	for i := range r.Systems {
+		if r.Systems[i].Name == name {
+			return &r.Systems[i]
+		}
+	}
+	return nil
+}
+
+// SystemReport is how one system did.
+type SystemReport struct {
+	Name    string        `json:"name"`
+	Overall Metrics       `json:"overall"`
+	PerRule []RuleReport  `json:"per_rule"`
+	PerCase []CaseReport  `json:"per_case"`
+	Cost    Cost          `json:"cost"`
+	Spread  *Spread       `json:"spread,omitempty"`
+	Errors  []CaseFailure `json:"errors,omitempty"`
+	// Outcomes are the scored verdicts, case by case, run by run.
+	Outcomes []Outcome `json:"outcomes"`
+}
+
+// RuleReport is one rule's metrics over every case and run.
+type RuleReport struct {
+	RuleID  string          `json:"rule_id"`
+	Type    engine.RuleType `json:"type"`
+	Metrics Metrics         `json:"metrics"`
+}
+
+// CaseReport is one case's metrics over every rule and run, and its cost.
+type CaseReport struct {
+	Case    string  `json:"case"`
+	Metrics Metrics `json:"metrics"`
+	Cost    Cost    `json:"cost"`
+}
+
+// CaseFailure is a case whose judging failed in one run; its verdicts count
+// as unanswered.
+type CaseFailure struct {
+	Case  string `json:"case"`
+	Run   int    `json:"run"`
+	Error string `json:"error"`
+}
+
+// Cost is what judging took: model calls and tokens as the server reported
+// them, and wall time.
+type Cost struct {
+	Calls            int           `json:"calls"`
+	FailedCalls      int           `json:"failed_calls"`
+	PromptTokens     int           `json:"prompt_tokens"`
+	CompletionTokens int           `json:"completion_tokens"`
+	CachedTokens     int           `json:"cached_tokens"`
+	Wall             time.Duration `json:"wall_ns"`
+}
+
+func (c Cost) add(o Cost) Cost {
+	return Cost{
+		Calls: c.Calls + o.Calls, FailedCalls: c.FailedCalls + o.FailedCalls,
+		PromptTokens: c.PromptTokens + o.PromptTokens, CompletionTokens: c.CompletionTokens + o.CompletionTokens,
+		CachedTokens: c.CachedTokens + o.CachedTokens, Wall: c.Wall + o.Wall,
+	}
+}
+
+// Spread is how much the runs differ.
+type Spread struct {
+	// RunAccuracy is each run's overall accuracy.
+	RunAccuracy []float64 `json:"run_accuracy"`
+	Min         float64   `json:"min"`
+	Max         float64   `json:"max"`
+	Mean        float64   `json:"mean"`
+	StdDev      float64   `json:"stddev"`
+	// Agreement is the share of (case, rule) pairs whose verdict (output and
+	// not-applicable flag) was the same in every run.
+	Agreement float64 `json:"agreement"`
+}
+
+// meter counts the calls and tokens going through an LLM.
+type meter struct {
+	llm engine.LLM
+	mu  sync.Mutex
+	c   Cost
+}
+
+func (m *meter) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatResponse, error) {
+	resp, err := m.llm.Chat(ctx, req)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.c.Calls++
+	if err != nil {
+		m.c.FailedCalls++
+		return resp, err
+	}
+	m.c.PromptTokens += resp.Usage.PromptTokens
+	m.c.CompletionTokens += resp.Usage.CompletionTokens
+	m.c.CachedTokens += resp.Usage.CachedTokens
+	return resp, nil
+}
+
+func (m *meter) take() Cost {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.c
+	m.c = Cost{}
+	return c
+}
+
+// judge produces the verdicts of one case; a verdict missing from the map
+// counts as unanswered.
+type judge func(ctx context.Context, c *Case) (map[string]*engine.Verdict, error)
+
+// Run judges every case of ds opts.Runs times with the engine, and with the
+// baseline when asked, and scores the verdicts. A case whose judging fails
+// is recorded and scored as unanswered; Run stops early only when the model
+// cannot be reached or ctx ends.
+func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
+	if opts.LLM == nil {
+		return nil, errors.New("eval: an LLM is required")
+	}
+	if opts.Engine.Model == "" {
+		return nil, errors.New("eval: a model name is required")
+	}
+	if opts.Runs == 0 {
+		opts.Runs = 1
+	}
+	if opts.Runs < 0 {
+		return nil, fmt.Errorf("eval: runs %d must be positive", opts.Runs)
+	}
+	if opts.Baseline != "" && opts.Baseline != BaselinePerRule {
+		return nil, fmt.Errorf("eval: unknown baseline %q (known: %s)", opts.Baseline, BaselinePerRule)
+	}
+	m := &meter{llm: opts.LLM}
+	eng, err := engine.New(m, opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Dataset: ds.Name, Model: opts.Engine.Model, Runs: opts.Runs, Cases: len(ds.Cases)}
+	for _, c := range ds.Cases {
+		rep.Rules += len(c.Labels)
+	}
+
+	systems := []struct {
+		name  string
+		judge judge
+	}{{SystemEngine, engineJudge(eng)}}
+	if opts.Baseline == BaselinePerRule {
+		maxTokens := opts.Engine.MaxTokens
+		if maxTokens == 0 || maxTokens > baselineMaxTokens {
+			maxTokens = baselineMaxTokens
+		}
+		b := &baseline{llm: m, model: opts.Engine.Model, maxTokens: maxTokens}
+		systems = append(systems, struct {
+			name  string
+			judge judge
+		}{SystemBaseline, b.judge})
+	}
+	for _, s := range systems {
+		sr, err := runSystem(ctx, ds, s.name, s.judge, m, opts)
+		if err != nil {
+			return nil, err
+		}
+		rep.Systems = append(rep.Systems, *sr)
+	}
+	return rep, nil
+}
+
+func engineJudge(eng *engine.Engine) judge {
+	return func(ctx context.Context, c *Case) (map[string]*engine.Verdict, error) {
+		res, err := eng.Evaluate(ctx, engine.Request{Ruleset: c.Ruleset, Inputs: c.Inputs})
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]*engine.Verdict, len(res.Rules))
+		for i := range res.Rules {
+			out[res.Rules[i].RuleID] = &res.Rules[i]
+		}
+		return out, nil
+	}
+}
+
+func runSystem(ctx context.Context, ds *Dataset, name string, j judge, m *meter, opts Options) (*SystemReport, error) {
+	sr := &SystemReport{Name: name}
+	caseCost := map[string]Cost{}
+	for run := 1; run <= opts.Runs; run++ {
+		for _, c := range ds.Cases {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			m.take()
+			start := time.Now()
+			verdicts, err := j(ctx, c)
+			took := time.Since(start)
+			cost := m.take()
+			cost.Wall = took
+			caseCost[c.ID] = caseCost[c.ID].add(cost)
+			sr.Cost = sr.Cost.add(cost)
+			if opts.Progress != nil {
+				opts.Progress(name, run, c.ID, took, err)
+			}
+			if err != nil {
+				if errors.Is(err, engine.ErrLLMUnavailable) || ctx.Err() != nil {
+					return nil, fmt.Errorf("%s: case %q: %w", name, c.ID, err)
+				}
+				sr.Errors = append(sr.Errors, CaseFailure{Case: c.ID, Run: run, Error: err.Error()})
+			}
+			for _, lab := range c.Labels {
+				sr.Outcomes = append(sr.Outcomes, scoreVerdict(c.ID, run, lab, verdicts[lab.RuleID]))
+			}
+		}
+	}
+	sr.Overall = summarise(sr.Outcomes)
+	for _, id := range ruleOrder(ds) {
+		outs := filter(sr.Outcomes, func(o Outcome) bool { return o.RuleID == id.id })
+		sr.PerRule = append(sr.PerRule, RuleReport{RuleID: id.id, Type: id.typ, Metrics: summarise(outs)})
+	}
+	for _, c := range ds.Cases {
+		outs := filter(sr.Outcomes, func(o Outcome) bool { return o.Case == c.ID })
+		sr.PerCase = append(sr.PerCase, CaseReport{Case: c.ID, Metrics: summarise(outs), Cost: caseCost[c.ID]})
+	}
+	if opts.Runs > 1 {
+		sr.Spread = spread(sr.Outcomes, opts.Runs)
+	}
+	return sr, nil
+}
+
+type ruleKey struct {
+	id  string
+	typ engine.RuleType
+}
+
+// ruleOrder lists the labelled rules in the order they first appear.
+func ruleOrder(ds *Dataset) []ruleKey {
+	var keys []ruleKey
+	seen := map[string]bool{}
+	for _, c := range ds.Cases {
+		for _, l := range c.Labels {
+			if !seen[l.RuleID] {
+				seen[l.RuleID] = true
+				keys = append(keys, ruleKey{l.RuleID, l.Type})
+			}
+		}
+	}
+	return keys
+}
+
+func filter(outs []Outcome, keep func(Outcome) bool) []Outcome {
+	var kept []Outcome
+	for _, o := range outs {
+		if keep(o) {
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+func spread(outs []Outcome, runs int) *Spread {
+	s := &Spread{}
+	for run := 1; run <= runs; run++ {
+		m := summarise(filter(outs, func(o Outcome) bool { return o.Run == run }))
+		acc := 0.0
+		if m.Accuracy != nil {
+			acc = *m.Accuracy
+		}
+		s.RunAccuracy = append(s.RunAccuracy, acc)
+	}
+	s.Min, s.Max = math.Inf(1), math.Inf(-1)
+	for _, a := range s.RunAccuracy {
+		s.Min, s.Max = math.Min(s.Min, a), math.Max(s.Max, a)
+		s.Mean += a
+	}
+	s.Mean /= float64(len(s.RunAccuracy))
+	for _, a := range s.RunAccuracy {
+		s.StdDev += (a - s.Mean) * (a - s.Mean)
+	}
+	s.StdDev = math.Sqrt(s.StdDev / float64(len(s.RunAccuracy)))
+
+	type pair struct{ c, r string }
+	first := map[pair]string{}
+	same := map[pair]bool{}
+	for _, o := range outs {
+		k := pair{o.Case, o.RuleID}
+		v := verdictKey(o)
+		if f, ok := first[k]; !ok {
+			first[k], same[k] = v, true
+		} else if f != v {
+			same[k] = false
+		}
+	}
+	agree := 0
+	for _, ok := range same {
+		if ok {
+			agree++
+		}
+	}
+	if len(same) > 0 {
+		s.Agreement = float64(agree) / float64(len(same))
+	}
+	return s
+}
+
+// verdictKey renders what a verdict said, for comparing runs.
+func verdictKey(o Outcome) string {
+	switch {
+	case !o.Answered:
+		return "none"
+	case o.Boolean != nil:
+		return fmt.Sprintf("b=%t na=%t", *o.Boolean, o.NotApplicable)
+	case o.Numerical != nil:
+		return fmt.Sprintf("n=%d na=%t", *o.Numerical, o.NotApplicable)
+	}
+	return fmt.Sprintf("na=%t", o.NotApplicable)
+}

@@ -1,0 +1,289 @@
+package eval
+
+import (
+	"slices"
+
+	"rulevalidator/engine"
+)
+
+// Outcome is one scored verdict: one rule of one case in one run.
+type Outcome struct {
+	Case   string          `json:"case"`
+	RuleID string          `json:"rule_id"`
+	Run    int             `json:"run"`
+	Type   engine.RuleType `json:"type"`
+
+	ExpectedBoolean       *bool `json:"expected_boolean_output,omitempty"`
+	ExpectedNumerical     *int  `json:"expected_numerical_output,omitempty"`
+	ExpectedNotApplicable bool  `json:"expected_not_applicable"`
+
+	// Answered is false when no verdict came back for the rule (the call
+	// failed, or the answer could not be read); the verdict counts as wrong.
+	Answered      bool  `json:"answered"`
+	Boolean       *bool `json:"boolean_output,omitempty"`
+	Numerical     *int  `json:"numerical_output,omitempty"`
+	NotApplicable bool  `json:"not_applicable"`
+
+	// OutputCorrect: the boolean or the score is the expected one.
+	// WithinOneStep: a score at most one allowed score away (numerical only).
+	// NotApplicableCorrect: the not-applicable flag is the expected one.
+	// Correct: both the output and the flag are right.
+	OutputCorrect        bool `json:"output_correct"`
+	WithinOneStep        bool `json:"within_one_step,omitempty"`
+	NotApplicableCorrect bool `json:"not_applicable_correct"`
+	Correct              bool `json:"correct"`
+
+	Evidence EvidenceCounts `json:"evidence"`
+}
+
+// EvidenceCounts are the evidence tallies of one or more verdicts.
+type EvidenceCounts struct {
+	// Quotes and Anchored count every quote; Anchored ones were found in a
+	// supplied document.
+	Quotes   int `json:"quotes"`
+	Anchored int `json:"anchored"`
+	// Judged counts the quotes of verdicts whose label has gold spans (only
+	// those can be judged); Hits are those whose anchored span overlaps a gold
+	// span on the same page; PagesRight are those anchored on a page that
+	// holds a gold span of the same document.
+	Judged         int `json:"judged_quotes"`
+	JudgedAnchored int `json:"judged_anchored"`
+	Hits           int `json:"hits"`
+	PagesRight     int `json:"pages_right"`
+	// Gold counts gold spans; GoldFound those overlapped by at least one quote.
+	Gold      int `json:"gold"`
+	GoldFound int `json:"gold_found"`
+}
+
+func (a EvidenceCounts) add(b EvidenceCounts) EvidenceCounts {
+	return EvidenceCounts{
+		Quotes: a.Quotes + b.Quotes, Anchored: a.Anchored + b.Anchored,
+		Judged: a.Judged + b.Judged, JudgedAnchored: a.JudgedAnchored + b.JudgedAnchored, Hits: a.Hits + b.Hits, PagesRight: a.PagesRight + b.PagesRight,
+		Gold: a.Gold + b.Gold, GoldFound: a.GoldFound + b.GoldFound,
+	}
+}
+
+// scoreVerdict scores one verdict against its label; v is nil when no
+// verdict came back.
+func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome {
+	o := Outcome{
+		Case: caseID, RuleID: lab.RuleID, Run: run, Type: lab.Type,
+		ExpectedBoolean: lab.Boolean, ExpectedNumerical: lab.Numerical, ExpectedNotApplicable: lab.NotApplicable,
+	}
+	o.Evidence.Gold = len(lab.Gold)
+	if v == nil {
+		return o
+	}
+	o.Answered = true
+	o.Boolean, o.Numerical, o.NotApplicable = v.BooleanOutput, v.NumericalOutput, v.NotApplicable
+	switch lab.Type {
+	case engine.Numerical:
+		if v.NumericalOutput != nil && lab.Numerical != nil {
+			o.OutputCorrect = *v.NumericalOutput == *lab.Numerical
+			o.WithinOneStep = stepDistance(lab.Allowed, *lab.Numerical, *v.NumericalOutput) <= 1
+		}
+	default:
+		o.OutputCorrect = v.BooleanOutput != nil && lab.Boolean != nil && *v.BooleanOutput == *lab.Boolean
+	}
+	o.NotApplicableCorrect = v.NotApplicable == lab.NotApplicable
+	o.Correct = o.OutputCorrect && o.NotApplicableCorrect
+	o.Evidence = scoreEvidence(lab.Gold, v.Evidences)
+	return o
+}
+
+// stepDistance is how many allowed scores apart want and got are; a score
+// outside the set is infinitely far.
+func stepDistance(allowed []int, want, got int) int {
+	i, j := slices.Index(allowed, want), slices.Index(allowed, got)
+	if i < 0 || j < 0 {
+		return int(^uint(0) >> 1)
+	}
+	if i > j {
+		return i - j
+	}
+	return j - i
+}
+
+// scoreEvidence matches quotes to gold spans: a quote hits a span when it is
+// anchored in the same document, on the same page, and the offsets overlap.
+func scoreEvidence(gold []Span, evs []engine.Evidence) EvidenceCounts {
+	c := EvidenceCounts{Quotes: len(evs), Gold: len(gold)}
+	found := make([]bool, len(gold))
+	for _, ev := range evs {
+		if ev.Anchored {
+			c.Anchored++
+		}
+		if len(gold) == 0 {
+			continue
+		}
+		c.Judged++
+		if !ev.Anchored || ev.StartOffset == nil || ev.EndOffset == nil {
+			continue
+		}
+		c.JudgedAnchored++
+		hit, pageRight := false, false
+		for i, g := range gold {
+			if g.Document != ev.SourceOrigin || g.Page != ev.SourcePageNumber {
+				continue
+			}
+			pageRight = true
+			if *ev.StartOffset < g.End && g.Start < *ev.EndOffset {
+				hit = true
+				found[i] = true
+			}
+		}
+		if hit {
+			c.Hits++
+		}
+		if pageRight {
+			c.PagesRight++
+		}
+	}
+	for _, f := range found {
+		if f {
+			c.GoldFound++
+		}
+	}
+	return c
+}
+
+// Metrics summarise a set of outcomes. Ratios are nil when nothing was counted.
+type Metrics struct {
+	Verdicts   int      `json:"verdicts"`
+	Unanswered int      `json:"unanswered"`
+	Correct    int      `json:"correct"`
+	Accuracy   *float64 `json:"accuracy"`
+
+	Boolean       BooleanMetrics       `json:"boolean"`
+	Numerical     NumericalMetrics     `json:"numerical"`
+	NotApplicable NotApplicableMetrics `json:"not_applicable"`
+	Evidence      EvidenceMetrics      `json:"evidence"`
+}
+
+// BooleanMetrics score boolean rules; a pass is the positive class.
+type BooleanMetrics struct {
+	Verdicts  int       `json:"verdicts"`
+	Correct   int       `json:"correct"`
+	Accuracy  *float64  `json:"accuracy"`
+	Confusion Confusion `json:"confusion"`
+}
+
+// Confusion is the confusion table of boolean outputs: rows expected, columns
+// given. NoAnswer counts verdicts with no boolean, by the expected value.
+type Confusion struct {
+	TruePass     int `json:"expected_pass_got_pass"`
+	FalseFail    int `json:"expected_pass_got_fail"`
+	FalsePass    int `json:"expected_fail_got_pass"`
+	TrueFail     int `json:"expected_fail_got_fail"`
+	NoAnswerPass int `json:"expected_pass_no_answer"`
+	NoAnswerFail int `json:"expected_fail_no_answer"`
+}
+
+// NumericalMetrics score numerical rules: exact, and within one step of the
+// rule's allowed scores.
+type NumericalMetrics struct {
+	Verdicts          int      `json:"verdicts"`
+	Exact             int      `json:"exact"`
+	WithinOne         int      `json:"within_one_step"`
+	ExactAccuracy     *float64 `json:"exact_accuracy"`
+	WithinOneAccuracy *float64 `json:"within_one_step_accuracy"`
+}
+
+// NotApplicableMetrics score the not-applicable flag over every verdict, and
+// how many of the verdicts labelled not applicable were flagged so.
+type NotApplicableMetrics struct {
+	Verdicts int      `json:"verdicts"`
+	Correct  int      `json:"correct"`
+	Accuracy *float64 `json:"accuracy"`
+	Labelled int      `json:"labelled_not_applicable"`
+	Flagged  int      `json:"labelled_and_flagged"`
+	Recall   *float64 `json:"recall"`
+}
+
+// EvidenceMetrics are the evidence tallies with their ratios.
+type EvidenceMetrics struct {
+	EvidenceCounts
+	Precision       *float64 `json:"precision"`
+	Recall          *float64 `json:"recall"`
+	AnchoredShare   *float64 `json:"anchored_share"`
+	PagesRightShare *float64 `json:"pages_right_share"`
+}
+
+func ratio(num, den int) *float64 {
+	if den == 0 {
+		return nil
+	}
+	r := float64(num) / float64(den)
+	return &r
+}
+
+// summarise computes the metrics of a set of outcomes.
+func summarise(outs []Outcome) Metrics {
+	var m Metrics
+	var ev EvidenceCounts
+	for _, o := range outs {
+		m.Verdicts++
+		if !o.Answered {
+			m.Unanswered++
+		}
+		if o.Correct {
+			m.Correct++
+		}
+		switch o.Type {
+		case engine.Numerical:
+			m.Numerical.Verdicts++
+			if o.OutputCorrect {
+				m.Numerical.Exact++
+			}
+			if o.WithinOneStep {
+				m.Numerical.WithinOne++
+			}
+		default:
+			b := &m.Boolean
+			b.Verdicts++
+			if o.OutputCorrect {
+				b.Correct++
+			}
+			want := o.ExpectedBoolean != nil && *o.ExpectedBoolean
+			switch {
+			case o.Boolean == nil && want:
+				b.Confusion.NoAnswerPass++
+			case o.Boolean == nil:
+				b.Confusion.NoAnswerFail++
+			case want && *o.Boolean:
+				b.Confusion.TruePass++
+			case want:
+				b.Confusion.FalseFail++
+			case *o.Boolean:
+				b.Confusion.FalsePass++
+			default:
+				b.Confusion.TrueFail++
+			}
+		}
+		m.NotApplicable.Verdicts++
+		if o.Answered && o.NotApplicableCorrect {
+			m.NotApplicable.Correct++
+		}
+		if o.ExpectedNotApplicable {
+			m.NotApplicable.Labelled++
+			if o.Answered && o.NotApplicable {
+				m.NotApplicable.Flagged++
+			}
+		}
+		ev = ev.add(o.Evidence)
+	}
+	m.Accuracy = ratio(m.Correct, m.Verdicts)
+	m.Boolean.Accuracy = ratio(m.Boolean.Correct, m.Boolean.Verdicts)
+	m.Numerical.ExactAccuracy = ratio(m.Numerical.Exact, m.Numerical.Verdicts)
+	m.Numerical.WithinOneAccuracy = ratio(m.Numerical.WithinOne, m.Numerical.Verdicts)
+	m.NotApplicable.Accuracy = ratio(m.NotApplicable.Correct, m.NotApplicable.Verdicts)
+	m.NotApplicable.Recall = ratio(m.NotApplicable.Flagged, m.NotApplicable.Labelled)
+	m.Evidence = EvidenceMetrics{
+		EvidenceCounts:  ev,
+		Precision:       ratio(ev.Hits, ev.Judged),
+		Recall:          ratio(ev.GoldFound, ev.Gold),
+		AnchoredShare:   ratio(ev.Anchored, ev.Quotes),
+		PagesRightShare: ratio(ev.PagesRight, ev.JudgedAnchored),
+	}
+	return m
+}
