@@ -34,10 +34,13 @@ func TestValidateAgainstRealModel(t *testing.T) {
 		t.Skipf("integration: model server at %s not reachable: %v", baseURL, err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// A corrective re-ask carries the first answer back to the model, so its
+	// prompt is about twice as long: on a small CPU one call can take minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	var stdout, stderr strings.Builder
-	code := run(ctx, []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--json", "-v"}, &stdout, &stderr, os.Getenv)
+	code := run(ctx, []string{"validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--json", "-v",
+		"--output-retries", "1", "--llm-timeout", "8m"}, &stdout, &stderr, os.Getenv)
 	t.Logf("stderr:\n%s", stderr.String())
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
