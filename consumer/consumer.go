@@ -104,7 +104,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 			// Handlers outlive the generation by up to DrainTimeout, keeping ctx's values.
 			keyQueues: make(map[keyRef][]*Message),
 		}
-		r.handlerCtx, r.cancelHandlers = context.WithCancel(context.WithoutCancel(ctx))
+		r.draining = make(chan struct{})
+		hctx := context.WithValue(context.WithoutCancel(ctx), drainingKey{}, (<-chan struct{})(r.draining))
+		r.handlerCtx, r.cancelHandlers = context.WithCancel(hctx)
 		defer r.cancelHandlers()
 		return r.session(runCtx)
 	})
@@ -127,6 +129,7 @@ func (r *run) session(ctx context.Context) error {
 	}()
 
 	r.fetchLoop(ctx)
+	close(r.draining)
 	if h := r.cfg.Hooks.Revoked; h != nil {
 		h(r.gen.Partitions())
 	}
@@ -169,6 +172,9 @@ type run struct {
 	slots          chan struct{}
 	handlerCtx     context.Context
 	cancelHandlers context.CancelFunc
+	// draining is closed when the generation ends (shutdown or rebalance), before the drain:
+	// handlers waiting to retry give their message up at once (see Draining).
+	draining chan struct{}
 	// stop stops the whole consumer, after a handler failure.
 	stop    context.CancelCauseFunc
 	workers sync.WaitGroup
@@ -285,6 +291,10 @@ func (r *run) handle(m *Message) bool {
 			// Cannot happen: dispatch recorded it. Say so loudly rather than guess.
 			r.log.Error("handled an offset the tracker does not hold", logAttrs(m)...)
 		}
+	case errors.Is(err, errDraining):
+		outcome = OutcomeInterrupted
+		r.log.Info("retry given up at the drain; not committed, it will be redelivered",
+			append(logAttrs(m), "err", err)...)
 	case r.handlerCtx.Err() != nil:
 		outcome = OutcomeInterrupted
 		r.log.Warn("handler interrupted at the drain deadline; not committed, it will be redelivered",
@@ -425,3 +435,14 @@ func (r *run) commitWithin(offsets map[int]int64) error {
 }
 
 func (p commitPoint) String() string { return fmt.Sprintf("%d@%d", p.partition, p.offset) }
+
+type drainingKey struct{}
+
+// Draining returns a channel closed once the generation that handed the message over ends
+// (SIGTERM, or a rebalance taking its partition away): a handler waiting, rather than working,
+// should then return, leaving the message uncommitted for its next owner. It is nil, never
+// closed, for a context that did not come from a Consumer.
+func Draining(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(drainingKey{}).(<-chan struct{})
+	return ch
+}

@@ -6,7 +6,6 @@ package objstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -102,7 +101,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	if !exists {
-		return &OpError{Op: "ping", URI: uri, Attempts: 1, Err: errors.New("the bucket does not exist")}
+		return &OpError{Op: "ping", URI: uri, Attempts: 1, Err: errNoSuchBucket}
 	}
 	return nil
 }

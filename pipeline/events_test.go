@@ -3,7 +3,6 @@ package pipeline
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -226,25 +225,5 @@ func TestEventNewSummary(t *testing.T) {
 	*res.Aggregate.Numerical.Score = 99
 	if *s.Aggregate.Numerical.Score != 1 {
 		t.Error("summary aliases the result's aggregate")
-	}
-}
-
-func TestEventReasonFor(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want schemas.Reason
-	}{
-		{&schemas.DecodeError{Problem: "x"}, schemas.ReasonUndecodable},
-		{&schemas.RequestError{Problems: []string{"x"}}, schemas.ReasonInvalidRequest},
-		{fmt.Errorf("resolve: %w", engine.ErrInvalidRuleset), schemas.ReasonInvalidRuleset},
-		{&engine.InputError{Problem: "x"}, schemas.ReasonInvalidInput},
-		{fmt.Errorf("x: %w", schemas.ErrUnresolvedURI), schemas.ReasonInvalidInput},
-		{fmt.Errorf("x: %w", engine.ErrLLMRejected), schemas.ReasonModelRejected},
-		{fmt.Errorf("x: %w", engine.ErrInvalidOutput), schemas.ReasonInvalidOutput},
-		{errors.New("disk on fire"), schemas.ReasonInternal},
-	} {
-		if got := ReasonFor(tc.err); got != tc.want {
-			t.Errorf("ReasonFor(%v) = %s, want %s", tc.err, got, tc.want)
-		}
 	}
 }

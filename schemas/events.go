@@ -323,6 +323,7 @@ const (
 	ReasonInvalidOutput  Reason = "invalid_output"
 	ReasonInternal       Reason = "internal"
 	ReasonReportFailed   Reason = "report_failed"
+	ReasonTimeout        Reason = "timeout"
 )
 
 // Known reports whether r is a symbol of the DeadLetterReason enum; others
@@ -330,7 +331,7 @@ const (
 func (r Reason) Known() bool {
 	switch r {
 	case ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset,
-		ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed:
+		ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout:
 		return true
 	}
 	return false

@@ -41,6 +41,7 @@ type serveConfig struct {
 	concurrency       int
 	drainTimeout      time.Duration
 	requestTimeout    time.Duration
+	timeoutAttempts   int
 	cacheEntries      int
 	rulesetsReadyWait time.Duration
 
@@ -77,6 +78,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
+	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", "3", "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
 	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", "1024", "recent results kept to answer redeliveries without the model (0 disables)")
 
 	s.str(&cfg.llm.baseURL, "llm-base-url", "OPENAI_BASE_URL", defaultBaseURL, "OpenAI-compatible API base URL")
@@ -129,6 +131,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.requestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout: %s must be positive", c.requestTimeout))
+	}
+	if c.timeoutAttempts <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout-attempts: %d must be positive", c.timeoutAttempts))
 	}
 	if c.cacheEntries < 0 {
 		errs = append(errs, fmt.Errorf("--result-cache: %d must not be negative", c.cacheEntries))
@@ -280,14 +285,15 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 
 	pipeCfg := pipeline.Config{
-		Engine:         eng,
-		Rulesets:       resolver,
-		Serde:          serde,
-		Publisher:      prod,
-		CacheEntries:   cfg.cacheEntries,
-		RequestTimeout: cfg.requestTimeout,
-		Logger:         logger,
-		Hooks:          svc.pipelineHooks(logger),
+		Engine:          eng,
+		Rulesets:        resolver,
+		Serde:           serde,
+		Publisher:       prod,
+		CacheEntries:    cfg.cacheEntries,
+		RequestTimeout:  cfg.requestTimeout,
+		TimeoutAttempts: cfg.timeoutAttempts,
+		Logger:          logger,
+		Hooks:           svc.pipelineHooks(logger),
 	}
 	if svc.reports != nil {
 		pipeCfg.Reports = svc.reports
@@ -322,7 +328,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
 		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
-	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe, logger); err != nil {
+	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe, pipe.EnvironmentCheck, logger); err != nil {
 		return err
 	}
 	g.Go(func() error { return cons.Run(gctx) })

@@ -67,6 +67,7 @@ func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.E
 	client, err := openai.New(openai.Config{
 		BaseURL: f.baseURL,
 		APIKey:  f.apiKey,
+		Model:   f.model,
 		Timeout: f.timeout,
 		Format:  engine.ResponseFormat(f.format),
 		Logger:  logger,
@@ -246,7 +247,10 @@ func readFile[T any](path string, parse func([]byte) (T, error)) (T, error) {
 
 // describeEvalError says which kind of failure it was, for a person.
 func describeEvalError(err error, baseURL string) string {
+	f := pipeline.Classify(err)
 	switch {
+	case !f.Message && (f.Cause == pipeline.CauseModelAuth || f.Cause == pipeline.CauseModelNotFound):
+		return fmt.Sprintf("the model server at %s refused the request (%s: %s): %v", baseURL, f.Cause, f.Cause.Fix(), err)
 	case errors.Is(err, engine.ErrLLMUnavailable):
 		return fmt.Sprintf("could not reach the model at %s: %v", baseURL, err)
 	case errors.Is(err, engine.ErrLLMRejected):
