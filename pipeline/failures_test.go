@@ -56,6 +56,7 @@ func TestClassify(t *testing.T) {
 		{"object too large", fmt.Errorf("x: %w", objstore.ErrTooLarge), message(schemas.ReasonOversized)},
 		{"object missing", s3Error("NoSuchKey", 404), message(schemas.ReasonInvalidInput)},
 		{"object name invalid", s3Error("InvalidObjectName", 400), message(schemas.ReasonInvalidInput)},
+		{"a bucket this service does not read", &objstore.OpError{Op: "get", URI: "s3://other/k", Err: errors.New(`bucket "other" is not one this service reads`)}, message(schemas.ReasonInvalidInput)},
 		{"model rejected the request", &adapterFault{kind: engine.ErrLLMRejected}, message(schemas.ReasonModelRejected)},
 		{"output still invalid", fmt.Errorf("x: %w", engine.ErrInvalidOutput), message(schemas.ReasonInvalidOutput)},
 		{"timed out every attempt", fmt.Errorf("x: %w", errTimedOut), message(schemas.ReasonTimeout)},
