@@ -113,7 +113,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 	events := make([]schemas.VerdictEvent, 0, len(res.Rules))
 	for i, v := range res.Rules {
 		ev := schemas.VerdictEvent{
-			EventID:         schemas.VerdictEventID(req.RequestID, v.RuleID),
+			EventID:         schemas.VerdictEventID(req.TenantID, req.RequestID, v.RuleID),
 			RequestID:       req.RequestID,
 			TenantID:        req.TenantID,
 			RulesetID:       rulesetID,
@@ -169,7 +169,7 @@ func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, mo
 		sources = append(sources, schemas.Source(s))
 	}
 	return schemas.SummaryEvent{
-		EventID:        req.RequestID,
+		EventID:        schemas.SummaryEventID(req.TenantID, req.RequestID),
 		RequestID:      req.RequestID,
 		TenantID:       req.TenantID,
 		RulesetID:      rulesetID,

@@ -209,15 +209,15 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	}
 	log := p.cfg.Logger.With("request_id", req.RequestID, "tenant_id", req.TenantID, "position", position(m))
 
-	if pub, ok := p.unsent.get(req.RequestID); ok {
+	if pub, ok := p.unsent.get(requestKey(req)); ok {
 		log.Info("re-sending the events built before publishing failed; the model is not asked again")
 		if err := p.cfg.Publisher.Write(ctx, pub.msgs); err != nil {
 			return "", &brokerError{err}
 		}
-		p.unsent.remove(req.RequestID)
+		p.unsent.remove(requestKey(req))
 		return p.finished(log, pub)
 	}
-	if pub, ok := p.cache.get(req.RequestID); ok {
+	if pub, ok := p.cache.get(requestKey(req)); ok {
 		log.Info("redelivered request answered from the result cache")
 		if err := p.cfg.Publisher.Write(ctx, pub.msgs); err != nil {
 			return "", &brokerError{err}
@@ -244,7 +244,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	}
 	pub := &published{msgs: msgs, req: req, out: out, judgeErr: judgeErr}
 	if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
-		p.unsent.put(req.RequestID, pub)
+		p.unsent.put(requestKey(req), pub)
 		return "", &brokerError{err}
 	}
 	return p.finished(log, pub)
@@ -254,7 +254,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 // are remembered so a redelivery yields the same bytes.
 func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 	if pub.judgeErr == nil {
-		p.cache.put(pub.req.RequestID, pub)
+		p.cache.put(requestKey(pub.req), pub)
 	}
 	if p.cfg.Hooks.Finished != nil {
 		p.cfg.Hooks.Finished(pub.req, pub.out)
@@ -411,6 +411,12 @@ func mark(err error) error {
 		return consumer.Permanent(string(f.Reason), err)
 	}
 	return err
+}
+
+// requestKey identifies a request across tenants: a request_id is unique
+// within its tenant only.
+func requestKey(req *schemas.Request) string {
+	return schemas.SummaryEventID(req.TenantID, req.RequestID)
 }
 
 // errRequestTimeout marks an attempt that ran out of the request timeout.

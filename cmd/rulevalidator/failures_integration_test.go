@@ -251,3 +251,57 @@ func TestServeRequestTimeoutDeadLettered(t *testing.T) {
 		t.Errorf("the model was asked %d times for always-slow, want 3", seen["always-slow"])
 	}
 }
+
+// TestServeTenantsShareARequestID: a request_id is unique within its tenant only. Two tenants
+// sending one request_id are each judged (the second is not answered from the first's cached
+// result) and each get their own summary and verdicts, with tenant-scoped event ids.
+func TestServeTenantsShareARequestID(t *testing.T) {
+	e := newServeEnv(t, 1)
+	verdictLog := e.watch(t, e.verdicts, 1)
+	summaryLog := e.watch(t, e.summaries, 1)
+	tenants := []string{"contoso", "fabrikam"}
+	var reqs []*schemas.Request
+	for _, tn := range tenants {
+		req := exampleRequest(t, "shared-id")
+		req.TenantID = tn
+		reqs = append(reqs, req)
+	}
+	e.produceRequests(t, reqs...)
+	e.startInProcess(t)
+
+	waitUntil(t, waitLimit, "both summaries", func() bool { return summaryLog.len() >= 2 })
+	waitUntil(t, waitLimit, "both sets of verdicts", func() bool { return verdictLog.len() >= 2*len(exampleRuleIDs) })
+	e.waitCommittedToEnd(t)
+
+	if seen := ticketsSeen(e.llm); seen["shared-id"] != 2 {
+		t.Errorf("the model was asked %d times, want once per tenant", seen["shared-id"])
+	}
+	summaries := map[string]*schemas.SummaryEvent{}
+	for _, m := range summaryLog.snapshot() {
+		s := e.summary(t, m)
+		summaries[s.TenantID] = s
+		if id, _ := header(m, "ce_id"); id != s.EventID {
+			t.Errorf("summary ce_id %q, want %q", id, s.EventID)
+		}
+	}
+	verdicts := map[string]int{}
+	for _, m := range verdictLog.snapshot() {
+		v := e.verdict(t, m)
+		if want := v.TenantID + "/shared-id/" + v.RuleID; v.EventID != want {
+			t.Errorf("verdict event id %q, want %q", v.EventID, want)
+		}
+		if id, _ := header(m, "rv-event-id"); id != v.EventID {
+			t.Errorf("verdict rv-event-id %q, want %q", id, v.EventID)
+		}
+		verdicts[v.TenantID]++
+	}
+	for _, tn := range tenants {
+		s := summaries[tn]
+		if s == nil || s.Status != schemas.StatusCompleted || s.EventID != tn+"/shared-id" || s.RequestID != "shared-id" {
+			t.Errorf("summary of %s: %s, want completed with event id %s/shared-id", tn, jsonText(t, s), tn)
+		}
+		if verdicts[tn] != len(exampleRuleIDs) {
+			t.Errorf("%d verdicts for %s, want %d", verdicts[tn], tn, len(exampleRuleIDs))
+		}
+	}
+}
