@@ -46,8 +46,9 @@ var (
 // The known values of each label, pre-initialised to zero so that dashboards
 // and alerts see a zero rather than no series.
 var (
-	requestOutcomes   = newLabelSet("completed", "failed", "cached", "retry")
-	verdictOutcomes   = newLabelSet("pass", "fail", "score", "not_applicable", "no_verdict")
+	requestOutcomes = newLabelSet("completed", "failed", "cached", "retry")
+	verdictOutcomes = newLabelSet(string(engine.OutcomePass), string(engine.OutcomeFail), string(engine.OutcomeScore),
+		string(engine.OutcomeNotApplicable), string(engine.OutcomeNoVerdict))
 	deadLetterReasons = newLabelSet(
 		string(schemas.ReasonUndecodable), string(schemas.ReasonInvalidRequest),
 		string(schemas.ReasonInvalidRuleset), string(schemas.ReasonInvalidInput),

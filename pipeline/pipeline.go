@@ -54,7 +54,7 @@ type Hooks struct {
 	// "completed", "failed" (a failed summary was published), "cached" (a
 	// redelivery answered from the cache) or "retry" (a transient error).
 	RequestDone func(outcome string, took time.Duration)
-	// VerdictsPublished counts published verdicts by outcome: "pass",
+	// VerdictsPublished counts published verdicts by engine.Outcome: "pass",
 	// "fail", "score", "not_applicable" or "no_verdict".
 	VerdictsPublished func(outcome string, n int)
 	// ReportFailed is called when a report could not be stored.
@@ -469,20 +469,14 @@ func wantsReport(req *schemas.Request, rs *engine.Ruleset) bool {
 func verdictOutcomes(verdicts []schemas.VerdictEvent) map[string]int {
 	out := map[string]int{}
 	for _, v := range verdicts {
-		switch {
-		case v.NotApplicable:
-			out["not_applicable"]++
-		case v.BooleanOutput != nil && *v.BooleanOutput:
-			out["pass"]++
-		case v.BooleanOutput != nil:
-			out["fail"]++
-		case v.NumericalOutput != nil:
-			out["score"]++
-		default:
-			out["no_verdict"]++
-		}
+		out[string(EventOutcome(v))]++
 	}
 	return out
+}
+
+// EventOutcome is engine.VerdictOutcome of a verdict event.
+func EventOutcome(v schemas.VerdictEvent) engine.Outcome {
+	return engine.VerdictOutcome(engine.RuleType(v.RuleType), v.NotApplicable, v.BooleanOutput, v.NumericalOutput)
 }
 
 func schemaHeaders(hs []consumer.Header) []schemas.Header {
