@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -39,6 +40,8 @@ type serveConfig struct {
 	wireFormat        string
 	schemaRegistry    []string
 	concurrency       int
+	maxBytesInFlight  int
+	memoryLimit       int
 	drainTimeout      time.Duration
 	requestTimeout    time.Duration
 	timeoutAttempts   int
@@ -76,6 +79,8 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.wireFormat, "wire-format", "RULEVALIDATOR_WIRE_FORMAT", "plain", "how events are framed: plain (Avro, fingerprint header) or confluent (schema registry ids); both are read")
 	s.strList(&cfg.schemaRegistry, "schema-registry", "RULEVALIDATOR_SCHEMA_REGISTRY", "", "schema registry URLs, comma-separated (needed by the confluent format)")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
+	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", "67108864", "cap on the bytes of the requests taken on at once, besides --concurrency; a larger request is taken on alone")
+	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0 leaves the runtime's own (GOMEMLIMIT when set)")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
 	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", "3", "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
@@ -116,6 +121,12 @@ func (c *serveConfig) validate() error {
 	}
 	if c.concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency: %d must be at least 1", c.concurrency))
+	}
+	if c.maxBytesInFlight < 1 {
+		errs = append(errs, fmt.Errorf("--max-bytes-in-flight: %d must be positive", c.maxBytesInFlight))
+	}
+	if c.memoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("--memory-limit: %d must not be negative", c.memoryLimit))
 	}
 	switch schemas.Format(c.wireFormat) {
 	case schemas.FormatPlain:
@@ -228,6 +239,12 @@ var errConfig = errors.New("configuration")
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the registry loops when start-up fails half way
+	if cfg.memoryLimit > 0 {
+		// The runtime collects harder as the heap nears the limit, instead of growing past
+		// what the container allows.
+		debug.SetMemoryLimit(int64(cfg.memoryLimit))
+		logger.Info("memory limit set", "bytes", cfg.memoryLimit)
+	}
 	serde, err := newSerde(ctx, cfg)
 	if err != nil {
 		return err
@@ -315,13 +332,14 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
-		Client:       svc.kafka,
-		GroupID:      cfg.groupID,
-		Topic:        cfg.requestsTopic,
-		Concurrency:  cfg.concurrency,
-		DrainTimeout: cfg.drainTimeout,
-		Logger:       logger,
-		Hooks:        svc.metrics.ConsumerHooks(cfg.requestsTopic),
+		Client:           svc.kafka,
+		GroupID:          cfg.groupID,
+		Topic:            cfg.requestsTopic,
+		Concurrency:      cfg.concurrency,
+		MaxBytesInFlight: int64(cfg.maxBytesInFlight),
+		DrainTimeout:     cfg.drainTimeout,
+		Logger:           logger,
+		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
 	}, handler)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
