@@ -170,6 +170,16 @@ func (e *brokerError) Unwrap() error      { return e.err }
 func (e *brokerError) MessageFault() bool { return false }
 func (e *brokerError) FaultCause() string { return string(CauseBroker) }
 
+// attemptsError says how many attempts a dead-lettered message had; the dead letter records it.
+type attemptsError struct {
+	n   int
+	err error
+}
+
+func (e *attemptsError) Error() string { return e.err.Error() }
+func (e *attemptsError) Unwrap() error { return e.err }
+func (e *attemptsError) Attempts() int { return e.n }
+
 // errTimedOut marks a request dead-lettered because it ran out of the request timeout on
 // every attempt allowed.
 var errTimedOut = errors.New("request timed out on every attempt")

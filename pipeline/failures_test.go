@@ -261,8 +261,9 @@ func TestRequestTimeoutIsBounded(t *testing.T) {
 	if reason, _ := consumer.PermanentReason(err); reason != string(schemas.ReasonTimeout) {
 		t.Fatalf("attempt 3: %v, want reason timeout", err)
 	}
-	if !strings.Contains(err.Error(), "3 attempts") {
-		t.Errorf("error %q does not say how many attempts", err)
+	var a interface{ Attempts() int }
+	if !strings.Contains(err.Error(), "3 attempts") || !errors.As(err, &a) || a.Attempts() != 3 {
+		t.Errorf("error %q does not say how many attempts (3)", err)
 	}
 	if len(pub.written) != 1 || len(pub.written[0]) != 1 || !strings.HasPrefix(string(pub.written[0][0].Value), "failed/") {
 		t.Errorf("written %v, want one failed summary", pub.written)

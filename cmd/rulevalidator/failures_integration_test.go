@@ -233,8 +233,8 @@ func TestServeRequestTimeoutDeadLettered(t *testing.T) {
 	e.waitCommittedToEnd(t)
 
 	dl := e.deadLetter(t, deadLog.snapshot()[0])
-	if dl.Reason != schemas.ReasonTimeout || dl.OriginalOffset != 0 || !strings.Contains(dl.Message, "3 attempts") {
-		t.Errorf("dead letter: reason %s, offset %d, message %q; want timeout at offset 0 naming 3 attempts", dl.Reason, dl.OriginalOffset, dl.Message)
+	if dl.Reason != schemas.ReasonTimeout || dl.OriginalOffset != 0 || !strings.Contains(dl.Message, "3 attempts") || dl.Attempts != 3 {
+		t.Errorf("dead letter: reason %s, offset %d, attempts %d, message %q; want timeout at offset 0 after 3 attempts", dl.Reason, dl.OriginalOffset, dl.Attempts, dl.Message)
 	}
 	status := map[string]*schemas.SummaryEvent{}
 	for _, m := range summaryLog.snapshot() {
