@@ -128,9 +128,10 @@ func claimCheckedRequest(t *testing.T, id, uri string) (*schemas.Request, []byte
 	return req, text
 }
 
-// TestServeStorageFaultsHold: a wrong S3 secret and a missing bucket hold the request, named on
-// /readyz, instead of dead-lettering it; the request completes once the fault is fixed (the
-// secret by a restart with the right one, the bucket by creating it).
+// TestServeStorageFaultsHold: a wrong S3 secret (reading a claim-checked document) and a missing
+// bucket (storing the report) hold the request, named on /readyz, instead of dead-lettering it;
+// the request completes once the fault is fixed (the secret by a restart with the right one, the
+// bucket by creating it).
 func TestServeStorageFaultsHold(t *testing.T) {
 	endpoint, accessKey, secretKey := s3test.Endpoint(t)
 
@@ -169,12 +170,15 @@ func TestServeStorageFaultsHold(t *testing.T) {
 	})
 
 	t.Run("missing bucket", func(t *testing.T) {
+		// The report goes to the missing bucket: creating the bucket is the whole fix, with
+		// no moment where the bucket exists and the request's object does not.
 		e := newServeEnv(t, 1)
 		ops := freeAddr(t)
 		summaryLog := e.watch(t, e.summaries, 1)
 		deadLog := e.watch(t, e.deadLetters, 1)
 		bucket := s3test.UniqueBucket(t)
-		req, text := claimCheckedRequest(t, "missing-bucket", "s3://"+bucket+"/docs/msa.txt")
+		req := exampleRequest(t, "missing-bucket")
+		req.Options.GenerateReport = ptr(true)
 		e.produceRequests(t, req)
 		e.startInProcess(t, "--ops-addr", ops, "--s3-endpoint", endpoint, "--s3-access-key", accessKey,
 			"--s3-secret-key", secretKey, "--s3-bucket", bucket)
@@ -194,14 +198,12 @@ func TestServeStorageFaultsHold(t *testing.T) {
 			t.Fatal(err)
 		}
 		s3test.RemoveOnCleanup(t, bucket)
-		if _, err := store.Put(ctx, "docs/msa.txt", text, "text/plain", nil); err != nil {
-			t.Fatal(err)
-		}
 		waitUntil(t, waitLimit, "the summary", func() bool { return summaryLog.len() >= 1 })
 		e.waitCommittedToEnd(t)
 		waitResumed(t, "http://"+ops, "storage_bucket")
-		if s := e.summary(t, summaryLog.snapshot()[0]); s.Status != schemas.StatusCompleted {
-			t.Errorf("summary %s, want completed", jsonText(t, s))
+		s := e.summary(t, summaryLog.snapshot()[0])
+		if s.Status != schemas.StatusCompleted || s.Report == nil || !strings.HasPrefix(s.Report.URI, "s3://"+bucket+"/") {
+			t.Errorf("summary %s, want completed with its report in %s", jsonText(t, s), bucket)
 		}
 		if n := deadLog.len(); n != 0 {
 			t.Errorf("%d dead letters, want none", n)
