@@ -29,7 +29,7 @@ func (c *clock) Advance(d time.Duration) {
 
 func verdict(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
 	return schemas.VerdictEvent{
-		EventID: schemas.VerdictEventID(requestID, ruleID), RequestID: requestID, TenantID: tenant,
+		EventID: schemas.VerdictEventID(tenant, requestID, ruleID), RequestID: requestID, TenantID: tenant,
 		RuleID: ruleID, RuleType: schemas.RuleBoolean, RuleIndex: index, RuleCount: 2,
 	}
 }

@@ -11,14 +11,16 @@ import (
 
 // Defaults for Config's zero fields.
 const (
-	DefaultConcurrency    = 8
-	DefaultCommitInterval = 100 * time.Millisecond
-	DefaultCommitTimeout  = 10 * time.Second
-	DefaultDrainTimeout   = 30 * time.Second
-	DefaultSessionTimeout = stream.DefaultSessionTimeout
-	DefaultMinBytes       = stream.DefaultMinBytes
-	DefaultMaxBytes       = stream.DefaultMaxBytes
-	DefaultMaxWait        = stream.DefaultMaxWait
+	DefaultConcurrency = 8
+	// DefaultMaxBytesInFlight is Config.MaxBytesInFlight's default.
+	DefaultMaxBytesInFlight = 64 << 20
+	DefaultCommitInterval   = 100 * time.Millisecond
+	DefaultCommitTimeout    = 10 * time.Second
+	DefaultDrainTimeout     = 30 * time.Second
+	DefaultSessionTimeout   = stream.DefaultSessionTimeout
+	DefaultMinBytes         = stream.DefaultMinBytes
+	DefaultMaxBytes         = stream.DefaultMaxBytes
+	DefaultMaxWait          = stream.DefaultMaxWait
 )
 
 // Config configures a Consumer. Zero fields take the documented defaults; New checks the rest.
@@ -33,6 +35,10 @@ type Config struct {
 	// Concurrency is the most messages in flight at once across all partitions, counting those
 	// waiting behind an earlier message with the same key (default 8).
 	Concurrency int
+	// MaxBytesInFlight bounds the bytes (keys, values and headers) of the messages in flight,
+	// besides their count (default 64 MiB), so that large documents cannot exhaust memory at a
+	// high Concurrency. A message larger than the bound is taken on alone.
+	MaxBytesInFlight int64
 	// CommitInterval is how often completed offsets are committed (default 100ms). Each commit
 	// is a synchronous call that returns once the group coordinator has stored the offsets.
 	CommitInterval time.Duration
@@ -130,6 +136,9 @@ func (c *Config) setDefaults() {
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
 	}
+	if c.MaxBytesInFlight == 0 {
+		c.MaxBytesInFlight = DefaultMaxBytesInFlight
+	}
 	if c.CommitInterval == 0 {
 		c.CommitInterval = DefaultCommitInterval
 	}
@@ -177,6 +186,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Concurrency < 1 {
 		bad("Concurrency must be positive, got %d", c.Concurrency)
+	}
+	if c.MaxBytesInFlight < 1 {
+		bad("MaxBytesInFlight must be positive, got %d", c.MaxBytesInFlight)
 	}
 	for _, d := range []struct {
 		name  string

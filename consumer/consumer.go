@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"rulevalidator/stream"
+
+	"golang.org/x/sync/semaphore"
 )
 
 const (
@@ -91,6 +93,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// The in-flight bound holds across generations: a handler abandoned at a drain keeps its
 	// slot until it returns.
 	slots := make(chan struct{}, c.cfg.Concurrency)
+	inFlightBytes := semaphore.NewWeighted(c.cfg.MaxBytesInFlight)
 	c.log.Info("consumer started", "brokers", c.cfg.Client.Brokers(), "concurrency", c.cfg.Concurrency)
 	err := c.group.Run(runCtx, func(gen *stream.Generation) error {
 		r := &run{
@@ -99,12 +102,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 			log:     c.log.With("generation", gen.ID),
 			gen:     gen,
 			slots:   slots,
+			bytes:   inFlightBytes,
 			stop:    stop,
 			offsets: newOffsetTracker(),
 			// Handlers outlive the generation by up to DrainTimeout, keeping ctx's values.
 			keyQueues: make(map[keyRef][]*Message),
 		}
-		r.handlerCtx, r.cancelHandlers = context.WithCancel(context.WithoutCancel(ctx))
+		r.draining = make(chan struct{})
+		hctx := context.WithValue(context.WithoutCancel(ctx), drainingKey{}, (<-chan struct{})(r.draining))
+		r.handlerCtx, r.cancelHandlers = context.WithCancel(hctx)
 		defer r.cancelHandlers()
 		return r.session(runCtx)
 	})
@@ -127,6 +133,7 @@ func (r *run) session(ctx context.Context) error {
 	}()
 
 	r.fetchLoop(ctx)
+	close(r.draining)
 	if h := r.cfg.Hooks.Revoked; h != nil {
 		h(r.gen.Partitions())
 	}
@@ -166,9 +173,14 @@ type run struct {
 
 	// slots bounds the messages in flight: one is taken before each fetch and given back when
 	// the message is let go.
-	slots          chan struct{}
+	slots chan struct{}
+	// bytes bounds the bytes of the messages in flight; each holds messageWeight of it.
+	bytes          *semaphore.Weighted
 	handlerCtx     context.Context
 	cancelHandlers context.CancelFunc
+	// draining is closed when the generation ends (shutdown or rebalance), before the drain:
+	// handlers waiting to retry give their message up at once (see Draining).
+	draining chan struct{}
 	// stop stops the whole consumer, after a handler failure.
 	stop    context.CancelCauseFunc
 	workers sync.WaitGroup
@@ -201,6 +213,10 @@ func (r *run) fetchLoop(ctx context.Context) {
 			return // the generation ended, or ctx did
 		}
 		m := &rec
+		if !r.acquireBytes(ctx, m) {
+			<-r.slots
+			return // not recorded as fetched: its next owner, or a restart, reads it again
+		}
 		r.cfg.Hooks.fetched(m)
 		r.dispatch(m)
 	}
@@ -212,6 +228,7 @@ func (r *run) dispatch(m *Message) {
 	r.mu.Lock()
 	if !r.offsets.fetched(m.Partition, m.Offset) {
 		r.mu.Unlock()
+		r.bytes.Release(r.messageWeight(m))
 		<-r.slots
 		r.log.Debug("skipping a message fetched again after a rebalance", logAttrs(m)...)
 		return
@@ -255,7 +272,7 @@ func (r *run) workKey(k keyRef, m *Message) {
 			for _, dropped := range queue {
 				r.log.Info("not handled: an earlier message with the same key did not finish; it will be redelivered",
 					logAttrs(dropped)...)
-				r.release()
+				r.release(dropped)
 			}
 			return
 		}
@@ -285,6 +302,10 @@ func (r *run) handle(m *Message) bool {
 			// Cannot happen: dispatch recorded it. Say so loudly rather than guess.
 			r.log.Error("handled an offset the tracker does not hold", logAttrs(m)...)
 		}
+	case errors.Is(err, errDraining):
+		outcome = OutcomeInterrupted
+		r.log.Info("retry given up at the drain; not committed, it will be redelivered",
+			append(logAttrs(m), "err", err)...)
 	case r.handlerCtx.Err() != nil:
 		outcome = OutcomeInterrupted
 		r.log.Warn("handler interrupted at the drain deadline; not committed, it will be redelivered",
@@ -294,7 +315,7 @@ func (r *run) handle(m *Message) bool {
 		r.fail(fmt.Errorf("consumer: handling %s: %w", where(m), err))
 	}
 	r.cfg.Hooks.handled(outcome, took)
-	r.release()
+	r.release(m)
 	return err == nil
 }
 
@@ -310,9 +331,35 @@ func (r *run) call(m *Message) (err error) {
 
 // release gives a message's slot back. The hook goes first, so that the next message's +1
 // cannot be observed before this -1.
-func (r *run) release() {
+func (r *run) release(m *Message) {
 	r.cfg.Hooks.inFlight(-1)
+	r.bytes.Release(r.messageWeight(m))
 	<-r.slots
+}
+
+// messageWeight is what m holds of MaxBytesInFlight: its size, capped at the bound so that a
+// larger message can still be taken on, alone.
+func (r *run) messageWeight(m *Message) int64 {
+	n := int64(len(m.Key) + len(m.Value))
+	for _, h := range m.Headers {
+		n += int64(len(h.Key) + len(h.Value))
+	}
+	return min(max(n, 1), r.cfg.MaxBytesInFlight)
+}
+
+// acquireBytes waits until m fits in MaxBytesInFlight, or the generation or ctx ends
+// (reported false).
+func (r *run) acquireBytes(ctx context.Context, m *Message) bool {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.gen.Done():
+			cancel()
+		case <-actx.Done():
+		}
+	}()
+	return r.bytes.Acquire(actx, r.messageWeight(m)) == nil
 }
 
 // fail records the first handler failure and stops fetching.
@@ -425,3 +472,14 @@ func (r *run) commitWithin(offsets map[int]int64) error {
 }
 
 func (p commitPoint) String() string { return fmt.Sprintf("%d@%d", p.partition, p.offset) }
+
+type drainingKey struct{}
+
+// Draining returns a channel closed once the generation that handed the message over ends
+// (SIGTERM, or a rebalance taking its partition away): a handler waiting, rather than working,
+// should then return, leaving the message uncommitted for its next owner. It is nil, never
+// closed, for a context that did not come from a Consumer.
+func Draining(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(drainingKey{}).(<-chan struct{})
+	return ch
+}

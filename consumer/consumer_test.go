@@ -760,3 +760,42 @@ func (w *testWriter) close() {
 }
 
 var _ io.Writer = (*testWriter)(nil)
+
+// TestRunBoundsBytesInFlight: with room for many messages by count but for only three by bytes,
+// no more than three 1 KiB messages are ever in flight, and every message is still handled.
+func TestRunBoundsBytesInFlight(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2)
+	const n = 24
+	value := strings.Repeat("x", 1024)
+	var recs []record
+	for i := range n {
+		recs = append(recs, record{partition: i % 2, value: fmt.Sprintf("v%d-%s", i, value)})
+	}
+	e.produce(t, recs...)
+
+	handled := newSeen()
+	var running gauge
+	commit := newCommits()
+	cfg := e.config(t)
+	cfg.Concurrency = 16
+	cfg.MaxBytesInFlight = 3*1024 + 3*8 // three values with their "v<i>-" prefixes
+	cfg.Hooks = Hooks{Committed: commit.hook}
+	r := start(t, cfg, func(ctx context.Context, m *Message) error {
+		running.add(1)
+		defer running.add(-1)
+		time.Sleep(10 * time.Millisecond)
+		handled.add(m)
+		return nil
+	})
+	waitFor(t, "every message is committed", func() bool { return commit.get(0) == n/2 && commit.get(1) == n/2 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if got := handled.distinct(); got != n {
+		t.Errorf("handled %d distinct messages, want %d", got, n)
+	}
+	if peak := running.peak.Load(); peak > 3 || peak < 2 {
+		t.Errorf("peak concurrent handlers = %d, want 2 or 3 (the bytes bound), not up to Concurrency %d", peak, cfg.Concurrency)
+	}
+}

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -81,8 +82,9 @@ func (p RetryPolicy) delay(attempt int) time.Duration {
 // Retry retries transient errors of the wrapped handler with capped exponential backoff and
 // jitter. The message keeps its in-flight slot while it waits, so a failing dependency slows
 // consumption down rather than failing messages. Permanent errors return at once. When ctx
-// ends, or MaxElapsed has passed, the last error is returned, still transient: the consumer
-// then does not commit the message.
+// ends, the consumer starts draining (the wait is cut short, so a SIGTERM never waits out a
+// backoff), or MaxElapsed has passed, the last error is returned, still transient: the
+// consumer then does not commit the message.
 func Retry(p RetryPolicy, logger *slog.Logger) Middleware {
 	p = p.withDefaults()
 	logger = orDiscard(logger)
@@ -110,7 +112,7 @@ func Retry(p RetryPolicy, logger *slog.Logger) Middleware {
 				}
 				logger.Warn("transient error; retrying", append(logAttrs(m), "attempt", attempt, "retry_in", wait, "err", err)...)
 				if !sleep(ctx, wait) {
-					return fmt.Errorf("%s: stopped retrying after %d attempts (%w): %w", where(m), attempt, context.Cause(ctx), err)
+					return fmt.Errorf("%s: stopped retrying after %d attempts (%w): %w", where(m), attempt, stopCause(ctx), err)
 				}
 			}
 		}
@@ -150,7 +152,8 @@ func DeadLetter(pub DeadLetterPublisher, logger *slog.Logger) Middleware {
 	}
 }
 
-// sleep waits for d or until ctx ends, reporting whether the full wait passed.
+// sleep waits for d or until ctx ends or the consumer starts draining (Draining), reporting
+// whether the full wait passed.
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -159,7 +162,19 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	case <-Draining(ctx):
+		return false
 	}
+}
+
+// errDraining is why a retry stopped when the consumer began draining.
+var errDraining = errors.New("the consumer is draining")
+
+func stopCause(ctx context.Context) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return errDraining
 }
 
 func orDiscard(logger *slog.Logger) *slog.Logger {

@@ -159,6 +159,30 @@ func TestRetry(t *testing.T) {
 			t.Errorf("calls = %d, want 3", calls)
 		}
 	})
+	t.Run("a long backoff wakes when the consumer starts draining", func(t *testing.T) {
+		draining := make(chan struct{})
+		ctx := context.WithValue(context.Background(), drainingKey{}, (<-chan struct{})(draining))
+		calls := 0
+		h := func(context.Context, *Message) error { calls++; return errFlaky }
+		done := make(chan error, 1)
+		go func() { done <- Retry(RetryPolicy{Initial: time.Hour, Max: time.Hour}, nil)(h)(ctx, testMessage()) }()
+		time.Sleep(20 * time.Millisecond)
+		close(draining)
+		select {
+		case err := <-done:
+			if !errors.Is(err, errFlaky) || !errors.Is(err, errDraining) {
+				t.Fatalf("err = %v, want it to wrap %v and errDraining", err, errFlaky)
+			}
+			if _, ok := PermanentReason(err); ok {
+				t.Error("the drain made the error permanent")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the retry kept sleeping after the drain began")
+		}
+		if calls != 1 {
+			t.Errorf("calls = %d, want 1", calls)
+		}
+	})
 	t.Run("MaxElapsed gives up", func(t *testing.T) {
 		calls := 0
 		p := RetryPolicy{Initial: 5 * time.Millisecond, Max: 5 * time.Millisecond, MaxElapsed: 30 * time.Millisecond}

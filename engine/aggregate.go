@@ -24,12 +24,12 @@ func aggregate(rs *Ruleset, verdicts []Verdict) Aggregate {
 	if hasBool {
 		b := &BooleanAggregate{Mode: orDefault(rs.BooleanAggregation, AggregateAll)}
 		for _, v := range verdicts {
-			if v.Type != Boolean || v.NotApplicable {
-				continue
-			}
-			b.Applicable++
-			if v.BooleanOutput != nil && *v.BooleanOutput {
+			switch v.Outcome() {
+			case OutcomePass:
 				b.PassedCount++
+				b.Applicable++
+			case OutcomeFail:
+				b.Applicable++
 			}
 		}
 		switch b.Mode {

@@ -21,3 +21,27 @@ func TestCountVerdicts(t *testing.T) {
 		})
 	}
 }
+
+func TestVerdictOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    Verdict
+		want Outcome
+	}{
+		{"boolean true", Verdict{Type: Boolean, BooleanOutput: new(true)}, OutcomePass},
+		{"boolean false", Verdict{Type: Boolean, BooleanOutput: new(false)}, OutcomeFail},
+		{"boolean without output", Verdict{Type: Boolean}, OutcomeFail},
+		{"insufficient data keeps its outcome", Verdict{Type: Boolean, BooleanOutput: new(true), DataSufficiency: false}, OutcomePass},
+		{"score", Verdict{Type: Numerical, NumericalOutput: new(4)}, OutcomeScore},
+		{"numerical without score", Verdict{Type: Numerical}, OutcomeNoVerdict},
+		{"not applicable wins", Verdict{Type: Boolean, NotApplicable: true, BooleanOutput: new(false)}, OutcomeNotApplicable},
+		{"untyped with a score", Verdict{NumericalOutput: new(2)}, OutcomeScore},
+		{"untyped with a boolean", Verdict{BooleanOutput: new(true)}, OutcomePass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.v.Outcome(); got != tc.want {
+				t.Errorf("Outcome = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

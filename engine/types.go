@@ -264,23 +264,69 @@ type Counts struct {
 	InsufficientData int
 }
 
-// CountVerdicts counts verdicts by outcome: the one count the summary event and the report
-// both show.
+// CountVerdicts counts verdicts by Outcome: the one count the summary event and the report
+// both show. InsufficientData counts the verdicts whose data was insufficient, whatever
+// their outcome.
 func CountVerdicts(verdicts []Verdict) Counts {
 	c := Counts{Rules: len(verdicts)}
 	for _, v := range verdicts {
-		if v.NotApplicable {
+		switch v.Outcome() {
+		case OutcomeNotApplicable:
 			c.NotApplicable++
-		} else if v.Type == Boolean {
-			if v.BooleanOutput != nil && *v.BooleanOutput {
-				c.Passed++
-			} else {
-				c.Failed++
-			}
+		case OutcomePass:
+			c.Passed++
+		case OutcomeFail:
+			c.Failed++
 		}
 		if !v.DataSufficiency {
 			c.InsufficientData++
 		}
 	}
 	return c
+}
+
+// Outcome is what a verdict says, in one word. It is the single classification behind the
+// summary's counts, the boolean aggregate, the verdict metrics, the report and the CLI.
+type Outcome string
+
+const (
+	// OutcomePass: an applicable boolean rule passed.
+	OutcomePass Outcome = "pass"
+	// OutcomeFail: an applicable boolean rule failed, or gave no verdict (a boolean rule
+	// without a verdict has not been shown to pass).
+	OutcomeFail Outcome = "fail"
+	// OutcomeScore: an applicable numerical rule got a score.
+	OutcomeScore Outcome = "score"
+	// OutcomeNotApplicable: the rule does not apply to this request.
+	OutcomeNotApplicable Outcome = "not_applicable"
+	// OutcomeNoVerdict: an applicable numerical rule without a score.
+	OutcomeNoVerdict Outcome = "no_verdict"
+)
+
+// Outcome classifies v; see VerdictOutcome.
+func (v Verdict) Outcome() Outcome {
+	return VerdictOutcome(v.Type, v.NotApplicable, v.BooleanOutput, v.NumericalOutput)
+}
+
+// VerdictOutcome classifies a verdict from its fields, for callers holding a verdict event
+// rather than a Verdict. A rule without a type is taken by the output it carries.
+func VerdictOutcome(typ RuleType, notApplicable bool, boolean *bool, score *int) Outcome {
+	if typ == "" {
+		typ = Boolean
+		if boolean == nil && score != nil {
+			typ = Numerical
+		}
+	}
+	switch {
+	case notApplicable:
+		return OutcomeNotApplicable
+	case typ == Numerical && score != nil:
+		return OutcomeScore
+	case typ == Numerical:
+		return OutcomeNoVerdict
+	case boolean != nil && *boolean:
+		return OutcomePass
+	default:
+		return OutcomeFail
+	}
 }

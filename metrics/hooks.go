@@ -109,6 +109,13 @@ func (m *Metrics) PipelineHooks() pipeline.Hooks {
 				m.verdictsPublished.WithLabelValues(verdictOutcomes.bound(outcome)).Add(float64(n))
 			}
 		},
+		EnvironmentFault: func(cause string, active bool) {
+			v := 0.0
+			if active {
+				v = 1
+			}
+			m.envFault.WithLabelValues(cause).Set(v) // a pipeline.Cause: bounded
+		},
 		ReportFailed: func() {
 			// Once the report writer reports its uploads itself, its count is
 			// the one kept, so that a failure is not counted twice.

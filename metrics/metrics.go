@@ -22,6 +22,7 @@ import (
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
 
@@ -45,14 +46,15 @@ var (
 // The known values of each label, pre-initialised to zero so that dashboards
 // and alerts see a zero rather than no series.
 var (
-	requestOutcomes   = newLabelSet("completed", "failed", "cached", "retry")
-	verdictOutcomes   = newLabelSet("pass", "fail", "score", "not_applicable", "no_verdict")
+	requestOutcomes = newLabelSet("completed", "failed", "cached", "retry")
+	verdictOutcomes = newLabelSet(string(engine.OutcomePass), string(engine.OutcomeFail), string(engine.OutcomeScore),
+		string(engine.OutcomeNotApplicable), string(engine.OutcomeNoVerdict))
 	deadLetterReasons = newLabelSet(
 		string(schemas.ReasonUndecodable), string(schemas.ReasonInvalidRequest),
 		string(schemas.ReasonInvalidRuleset), string(schemas.ReasonInvalidInput),
 		string(schemas.ReasonUnknownRuleset), string(schemas.ReasonOversized),
 		string(schemas.ReasonModelRejected), string(schemas.ReasonInvalidOutput),
-		string(schemas.ReasonInternal), string(schemas.ReasonReportFailed),
+		string(schemas.ReasonInternal), string(schemas.ReasonReportFailed), string(schemas.ReasonTimeout),
 	)
 	llmOutcomes        = newLabelSet("ok", "error")
 	tokenKinds         = newLabelSet("prompt", "completion", "cached")
@@ -86,6 +88,7 @@ type Metrics struct {
 	inFlight        prometheus.Gauge
 	consumerLag     *prometheus.GaugeVec
 	committedOffset *prometheus.GaugeVec
+	envFault        *prometheus.GaugeVec
 
 	uploadDuration prometheus.Histogram
 	uploadFailures prometheus.Counter
@@ -147,6 +150,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		committedOffset: b.gaugeVec("consumer_committed_offset",
 			"The consumer group's last committed offset in the partition: the next offset it will read.",
 			"topic", "partition"),
+		envFault: b.gaugeVec("environment_fault",
+			"1 while a fault outside the messages (model key or model name, storage credentials or bucket, TLS, broker, network) holds consumption, by cause; 0 otherwise.",
+			"cause"),
 		uploadDuration: b.histogram("report_upload_duration_seconds",
 			"Time taken to store one report in object storage, failed attempts included.",
 			uploadBuckets),
@@ -194,6 +200,9 @@ func (m *Metrics) preinitialise() {
 	}
 	for _, o := range handlerOutcomes.values {
 		m.handlerTimings.WithLabelValues(o)
+	}
+	for _, c := range pipeline.Causes {
+		m.envFault.WithLabelValues(string(c)).Set(0)
 	}
 }
 

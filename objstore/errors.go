@@ -14,6 +14,8 @@ var (
 	ErrNotFound = errors.New("object not found")
 	// ErrTooLarge: the object is bigger than Config.MaxObjectBytes allows to read into memory.
 	ErrTooLarge = errors.New("object too large")
+	// errNoSuchBucket: the configured bucket does not exist (found by Ping).
+	errNoSuchBucket = errors.New("the bucket does not exist")
 )
 
 // OpError is the error of one failed call on the store: which operation, on which object,
@@ -84,4 +86,67 @@ func Temporary(err error) bool {
 		return false
 	}
 	return transient(context.Background(), op.Err)
+}
+
+// Fault causes an OpError reports for failures the operator must fix or wait out.
+const (
+	CauseStorageAuth        = "storage_auth"
+	CauseStorageBucket      = "storage_bucket"
+	CauseStorageUnavailable = "storage_unavailable"
+	CauseTLS                = "tls"
+	CauseNetwork            = "network"
+)
+
+// authCodes are S3 error codes that say this service's credentials are wrong or lack a
+// permission: every later call fails the same way until the operator fixes them.
+var authCodes = map[string]bool{
+	"AccessDenied":          true,
+	"InvalidAccessKeyId":    true,
+	"SignatureDoesNotMatch": true,
+	"InvalidSecurity":       true,
+	"ExpiredToken":          true,
+	"InvalidToken":          true,
+}
+
+// MessageFault reports whether the object named by the caller is to blame (it does not
+// exist, is too large, the address is invalid) rather than the store or this service's
+// configuration (credentials, bucket, TLS, network, an overloaded store).
+func (e *OpError) MessageFault() bool { return e.FaultCause() == "" }
+
+// FaultCause names what the operator must look at when the failure is not the message's
+// fault, and is empty when it is.
+func (e *OpError) FaultCause() string {
+	if e.kind != nil {
+		return "" // ErrNotFound, ErrTooLarge: the object the request named
+	}
+	var resp minio.ErrorResponse
+	if errors.As(e.Err, &resp) {
+		switch {
+		case authCodes[resp.Code]:
+			return CauseStorageAuth
+		case resp.Code == "NoSuchBucket":
+			return CauseStorageBucket
+		case permanentCodes[resp.Code]:
+			return ""
+		case transientCodes[resp.Code], resp.StatusCode >= 500, resp.StatusCode == 0,
+			resp.StatusCode == 429, resp.StatusCode == 408:
+			return CauseStorageUnavailable
+		case resp.StatusCode == 401 || resp.StatusCode == 403:
+			return CauseStorageAuth
+		}
+		return ""
+	}
+	if errors.Is(e.Err, errNoSuchBucket) {
+		return CauseStorageBucket
+	}
+	if tlsError(e.Err) {
+		return CauseTLS
+	}
+	if e.Attempts == 0 {
+		return "" // refused before any request: the address the caller gave
+	}
+	if transient(context.Background(), e.Err) || errors.Is(e.Err, context.DeadlineExceeded) {
+		return CauseNetwork
+	}
+	return ""
 }

@@ -72,11 +72,7 @@ func transient(ctx context.Context, err error) bool {
 		return true
 	}
 	// TLS set up wrongly (an untrusted certificate, https against a plain http port) stays wrong.
-	var unknownCA x509.UnknownAuthorityError
-	var badHost x509.HostnameError
-	var badCert x509.CertificateInvalidError
-	var notTLS tls.RecordHeaderError
-	if errors.As(err, &unknownCA) || errors.As(err, &badHost) || errors.As(err, &badCert) || errors.As(err, &notTLS) {
+	if tlsError(err) {
 		return false
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
@@ -85,6 +81,18 @@ func transient(ctx context.Context, err error) bool {
 	var netErr net.Error
 	var urlErr *url.Error
 	return errors.As(err, &netErr) || errors.As(err, &urlErr)
+}
+
+// tlsError reports a TLS set-up error: an untrusted or mismatched certificate, or https
+// spoken to a plain http port.
+func tlsError(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var badHost x509.HostnameError
+	var badCert x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var notTLS tls.RecordHeaderError
+	return errors.As(err, &unknownCA) || errors.As(err, &badHost) || errors.As(err, &badCert) ||
+		errors.As(err, &verify) || errors.As(err, &notTLS)
 }
 
 // retry runs call up to MaxAttempts times while it fails transiently, waiting an

@@ -102,7 +102,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	if !exists {
-		return &OpError{Op: "ping", URI: uri, Attempts: 1, Err: errors.New("the bucket does not exist")}
+		return &OpError{Op: "ping", URI: uri, Attempts: 1, Err: errNoSuchBucket}
 	}
 	return nil
 }
@@ -168,6 +168,11 @@ func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, Obj
 		obj, stat = o, st
 		return nil
 	})
+	if errors.Is(err, ErrNotFound) && !s.bucketExists(ctx, bucket) {
+		// Some S3 servers answer NoSuchKey for a key in a bucket that does not exist; a
+		// missing bucket is the configuration's fault, not the caller's.
+		return nil, ObjectInfo{}, &OpError{Op: "get", URI: uri, Attempts: 1, Err: errNoSuchBucket}
+	}
 	if err != nil {
 		return nil, ObjectInfo{}, err
 	}
@@ -181,6 +186,13 @@ func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, Obj
 		LastModified: stat.LastModified,
 		Metadata:     lowerKeys(stat.UserMetadata),
 	}, nil
+}
+
+// bucketExists reports whether bucket is known to exist; it answers true when the store
+// cannot tell, so that only a definite answer changes an error.
+func (s *Store) bucketExists(ctx context.Context, bucket string) bool {
+	exists, err := s.client.BucketExists(ctx, bucket)
+	return err != nil || exists
 }
 
 // GetBytes reads key from the store's bucket into memory. An object bigger than
@@ -220,14 +232,15 @@ func (s *Store) tooLarge(uri, size string) error {
 // the store's bucket or one of Config.AllowedBuckets: a URI from a request must not make
 // the service read any bucket its credentials reach.
 func (s *Store) GetURI(ctx context.Context, uri string) ([]byte, error) {
+	// Refusals made before any request (Attempts 0) are the caller's fault: the uri it gave.
 	bucket, key, err := ParseURI(uri)
 	if err != nil {
-		return nil, err
+		return nil, &OpError{Op: "get", URI: uri, Err: err}
 	}
 	if bucket != s.cfg.Bucket && !slices.Contains(s.cfg.AllowedBuckets, bucket) {
 		allowed := append([]string{s.cfg.Bucket}, s.cfg.AllowedBuckets...)
-		return nil, fmt.Errorf("objstore: %s: bucket %q is not one this service reads (allowed: %s)",
-			uri, bucket, strings.Join(allowed, ", "))
+		return nil, &OpError{Op: "get", URI: uri, Err: fmt.Errorf("bucket %q is not one this service reads (allowed: %s)",
+			bucket, strings.Join(allowed, ", "))}
 	}
 	return s.getBytes(ctx, bucket, key)
 }

@@ -189,6 +189,9 @@ func TestMissingKeyIsNotFound(t *testing.T) {
 	if _, err := store.GetURI(ctx, store.URI("acme/nope/report.xlsx")); !errors.Is(err, objstore.ErrNotFound) {
 		t.Errorf("GetURI error %v, want one wrapping ErrNotFound", err)
 	}
+	if !opErr.MessageFault() || opErr.FaultCause() != "" {
+		t.Errorf("a missing key: MessageFault %v, cause %q; want the caller's fault", opErr.MessageFault(), opErr.FaultCause())
+	}
 }
 
 // countingTransport counts the HTTP requests a store sends.
@@ -224,6 +227,12 @@ func TestWrongCredentialsFailAfterOneAttempt(t *testing.T) {
 	if n := transport.n.Load(); n != 1 {
 		t.Fatalf("sent %d requests, want 1", n)
 	}
+	if opErr.MessageFault() || opErr.FaultCause() != objstore.CauseStorageAuth {
+		t.Errorf("a wrong secret: MessageFault %v, cause %q; want %s", opErr.MessageFault(), opErr.FaultCause(), objstore.CauseStorageAuth)
+	}
+	if _, err := wrong.GetURI(ctx, store.URI("acme/1/r.xlsx")); !errors.As(err, &opErr) || opErr.FaultCause() != objstore.CauseStorageAuth {
+		t.Errorf("GetURI with a wrong secret = %v, want cause %s", err, objstore.CauseStorageAuth)
+	}
 
 	if err := wrong.Ping(ctx); err == nil {
 		t.Fatal("Ping with a wrong secret succeeded")
@@ -241,8 +250,21 @@ func TestPingNeedsTheBucket(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("Ping on a missing bucket = %v, want an error saying it does not exist", err)
 	}
-	if _, err := missing.Put(ctx, "k", []byte("x"), "", nil); err == nil || !strings.Contains(err.Error(), "NoSuchBucket") {
+	var opErr *objstore.OpError
+	if !errors.As(err, &opErr) || opErr.FaultCause() != objstore.CauseStorageBucket {
+		t.Errorf("Ping on a missing bucket: cause of %v, want %s", err, objstore.CauseStorageBucket)
+	}
+	_, err = missing.Put(ctx, "k", []byte("x"), "", nil)
+	if err == nil || !strings.Contains(err.Error(), "NoSuchBucket") {
 		t.Fatalf("Put into a missing bucket = %v, want NoSuchBucket", err)
+	}
+	if !errors.As(err, &opErr) || opErr.MessageFault() || opErr.FaultCause() != objstore.CauseStorageBucket {
+		t.Errorf("Put into a missing bucket: cause of %v, want %s", err, objstore.CauseStorageBucket)
+	}
+	// Some servers answer NoSuchKey for any key of a missing bucket; it is still the bucket.
+	_, err = missing.GetBytes(ctx, "k")
+	if !errors.As(err, &opErr) || opErr.MessageFault() || opErr.FaultCause() != objstore.CauseStorageBucket || errors.Is(err, objstore.ErrNotFound) {
+		t.Errorf("GetBytes from a missing bucket = %v, want cause %s, not ErrNotFound", err, objstore.CauseStorageBucket)
 	}
 	// EnsureBucket is idempotent.
 	if err := store.EnsureBucket(ctx); err != nil {

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,8 +12,7 @@ import (
 )
 
 // This file is where the engine's side meets the contracts: a request's inputs for the
-// engine, the engine's result as events, and the failure taxonomy that names an error's
-// dead-letter reason.
+// engine and the engine's result as events. The failure table is failures.go.
 
 // EngineInputs converts the request's inputs for the engine, which applies its own checks
 // (engine.InputsFromMap). A document with a uri and neither content nor pages gives an error
@@ -115,7 +113,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 	events := make([]schemas.VerdictEvent, 0, len(res.Rules))
 	for i, v := range res.Rules {
 		ev := schemas.VerdictEvent{
-			EventID:         schemas.VerdictEventID(req.RequestID, v.RuleID),
+			EventID:         schemas.VerdictEventID(req.TenantID, req.RequestID, v.RuleID),
 			RequestID:       req.RequestID,
 			TenantID:        req.TenantID,
 			RulesetID:       rulesetID,
@@ -171,7 +169,7 @@ func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, mo
 		sources = append(sources, schemas.Source(s))
 	}
 	return schemas.SummaryEvent{
-		EventID:        req.RequestID,
+		EventID:        schemas.SummaryEventID(req.TenantID, req.RequestID),
 		RequestID:      req.RequestID,
 		TenantID:       req.TenantID,
 		RulesetID:      rulesetID,
@@ -185,28 +183,6 @@ func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, mo
 		Report:         clonePtr(report),
 		StartedAt:      eventTime(started),
 		CompletedAt:    eventTime(completed),
-	}
-}
-
-// ReasonFor is the failure taxonomy: it names the dead-letter reason of the errors the
-// contracts and the engine define. Callers check their own causes first (unknown ruleset,
-// oversized message); anything unrecognised is schemas.ReasonInternal.
-func ReasonFor(err error) schemas.Reason {
-	switch {
-	case errors.Is(err, schemas.ErrUndecodable):
-		return schemas.ReasonUndecodable
-	case errors.Is(err, schemas.ErrInvalidRequest):
-		return schemas.ReasonInvalidRequest
-	case errors.Is(err, engine.ErrInvalidRuleset):
-		return schemas.ReasonInvalidRuleset
-	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, schemas.ErrUnresolvedURI):
-		return schemas.ReasonInvalidInput
-	case errors.Is(err, engine.ErrLLMRejected):
-		return schemas.ReasonModelRejected
-	case errors.Is(err, engine.ErrInvalidOutput):
-		return schemas.ReasonInvalidOutput
-	default:
-		return schemas.ReasonInternal
 	}
 }
 

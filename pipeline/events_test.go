@@ -3,7 +3,6 @@ package pipeline
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -152,7 +151,7 @@ func TestEventNewVerdictEvents(t *testing.T) {
 		t.Fatalf("%d events, want 4", len(events))
 	}
 	want := schemas.VerdictEvent{
-		EventID: "req-1/signed", RequestID: "req-1", TenantID: "acme",
+		EventID: "acme/req-1/signed", RequestID: "req-1", TenantID: "acme",
 		RulesetID: "onboarding", RulesetVersion: new("7"), Model: "served-model",
 		RuleID: "signed", RuleName: new("Signature"), RuleType: schemas.RuleBoolean,
 		DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
@@ -166,7 +165,7 @@ func TestEventNewVerdictEvents(t *testing.T) {
 		t.Errorf("risk event: %+v", risk)
 	}
 	assertEqual(t, events[1].AllowedScores, []int{1, 2, 3})
-	if events[3].EventID != "req-1/export" || !events[3].NotApplicable || events[3].RuleIndex != 3 {
+	if events[3].EventID != "acme/req-1/export" || !events[3].NotApplicable || events[3].RuleIndex != 3 {
 		t.Errorf("export event: %+v", events[3])
 	}
 	// Built events round-trip unchanged.
@@ -209,7 +208,7 @@ func TestEventNewSummary(t *testing.T) {
 	report := &schemas.ReportDescriptor{FileName: "req-1.xlsx", URI: "s3://reports/acme/req-1.xlsx", MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: "acme/req-1.xlsx"}
 	s := NewSummary(fullRequest(), testRuleset(), res, "", report, t1, t2)
 	want := schemas.SummaryEvent{
-		EventID: "req-1", RequestID: "req-1", TenantID: "acme",
+		EventID: "acme/req-1", RequestID: "req-1", TenantID: "acme",
 		RulesetID: "onboarding", RulesetVersion: new("7"), Model: "served-model",
 		Status:    schemas.StatusCompleted,
 		Counts:    schemas.Counts{Rules: 4, Passed: 1, Failed: 1, NotApplicable: 1, InsufficientData: 1},
@@ -226,25 +225,5 @@ func TestEventNewSummary(t *testing.T) {
 	*res.Aggregate.Numerical.Score = 99
 	if *s.Aggregate.Numerical.Score != 1 {
 		t.Error("summary aliases the result's aggregate")
-	}
-}
-
-func TestEventReasonFor(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want schemas.Reason
-	}{
-		{&schemas.DecodeError{Problem: "x"}, schemas.ReasonUndecodable},
-		{&schemas.RequestError{Problems: []string{"x"}}, schemas.ReasonInvalidRequest},
-		{fmt.Errorf("resolve: %w", engine.ErrInvalidRuleset), schemas.ReasonInvalidRuleset},
-		{&engine.InputError{Problem: "x"}, schemas.ReasonInvalidInput},
-		{fmt.Errorf("x: %w", schemas.ErrUnresolvedURI), schemas.ReasonInvalidInput},
-		{fmt.Errorf("x: %w", engine.ErrLLMRejected), schemas.ReasonModelRejected},
-		{fmt.Errorf("x: %w", engine.ErrInvalidOutput), schemas.ReasonInvalidOutput},
-		{errors.New("disk on fire"), schemas.ReasonInternal},
-	} {
-		if got := ReasonFor(tc.err); got != tc.want {
-			t.Errorf("ReasonFor(%v) = %s, want %s", tc.err, got, tc.want)
-		}
 	}
 }

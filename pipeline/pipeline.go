@@ -1,8 +1,10 @@
 // Package pipeline turns one consumed validation request into published
 // events: decode, resolve the ruleset and claim-checked documents, judge with
 // the engine, write the report, publish the verdicts and the summary. It is a
-// consumer.Handler; errors it marks permanent are dead-lettered by the
-// consumer's middleware, all others are retried.
+// consumer.Handler. Whose fault a failure is comes from the failure table
+// (failures.go): the message's faults are marked permanent and dead-lettered by
+// the consumer's middleware; the environment's are returned unmarked, so that
+// the message is retried and consumption holds until the fault clears.
 package pipeline
 
 import (
@@ -11,12 +13,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
-	"rulevalidator/objstore"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
@@ -52,11 +54,14 @@ type Hooks struct {
 	// "completed", "failed" (a failed summary was published), "cached" (a
 	// redelivery answered from the cache) or "retry" (a transient error).
 	RequestDone func(outcome string, took time.Duration)
-	// VerdictsPublished counts published verdicts by outcome: "pass",
+	// VerdictsPublished counts published verdicts by engine.Outcome: "pass",
 	// "fail", "score", "not_applicable" or "no_verdict".
 	VerdictsPublished func(outcome string, n int)
 	// ReportFailed is called when a report could not be stored.
 	ReportFailed func()
+	// EnvironmentFault is called when an environment fault starts holding
+	// consumption (active) and when it clears; cause is a Cause.
+	EnvironmentFault func(cause string, active bool)
 	// Finished is called once a request's outcome is published, completed
 	// or failed (not for redeliveries answered from the cache); serve sends
 	// callbacks from here.
@@ -83,8 +88,12 @@ type Config struct {
 	// RequestTimeout bounds the work on one request, retries of the model
 	// included (default 10m).
 	RequestTimeout time.Duration
-	Logger         *slog.Logger
-	Hooks          Hooks
+	// TimeoutAttempts is how many times one message may run out of
+	// RequestTimeout before it is dead-lettered with reason timeout
+	// (default 3).
+	TimeoutAttempts int
+	Logger          *slog.Logger
+	Hooks           Hooks
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -98,6 +107,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 10 * time.Minute
+	}
+	if c.TimeoutAttempts == 0 {
+		c.TimeoutAttempts = 3
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -116,6 +128,8 @@ func (c *Config) Validate() error {
 		return errors.New("pipeline: Rulesets is required")
 	case c.RequestTimeout < 0:
 		return fmt.Errorf("pipeline: RequestTimeout %v must not be negative", c.RequestTimeout)
+	case c.TimeoutAttempts < 0:
+		return fmt.Errorf("pipeline: TimeoutAttempts %d must not be negative", c.TimeoutAttempts)
 	}
 	return nil
 }
@@ -135,6 +149,11 @@ type Pipeline struct {
 	// unsent holds what was built for requests whose publishing failed, so
 	// the retry re-sends it instead of asking the model again.
 	unsent *resultCache
+	env    *environment
+	// timeouts counts, per message in flight, the attempts that ran out of
+	// the request timeout.
+	timeoutsMu sync.Mutex
+	timeouts   map[string]int
 }
 
 // New returns a Pipeline.
@@ -144,11 +163,17 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, err
 	}
 	return &Pipeline{
-		cfg:    cfg,
-		cache:  newResultCache(cfg.CacheEntries, cfg.CacheBytes),
-		unsent: newResultCache(max(cfg.CacheEntries, unsentEntries), max(cfg.CacheBytes, unsentBytes)),
+		cfg:      cfg,
+		cache:    newResultCache(cfg.CacheEntries, cfg.CacheBytes),
+		unsent:   newResultCache(max(cfg.CacheEntries, unsentEntries), max(cfg.CacheBytes, unsentBytes)),
+		env:      newEnvironment(cfg.Hooks.EnvironmentFault),
+		timeouts: map[string]int{},
 	}, nil
 }
+
+// EnvironmentCheck fails while an environment fault holds consumption,
+// naming the cause and what to fix; it is a readiness probe.
+func (p *Pipeline) EnvironmentCheck(ctx context.Context) error { return p.env.check(ctx) }
 
 // Handle processes one request message; it implements consumer.Handler. It
 // returns nil only once every event of the request is acknowledged.
@@ -160,6 +185,7 @@ func (p *Pipeline) Handle(ctx context.Context, m *consumer.Message) error {
 			outcome = "retry"
 		}
 	}
+	p.observeEnvironment(ctx, m, err)
 	if p.cfg.Hooks.RequestDone != nil {
 		p.cfg.Hooks.RequestDone(outcome, p.cfg.Now().Sub(start))
 	}
@@ -172,32 +198,29 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	}
 	ev, err := p.cfg.Serde.Decode(ctx, m.Topic, m.Value, schemaHeaders(m.Headers))
 	if err != nil {
-		if errors.Is(err, schemas.ErrUndecodable) {
-			return "failed", consumer.Permanent(string(schemas.ReasonUndecodable), err)
-		}
-		return "", fmt.Errorf("decoding %s: %w", position(m), err) // e.g. registry unavailable
+		return "failed", mark(fmt.Errorf("decoding %s: %w", position(m), err)) // e.g. registry unavailable: held
 	}
 	req, ok := ev.(*schemas.Request)
 	if !ok {
-		return "failed", consumer.Permanent(string(schemas.ReasonUndecodable), fmt.Errorf("%s holds a %s, not a %s", position(m), ev.SchemaName(), schemas.RequestSchema))
+		return "failed", mark(fmt.Errorf("%w: %s holds a %s, not a %s", schemas.ErrUndecodable, position(m), ev.SchemaName(), schemas.RequestSchema))
 	}
 	if err := req.Validate(); err != nil {
 		return "failed", consumer.Permanent(string(schemas.ReasonInvalidRequest), err)
 	}
 	log := p.cfg.Logger.With("request_id", req.RequestID, "tenant_id", req.TenantID, "position", position(m))
 
-	if pub, ok := p.unsent.get(req.RequestID); ok {
+	if pub, ok := p.unsent.get(requestKey(req)); ok {
 		log.Info("re-sending the events built before publishing failed; the model is not asked again")
 		if err := p.cfg.Publisher.Write(ctx, pub.msgs); err != nil {
-			return "", err
+			return "", &brokerError{err}
 		}
-		p.unsent.remove(req.RequestID)
+		p.unsent.remove(requestKey(req))
 		return p.finished(log, pub)
 	}
-	if pub, ok := p.cache.get(req.RequestID); ok {
+	if pub, ok := p.cache.get(requestKey(req)); ok {
 		log.Info("redelivered request answered from the result cache")
 		if err := p.cfg.Publisher.Write(ctx, pub.msgs); err != nil {
-			return "", err
+			return "", &brokerError{err}
 		}
 		return "cached", nil
 	}
@@ -205,9 +228,15 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	out, judgeErr := p.Judge(ctx, req, start)
 	if judgeErr != nil {
 		if _, permanent := consumer.PermanentReason(judgeErr); !permanent {
-			return "", judgeErr
+			if !errors.Is(judgeErr, errRequestTimeout) || !p.timedOutForGood(m) {
+				return "", judgeErr
+			}
+			judgeErr = consumer.Permanent(string(schemas.ReasonTimeout), &attemptsError{n: p.cfg.TimeoutAttempts,
+				err: fmt.Errorf("%w (%d attempts of %s): %w", errTimedOut, p.cfg.TimeoutAttempts, p.cfg.RequestTimeout, judgeErr)})
+			out = Outcome{Summary: schemas.NewFailedSummary(req, schemas.ReasonTimeout, judgeErr.Error(), start, p.cfg.Now())}
 		}
 	}
+	p.forgetTimeouts(m)
 	// A request that cannot succeed still gets its (failed) summary, so the
 	// dashboards hear of it; the consumer then dead-letters the message.
 	msgs, err := p.cfg.Publisher.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(m.Headers)})
@@ -216,8 +245,8 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	}
 	pub := &published{msgs: msgs, req: req, out: out, judgeErr: judgeErr}
 	if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
-		p.unsent.put(req.RequestID, pub)
-		return "", err
+		p.unsent.put(requestKey(req), pub)
+		return "", &brokerError{err}
 	}
 	return p.finished(log, pub)
 }
@@ -226,7 +255,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 // are remembered so a redelivery yields the same bytes.
 func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 	if pub.judgeErr == nil {
-		p.cache.put(pub.req.RequestID, pub)
+		p.cache.put(requestKey(pub.req), pub)
 	}
 	if p.cfg.Hooks.Finished != nil {
 		p.cfg.Hooks.Finished(pub.req, pub.out)
@@ -253,14 +282,19 @@ type Outcome struct {
 
 // Judge resolves, judges and reports one decoded request without publishing
 // anything; it is what Handle does between decoding and publishing, and what
-// callers without a broker run in-process. A transient error (model or
-// storage unavailable) returns no outcome; a permanent one (consumer.Permanent)
-// returns the failed summary with it.
+// callers without a broker run in-process. An environment fault (model or
+// storage misconfigured or unavailable, or the request timeout, wrapping
+// errRequestTimeout) returns no outcome; a message fault returns the failed
+// summary with a consumer.Permanent error carrying its reason.
 func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.Time) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	jctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	res, rs, report, err := p.judge(ctx, req)
+	res, rs, report, err := p.judge(jctx, req)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(jctx.Err(), context.DeadlineExceeded) {
+			return Outcome{}, fmt.Errorf("%w %s: %w", errRequestTimeout, p.cfg.RequestTimeout, err)
+		}
+		err = mark(err)
 		reason, permanent := consumer.PermanentReason(err)
 		if !permanent {
 			return Outcome{}, err
@@ -282,33 +316,26 @@ func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.T
 }
 
 // judge resolves the ruleset and documents, asks the engine and writes the
-// report. Errors that retrying cannot fix are consumer.Permanent.
+// report. Its errors are classified by the caller, through the failure table.
 func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Result, *engine.Ruleset, *schemas.ReportDescriptor, error) {
 	rs, err := p.ruleset(ctx, req)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if err := req.ResolveURIs(ctx, p.fetchDocument); err != nil {
-		return nil, rs, nil, classifyFetch(err)
+		return nil, rs, nil, err
 	}
 	in, err := EngineInputs(req)
 	if err != nil {
-		return nil, rs, nil, consumer.Permanent(string(ReasonFor(err)), err)
+		return nil, rs, nil, err
 	}
 	model := ""
 	if req.Options.Model != nil {
 		model = *req.Options.Model
 	}
 	res, err := p.cfg.Engine.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Model: model})
-	switch {
-	case err == nil:
-	case errors.Is(err, engine.ErrInputTooLarge):
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonOversized), err)
-	case errors.Is(err, engine.ErrInvalidRuleset), errors.Is(err, engine.ErrInvalidInput),
-		errors.Is(err, engine.ErrLLMRejected), errors.Is(err, engine.ErrInvalidOutput):
-		return nil, rs, nil, consumer.Permanent(string(ReasonFor(err)), err)
-	default:
-		return nil, rs, nil, err // model unavailable, deadline: retry
+	if err != nil {
+		return nil, rs, nil, err
 	}
 
 	if !wantsReport(req, rs) {
@@ -326,7 +353,13 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 		if p.cfg.Hooks.ReportFailed != nil {
 			p.cfg.Hooks.ReportFailed()
 		}
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonReportFailed), fmt.Errorf("storing the report: %w", err))
+		err = fmt.Errorf("storing the report: %w", err)
+		// Storage misconfigured or down is held; anything else the writer
+		// could not get past after its own retries fails the request.
+		if f := Classify(err); !f.Message && f.Cause != CauseOther && ctx.Err() == nil {
+			return nil, rs, nil, err
+		}
+		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonReportFailed), err)
 	}
 	return res, rs, report, nil
 }
@@ -344,16 +377,10 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 		version = *req.RulesetRef.Version
 	}
 	rs, err := p.cfg.Rulesets.Resolve(ctx, req.RulesetRef.ID, version)
-	switch {
-	case err == nil:
-		return rs, nil
-	case errors.Is(err, registry.ErrUnknownRuleset):
-		return nil, consumer.Permanent(string(schemas.ReasonUnknownRuleset), err)
-	case errors.Is(err, engine.ErrInvalidRuleset):
-		return nil, consumer.Permanent(string(schemas.ReasonInvalidRuleset), err)
-	default:
+	if err != nil {
 		return nil, fmt.Errorf("resolving ruleset %q: %w", req.RulesetRef.ID, err)
 	}
+	return rs, nil
 }
 
 // fetchDocument reads a claim-checked document: UTF-8 text whose pages are
@@ -375,14 +402,62 @@ func (p *Pipeline) fetchDocument(ctx context.Context, doc schemas.Document) ([]s
 	return strings.Split(string(data), "\f"), nil
 }
 
-func classifyFetch(err error) error {
-	switch {
-	case errors.Is(err, objstore.ErrTooLarge):
-		return consumer.Permanent(string(schemas.ReasonOversized), err)
-	case objstore.Temporary(err):
+// mark applies the failure table: a message fault becomes consumer.Permanent
+// with its reason; an environment fault is returned as is, to be retried.
+func mark(err error) error {
+	if _, ok := consumer.PermanentReason(err); ok {
 		return err
 	}
-	return consumer.Permanent(string(schemas.ReasonInvalidInput), err)
+	if f := Classify(err); f.Message {
+		return consumer.Permanent(string(f.Reason), err)
+	}
+	return err
+}
+
+// requestKey identifies a request across tenants: a request_id is unique
+// within its tenant only.
+func requestKey(req *schemas.Request) string {
+	return schemas.SummaryEventID(req.TenantID, req.RequestID)
+}
+
+// errRequestTimeout marks an attempt that ran out of the request timeout.
+var errRequestTimeout = errors.New("no result within the request timeout")
+
+// timedOutForGood counts a timed-out attempt of m and reports whether it was
+// the last one allowed.
+func (p *Pipeline) timedOutForGood(m *consumer.Message) bool {
+	p.timeoutsMu.Lock()
+	defer p.timeoutsMu.Unlock()
+	p.timeouts[position(m)]++
+	return p.timeouts[position(m)] >= p.cfg.TimeoutAttempts
+}
+
+func (p *Pipeline) forgetTimeouts(m *consumer.Message) {
+	p.timeoutsMu.Lock()
+	delete(p.timeouts, position(m))
+	p.timeoutsMu.Unlock()
+}
+
+// observeEnvironment keeps the environment-fault state: a failure the table
+// puts on the environment holds (readiness fails, the metric and the log name
+// the cause); a request that gets past it clears it.
+func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, err error) {
+	switch {
+	case err == nil:
+	case ctx.Err() != nil || errors.Is(err, errRequestTimeout):
+		return // shutting down, or counted per message (TimeoutAttempts)
+	default:
+		if f := Classify(err); !f.Message {
+			if p.env.hold(f.Cause, err) {
+				p.cfg.Logger.Error("environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
+					"cause", f.Cause, "fix", f.Cause.Fix(), "position", position(m), "error", err)
+			}
+			return
+		}
+	}
+	if cleared := p.env.clear(); len(cleared) > 0 {
+		p.cfg.Logger.Info("environment fault cleared: consumption resumed", "causes", cleared, "position", position(m))
+	}
 }
 
 func wantsReport(req *schemas.Request, rs *engine.Ruleset) bool {
@@ -395,20 +470,14 @@ func wantsReport(req *schemas.Request, rs *engine.Ruleset) bool {
 func verdictOutcomes(verdicts []schemas.VerdictEvent) map[string]int {
 	out := map[string]int{}
 	for _, v := range verdicts {
-		switch {
-		case v.NotApplicable:
-			out["not_applicable"]++
-		case v.BooleanOutput != nil && *v.BooleanOutput:
-			out["pass"]++
-		case v.BooleanOutput != nil:
-			out["fail"]++
-		case v.NumericalOutput != nil:
-			out["score"]++
-		default:
-			out["no_verdict"]++
-		}
+		out[string(EventOutcome(v))]++
 	}
 	return out
+}
+
+// EventOutcome is engine.VerdictOutcome of a verdict event.
+func EventOutcome(v schemas.VerdictEvent) engine.Outcome {
+	return engine.VerdictOutcome(engine.RuleType(v.RuleType), v.NotApplicable, v.BooleanOutput, v.NumericalOutput)
 }
 
 func schemaHeaders(hs []consumer.Header) []schemas.Header {

@@ -68,6 +68,9 @@ func TestJudgeClassifiesFailures(t *testing.T) {
 			r.TextInput = nil
 			r.PrimaryDocs = []schemas.Document{{Name: "a.txt", URI: ptr("s3://b/k")}}
 		}), "invalid_input"},
+		{"model key refused", fakeEngine{err: &adapterFault{cause: "model_auth", kind: engine.ErrLLMUnavailable}}, nil, request(nil), "transient"},
+		{"report storage refuses the secret", fakeEngine{res: ok}, failingReports{s3Error("SignatureDoesNotMatch", 403)}, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "transient"},
+		{"report bucket missing", fakeEngine{res: ok}, failingReports{s3Error("NoSuchBucket", 404)}, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "transient"},
 		{"report not stored", fakeEngine{res: ok}, failingReports{errors.New("bucket gone")}, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "report_failed"},
 	}
 	for _, tt := range tests {

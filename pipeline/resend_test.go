@@ -129,7 +129,7 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 			if finished != 1 {
 				t.Errorf("Finished called %d times, want once, after the write succeeded", finished)
 			}
-			if _, pending := p.unsent.get("req-1"); pending {
+			if _, pending := p.unsent.get("t/req-1"); pending {
 				t.Error("the re-sent events are still held after they were written")
 			}
 		})

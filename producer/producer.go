@@ -317,7 +317,7 @@ func (p *Producer) deadLetter(m *consumer.Message, reason string, cause error) (
 		Reason:            dlReason,
 		Message:           message,
 		FailedAt:          time.Now().UTC(),
-		Attempts:          1,
+		Attempts:          attempts(cause),
 	}
 	for _, h := range m.Headers {
 		dl.OriginalHeaders = append(dl.OriginalHeaders, schemas.Header{Key: h.Key, Value: h.Value})
@@ -423,6 +423,17 @@ func (p *Producer) claim(ctx context.Context, m *consumer.Message, digest string
 		return "", err
 	}
 	return p.cfg.Objects.URI(key), nil
+}
+
+// attempts is how many times the message was processed before it was given up: what the
+// cause says (interface{ Attempts() int }, e.g. a request that timed out on every attempt),
+// else 1, as a message fault is dead-lettered on its first attempt.
+func attempts(cause error) int {
+	var a interface{ Attempts() int }
+	if errors.As(cause, &a) && a.Attempts() > 0 {
+		return a.Attempts()
+	}
+	return 1
 }
 
 func deadLetterID(m *consumer.Message) string {

@@ -554,38 +554,35 @@ type result struct {
 func ruleResult(r ruleRow) result {
 	amber := func(text string) result { return result{text: text, fill: FillAmber, font: fontAmber} }
 	v := r.verdict
-	switch {
-	case v == nil:
+	if v == nil {
 		return amber("NO VERDICT")
-	case v.NotApplicable:
+	}
+	if !v.NotApplicable && r.typ != engine.Boolean && r.typ != engine.Numerical {
+		return amber("UNKNOWN TYPE")
+	}
+	var res result
+	switch engine.VerdictOutcome(r.typ, v.NotApplicable, v.BooleanOutput, v.NumericalOutput) {
+	case engine.OutcomeNotApplicable:
 		if out := outputText(r.typ, v); out != "" {
 			return amber("N/A (" + out + ")")
 		}
 		return amber("N/A")
-	}
-	var res result
-	switch r.typ {
-	case engine.Boolean:
-		switch {
-		case v.BooleanOutput == nil:
+	case engine.OutcomePass:
+		res = result{text: "PASS", fill: FillPass, font: fontPass}
+	case engine.OutcomeFail:
+		res = result{text: "FAIL", fill: FillFail, font: fontFail}
+		if v.BooleanOutput == nil {
 			// Counted as failed, as the summary counts it.
-			res = result{text: "FAIL (no verdict)", fill: FillFail, font: fontFail}
-		case *v.BooleanOutput:
-			res = result{text: "PASS", fill: FillPass, font: fontPass}
-		default:
-			res = result{text: "FAIL", fill: FillFail, font: fontFail}
+			res.text = "FAIL (no verdict)"
 		}
-	case engine.Numerical:
-		if v.NumericalOutput == nil {
-			return amber("NO SCORE")
-		}
+	case engine.OutcomeScore:
 		score := *v.NumericalOutput
 		res = result{score: &score}
 		if lo, hi, ok := scoreRange(r.scores); ok {
 			res.fill = scoreColour(score, lo, hi)
 		}
 	default:
-		return amber("UNKNOWN TYPE")
+		return amber("NO SCORE")
 	}
 	if !v.DataSufficiency {
 		res.fill, res.font = FillAmber, fontAmber
@@ -595,12 +592,14 @@ func ruleResult(r ruleRow) result {
 
 // outputText is a verdict's output in words, for cells that show it as text.
 func outputText(typ engine.RuleType, v *engine.Verdict) string {
-	switch {
-	case typ == engine.Boolean && v.BooleanOutput != nil && *v.BooleanOutput:
+	switch engine.VerdictOutcome(typ, false, v.BooleanOutput, v.NumericalOutput) {
+	case engine.OutcomePass:
 		return "PASS"
-	case typ == engine.Boolean && v.BooleanOutput != nil:
-		return "FAIL"
-	case typ == engine.Numerical && v.NumericalOutput != nil:
+	case engine.OutcomeFail:
+		if v.BooleanOutput != nil {
+			return "FAIL"
+		}
+	case engine.OutcomeScore:
 		return fmt.Sprintf("score %d", *v.NumericalOutput)
 	}
 	return ""

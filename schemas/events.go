@@ -231,8 +231,14 @@ type VerdictEvent struct {
 // SchemaName is VerdictSchema.
 func (v *VerdictEvent) SchemaName() string { return VerdictSchema }
 
-// VerdictEventID is the deterministic id of the verdict on ruleID.
-func VerdictEventID(requestID, ruleID string) string { return requestID + "/" + ruleID }
+// SummaryEventID is the deterministic id of a request's summary, tenant/request_id: a
+// request_id is unique within its tenant only, so two tenants using one never share an id.
+func SummaryEventID(tenantID, requestID string) string { return tenantID + "/" + requestID }
+
+// VerdictEventID is the deterministic id of the verdict on ruleID, tenant/request_id/rule_id.
+func VerdictEventID(tenantID, requestID, ruleID string) string {
+	return SummaryEventID(tenantID, requestID) + "/" + ruleID
+}
 
 // Status says whether a request was judged.
 type Status string
@@ -294,7 +300,7 @@ func (s *SummaryEvent) SchemaName() string { return SummarySchema }
 // RulesetID, RulesetVersion, Model and Usage on the result.
 func NewFailedSummary(req *Request, code Reason, message string, started, completed time.Time) SummaryEvent {
 	s := SummaryEvent{
-		EventID:     req.RequestID,
+		EventID:     SummaryEventID(req.TenantID, req.RequestID),
 		RequestID:   req.RequestID,
 		TenantID:    req.TenantID,
 		Status:      StatusFailed,
@@ -323,6 +329,7 @@ const (
 	ReasonInvalidOutput  Reason = "invalid_output"
 	ReasonInternal       Reason = "internal"
 	ReasonReportFailed   Reason = "report_failed"
+	ReasonTimeout        Reason = "timeout"
 )
 
 // Known reports whether r is a symbol of the DeadLetterReason enum; others
@@ -330,7 +337,7 @@ const (
 func (r Reason) Known() bool {
 	switch r {
 	case ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset,
-		ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed:
+		ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout:
 		return true
 	}
 	return false

@@ -86,7 +86,7 @@ func TestRequestResolveURIs(t *testing.T) {
 func TestEventNewFailedSummary(t *testing.T) {
 	s := NewFailedSummary(fullRequest(), ReasonUnknownRuleset, `ruleset "supplier-onboarding" version 3 not found`, t1, t2)
 	want := SummaryEvent{
-		EventID: "req-1", RequestID: "req-1", TenantID: "acme",
+		EventID: "acme/req-1", RequestID: "req-1", TenantID: "acme",
 		RulesetID: "supplier-onboarding", RulesetVersion: new("3"),
 		Status:    StatusFailed,
 		Error:     &SummaryError{Code: ReasonUnknownRuleset, Message: `ruleset "supplier-onboarding" version 3 not found`},

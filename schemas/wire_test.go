@@ -376,7 +376,7 @@ func ExampleSerde() {
 		return
 	}
 	verdict := VerdictEvent{
-		EventID: VerdictEventID("req-1", "signed"), RequestID: "req-1", TenantID: "acme",
+		EventID: VerdictEventID("acme", "req-1", "signed"), RequestID: "req-1", TenantID: "acme",
 		RulesetID: "onboarding", Model: "gemma-3-270m", RuleID: "signed", RuleType: RuleBoolean,
 		DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
 		RuleIndex: 0, RuleCount: 1,
@@ -402,8 +402,8 @@ func ExampleSerde() {
 	// Output:
 	// rv-schema: com.rulevalidator.v1.RuleVerdict
 	// rv-schema-fingerprint: 1acd95c713ba01ef
-	// req-1/signed true
-	// true schemas: cannot decode value from topic "rulevalidator.verdicts": no rv-schema-fingerprint header and no Confluent magic byte 0x00 (first byte 0x18)
+	// acme/req-1/signed true
+	// true schemas: cannot decode value from topic "rulevalidator.verdicts": no rv-schema-fingerprint header and no Confluent magic byte 0x00 (first byte 0x22)
 }
 
 // FuzzDecode: Decode never panics, fails only with typed errors, and what

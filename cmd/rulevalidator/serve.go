@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -39,8 +40,11 @@ type serveConfig struct {
 	wireFormat        string
 	schemaRegistry    []string
 	concurrency       int
+	maxBytesInFlight  int
+	memoryLimit       int
 	drainTimeout      time.Duration
 	requestTimeout    time.Duration
+	timeoutAttempts   int
 	cacheEntries      int
 	rulesetsReadyWait time.Duration
 
@@ -75,8 +79,11 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.wireFormat, "wire-format", "RULEVALIDATOR_WIRE_FORMAT", "plain", "how events are framed: plain (Avro, fingerprint header) or confluent (schema registry ids); both are read")
 	s.strList(&cfg.schemaRegistry, "schema-registry", "RULEVALIDATOR_SCHEMA_REGISTRY", "", "schema registry URLs, comma-separated (needed by the confluent format)")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
+	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", "67108864", "cap on the bytes of the requests taken on at once, besides --concurrency; a larger request is taken on alone")
+	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0 leaves the runtime's own (GOMEMLIMIT when set)")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
+	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", "3", "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
 	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", "1024", "recent results kept to answer redeliveries without the model (0 disables)")
 
 	s.str(&cfg.llm.baseURL, "llm-base-url", "OPENAI_BASE_URL", defaultBaseURL, "OpenAI-compatible API base URL")
@@ -115,6 +122,12 @@ func (c *serveConfig) validate() error {
 	if c.concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency: %d must be at least 1", c.concurrency))
 	}
+	if c.maxBytesInFlight < 1 {
+		errs = append(errs, fmt.Errorf("--max-bytes-in-flight: %d must be positive", c.maxBytesInFlight))
+	}
+	if c.memoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("--memory-limit: %d must not be negative", c.memoryLimit))
+	}
 	switch schemas.Format(c.wireFormat) {
 	case schemas.FormatPlain:
 	case schemas.FormatConfluent:
@@ -129,6 +142,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.requestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout: %s must be positive", c.requestTimeout))
+	}
+	if c.timeoutAttempts <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout-attempts: %d must be positive", c.timeoutAttempts))
 	}
 	if c.cacheEntries < 0 {
 		errs = append(errs, fmt.Errorf("--result-cache: %d must not be negative", c.cacheEntries))
@@ -223,6 +239,12 @@ var errConfig = errors.New("configuration")
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the registry loops when start-up fails half way
+	if cfg.memoryLimit > 0 {
+		// The runtime collects harder as the heap nears the limit, instead of growing past
+		// what the container allows.
+		debug.SetMemoryLimit(int64(cfg.memoryLimit))
+		logger.Info("memory limit set", "bytes", cfg.memoryLimit)
+	}
 	serde, err := newSerde(ctx, cfg)
 	if err != nil {
 		return err
@@ -280,14 +302,15 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 
 	pipeCfg := pipeline.Config{
-		Engine:         eng,
-		Rulesets:       resolver,
-		Serde:          serde,
-		Publisher:      prod,
-		CacheEntries:   cfg.cacheEntries,
-		RequestTimeout: cfg.requestTimeout,
-		Logger:         logger,
-		Hooks:          svc.pipelineHooks(logger),
+		Engine:          eng,
+		Rulesets:        resolver,
+		Serde:           serde,
+		Publisher:       prod,
+		CacheEntries:    cfg.cacheEntries,
+		RequestTimeout:  cfg.requestTimeout,
+		TimeoutAttempts: cfg.timeoutAttempts,
+		Logger:          logger,
+		Hooks:           svc.pipelineHooks(logger),
 	}
 	if svc.reports != nil {
 		pipeCfg.Reports = svc.reports
@@ -309,20 +332,21 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
-		Client:       svc.kafka,
-		GroupID:      cfg.groupID,
-		Topic:        cfg.requestsTopic,
-		Concurrency:  cfg.concurrency,
-		DrainTimeout: cfg.drainTimeout,
-		Logger:       logger,
-		Hooks:        svc.metrics.ConsumerHooks(cfg.requestsTopic),
+		Client:           svc.kafka,
+		GroupID:          cfg.groupID,
+		Topic:            cfg.requestsTopic,
+		Concurrency:      cfg.concurrency,
+		MaxBytesInFlight: int64(cfg.maxBytesInFlight),
+		DrainTimeout:     cfg.drainTimeout,
+		Logger:           logger,
+		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
 	}, handler)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
 		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
-	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe, logger); err != nil {
+	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe, pipe.EnvironmentCheck, logger); err != nil {
 		return err
 	}
 	g.Go(func() error { return cons.Run(gctx) })

@@ -154,11 +154,14 @@ func (s *services) pipelineHooks(logger *slog.Logger) pipeline.Hooks {
 
 // startHTTP starts the notifier, the job feed and both listeners in g. They
 // stop when ctx ends.
-func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, runner api.Runner, logger *slog.Logger) error {
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, runner api.Runner, environment func(context.Context) error, logger *slog.Logger) error {
 	if svc.notifier != nil {
 		g.Go(func() error { return svc.notifier.Run(ctx) })
 	}
 	checks := readinessChecks(cfg, store)
+	// An environment fault holding consumption makes the replica unready,
+	// naming the cause and what to fix.
+	checks = append(checks, api.Check{Name: "environment", Probe: environment})
 	acfg := api.Config{
 		Jobs:      api.NewJobStore(api.JobStoreConfig{}),
 		Callbacks: svc.notifier,

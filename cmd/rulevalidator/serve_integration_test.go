@@ -79,7 +79,7 @@ func TestServeEndToEnd(t *testing.T) {
 	summaryOf := map[string]*schemas.SummaryEvent{}
 	for _, m := range summaries {
 		s := e.summary(t, m)
-		checkEventMessage(t, m, s.RequestID, s.RequestID, schemas.SummarySchema, "", s.CompletedAt)
+		checkEventMessage(t, m, s.RequestID, tenant+"/"+s.RequestID, schemas.SummarySchema, "", s.CompletedAt)
 		summaryOf[s.RequestID] = s
 		if p := byRequest[s.RequestID]; p == nil || p.partition != m.Partition {
 			t.Errorf("request %s: summary in partition %d, verdicts in %+v", s.RequestID, m.Partition, p)
@@ -101,7 +101,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	docText := exampleDocText(t, "northwind-msa.pdf")
 	checkVerdictFields(t, got[0], &schemas.VerdictEvent{
-		EventID: id + "/governing-law", RequestID: id, TenantID: tenant,
+		EventID: tenant + "/" + id + "/governing-law", RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
 		RuleID: "governing-law", RuleName: ptr("Governing law"), RuleType: schemas.RuleBoolean,
 		DataSufficiency: true, Rationale: "Governed by New York law, which the policy approves.",
@@ -111,7 +111,7 @@ func TestServeEndToEnd(t *testing.T) {
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 0, RuleCount: 6,
 	})
 	checkVerdictFields(t, got[4], &schemas.VerdictEvent{
-		EventID: id + "/payment-terms", RequestID: id, TenantID: tenant,
+		EventID: tenant + "/" + id + "/payment-terms", RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
 		RuleID: "payment-terms", RuleName: ptr("Payment terms"), RuleType: schemas.RuleNumerical,
 		DataSufficiency: true, Rationale: "30 days with 1.5% monthly interest.",
@@ -175,7 +175,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("%d anchored evidences in the verdicts, want 5", len(sources))
 	}
 	wantSummary := &schemas.SummaryEvent{
-		EventID: id, RequestID: id, TenantID: tenant,
+		EventID: tenant + "/" + id, RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
 		Status: schemas.StatusCompleted,
 		Counts: schemas.Counts{Rules: 6, Passed: 2, Failed: 2},
@@ -364,7 +364,7 @@ func TestServeDeadLetters(t *testing.T) {
 	summaries := map[string][]*schemas.SummaryEvent{}
 	for _, m := range summaryLog.snapshot() {
 		s := e.summary(t, m)
-		checkEventMessage(t, m, s.RequestID, s.RequestID, schemas.SummarySchema, "", s.CompletedAt)
+		checkEventMessage(t, m, s.RequestID, tenant+"/"+s.RequestID, schemas.SummarySchema, "", s.CompletedAt)
 		summaries[s.RequestID] = append(summaries[s.RequestID], s)
 	}
 	verdictKeys := verdictLog.keys()
@@ -476,7 +476,7 @@ func TestServeRedeliveryAnsweredFromCache(t *testing.T) {
 				a.Key, a.Value, headersExcept(a, ""), b.Key, b.Value, headersExcept(b, ""))
 		}
 	}
-	if v := e.verdict(t, verdicts[n]); v.EventID != "twice/governing-law" {
+	if v := e.verdict(t, verdicts[n]); v.EventID != tenant+"/twice/governing-law" {
 		t.Errorf("the second publication starts with %s", v.EventID)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"rulevalidator/engine"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -340,24 +341,7 @@ func verdictLine(v *schemas.VerdictEvent) string {
 }
 
 func verdictOutcome(v *schemas.VerdictEvent) string {
-	var s string
-	switch {
-	case v.BooleanOutput != nil && *v.BooleanOutput:
-		s = "PASS"
-	case v.BooleanOutput != nil:
-		s = "FAIL"
-	case v.NumericalOutput != nil:
-		s = "score " + strconv.Itoa(*v.NumericalOutput)
-		if n := len(v.AllowedScores); n > 0 {
-			s += " of " + strconv.Itoa(v.AllowedScores[n-1])
-		}
-	default:
-		s = "no verdict"
-	}
-	if v.NotApplicable {
-		s = "N/A (" + s + ")"
-	}
-	return s
+	return outcomeText(engine.RuleType(v.RuleType), v.NotApplicable, v.BooleanOutput, v.NumericalOutput, v.AllowedScores)
 }
 
 // evidenceWhere: msa.pdf p.3, anchored exact

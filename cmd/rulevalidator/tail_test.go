@@ -30,7 +30,7 @@ var tailStarted = time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)
 // anchored quote, and a numerical one on insufficient data with a quote not found.
 func tailVerdicts(id string) []schemas.VerdictEvent {
 	return []schemas.VerdictEvent{{
-		EventID: schemas.VerdictEventID(id, "liability-cap"), RequestID: id, TenantID: "contoso",
+		EventID: schemas.VerdictEventID("contoso", id, "liability-cap"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
 		RuleID: "liability-cap", RuleName: tailPtr("Liability cap"), RuleType: schemas.RuleBoolean,
 		DataSufficiency: true, Rationale: "Capped at twelve months of fees; data protection is not carved out.",
@@ -41,7 +41,7 @@ func tailVerdicts(id string) []schemas.VerdictEvent {
 		}},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 1, RuleCount: 2,
 	}, {
-		EventID: schemas.VerdictEventID(id, "payment-terms"), RequestID: id, TenantID: "contoso",
+		EventID: schemas.VerdictEventID("contoso", id, "payment-terms"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
 		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: false,
 		Rationale: "Payment within 30 days.", NumericalOutput: tailPtr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
@@ -145,7 +145,7 @@ func TestTailJSONForm(t *testing.T) {
 	eventJSON, _ := json.Marshal(v)
 	want := map[string]string{
 		"topic": `"verdicts"`, "partition": "2", "offset": "9", "key": `"r-1"`, "timestamp": `"2025-03-03T09:00:00.000Z"`,
-		"headers": `{"ce_id":"r-1/liability-cap","rv-schema":"` + schemas.VerdictSchema + `"}`,
+		"headers": `{"ce_id":"contoso/r-1/liability-cap","rv-schema":"` + schemas.VerdictSchema + `"}`,
 		"schema":  `"` + schemas.VerdictSchema + `"`, "event": string(eventJSON),
 	}
 	if len(got) != len(want) {

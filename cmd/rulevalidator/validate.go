@@ -83,6 +83,7 @@ func (f *llmFlags) newClient(logger *slog.Logger) (*openai.Client, error) {
 	return openai.New(openai.Config{
 		BaseURL: f.baseURL,
 		APIKey:  f.apiKey,
+		Model:   f.model,
 		Timeout: f.timeout,
 		Format:  engine.ResponseFormat(f.format),
 		Logger:  logger,
@@ -263,7 +264,10 @@ func readFile[T any](path string, parse func([]byte) (T, error)) (T, error) {
 
 // describeEvalError says which kind of failure it was, for a person.
 func describeEvalError(err error, baseURL string) string {
+	f := pipeline.Classify(err)
 	switch {
+	case !f.Message && (f.Cause == pipeline.CauseModelAuth || f.Cause == pipeline.CauseModelNotFound):
+		return fmt.Sprintf("the model server at %s refused the request (%s: %s): %v", baseURL, f.Cause, f.Cause.Fix(), err)
 	case errors.Is(err, engine.ErrLLMUnavailable):
 		return fmt.Sprintf("could not reach the model at %s: %v", baseURL, err)
 	case errors.Is(err, engine.ErrLLMRejected):
@@ -343,21 +347,34 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 }
 
 func outcome(v engine.Verdict) string {
-	var s string
-	switch {
-	case v.BooleanOutput != nil && *v.BooleanOutput:
-		s = "PASS"
-	case v.BooleanOutput != nil:
-		s = "FAIL"
-	case v.NumericalOutput != nil:
-		s = "score " + strconv.Itoa(*v.NumericalOutput)
+	return outcomeText(v.Type, v.NotApplicable, v.BooleanOutput, v.NumericalOutput, nil)
+}
+
+// outcomeText shows a verdict's engine.Outcome to a person: PASS, FAIL, FAIL (no verdict),
+// score 4 of 5, no verdict, or N/A with what the model said besides.
+func outcomeText(typ engine.RuleType, notApplicable bool, boolean *bool, score *int, allowed []int) string {
+	switch engine.VerdictOutcome(typ, notApplicable, boolean, score) {
+	case engine.OutcomeNotApplicable:
+		if boolean == nil && score == nil {
+			return "N/A"
+		}
+		return "N/A (" + outcomeText(typ, false, boolean, score, allowed) + ")"
+	case engine.OutcomePass:
+		return "PASS"
+	case engine.OutcomeFail:
+		if boolean == nil {
+			return "FAIL (no verdict)"
+		}
+		return "FAIL"
+	case engine.OutcomeScore:
+		s := "score " + strconv.Itoa(*score)
+		if n := len(allowed); n > 0 {
+			s += " of " + strconv.Itoa(allowed[n-1])
+		}
+		return s
 	default:
-		s = "no verdict"
+		return "no verdict"
 	}
-	if v.NotApplicable {
-		s = "N/A (" + s + ")"
-	}
-	return s
 }
 
 func evidencePlace(ev engine.Evidence) string {

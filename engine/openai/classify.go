@@ -27,6 +27,18 @@ const (
 	// formatRefused: the server does not do the response_format asked for;
 	// try a weaker one.
 	formatRefused
+	// environment: this service's configuration is wrong (API key, model
+	// name, TLS trust); no request will succeed until the operator fixes it,
+	// so it is returned at once, for the caller to hold its work.
+	environment
+)
+
+// Fault causes of environment failures.
+const (
+	CauseModelAuth        = "model_auth"
+	CauseModelNotFound    = "model_not_found"
+	CauseModelUnavailable = "model_unavailable"
+	CauseTLS              = "tls"
 )
 
 // failure is one failed attempt, classified.
@@ -41,6 +53,8 @@ type failure struct {
 	hasRetryAfter bool
 	// cause is the error go-openai or the transport returned.
 	cause error
+	// fault names an environment failure's cause (CauseModelAuth, ...).
+	fault string
 }
 
 // attemptRecord is what the HTTP layer saw of one attempt. Each attempt has
@@ -112,6 +126,9 @@ func addSchemaHint(req *http.Request, schema json.RawMessage) error {
 // attemptInfo describes the attempt being classified.
 type attemptInfo struct {
 	model string
+	// configuredModel says model is the one this service is configured
+	// with, not one a request chose.
+	configuredModel bool
 	// withFormat says the request carried a response_format.
 	withFormat bool
 	timeout    time.Duration
@@ -152,7 +169,7 @@ func classify(err error, rec *attemptRecord, a attemptInfo) *failure {
 	case a.timedOut:
 		f.reason = fmt.Sprintf("no response within %s (attempt timeout)", a.timeout)
 	case isCertificateError(err):
-		f.kind = permanent
+		f.kind, f.fault = environment, CauseTLS
 		f.reason = "the server's TLS certificate was refused: " + err.Error()
 	case rec.status != 0:
 		// The status line arrived but the body could not be read or
@@ -186,8 +203,10 @@ type serverError struct {
 //     schema, grammar or structured output): formatRefused. A 400 that
 //     says nothing about the format is a bad request, not a reason to
 //     give up structured output for every later call;
-//   - 401/403: the API key was refused; 404: the model (or endpoint) does
-//     not exist; any other 4xx: the request was refused. All permanent.
+//   - 401/403: the API key was refused, and a 404 for the configured model:
+//     environment, the operator must fix the key or the model name;
+//   - a 404 for a model the request chose, and any other 4xx: the request
+//     was refused, permanent.
 func classifyStatus(f *failure, se serverError, a attemptInfo) {
 	status := f.status
 	detail := ""
@@ -209,8 +228,11 @@ func classifyStatus(f *failure, se serverError, a attemptInfo) {
 		f.kind = formatRefused
 		f.reason = fmt.Sprintf("the server refused the response format (%d%s)", status, detail)
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		f.kind = permanent
-		f.reason = fmt.Sprintf("the server refused the API key (%d%s)", status, detail)
+		f.kind, f.fault = environment, CauseModelAuth
+		f.reason = fmt.Sprintf("the server refused the API key (%d%s); check the configured API key", status, detail)
+	case status == http.StatusNotFound && a.configuredModel:
+		f.kind, f.fault = environment, CauseModelNotFound
+		f.reason = fmt.Sprintf("the configured model %q was not found (404%s); check the model name and the base URL", a.model, detail)
 	case status == http.StatusNotFound:
 		f.kind = permanent
 		f.reason = fmt.Sprintf("model %q not found (404%s)", a.model, detail)

@@ -145,6 +145,13 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 		switch f.kind {
 		case formatRefused:
 			return engine.ChatResponse{}, f, nil
+		case environment:
+			return engine.ChatResponse{}, nil, &chatError{
+				msg:   fmt.Sprintf("%s: %s", engine.ErrLLMUnavailable, f.reason),
+				kind:  engine.ErrLLMUnavailable,
+				cause: f.cause,
+				fault: f.fault,
+			}
 		case permanent:
 			return engine.ChatResponse{}, nil, &chatError{
 				msg:   fmt.Sprintf("%s: %s", engine.ErrLLMRejected, f.reason),
@@ -160,6 +167,7 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 					engine.ErrLLMUnavailable, n, plural(n, "attempt", "attempts"), roundDuration(elapsed), why, f.reason),
 				kind:  engine.ErrLLMUnavailable,
 				cause: f.cause,
+				fault: CauseModelUnavailable,
 			}
 		}
 		level := slog.LevelWarn
@@ -191,11 +199,12 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 		return resp, nil
 	}
 	return resp, classify(err, rec, attemptInfo{
-		model:      model,
-		withFormat: format != engine.FormatText,
-		timeout:    c.cfg.Timeout,
-		timedOut:   ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded),
-		now:        time.Now(),
+		model:           model,
+		configuredModel: c.cfg.Model == "" || model == "" || model == c.cfg.Model,
+		withFormat:      format != engine.FormatText,
+		timeout:         c.cfg.Timeout,
+		timedOut:        ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded),
+		now:             time.Now(),
 	})
 }
 
@@ -319,9 +328,21 @@ type chatError struct {
 	msg   string
 	kind  error
 	cause error
+	// fault is the environment cause; empty when the request is to blame.
+	fault string
 }
 
 func (e *chatError) Error() string { return "openai: " + e.msg }
+
+// MessageFault reports whether the request caused the failure (a bad
+// request, a model it chose that the server does not know, an input longer
+// than the context window) rather than the service's configuration or the
+// server's state.
+func (e *chatError) MessageFault() bool { return e.fault == "" }
+
+// FaultCause names the environment cause (CauseModelAuth, ...), empty for a
+// message fault.
+func (e *chatError) FaultCause() string { return e.fault }
 func (e *chatError) Unwrap() []error {
 	if e.cause == nil {
 		return []error{e.kind}

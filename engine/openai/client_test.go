@@ -246,7 +246,9 @@ func TestChatFailures(t *testing.T) {
 		wantErr      error
 		wantMsg      []string
 		wantRequests int
-		checkWaits   func(t *testing.T, ws []time.Duration)
+		// wantFault is the environment cause the error reports; empty for a message fault.
+		wantFault  string
+		checkWaits func(t *testing.T, ws []time.Duration)
 	}{
 		{
 			name: "429 with Retry-After seconds, then success",
@@ -315,6 +317,7 @@ func TestChatFailures(t *testing.T) {
 			replies:      []llmfake.Reply{unavailable, unavailable, unavailable, ok},
 			tweak:        func(c *openai.Config) { c.MaxAttempts = 3 },
 			wantErr:      engine.ErrLLMUnavailable,
+			wantFault:    openai.CauseModelUnavailable,
 			wantMsg:      []string{"model unavailable after 3 attempts over ", "last error: 503 Service Unavailable: overloaded"},
 			wantRequests: 3,
 			checkWaits:   jitteredWaits(500*time.Millisecond, time.Second),
@@ -329,6 +332,7 @@ func TestChatFailures(t *testing.T) {
 				c.MaxAttempts, c.BaseDelay, c.MaxDelay = 4, 100*time.Millisecond, 250*time.Millisecond
 			},
 			wantErr:      engine.ErrLLMUnavailable,
+			wantFault:    openai.CauseModelUnavailable,
 			wantMsg:      []string{"after 4 attempts", "last error: 500 Internal Server Error"},
 			wantRequests: 4,
 			checkWaits:   jitteredWaits(100*time.Millisecond, 200*time.Millisecond, 250*time.Millisecond),
@@ -341,6 +345,7 @@ func TestChatFailures(t *testing.T) {
 			},
 			tweak:        func(c *openai.Config) { c.MaxElapsed = time.Minute },
 			wantErr:      engine.ErrLLMUnavailable,
+			wantFault:    openai.CauseModelUnavailable,
 			wantMsg:      []string{"after 1 attempt over ", "the server asked to wait 10m0s", "429 Too Many Requests"},
 			wantRequests: 1,
 			checkWaits:   exactWaits(),
@@ -349,15 +354,17 @@ func TestChatFailures(t *testing.T) {
 			name: "401 fails fast",
 			replies: []llmfake.Reply{{Status: http.StatusUnauthorized, Error: &llmfake.Error{
 				Message: "Incorrect API key provided", Type: "invalid_request_error", Code: "invalid_api_key"}}},
-			wantErr:      engine.ErrLLMRejected,
-			wantMsg:      []string{"model rejected the request: the server refused the API key (401: Incorrect API key provided)"},
+			wantErr:      engine.ErrLLMUnavailable,
+			wantFault:    openai.CauseModelAuth,
+			wantMsg:      []string{"model unavailable: the server refused the API key (401: Incorrect API key provided); check the configured API key"},
 			wantRequests: 1,
 			checkWaits:   exactWaits(),
 		},
 		{
 			name:         "403 fails fast",
 			replies:      []llmfake.Reply{{Status: http.StatusForbidden}},
-			wantErr:      engine.ErrLLMRejected,
+			wantErr:      engine.ErrLLMUnavailable,
+			wantFault:    openai.CauseModelAuth,
 			wantMsg:      []string{"the server refused the API key (403"},
 			wantRequests: 1,
 			checkWaits:   exactWaits(),
@@ -366,6 +373,18 @@ func TestChatFailures(t *testing.T) {
 			name: "404 model not found",
 			replies: []llmfake.Reply{{Status: http.StatusNotFound, Error: &llmfake.Error{
 				Message: "The model `test-model` does not exist", Code: "model_not_found"}}},
+			tweak:        func(c *openai.Config) { c.Model = "test-model" },
+			wantErr:      engine.ErrLLMUnavailable,
+			wantFault:    openai.CauseModelNotFound,
+			wantMsg:      []string{`the configured model "test-model" was not found (404: The model`},
+			wantRequests: 1,
+			checkWaits:   exactWaits(),
+		},
+		{
+			name: "404 for a model the request chose is the request's fault",
+			replies: []llmfake.Reply{{Status: http.StatusNotFound, Error: &llmfake.Error{
+				Message: "The model `test-model` does not exist", Code: "model_not_found"}}},
+			tweak:        func(c *openai.Config) { c.Model = "configured-model" },
 			wantErr:      engine.ErrLLMRejected,
 			wantMsg:      []string{`model "test-model" not found (404: The model`},
 			wantRequests: 1,
@@ -421,6 +440,19 @@ func TestChatFailures(t *testing.T) {
 				t.Errorf("content = %q, want the successful answer", resp.Content)
 			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
 				t.Fatalf("Chat error = %v, want one wrapping %q", err, tt.wantErr)
+			}
+			if err != nil {
+				var f interface {
+					MessageFault() bool
+					FaultCause() string
+				}
+				if !errors.As(err, &f) {
+					if tt.wantFault != "" {
+						t.Errorf("error %v reports no fault, want cause %q", err, tt.wantFault)
+					}
+				} else if f.FaultCause() != tt.wantFault || f.MessageFault() != (tt.wantFault == "") {
+					t.Errorf("fault = (message %v, cause %q), want cause %q", f.MessageFault(), f.FaultCause(), tt.wantFault)
+				}
 			}
 			for _, s := range tt.wantMsg {
 				if err == nil || !strings.Contains(err.Error(), s) {

@@ -29,6 +29,11 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	APIKey string
+	// Model is the model this service is configured with. A 404 for it is
+	// the operator's to fix (an environment fault); a 404 for a model a
+	// request chose is that request's fault. Empty treats every model as
+	// chosen by the service.
+	Model string
 	// Timeout bounds one HTTP attempt (default 120s).
 	Timeout time.Duration
 	// MaxAttempts bounds the requests sent for one call in one response

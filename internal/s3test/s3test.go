@@ -164,6 +164,14 @@ func ping(endpoint, accessKey, secretKey string) error {
 	return err
 }
 
+// RemoveOnCleanup removes bucket and its objects when the test ends (unless it failed), for a
+// bucket the test created itself.
+func RemoveOnCleanup(t testing.TB, bucket string) {
+	t.Helper()
+	endpoint, accessKey, secretKey := Endpoint(t)
+	t.Cleanup(func() { removeBucket(t, endpoint, accessKey, secretKey, bucket) })
+}
+
 func removeBucket(t testing.TB, endpoint, accessKey, secretKey, bucket string) {
 	if t.Failed() {
 		t.Logf("s3test: keeping bucket %s on %s for inspection", bucket, endpoint)

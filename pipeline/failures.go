@@ -1,0 +1,247 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"rulevalidator/consumer"
+	"rulevalidator/engine"
+	"rulevalidator/objstore"
+	"rulevalidator/registry"
+	"rulevalidator/schemas"
+)
+
+// This file is the failure table: every error a request can end in is either the message's
+// fault (it is dead-lettered on the first attempt, with a typed reason) or the environment's
+// (consumption holds: the message is retried with backoff and never dead-lettered, until the
+// operator fixes what the cause names or the dependency comes back).
+
+// Fault is what adapters (the model client, object storage, the broker) implement on their
+// errors to say whose fault a failure is. It is found with errors.As.
+type Fault interface {
+	// MessageFault reports whether the message caused the failure: retrying it will fail the
+	// same way, while other messages are unaffected.
+	MessageFault() bool
+	// FaultCause names, for a failure that is not the message's fault, what the operator
+	// must look at: one of the Cause values. Empty for a message fault.
+	FaultCause() string
+}
+
+// Cause is the bounded label of an environment fault: what is broken outside the message.
+type Cause string
+
+const (
+	CauseModelAuth          Cause = "model_auth"          // the model server refused the API key (401/403)
+	CauseModelNotFound      Cause = "model_not_found"     // the configured model does not exist (404)
+	CauseModelUnavailable   Cause = "model_unavailable"   // the model server is down or overloaded
+	CauseStorageAuth        Cause = "storage_auth"        // S3 refused the credentials or a permission
+	CauseStorageBucket      Cause = "storage_bucket"      // the S3 bucket does not exist
+	CauseStorageUnavailable Cause = "storage_unavailable" // S3 is down or overloaded
+	CauseTLS                Cause = "tls"                 // a certificate was refused
+	CauseBroker             Cause = "broker"              // Kafka (or the schema registry) is failing
+	CauseNetwork            Cause = "network"             // a connection failed
+	CauseTimeout            Cause = "timeout"             // a request ran out of its request timeout
+	CauseOther              Cause = "other"               // an unrecognised error
+)
+
+// Causes lists every Cause, for metrics to initialise their series.
+var Causes = []Cause{
+	CauseModelAuth, CauseModelNotFound, CauseModelUnavailable, CauseStorageAuth, CauseStorageBucket,
+	CauseStorageUnavailable, CauseTLS, CauseBroker, CauseNetwork, CauseTimeout, CauseOther,
+}
+
+// fixes says what the operator should do about each cause; it goes into the log and /readyz.
+var fixes = map[Cause]string{
+	CauseModelAuth:          "check the model server's API key (--llm-api-key / OPENAI_API_KEY)",
+	CauseModelNotFound:      "check the configured model name (--model) and the model server's base URL",
+	CauseModelUnavailable:   "the model server is not answering; check that it is up and reachable",
+	CauseStorageAuth:        "check the S3 access key and secret and the bucket policy",
+	CauseStorageBucket:      "create the S3 bucket or fix the configured bucket name (--s3-bucket)",
+	CauseStorageUnavailable: "object storage is not answering; check that it is up and reachable",
+	CauseTLS:                "a TLS certificate was refused; check the CA bundle and the server's certificate",
+	CauseBroker:             "the Kafka broker is failing; check the brokers and the topics",
+	CauseNetwork:            "a connection failed; check the network path to the dependency named in the error",
+	CauseTimeout:            "requests are running out of --request-timeout; check the model server's speed",
+	CauseOther:              "see the error",
+}
+
+// Fix says what the operator should do about c.
+func (c Cause) Fix() string { return fixes[c] }
+
+// Failure is the table's answer for one error.
+type Failure struct {
+	// Message: the message is at fault and is dead-lettered with Reason.
+	Message bool
+	Reason  schemas.Reason
+	// Cause names the environment fault when Message is false.
+	Cause Cause
+}
+
+// Classify is the failure table. In order: an error already marked consumer.Permanent keeps
+// its reason; an adapter's Fault decides whose fault it is; the contracts' and the engine's
+// sentinels name message faults; what is left is the environment's, its cause guessed from
+// the error's type.
+func Classify(err error) Failure {
+	if reason, ok := consumer.PermanentReason(err); ok {
+		return Failure{Message: true, Reason: schemas.Reason(reason)}
+	}
+	var f Fault
+	if errors.As(err, &f) && !f.MessageFault() {
+		return Failure{Cause: boundCause(f.FaultCause())}
+	}
+	if reason, ok := messageReason(err); ok {
+		return Failure{Message: true, Reason: reason}
+	}
+	if f != nil {
+		// The adapter blames the message without a sentinel naming how.
+		return Failure{Message: true, Reason: schemas.ReasonInvalidInput}
+	}
+	return Failure{Cause: environmentCause(err)}
+}
+
+// messageReason names the dead-letter reason of the message faults the contracts and the
+// engine define.
+func messageReason(err error) (schemas.Reason, bool) {
+	switch {
+	case errors.Is(err, schemas.ErrUndecodable):
+		return schemas.ReasonUndecodable, true
+	case errors.Is(err, schemas.ErrInvalidRequest):
+		return schemas.ReasonInvalidRequest, true
+	case errors.Is(err, registry.ErrUnknownRuleset):
+		return schemas.ReasonUnknownRuleset, true
+	case errors.Is(err, engine.ErrInvalidRuleset):
+		return schemas.ReasonInvalidRuleset, true
+	case errors.Is(err, engine.ErrInputTooLarge), errors.Is(err, objstore.ErrTooLarge):
+		return schemas.ReasonOversized, true
+	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, schemas.ErrUnresolvedURI), errors.Is(err, objstore.ErrNotFound):
+		return schemas.ReasonInvalidInput, true
+	case errors.Is(err, engine.ErrLLMRejected):
+		return schemas.ReasonModelRejected, true
+	case errors.Is(err, engine.ErrInvalidOutput):
+		return schemas.ReasonInvalidOutput, true
+	case errors.Is(err, errTimedOut):
+		return schemas.ReasonTimeout, true
+	}
+	return "", false
+}
+
+// environmentCause guesses the cause of an error no adapter classified.
+func environmentCause(err error) Cause {
+	var unknownCA x509.UnknownAuthorityError
+	var badHost x509.HostnameError
+	var badCert x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &badHost), errors.As(err, &badCert), errors.As(err, &verify):
+		return CauseTLS
+	case errors.Is(err, engine.ErrLLMUnavailable):
+		return CauseModelUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return CauseTimeout
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.As(err, &netErr):
+		return CauseNetwork
+	}
+	return CauseOther
+}
+
+func boundCause(s string) Cause {
+	for _, c := range Causes {
+		if string(c) == s {
+			return c
+		}
+	}
+	return CauseOther
+}
+
+// brokerError marks a failure to publish: the broker's fault, never the message's.
+type brokerError struct{ err error }
+
+func (e *brokerError) Error() string      { return "publishing: " + e.err.Error() }
+func (e *brokerError) Unwrap() error      { return e.err }
+func (e *brokerError) MessageFault() bool { return false }
+func (e *brokerError) FaultCause() string { return string(CauseBroker) }
+
+// attemptsError says how many attempts a dead-lettered message had; the dead letter records it.
+type attemptsError struct {
+	n   int
+	err error
+}
+
+func (e *attemptsError) Error() string { return e.err.Error() }
+func (e *attemptsError) Unwrap() error { return e.err }
+func (e *attemptsError) Attempts() int { return e.n }
+
+// errTimedOut marks a request dead-lettered because it ran out of the request timeout on
+// every attempt allowed.
+var errTimedOut = errors.New("request timed out on every attempt")
+
+// environment tracks the environment faults holding consumption, for /readyz, the
+// rulevalidator_environment_fault metric and the log. A cause is set by a failure and cleared
+// by the next request that gets past it (any request that ends other than by an environment
+// fault).
+type environment struct {
+	mu     sync.Mutex
+	active map[Cause]string // cause → the last error
+	hook   func(cause string, active bool)
+}
+
+func newEnvironment(hook func(cause string, active bool)) *environment {
+	return &environment{active: map[Cause]string{}, hook: hook}
+}
+
+// hold records an environment fault; it reports whether the cause is new.
+func (e *environment) hold(c Cause, err error) bool {
+	e.mu.Lock()
+	_, had := e.active[c]
+	e.active[c] = err.Error()
+	e.mu.Unlock()
+	if !had && e.hook != nil {
+		e.hook(string(c), true)
+	}
+	return !had
+}
+
+// clear forgets every fault: a request got through. It returns the causes cleared.
+func (e *environment) clear() []Cause {
+	e.mu.Lock()
+	var cleared []Cause
+	for c := range e.active {
+		cleared = append(cleared, c)
+	}
+	clear(e.active)
+	e.mu.Unlock()
+	if e.hook != nil {
+		for _, c := range cleared {
+			e.hook(string(c), false)
+		}
+	}
+	return cleared
+}
+
+// check fails while a fault holds consumption, naming the causes, their fixes and errors.
+func (e *environment) check(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.active) == 0 {
+		return nil
+	}
+	causes := make([]string, 0, len(e.active))
+	for c := range e.active {
+		causes = append(causes, string(c))
+	}
+	sort.Strings(causes)
+	parts := make([]string, len(causes))
+	for i, c := range causes {
+		parts[i] = fmt.Sprintf("%s: %s (last error: %s)", c, Cause(c).Fix(), e.active[Cause(c)])
+	}
+	return fmt.Errorf("consumption held by an environment fault: %s", strings.Join(parts, "; "))
+}

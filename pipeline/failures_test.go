@@ -1,0 +1,277 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"rulevalidator/consumer"
+	"rulevalidator/engine"
+	"rulevalidator/objstore"
+	"rulevalidator/registry"
+	"rulevalidator/schemas"
+	"rulevalidator/stream"
+)
+
+// adapterFault is an adapter error that says whose fault it is, as the model client's do.
+type adapterFault struct {
+	cause string
+	kind  error
+}
+
+func (e *adapterFault) Error() string      { return "adapter: " + e.cause }
+func (e *adapterFault) Unwrap() error      { return e.kind }
+func (e *adapterFault) MessageFault() bool { return e.cause == "" }
+func (e *adapterFault) FaultCause() string { return e.cause }
+
+func s3Error(code string, status int) error {
+	return &objstore.OpError{Op: "get", URI: "s3://docs/a.txt", Attempts: 1, Err: minio.ErrorResponse{Code: code, StatusCode: status}}
+}
+
+func TestClassify(t *testing.T) {
+	message := func(r schemas.Reason) Failure { return Failure{Message: true, Reason: r} }
+	env := func(c Cause) Failure { return Failure{Cause: c} }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want Failure
+	}{
+		// Message faults: dead-lettered at once.
+		{"undecodable", &schemas.DecodeError{Problem: "x"}, message(schemas.ReasonUndecodable)},
+		{"invalid request", &schemas.RequestError{Problems: []string{"x"}}, message(schemas.ReasonInvalidRequest)},
+		{"invalid ruleset", fmt.Errorf("resolve: %w", engine.ErrInvalidRuleset), message(schemas.ReasonInvalidRuleset)},
+		{"unknown ruleset", fmt.Errorf("resolving: %w", registry.ErrUnknownRuleset), message(schemas.ReasonUnknownRuleset)},
+		{"invalid input", &engine.InputError{Problem: "x"}, message(schemas.ReasonInvalidInput)},
+		{"unresolved uri", fmt.Errorf("x: %w", schemas.ErrUnresolvedURI), message(schemas.ReasonInvalidInput)},
+		{"input too large", fmt.Errorf("x: %w", engine.ErrInputTooLarge), message(schemas.ReasonOversized)},
+		{"object too large", fmt.Errorf("x: %w", objstore.ErrTooLarge), message(schemas.ReasonOversized)},
+		{"object missing", s3Error("NoSuchKey", 404), message(schemas.ReasonInvalidInput)},
+		{"object name invalid", s3Error("InvalidObjectName", 400), message(schemas.ReasonInvalidInput)},
+		{"a bucket this service does not read", &objstore.OpError{Op: "get", URI: "s3://other/k", Err: errors.New(`bucket "other" is not one this service reads`)}, message(schemas.ReasonInvalidInput)},
+		{"model rejected the request", &adapterFault{kind: engine.ErrLLMRejected}, message(schemas.ReasonModelRejected)},
+		{"output still invalid", fmt.Errorf("x: %w", engine.ErrInvalidOutput), message(schemas.ReasonInvalidOutput)},
+		{"timed out every attempt", fmt.Errorf("x: %w", errTimedOut), message(schemas.ReasonTimeout)},
+		{"already marked", consumer.Permanent("report_failed", errors.New("x")), message(schemas.ReasonReportFailed)},
+
+		// Environment faults: held, never dead-lettered.
+		{"model auth", &adapterFault{cause: "model_auth", kind: engine.ErrLLMUnavailable}, env(CauseModelAuth)},
+		{"configured model not found", &adapterFault{cause: "model_not_found", kind: engine.ErrLLMUnavailable}, env(CauseModelNotFound)},
+		{"model down", fmt.Errorf("x: %w", engine.ErrLLMUnavailable), env(CauseModelUnavailable)},
+		{"storage access denied", s3Error("AccessDenied", 403), env(CauseStorageAuth)},
+		{"storage key unknown", s3Error("InvalidAccessKeyId", 403), env(CauseStorageAuth)},
+		{"storage secret wrong", s3Error("SignatureDoesNotMatch", 403), env(CauseStorageAuth)},
+		{"bucket missing", s3Error("NoSuchBucket", 404), env(CauseStorageBucket)},
+		{"storage overloaded", s3Error("SlowDown", 503), env(CauseStorageUnavailable)},
+		{"storage certificate", &objstore.OpError{Op: "get", Attempts: 1, Err: x509.UnknownAuthorityError{}}, env(CauseTLS)},
+		{"certificate", fmt.Errorf("x: %w", x509.UnknownAuthorityError{}), env(CauseTLS)},
+		{"broker", &brokerError{errors.New("leader not available")}, env(CauseBroker)},
+		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), env(CauseNetwork)},
+		{"net error", &net.OpError{Op: "dial", Err: errors.New("no route")}, env(CauseNetwork)},
+		{"unknown", errors.New("disk on fire"), env(CauseOther)},
+		{"unknown adapter cause", &adapterFault{cause: "cosmic rays"}, env(CauseOther)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Classify(tc.err); got != tc.want {
+				t.Errorf("Classify(%v) = %+v, want %+v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// Every adapter error type implements Fault, so the table finds it with errors.As.
+func TestAdapterErrorsAreFaults(t *testing.T) {
+	var f Fault
+	if !errors.As(fmt.Errorf("wrapped: %w", s3Error("AccessDenied", 403)), &f) || f.MessageFault() {
+		t.Errorf("objstore.OpError does not report an environment fault through Fault")
+	}
+	var _ Fault = (*brokerError)(nil)
+}
+
+func TestEnvironmentHoldAndClear(t *testing.T) {
+	type change struct {
+		cause  string
+		active bool
+	}
+	var changes []change
+	env := newEnvironment(func(cause string, active bool) { changes = append(changes, change{cause, active}) })
+	if err := env.check(context.Background()); err != nil {
+		t.Fatalf("check with no fault: %v", err)
+	}
+	if !env.hold(CauseModelAuth, errors.New("401 Unauthorized")) {
+		t.Error("first hold of a cause is not reported new")
+	}
+	if env.hold(CauseModelAuth, errors.New("401 again")) {
+		t.Error("second hold of the same cause is reported new")
+	}
+	err := env.check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "model_auth") || !strings.Contains(err.Error(), "API key") || !strings.Contains(err.Error(), "401 again") {
+		t.Fatalf("check = %v, want the cause, its fix and the last error", err)
+	}
+	if cleared := env.clear(); len(cleared) != 1 || cleared[0] != CauseModelAuth {
+		t.Errorf("clear = %v, want [model_auth]", cleared)
+	}
+	if err := env.check(context.Background()); err != nil {
+		t.Errorf("check after clear: %v", err)
+	}
+	want := []change{{"model_auth", true}, {"model_auth", false}}
+	if fmt.Sprint(changes) != fmt.Sprint(want) {
+		t.Errorf("hook calls = %v, want %v", changes, want)
+	}
+}
+
+func TestEveryCauseHasAFix(t *testing.T) {
+	for _, c := range Causes {
+		if c.Fix() == "" {
+			t.Errorf("cause %s has no fix", c)
+		}
+	}
+}
+
+// scriptedEngine fails with errs in turn, then answers res; a nil error in errs blocks until
+// the request's context ends (a model slower than the request timeout).
+type scriptedEngine struct {
+	mu    sync.Mutex
+	errs  []error
+	block int
+	res   *engine.Result
+	calls int
+}
+
+func (s *scriptedEngine) Evaluate(ctx context.Context, _ engine.Request) (*engine.Result, error) {
+	s.mu.Lock()
+	s.calls++
+	if s.block > 0 {
+		s.block--
+		s.mu.Unlock()
+		<-ctx.Done()
+		return nil, fmt.Errorf("model call abandoned: %w", ctx.Err())
+	}
+	if len(s.errs) > 0 {
+		err := s.errs[0]
+		s.errs = s.errs[1:]
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.mu.Unlock()
+	return s.res, nil
+}
+
+func handleFixture(t *testing.T, eng Evaluator, mut func(*Config)) (*Pipeline, *flakyPublisher, *consumer.Message) {
+	t.Helper()
+	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
+	static, err := registry.NewStatic(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := &flakyPublisher{}
+	cfg := Config{Engine: eng, Rulesets: static, Serde: serde, Publisher: pub, CacheEntries: -1}
+	if mut != nil {
+		mut(&cfg)
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
+	value, sh, err := serde.Encode("requests", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &consumer.Message{Topic: "requests", Partition: 2, Offset: 7, Value: value}
+	for _, h := range sh {
+		m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+	}
+	return p, pub, m
+}
+
+func passResult() *engine.Result {
+	pass := true
+	return &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
+}
+
+// TestEnvironmentFaultHoldsThenResumes: a refused API key is never the message's fault: the
+// message is retried (never permanent), readiness fails naming the cause while it lasts, and
+// the first request past it clears the fault.
+func TestEnvironmentFaultHoldsThenResumes(t *testing.T) {
+	refused := &adapterFault{cause: "model_auth", kind: engine.ErrLLMUnavailable}
+	eng := &scriptedEngine{errs: []error{refused, refused, refused}, res: passResult()}
+	active := map[string]bool{}
+	var mu sync.Mutex
+	p, pub, m := handleFixture(t, eng, func(c *Config) {
+		c.Hooks.EnvironmentFault = func(cause string, on bool) { mu.Lock(); active[cause] = on; mu.Unlock() }
+	})
+	for attempt := 1; attempt <= 3; attempt++ {
+		err := p.Handle(context.Background(), m)
+		if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+			t.Fatalf("attempt %d with the key refused: %v, want a transient error", attempt, err)
+		}
+		if err := p.EnvironmentCheck(context.Background()); err == nil || !strings.Contains(err.Error(), "model_auth") {
+			t.Fatalf("readiness while the key is refused = %v, want it to name model_auth", err)
+		}
+		if !active["model_auth"] {
+			t.Fatal("the environment-fault hook does not report model_auth active")
+		}
+	}
+	if err := p.Handle(context.Background(), m); err != nil {
+		t.Fatalf("once the key is accepted: %v", err)
+	}
+	if err := p.EnvironmentCheck(context.Background()); err != nil {
+		t.Errorf("readiness after the fault cleared: %v", err)
+	}
+	if active["model_auth"] {
+		t.Error("the environment-fault hook still reports model_auth active")
+	}
+	if len(pub.written) != 1 || eng.calls != 4 {
+		t.Errorf("%d writes and %d engine calls, want 1 and 4", len(pub.written), eng.calls)
+	}
+}
+
+// TestRequestTimeoutIsBounded: a request that runs out of the request timeout is retried up to
+// TimeoutAttempts times, then dead-lettered with reason timeout after its failed summary is
+// published; readiness is not held by it.
+func TestRequestTimeoutIsBounded(t *testing.T) {
+	eng := &scriptedEngine{block: 100}
+	p, pub, m := handleFixture(t, eng, func(c *Config) {
+		c.RequestTimeout = 20 * time.Millisecond
+		c.TimeoutAttempts = 3
+	})
+	for attempt := 1; attempt <= 2; attempt++ {
+		err := p.Handle(context.Background(), m)
+		if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+			t.Fatalf("attempt %d: %v, want a transient error", attempt, err)
+		}
+	}
+	if err := p.EnvironmentCheck(context.Background()); err != nil {
+		t.Errorf("readiness held by a request's timeouts: %v", err)
+	}
+	err := p.Handle(context.Background(), m)
+	if reason, _ := consumer.PermanentReason(err); reason != string(schemas.ReasonTimeout) {
+		t.Fatalf("attempt 3: %v, want reason timeout", err)
+	}
+	var a interface{ Attempts() int }
+	if !strings.Contains(err.Error(), "3 attempts") || !errors.As(err, &a) || a.Attempts() != 3 {
+		t.Errorf("error %q does not say how many attempts (3)", err)
+	}
+	if len(pub.written) != 1 || len(pub.written[0]) != 1 || !strings.HasPrefix(string(pub.written[0][0].Value), "failed/") {
+		t.Errorf("written %v, want one failed summary", pub.written)
+	}
+	if eng.calls != 3 {
+		t.Errorf("engine called %d times, want 3", eng.calls)
+	}
+	if len(p.timeouts) != 0 {
+		t.Errorf("timeout counts kept after the message was dead-lettered: %v", p.timeouts)
+	}
+}
