@@ -19,20 +19,7 @@ import (
 // (ops/test.sh starts it and sets OPENAI_BASE_URL). It asserts the output
 // contract, not the model's judgement.
 func TestValidateAgainstRealModel(t *testing.T) {
-	baseURL := os.Getenv("OPENAI_BASE_URL")
-	require := os.Getenv("RULEVALIDATOR_REQUIRE_INTEGRATION") == "1"
-	if baseURL == "" {
-		if require {
-			t.Fatal("OPENAI_BASE_URL is not set; ops/test.sh starts the local model and sets it")
-		}
-		t.Skip("integration: OPENAI_BASE_URL is not set (run ops/test.sh, or ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url))")
-	}
-	if err := ping(baseURL); err != nil {
-		if require {
-			t.Fatalf("model server at %s: %v", baseURL, err)
-		}
-		t.Skipf("integration: model server at %s not reachable: %v", baseURL, err)
-	}
+	realModelURL(t)
 
 	// A corrective re-ask carries the first answer back to the model, so its
 	// prompt is about twice as long: on a small CPU one call can take minutes.
@@ -118,4 +105,27 @@ func ping(baseURL string) error {
 		return fmt.Errorf("GET /models answered %s", resp.Status)
 	}
 	return nil
+}
+
+// realModelURL is the real model server's base URL (OPENAI_BASE_URL, which
+// ops/test.sh sets after starting the local model). Without one, or when it
+// does not answer, the test is skipped, or fails where integration tests are
+// required.
+func realModelURL(t *testing.T) string {
+	t.Helper()
+	baseURL := os.Getenv("OPENAI_BASE_URL")
+	require := os.Getenv("RULEVALIDATOR_REQUIRE_INTEGRATION") == "1"
+	if baseURL == "" {
+		if require {
+			t.Fatal("OPENAI_BASE_URL is not set; ops/test.sh starts the local model and sets it")
+		}
+		t.Skip("integration: OPENAI_BASE_URL is not set (run ops/test.sh, or ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url))")
+	}
+	if err := ping(baseURL); err != nil {
+		if require {
+			t.Fatalf("model server at %s: %v", baseURL, err)
+		}
+		t.Skipf("integration: model server at %s not reachable: %v", baseURL, err)
+	}
+	return baseURL
 }

@@ -23,20 +23,7 @@ import (
 // least that large will do (ops/llm.sh start with LLM_CTX=2048 runs one that
 // is exactly that large).
 func TestValidateLongDocumentAgainstRealModel(t *testing.T) {
-	baseURL := os.Getenv("OPENAI_BASE_URL")
-	require := os.Getenv("RULEVALIDATOR_REQUIRE_INTEGRATION") == "1"
-	if baseURL == "" {
-		if require {
-			t.Fatal("OPENAI_BASE_URL is not set; ops/test.sh starts the local model and sets it")
-		}
-		t.Skip("integration: OPENAI_BASE_URL is not set (run ops/test.sh, or ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url))")
-	}
-	if err := ping(baseURL); err != nil {
-		if require {
-			t.Fatalf("model server at %s: %v", baseURL, err)
-		}
-		t.Skipf("integration: model server at %s not reachable: %v", baseURL, err)
-	}
+	realModelURL(t)
 
 	full, err := readFile(exampleRuleset, engine.ParseRuleset)
 	if err != nil {
