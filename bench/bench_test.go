@@ -272,6 +272,7 @@ func startService(b *testing.B, f *fixture, model engine.LLM) *running {
 	}
 	commits := newCommitCounter()
 	handler := consumer.Chain(pipe.Handle,
+		pipe.ReleaseHolds,
 		consumer.Retry(consumer.RetryPolicy{}, logger),
 		consumer.DeadLetter(prod, logger),
 		consumer.Recover(logger),

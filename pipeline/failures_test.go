@@ -96,7 +96,7 @@ func TestAdapterErrorsAreFaults(t *testing.T) {
 	var _ Fault = (*brokerError)(nil)
 }
 
-func TestEnvironmentHoldAndClear(t *testing.T) {
+func TestEnvironmentHoldAndRelease(t *testing.T) {
 	type change struct {
 		cause  string
 		active bool
@@ -106,23 +106,38 @@ func TestEnvironmentHoldAndClear(t *testing.T) {
 	if err := env.check(context.Background()); err != nil {
 		t.Fatalf("check with no fault: %v", err)
 	}
-	if !env.hold(CauseModelAuth, errors.New("401 Unauthorized")) {
+	if !env.hold("requests/0/1", CauseModelAuth, errors.New("401 Unauthorized")) {
 		t.Error("first hold of a cause is not reported new")
 	}
-	if env.hold(CauseModelAuth, errors.New("401 again")) {
-		t.Error("second hold of the same cause is reported new")
+	if env.hold("requests/1/4", CauseModelAuth, errors.New("401 again")) {
+		t.Error("a second message held by the same cause is reported new")
 	}
 	err := env.check(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "model_auth") || !strings.Contains(err.Error(), "API key") || !strings.Contains(err.Error(), "401 again") {
-		t.Fatalf("check = %v, want the cause, its fix and the last error", err)
+	if err == nil || !strings.Contains(err.Error(), "model_auth") || !strings.Contains(err.Error(), "API key") ||
+		!strings.Contains(err.Error(), "401 again") || !strings.Contains(err.Error(), "2 held") {
+		t.Fatalf("check = %v, want the cause, its fix, the messages held and the last error", err)
 	}
-	if cleared := env.clear(); len(cleared) != 1 || cleared[0] != CauseModelAuth {
-		t.Errorf("clear = %v, want [model_auth]", cleared)
+	// Another message ending (e.g. dead-lettered for its own fault) leaves the fault alone.
+	if freed := env.release("requests/2/9"); len(freed) != 0 {
+		t.Errorf("releasing a message that held nothing freed %v", freed)
+	}
+	if freed := env.release("requests/0/1"); len(freed) != 0 {
+		t.Errorf("releasing one of two held messages freed %v", freed)
+	}
+	if env.check(context.Background()) == nil {
+		t.Fatal("the fault cleared while a message still holds it")
+	}
+	// The held message's next attempt fails differently: the cause moves with it.
+	if !env.hold("requests/1/4", CauseStorageAuth, errors.New("AccessDenied")) {
+		t.Error("a message moving to a new cause does not report it new")
+	}
+	if freed := env.release("requests/1/4"); fmt.Sprint(freed) != "[storage_auth]" {
+		t.Errorf("release = %v, want [storage_auth]", freed)
 	}
 	if err := env.check(context.Background()); err != nil {
-		t.Errorf("check after clear: %v", err)
+		t.Errorf("check after the last release: %v", err)
 	}
-	want := []change{{"model_auth", true}, {"model_auth", false}}
+	want := []change{{"model_auth", true}, {"model_auth", false}, {"storage_auth", true}, {"storage_auth", false}}
 	if fmt.Sprint(changes) != fmt.Sprint(want) {
 		t.Errorf("hook calls = %v, want %v", changes, want)
 	}
@@ -273,5 +288,42 @@ func TestRequestTimeoutIsBounded(t *testing.T) {
 	}
 	if len(p.timeouts) != 0 {
 		t.Errorf("timeout counts kept after the message was dead-lettered: %v", p.timeouts)
+	}
+}
+
+// TestEnvironmentFaultOutlastsOtherMessages: while a refused key holds one message, another
+// message dead-lettered for its own fault does not clear the fault (the alert would never see
+// it last); the hold ends when the held message's handling ends, here given up at a drain.
+func TestEnvironmentFaultOutlastsOtherMessages(t *testing.T) {
+	refused := &adapterFault{cause: "model_auth", kind: engine.ErrLLMUnavailable}
+	eng := &scriptedEngine{errs: []error{refused, refused}, res: passResult()}
+	p, _, held := handleFixture(t, eng, nil)
+	// The retry loop around the held message gives up after two attempts, as it does when
+	// the consumer starts draining.
+	attempts := 0
+	abandoned := p.ReleaseHolds(func(ctx context.Context, m *consumer.Message) error {
+		var err error
+		for range 2 {
+			attempts++
+			if err = p.Handle(ctx, m); err == nil {
+				return nil
+			}
+			if attempts == 1 {
+				junk := &consumer.Message{Topic: "requests", Partition: 0, Offset: 3, Value: []byte("not avro")}
+				if _, permanent := consumer.PermanentReason(p.Handle(ctx, junk)); !permanent {
+					t.Fatal("an undecodable message is not a message fault")
+				}
+				if err := p.EnvironmentCheck(ctx); err == nil || !strings.Contains(err.Error(), "model_auth") {
+					t.Fatalf("readiness after another message was dead-lettered = %v, want model_auth still held", err)
+				}
+			}
+		}
+		return err
+	})
+	if err := abandoned(context.Background(), held); err == nil {
+		t.Fatal("the held message succeeded with the key refused")
+	}
+	if err := p.EnvironmentCheck(context.Background()); err != nil {
+		t.Errorf("readiness after the held message was given up: %v", err)
 	}
 }

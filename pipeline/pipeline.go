@@ -438,24 +438,37 @@ func (p *Pipeline) forgetTimeouts(m *consumer.Message) {
 	p.timeoutsMu.Unlock()
 }
 
-// observeEnvironment keeps the environment-fault state: a failure the table
-// puts on the environment holds (readiness fails, the metric and the log name
-// the cause); a request that gets past it clears it.
+// observeEnvironment keeps the environment-fault state: an attempt that fails with a fault
+// the table puts on the environment holds it (readiness fails, the metric and the log name the
+// cause) until the message's handling ends; any other end of an attempt releases the message.
 func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, err error) {
-	switch {
-	case err == nil:
-	case ctx.Err() != nil || errors.Is(err, errRequestTimeout):
-		return // shutting down, or counted per message (TimeoutAttempts)
-	default:
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errRequestTimeout) {
 		if f := Classify(err); !f.Message {
-			if p.env.hold(f.Cause, err) {
+			if p.env.hold(position(m), f.Cause, err) {
 				p.cfg.Logger.Error("environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
 					"cause", f.Cause, "fix", f.Cause.Fix(), "position", position(m), "error", err)
 			}
 			return
 		}
 	}
-	if cleared := p.env.clear(); len(cleared) > 0 {
+	// A timeout is counted per message (TimeoutAttempts), and a cancelled attempt is the
+	// shutdown's: neither is the environment's fault.
+	p.releaseHold(m)
+}
+
+// ReleaseHolds is the consumer middleware that ends a message's hold on the environment
+// faults it hit once its handling ends, however it ends: handled, dead-lettered, or given up
+// uncommitted at a drain (then no attempt of the pipeline sees the end). Put it outermost:
+// consumer.Chain(p.Handle, p.ReleaseHolds, consumer.Retry(…), …).
+func (p *Pipeline) ReleaseHolds(next consumer.Handler) consumer.Handler {
+	return func(ctx context.Context, m *consumer.Message) error {
+		defer p.releaseHold(m)
+		return next(ctx, m)
+	}
+}
+
+func (p *Pipeline) releaseHold(m *consumer.Message) {
+	if cleared := p.env.release(position(m)); len(cleared) > 0 {
 		p.cfg.Logger.Info("environment fault cleared: consumption resumed", "causes", cleared, "position", position(m))
 	}
 }

@@ -327,6 +327,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 
 	handler := consumer.Chain(pipe.Handle,
+		pipe.ReleaseHolds,
 		consumer.Retry(consumer.RetryPolicy{}, logger),
 		consumer.DeadLetter(svc.metrics.CountDeadLetters(prod), logger),
 		consumer.Recover(logger),
