@@ -111,20 +111,29 @@ func (s *Store) Ping(ctx context.Context) error {
 // with backoff; permanent ones (AccessDenied, NoSuchBucket, InvalidArgument) return at once.
 // meta becomes the object's user metadata.
 func (s *Store) Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (ObjectInfo, error) {
+	return s.put(ctx, "put", key, body, contentType, meta, nil)
+}
+
+// put stores body under key; condition, when not nil, adds its precondition header to the
+// request options.
+func (s *Store) put(ctx context.Context, op, key string, body []byte, contentType string, meta map[string]string, condition func(*minio.PutObjectOptions)) (ObjectInfo, error) {
 	uri := s.URI(key)
 	if err := checkKey(key); err != nil {
-		return ObjectInfo{}, &OpError{Op: "put", URI: uri, Err: err}
+		return ObjectInfo{}, &OpError{Op: op, URI: uri, Err: err}
 	}
 	if err := checkMetadata(meta); err != nil {
-		return ObjectInfo{}, &OpError{Op: "put", URI: uri, Err: err}
+		return ObjectInfo{}, &OpError{Op: op, URI: uri, Err: err}
 	}
 	if contentType == "" {
 		contentType = "application/octet-stream"
 	}
 	var info minio.UploadInfo
-	err := s.retry(ctx, "put", uri, func() (err error) {
-		info, err = s.client.PutObject(ctx, s.cfg.Bucket, key, bytes.NewReader(body), int64(len(body)),
-			minio.PutObjectOptions{ContentType: contentType, UserMetadata: meta})
+	err := s.retry(ctx, op, uri, func() (err error) {
+		opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: meta}
+		if condition != nil {
+			condition(&opts)
+		}
+		info, err = s.client.PutObject(ctx, s.cfg.Bucket, key, bytes.NewReader(body), int64(len(body)), opts)
 		return err
 	})
 	if err != nil {
