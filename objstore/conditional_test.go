@@ -1,6 +1,7 @@
 package objstore_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"sync"
@@ -85,4 +86,41 @@ func TestPutIfMatchAndDelete(t *testing.T) {
 	if _, err := store.PutIfMatch(ctx, key, second.ETag, []byte("v4"), "", nil); !errors.Is(err, objstore.ErrNotFound) {
 		t.Errorf("PutIfMatch on a deleted object: %v, want ErrNotFound", err)
 	}
+}
+
+// An object replaced while it is read is read again: every read gives one whole version,
+// with an ETag, and no error.
+func TestGetBytesInfoReadsOneVersion(t *testing.T) {
+	store := s3test.Store(t)
+	ctx := testContext(t)
+	const key = "jobs/acme/busy.json"
+	put := func(c byte) {
+		if _, err := store.Put(ctx, key, bytes.Repeat([]byte{c}, 256<<10), "application/json", nil); err != nil {
+			t.Error(err)
+		}
+	}
+	put('a')
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			put("ab"[i%2])
+		}
+	})
+	for range 40 {
+		data, info, err := store.GetBytesInfo(ctx, key)
+		if err != nil {
+			t.Fatalf("GetBytesInfo while the object is replaced: %v", err)
+		}
+		if len(data) != 256<<10 || bytes.Count(data, data[:1]) != len(data) || info.ETag == "" {
+			t.Fatalf("read %d bytes mixing versions (ETag %q)", len(data), info.ETag)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }

@@ -207,29 +207,48 @@ func (s *Store) bucketExists(ctx context.Context, bucket string) bool {
 // GetBytes reads key from the store's bucket into memory. An object bigger than
 // MaxObjectBytes gives an error wrapping ErrTooLarge, without reading it.
 func (s *Store) GetBytes(ctx context.Context, key string) ([]byte, error) {
+	data, _, err := s.getBytes(ctx, s.cfg.Bucket, key)
+	return data, err
+}
+
+// GetBytesInfo is GetBytes with the object's info, its ETag for PutIfMatch included.
+func (s *Store) GetBytesInfo(ctx context.Context, key string) ([]byte, ObjectInfo, error) {
 	return s.getBytes(ctx, s.cfg.Bucket, key)
 }
 
-func (s *Store) getBytes(ctx context.Context, bucket, key string) ([]byte, error) {
+// getBytes reads an object whole. An object replaced while it is read (the body's later
+// requests carry If-Match, and fail) is read again, so that the bytes are one version's.
+func (s *Store) getBytes(ctx context.Context, bucket, key string) ([]byte, ObjectInfo, error) {
+	for attempt := 1; ; attempt++ {
+		data, info, err := s.readWhole(ctx, bucket, key)
+		var resp minio.ErrorResponse
+		if err == nil || attempt >= s.cfg.MaxAttempts || !errors.As(err, &resp) || resp.Code != "PreconditionFailed" {
+			return data, info, err
+		}
+		s.log.InfoContext(ctx, "object storage object replaced while it was read; reading it again", "uri", info.URI, "attempt", attempt)
+	}
+}
+
+func (s *Store) readWhole(ctx context.Context, bucket, key string) ([]byte, ObjectInfo, error) {
 	body, info, err := s.get(ctx, bucket, key)
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	defer body.Close()
 	limit := s.cfg.MaxObjectBytes
 	if info.Size > limit {
-		return nil, s.tooLarge(info.URI, fmt.Sprintf("%d bytes", info.Size))
+		return nil, info, s.tooLarge(info.URI, fmt.Sprintf("%d bytes", info.Size))
 	}
 	// The size header could be wrong; never read past the cap whatever it said.
 	data, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
-		return nil, &OpError{Op: "get", URI: info.URI, Attempts: 1, Err: fmt.Errorf("reading the body after %d bytes: %w", len(data), err)}
+		return nil, info, &OpError{Op: "get", URI: info.URI, Attempts: 1, Err: fmt.Errorf("reading the body after %d bytes: %w", len(data), err)}
 	}
 	if int64(len(data)) > limit {
 		// The server announced a smaller size than it sent.
-		return nil, s.tooLarge(info.URI, fmt.Sprintf("more than %d bytes", limit))
+		return nil, info, s.tooLarge(info.URI, fmt.Sprintf("more than %d bytes", limit))
 	}
-	return data, nil
+	return data, info, nil
 }
 
 func (s *Store) tooLarge(uri, size string) error {
@@ -251,7 +270,8 @@ func (s *Store) GetURI(ctx context.Context, uri string) ([]byte, error) {
 		return nil, &OpError{Op: "get", URI: uri, Err: fmt.Errorf("bucket %q is not one this service reads (allowed: %s)",
 			bucket, strings.Join(allowed, ", "))}
 	}
-	return s.getBytes(ctx, bucket, key)
+	data, _, err := s.getBytes(ctx, bucket, key)
+	return data, err
 }
 
 // checkMetadata rejects keys that are not HTTP header tokens and values with control
