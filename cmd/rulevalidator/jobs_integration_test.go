@@ -123,6 +123,45 @@ func TestServeJobStatusSharedAndDurable(t *testing.T) {
 	}
 }
 
+// TestServeJobStatusInMemoryWithoutStorage: without object storage serve
+// says at start that job status is per replica and lost on restart, and
+// answers its own submissions from the events it reads back.
+func TestServeJobStatusInMemoryWithoutStorage(t *testing.T) {
+	e := newAPIEnv(t)
+	p := e.startInProcess(t, append(e.serveArgs(), "--s3-endpoint=")...)
+	waitUntil(t, waitLimit, "the public listener", func() bool {
+		return strings.Contains(p.log.String(), `what="public API"`)
+	})
+	if log := p.log.String(); !strings.Contains(log, "job status is kept in memory: it is per replica") || !strings.Contains(log, "lost on restart") {
+		t.Errorf("serve does not say job status is per replica and lost on restart:\n%s", tail(log, 20))
+	}
+	example, err := os.ReadFile(exampleRequestJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var submission map[string]any
+	if err := json.Unmarshal(example, &submission); err != nil {
+		t.Fatal(err)
+	}
+	delete(submission, "tenant_id")
+	submission["request_id"] = "memory-1"
+	body, _ := json.Marshal(submission)
+	acme := e.token(t, "acme")
+	public := "http://" + e.httpAddr
+	if code, _, resp := httpDo(t, http.MethodPost, public+"/v1/validations", acme, body); code != http.StatusAccepted {
+		t.Fatalf("POST = %d %s", code, resp)
+	}
+	var j jobView
+	waitUntil(t, waitLimit, "the job to finish", func() bool {
+		code, _, got := httpDo(t, http.MethodGet, public+"/v1/validations/memory-1", acme, nil)
+		decode(t, got, &j)
+		return code == http.StatusOK && (j.Status == "completed" || j.Status == "failed")
+	})
+	if j.Status != "completed" || j.Result == nil || len(j.Result.Verdicts) != len(exampleRuleIDs) {
+		t.Errorf("finished job %+v", j)
+	}
+}
+
 // jobView is the part of a job body these tests look at.
 type jobView struct {
 	Status      string `json:"status"`
