@@ -42,6 +42,8 @@ type Job struct {
 	// Retryable marks a job that failed without being judged (the model or
 	// storage was unavailable): submitting its request id again starts over.
 	Retryable bool
+	// version is the stored document's ETag as Create wrote it.
+	version string
 }
 
 // Done reports whether the job has its final result.
@@ -57,6 +59,10 @@ type Jobs interface {
 	Create(ctx context.Context, job Job) (_ Job, created bool, _ error)
 	// Get returns the tenant's job; ok is false when there is none.
 	Get(ctx context.Context, tenant, requestID string) (_ Job, ok bool, _ error)
+	// Queued records that the request of job, as Create returned it, is
+	// acknowledged by the broker: a pending job never marked queued may be
+	// submitted again once its submission must have ended.
+	Queued(ctx context.Context, job Job) error
 	// Save records job as it now stands (running, or finished in process).
 	Save(ctx context.Context, job Job) error
 	// Delete forgets a job whose submission failed, so that it may be
@@ -156,6 +162,10 @@ func (s *JobStore) Delete(_ context.Context, tenant, requestID string) error {
 	}
 	return nil
 }
+
+// Queued does nothing: a job in memory goes with the process that would
+// have published it.
+func (s *JobStore) Queued(context.Context, Job) error { return nil }
 
 // Save records job as given, its verdicts included, keeping the entry's age
 // when it exists. It never fails.

@@ -87,7 +87,7 @@ func TestJobStoreCreateIsIdempotent(t *testing.T) {
 func testCreateIsIdempotent(t *testing.T, s Jobs) {
 	t.Helper()
 	ctx := context.Background()
-	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	at := time.Now().UTC().Truncate(time.Millisecond)
 	first, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending, SubmittedAt: at, CallbackURL: "https://a.example/"})
 	if err != nil || !created {
 		t.Fatalf("first Create: created=%v, %v", created, err)

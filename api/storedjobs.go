@@ -34,22 +34,37 @@ type JobObjects interface {
 // on demand: every replica answers the same status, it survives restarts,
 // and no replica holds anything per job in memory. The submitting replica
 // creates the pending document with a conditional write, so that of two
-// replicas accepting one request id exactly one publishes it; the serve
-// pipeline replaces it with the final one (StoreResult) before it publishes
-// the request's events. Documents stay until a lifecycle rule of the bucket
-// expires them.
+// replicas accepting one request id exactly one publishes it, and marks it
+// queued once the broker has the request; the serve pipeline replaces it
+// with the final one (StoreResult) before it publishes the request's
+// events. Documents stay until a lifecycle rule of the bucket expires them.
 type StoredJobs struct {
-	objects JobObjects
-	prefix  string
+	objects  JobObjects
+	prefix   string
+	unqueued time.Duration
+	now      func() time.Time
 }
 
-// NewStoredJobs returns a job store on objects under prefix (default
-// DefaultJobPrefix; segments separated by '/').
-func NewStoredJobs(objects JobObjects, prefix string) (*StoredJobs, error) {
+// StoredJobsConfig configures StoredJobs; zero values take the defaults.
+type StoredJobsConfig struct {
+	// Prefix is the key prefix of job documents (default DefaultJobPrefix;
+	// segments separated by '/').
+	Prefix string
+	// UnqueuedAfter is how long a pending job never marked queued (its
+	// replica stopped between recording and publishing it) blocks its
+	// request id; past it the id may be submitted again (default 5m, well
+	// past the time a submission may take).
+	UnqueuedAfter time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// NewStoredJobs returns a job store on objects.
+func NewStoredJobs(objects JobObjects, cfg StoredJobsConfig) (*StoredJobs, error) {
 	if objects == nil {
 		return nil, errors.New("api: NewStoredJobs needs object storage")
 	}
-	prefix = strings.TrimSuffix(prefix, "/")
+	prefix := strings.TrimSuffix(cfg.Prefix, "/")
 	if prefix == "" {
 		prefix = DefaultJobPrefix
 	}
@@ -57,20 +72,31 @@ func NewStoredJobs(objects JobObjects, prefix string) (*StoredJobs, error) {
 	if _, err := objstore.TenantKey(prefix, "t", "id", "f"); err != nil {
 		return nil, fmt.Errorf("api: job prefix %q: %w", prefix, err)
 	}
-	return &StoredJobs{objects: objects, prefix: prefix}, nil
+	if cfg.UnqueuedAfter < 0 {
+		return nil, fmt.Errorf("api: StoredJobsConfig.UnqueuedAfter %v must not be negative", cfg.UnqueuedAfter)
+	}
+	if cfg.UnqueuedAfter == 0 {
+		cfg.UnqueuedAfter = 5 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &StoredJobs{objects: objects, prefix: prefix, unqueued: cfg.UnqueuedAfter, now: cfg.Now}, nil
 }
 
 const jobContentType = "application/json"
 
 // jobDocument is a job as stored: what GET answers plus what the API needs.
 type jobDocument struct {
-	TenantID    string      `json:"tenant_id"`
-	RequestID   string      `json:"request_id"`
-	Status      JobStatus   `json:"status"`
-	SubmittedAt time.Time   `json:"submitted_at,omitzero"`
-	CallbackURL string      `json:"callback_url,omitempty"`
-	Retryable   bool        `json:"retryable,omitempty"`
-	Result      *resultBody `json:"result,omitempty"`
+	TenantID    string    `json:"tenant_id"`
+	RequestID   string    `json:"request_id"`
+	Status      JobStatus `json:"status"`
+	SubmittedAt time.Time `json:"submitted_at,omitzero"`
+	CallbackURL string    `json:"callback_url,omitempty"`
+	Retryable   bool      `json:"retryable,omitempty"`
+	// Queued: the broker acknowledged the request (pending jobs only).
+	Queued bool        `json:"queued,omitempty"`
+	Result *resultBody `json:"result,omitempty"`
 	// Token is the creating writer's random mark, so that a write whose
 	// answer was lost is told from another replica's.
 	Token string `json:"token,omitempty"`
@@ -152,8 +178,9 @@ func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
 	key := s.Key(job.TenantID, job.RequestID)
 	// Each round loses at most to a writer that changed the document meanwhile.
 	for range 3 {
-		_, err := s.objects.PutNew(ctx, key, body, jobContentType, nil)
+		info, err := s.objects.PutNew(ctx, key, body, jobContentType, nil)
 		if err == nil {
+			job.version = info.ETag
 			return job, true, nil
 		}
 		if !errors.Is(err, objstore.ErrConditionFailed) {
@@ -166,19 +193,47 @@ func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
 		case !found:
 			continue // deleted meanwhile
 		case existing.Token == doc.Token:
+			job.version = etag
 			return job, true, nil // written by an attempt of ours whose answer was lost
-		case !existing.Retryable:
+		case !existing.Retryable && !s.abandoned(existing):
 			return existing.job(), false, nil
 		}
-		_, err = s.objects.PutIfMatch(ctx, key, etag, body, jobContentType, nil)
+		info, err = s.objects.PutIfMatch(ctx, key, etag, body, jobContentType, nil)
 		if err == nil {
+			job.version = info.ETag
 			return job, true, nil
 		}
 		if !errors.Is(err, objstore.ErrConditionFailed) && !errors.Is(err, objstore.ErrNotFound) {
-			return Job{}, false, fmt.Errorf("api: replacing retryable job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
+			return Job{}, false, fmt.Errorf("api: replacing job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
 		}
 	}
 	return Job{}, false, fmt.Errorf("api: job %q of tenant %q changed under every attempt to create it", job.RequestID, job.TenantID)
+}
+
+// abandoned reports whether a job is pending, never queued, and older than
+// any submission takes: its replica stopped before it published the request.
+func (s *StoredJobs) abandoned(d jobDocument) bool {
+	return d.Status == JobPending && !d.Queued && !d.SubmittedAt.IsZero() && s.now().Sub(d.SubmittedAt) > s.unqueued
+}
+
+// Queued marks the pending job just created as acknowledged by the broker.
+// The write is conditional on the version Create wrote: a document the
+// pipeline replaced meanwhile (the result was quicker) is left as it is.
+func (s *StoredJobs) Queued(ctx context.Context, job Job) error {
+	if job.version == "" {
+		return fmt.Errorf("api: job %q of tenant %q was not created here", job.RequestID, job.TenantID)
+	}
+	doc := newJobDocument(job)
+	doc.Queued = true
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("api: encoding job %q: %w", job.RequestID, err)
+	}
+	_, err = s.objects.PutIfMatch(ctx, s.Key(job.TenantID, job.RequestID), job.version, body, jobContentType, nil)
+	if err != nil && !errors.Is(err, objstore.ErrConditionFailed) && !errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("api: marking job %q of tenant %q queued: %w", job.RequestID, job.TenantID, err)
+	}
+	return nil
 }
 
 // Get reads the tenant's job.

@@ -57,7 +57,7 @@ func TestKeySegment(t *testing.T) {
 // prefix, every key is one object storage accepts, and pairs that plain
 // concatenation would confuse get different keys.
 func TestJobKeysAreTenantScoped(t *testing.T) {
-	jobs, err := NewStoredJobs(noObjects{}, "")
+	jobs, err := NewStoredJobs(noObjects{}, StoredJobsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestJobKeysAreTenantScoped(t *testing.T) {
 			t.Errorf("key %q is over S3's 1024 bytes", key)
 		}
 	}
-	if _, err := NewStoredJobs(noObjects{}, "jobs/../reports"); err == nil {
+	if _, err := NewStoredJobs(noObjects{}, StoredJobsConfig{Prefix: "jobs/../reports"}); err == nil {
 		t.Error("a prefix with .. was accepted")
 	}
 }
@@ -109,7 +109,7 @@ type noObjects struct{ JobObjects }
 func storedJobs(t *testing.T) (*StoredJobs, *objstore.Store) {
 	t.Helper()
 	store := s3test.Store(t)
-	jobs, err := NewStoredJobs(store, "")
+	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestStoredJobsCreateRace(t *testing.T) {
 	replicas := make([]*StoredJobs, 6)
 	for i := range replicas {
 		var err error
-		if replicas[i], err = NewStoredJobs(store, ""); err != nil {
+		if replicas[i], err = NewStoredJobs(store, StoredJobsConfig{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -257,7 +257,7 @@ func TestStoredJobsStorageDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := NewStoredJobs(store, "")
+	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestStoredJobsAcrossServers(t *testing.T) {
 	id := newIdentity(t)
 	runner := &scriptedRunner{gate: make(chan struct{})}
 	_, a := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: jobs})
-	other, err := NewStoredJobs(store, "")
+	other, err := NewStoredJobs(store, StoredJobsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestStoredJobsAcrossServers(t *testing.T) {
 		t.Errorf("the request ran %d times, want once", n)
 	}
 
-	restarted, err := NewStoredJobs(store, "")
+	restarted, err := NewStoredJobs(store, StoredJobsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestStoredJobsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := NewStoredJobs(store, "")
+	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,5 +369,57 @@ func TestStoredJobsUnavailable(t *testing.T) {
 	}
 	if n := len(runner.requests()); n != 0 {
 		t.Errorf("runner ran %d times with job storage down, want 0", n)
+	}
+}
+
+// TestStoredJobsAbandonedPendingJob: a pending job whose replica stopped
+// before publishing it (never marked queued) blocks its request id only
+// until UnqueuedAfter; a queued one, or a young one, keeps it.
+func TestStoredJobsAbandonedPendingJob(t *testing.T) {
+	store := s3test.Store(t)
+	c := &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	jobs, err := NewStoredJobs(store, StoredJobsConfig{UnqueuedAfter: time.Minute, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	create := func(id string) (Job, bool) {
+		t.Helper()
+		j, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: id, Status: JobPending, SubmittedAt: c.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j, created
+	}
+	abandoned, _ := create("abandoned")
+	queued, _ := create("queued")
+	if err := jobs.Queued(ctx, queued); err != nil {
+		t.Fatal(err)
+	}
+	if j, _, _ := jobs.Get(ctx, "acme", "queued"); j.Status != JobPending {
+		t.Fatalf("queued job %+v, want pending", j)
+	}
+	if _, created := create("abandoned"); created {
+		t.Error("a young unqueued job was replaced")
+	}
+	c.Advance(time.Minute + time.Second)
+	if j, created := create("abandoned"); !created || !j.SubmittedAt.After(abandoned.SubmittedAt) {
+		t.Errorf("an unqueued job past UnqueuedAfter: created=%v %+v, want replaced", created, j)
+	}
+	if _, created := create("queued"); created {
+		t.Error("a queued job was replaced")
+	}
+
+	// Queued after the pipeline stored the result leaves the result.
+	fresh, _ := create("quick")
+	done := summary("acme", "quick", schemas.StatusCompleted, 0)
+	if err := jobs.StoreResult(ctx, &schemas.Request{RequestID: "quick", TenantID: "acme"}, pipeline.Outcome{Summary: done}); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Queued(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if j, _, _ := jobs.Get(ctx, "acme", "quick"); j.Status != JobCompleted {
+		t.Errorf("Queued after the result: %s, want completed", j.Status)
 	}
 }

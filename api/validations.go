@@ -176,6 +176,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the request could not be queued; try again shortly")
 			return
 		}
+		// The request is queued whatever happens here: a job left unmarked
+		// only lets its id be submitted again after a while.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
+		defer cancel()
+		if err := s.cfg.Jobs.Queued(ctx, job); err != nil {
+			s.log.Warn("api: the job could not be marked queued", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
+		}
 	} else if !s.startRun(req) {
 		s.forget(r.Context(), req)
 		writeBusy(w, 5, "too many validations are running; try again shortly")
@@ -281,8 +288,8 @@ func (s *Server) startRun(req *schemas.Request) bool {
 // sends the callback.
 func (s *Server) run(req *schemas.Request) {
 	log := s.log.With("tenant_id", req.TenantID, "request_id", req.RequestID)
-	running := finishedJob(req, pipeline.Outcome{}, false)
-	running.Status, running.Summary = JobRunning, nil
+	running := requestJob(req)
+	running.Status = JobRunning
 	if err := s.cfg.Jobs.Save(s.runCtx, running); err != nil {
 		log.Warn("api: the job could not be marked running", "error", err)
 	}
@@ -372,20 +379,19 @@ func ResultPayload(req *schemas.Request, out pipeline.Outcome) ([]byte, error) {
 // finishedJob is the job of a request with its outcome. retryable marks a
 // failure that judging again may cure.
 func finishedJob(req *schemas.Request, out pipeline.Outcome, retryable bool) Job {
-	status := JobCompleted
+	job := requestJob(req)
+	job.Status = JobCompleted
 	if out.Summary.Status == schemas.StatusFailed {
-		status = JobFailed
+		job.Status = JobFailed
 	}
 	summary := out.Summary
-	job := Job{
-		TenantID:    req.TenantID,
-		RequestID:   req.RequestID,
-		Status:      status,
-		SubmittedAt: req.SubmittedAt,
-		Summary:     &summary,
-		Verdicts:    out.Verdicts,
-		Retryable:   retryable,
-	}
+	job.Summary, job.Verdicts, job.Retryable = &summary, out.Verdicts, retryable
+	return job
+}
+
+// requestJob is the pending job of a request: what the request itself says.
+func requestJob(req *schemas.Request) Job {
+	job := Job{TenantID: req.TenantID, RequestID: req.RequestID, Status: JobPending, SubmittedAt: req.SubmittedAt}
 	if cb := req.Options.CallbackURL; cb != nil {
 		job.CallbackURL = *cb
 	}

@@ -121,7 +121,7 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 			w: report.NewWriter(store, report.WriterOptions{Prefix: cfg.http.reportPrefix}),
 			m: m,
 		}
-		if s.jobs, err = api.NewStoredJobs(store, cfg.http.jobPrefix); err != nil {
+		if s.jobs, err = api.NewStoredJobs(store, api.StoredJobsConfig{Prefix: cfg.http.jobPrefix}); err != nil {
 			return nil, fmt.Errorf("%w: --job-prefix: %v", errConfig, err)
 		}
 	}
