@@ -165,7 +165,8 @@ func keySegment(s string) string {
 
 // Create writes the pending document unless the tenant has the job already.
 // It is a conditional write (If-None-Match: *): of two replicas creating one
-// job, one creates it and the other answers it. A Retryable job is replaced
+// job, one creates it and the other answers it. A Retryable job, or an
+// abandoned one (pending, never queued, past UnqueuedAfter), is replaced
 // with a write conditional on the version read (If-Match).
 func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
 	job.Verdicts = nil

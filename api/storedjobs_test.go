@@ -145,6 +145,9 @@ func TestStoredJobsTenantIsolation(t *testing.T) {
 		{"acme", "R1"},
 		{"acme", "r1/"},
 		{"acme ", "r1"},
+		{"globex", strings.Repeat("r", 600)},
+		{"globex", strings.Repeat("é", 66)},
+		{strings.Repeat("g", maxSegmentBytes), strings.Repeat("a", maxSegmentBytes)},
 	}
 	for _, p := range probes {
 		if j, ok, err := jobs.Get(ctx, p[0], p[1]); ok || err != nil {
