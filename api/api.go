@@ -16,8 +16,9 @@
 // errors.go; 401 carries a Bearer challenge, 405 an Allow header.
 //
 // Validations run through Kafka when a Submitter is configured (the serve
-// pipeline judges them, and a JobFeed brings their events back for GET), or
-// in this process through a Runner otherwise.
+// pipeline judges them and stores the result in StoredJobs, or a JobFeed
+// brings their events back into a JobStore for GET), or in this process
+// through a Runner otherwise.
 package api
 
 import (
@@ -84,8 +85,10 @@ type Config struct {
 	// MaxInFlight bounds in-process runs (default 4); past it a submission
 	// is answered 503 busy.
 	MaxInFlight int
-	// Jobs tracks validations (default: NewJobStore with its defaults).
-	Jobs *JobStore
+	// Jobs tracks validations: a *StoredJobs (durable, shared by every
+	// replica) or a *JobStore (in memory, per process; the default, with its
+	// defaults).
+	Jobs Jobs
 	// Callbacks checks options.callback_url at submission and, in-process,
 	// delivers the result there. In broker mode the serve pipeline delivers
 	// callbacks; this process only checks the URL. Nil refuses requests that

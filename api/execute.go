@@ -98,9 +98,8 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("give the tenant_id query parameter exactly once (got it %d times)", n))
 		return
 	}
-	job, ok := s.cfg.Jobs.Get(query.Get("tenant_id"), r.PathValue("job_id"))
+	job, ok := s.lookup(w, r, query.Get("tenant_id"), r.PathValue("job_id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such job for this tenant (jobs are kept for a day, in the process that accepted them or that saw their events)")
 		return
 	}
 	writeJSON(w, http.StatusOK, newExecuteBody(job))

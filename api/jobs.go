@@ -2,6 +2,7 @@ package api
 
 import (
 	"container/list"
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -41,10 +42,38 @@ type Job struct {
 	// Retryable marks a job that failed without being judged (the model or
 	// storage was unavailable): submitting its request id again starts over.
 	Retryable bool
+	// version is the stored document's ETag as Create wrote it.
+	version string
 }
 
 // Done reports whether the job has its final result.
 func (j Job) Done() bool { return j.Status == JobCompleted || j.Status == JobFailed }
+
+// Jobs keeps the status of validations, keyed by (tenant, request id) so
+// that one tenant can never address another's job: a *JobStore in memory, or
+// a *StoredJobs in object storage. It is safe for concurrent use.
+type Jobs interface {
+	// Create records job unless the tenant has a job with its request id
+	// that is not Retryable, which is returned instead with created false:
+	// submitting a request id twice does not run it twice.
+	Create(ctx context.Context, job Job) (_ Job, created bool, _ error)
+	// Get returns the tenant's job; ok is false when there is none.
+	Get(ctx context.Context, tenant, requestID string) (_ Job, ok bool, _ error)
+	// Queued records that the request of job, as Create returned it, is
+	// acknowledged by the broker: a pending job never marked queued may be
+	// submitted again once its submission must have ended.
+	Queued(ctx context.Context, job Job) error
+	// Save records job as it now stands (running, or finished in process).
+	Save(ctx context.Context, job Job) error
+	// Delete forgets a job whose submission failed, so that it may be
+	// submitted again.
+	Delete(ctx context.Context, tenant, requestID string) error
+}
+
+var (
+	_ Jobs = (*JobStore)(nil)
+	_ Jobs = (*StoredJobs)(nil)
+)
 
 // JobStoreConfig bounds a JobStore; zero values take the defaults.
 type JobStoreConfig struct {
@@ -70,7 +99,8 @@ type jobEntry struct {
 // that one tenant can never address another's job. It is bounded by entries
 // and age, and safe for concurrent use. Jobs do not survive a restart and
 // are not shared between processes: a client polling another replica sees
-// the job once that replica's JobFeed has read its events.
+// the job once that replica's JobFeed has read its events. StoredJobs is the
+// durable, shared alternative.
 type JobStore struct {
 	cfg JobStoreConfig
 
@@ -94,67 +124,66 @@ func NewJobStore(cfg JobStoreConfig) *JobStore {
 }
 
 // Create adds job unless one with its tenant and request id exists, in
-// which case that one is returned with created false: submitting a request
-// id twice does not run it twice. A Retryable job is replaced.
-func (s *JobStore) Create(job Job) (Job, bool) {
+// which case that one is returned with created false. A Retryable job is
+// replaced. It never fails.
+func (s *JobStore) Create(_ context.Context, job Job) (Job, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := jobKey{job.TenantID, job.RequestID}
 	if e := s.live(key); e != nil {
 		if !e.job.Retryable {
-			return e.snapshot(), false
+			return e.snapshot(), false, nil
 		}
 		s.remove(key, e)
 	}
 	e := s.insert(key)
 	e.job = job
 	e.job.Verdicts = nil
-	return e.snapshot(), true
+	return e.snapshot(), true, nil
 }
 
-// Get returns the tenant's job, if it is kept.
-func (s *JobStore) Get(tenant, requestID string) (Job, bool) {
+// Get returns the tenant's job, if it is kept. It never fails.
+func (s *JobStore) Get(_ context.Context, tenant, requestID string) (Job, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.live(jobKey{tenant, requestID})
 	if e == nil {
-		return Job{}, false
+		return Job{}, false, nil
 	}
-	return e.snapshot(), true
+	return e.snapshot(), true, nil
 }
 
-// Delete forgets a job (one whose submission failed, so that it may be
-// submitted again).
-func (s *JobStore) Delete(tenant, requestID string) {
+// Delete forgets a job. It never fails.
+func (s *JobStore) Delete(_ context.Context, tenant, requestID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.jobs[jobKey{tenant, requestID}]; ok {
 		s.remove(jobKey{tenant, requestID}, e)
 	}
+	return nil
 }
 
-// SetRunning marks a pending job as running.
-func (s *JobStore) SetRunning(tenant, requestID string) {
+// Queued does nothing: a job in memory goes with the process that would
+// have published it.
+func (s *JobStore) Queued(context.Context, Job) error { return nil }
+
+// Save records job as given, its verdicts included, keeping the entry's age
+// when it exists. It never fails.
+func (s *JobStore) Save(_ context.Context, job Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.live(jobKey{tenant, requestID}); e != nil && e.job.Status == JobPending {
-		e.job.Status = JobRunning
+	e := s.entry(jobKey{job.TenantID, job.RequestID})
+	e.job = job
+	e.job.Verdicts = nil
+	if job.Summary != nil {
+		summary := *job.Summary
+		e.job.Summary = &summary
 	}
-}
-
-// Finish records a job's outcome at once, as an in-process run has it.
-// retryable marks a failure that judging again may cure.
-func (s *JobStore) Finish(tenant, requestID string, summary schemas.SummaryEvent, verdicts []schemas.VerdictEvent, retryable bool) Job {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.entry(jobKey{tenant, requestID})
-	for _, v := range verdicts {
+	clear(e.verdicts)
+	for _, v := range job.Verdicts {
 		e.verdicts[v.EventID] = v
 	}
-	e.job.Summary = &summary
-	e.job.Retryable = retryable
-	e.settle()
-	return e.snapshot()
+	return nil
 }
 
 // RecordVerdict adds a verdict event as read from the verdicts topic;

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -39,10 +40,11 @@ func summary(tenant, requestID string, status schemas.Status, rules int) schemas
 }
 
 func TestJobStoreEventsSettleStatus(t *testing.T) {
+	ctx := context.Background()
 	s := NewJobStore(JobStoreConfig{})
 	status := func() JobStatus {
 		t.Helper()
-		j, ok := s.Get("acme", "r1")
+		j, ok, _ := s.Get(ctx, "acme", "r1")
 		if !ok {
 			t.Fatal("job r1 not kept")
 		}
@@ -61,63 +63,103 @@ func TestJobStoreEventsSettleStatus(t *testing.T) {
 		t.Errorf("after a redelivered verdict: %s, want running", got)
 	}
 	s.RecordVerdict(verdict("acme", "r1", "a", 0))
-	j, _ := s.Get("acme", "r1")
+	j, _, _ := s.Get(ctx, "acme", "r1")
 	if j.Status != JobCompleted || len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
 		t.Errorf("after every verdict: %s with %+v, want completed with a, b in rule order", j.Status, j.Verdicts)
 	}
-	if _, ok := s.Get("globex", "r1"); ok {
+	if _, ok, _ := s.Get(ctx, "globex", "r1"); ok {
 		t.Error("another tenant sees acme's job")
 	}
 
 	s.RecordSummary(summary("acme", "r2", schemas.StatusFailed, 0))
-	if j, _ := s.Get("acme", "r2"); j.Status != JobFailed {
+	if j, _, _ := s.Get(ctx, "acme", "r2"); j.Status != JobFailed {
 		t.Errorf("failed summary: %s", j.Status)
 	}
 }
 
 func TestJobStoreCreateIsIdempotent(t *testing.T) {
-	s := NewJobStore(JobStoreConfig{})
-	first, created := s.Create(Job{TenantID: "acme", RequestID: "r1", Status: JobPending, CallbackURL: "https://a.example/"})
-	if !created {
-		t.Fatal("first Create did not create")
+	testCreateIsIdempotent(t, NewJobStore(JobStoreConfig{}))
+}
+
+// testCreateIsIdempotent checks what every Jobs must do: a request id is
+// created once per tenant, another tenant's id is its own, a retryable job is
+// replaced, Save records what Get answers and Delete forgets.
+func testCreateIsIdempotent(t *testing.T, s Jobs) {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	first, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending, SubmittedAt: at, CallbackURL: "https://a.example/"})
+	if err != nil || !created {
+		t.Fatalf("first Create: created=%v, %v", created, err)
 	}
-	again, created := s.Create(Job{TenantID: "acme", RequestID: "r1", Status: JobPending, CallbackURL: "https://b.example/"})
-	if created || again.CallbackURL != first.CallbackURL {
-		t.Errorf("second Create: created=%v, job %+v; want the first job", created, again)
+	again, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending, CallbackURL: "https://b.example/"})
+	if err != nil || created || again.CallbackURL != first.CallbackURL || !again.SubmittedAt.Equal(at) {
+		t.Errorf("second Create: created=%v, job %+v, %v; want the first job", created, again, err)
 	}
-	if _, created := s.Create(Job{TenantID: "globex", RequestID: "r1"}); !created {
-		t.Error("the same request id for another tenant was not created")
+	if _, created, err := s.Create(ctx, Job{TenantID: "globex", RequestID: "r1", Status: JobPending}); err != nil || !created {
+		t.Errorf("the same request id for another tenant: created=%v, %v", created, err)
 	}
-	s.Finish("acme", "r1", summary("acme", "r1", schemas.StatusFailed, 0), nil, true)
-	if _, created := s.Create(Job{TenantID: "acme", RequestID: "r1", Status: JobPending}); !created {
-		t.Error("a retryable failed job was not replaced")
+	failed := summary("acme", "r1", schemas.StatusFailed, 0)
+	if err := s.Save(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobFailed, Summary: &failed, Retryable: true}); err != nil {
+		t.Fatal(err)
+	}
+	if j, ok, err := s.Get(ctx, "acme", "r1"); err != nil || !ok || j.Status != JobFailed || !j.Retryable || j.Summary == nil || j.Summary.Status != schemas.StatusFailed {
+		t.Errorf("after Save: %+v (ok %v, %v)", j, ok, err)
+	}
+	if _, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending}); err != nil || !created {
+		t.Errorf("a retryable failed job was not replaced: created=%v, %v", created, err)
+	}
+	if j, _, _ := s.Get(ctx, "globex", "r1"); j.Status != JobPending || j.Summary != nil {
+		t.Errorf("globex's job changed with acme's: %+v", j)
+	}
+	done := summary("acme", "r1", schemas.StatusCompleted, 2)
+	verdicts := []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)}
+	if err := s.Save(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobCompleted, Summary: &done, Verdicts: verdicts}); err != nil {
+		t.Fatal(err)
+	}
+	j, ok, err := s.Get(ctx, "acme", "r1")
+	if err != nil || !ok || j.Status != JobCompleted || len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
+		t.Errorf("completed job: %+v (ok %v, %v)", j, ok, err)
+	}
+	if _, created, _ := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending}); created {
+		t.Error("a completed job was replaced")
+	}
+	if err := s.Delete(ctx, "acme", "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Get(ctx, "acme", "r1"); ok || err != nil {
+		t.Errorf("after Delete: ok %v, %v", ok, err)
+	}
+	if _, ok, _ := s.Get(ctx, "globex", "r1"); !ok {
+		t.Error("deleting acme's job removed globex's")
 	}
 }
 
 func TestJobStoreBounds(t *testing.T) {
+	ctx := context.Background()
 	c := &clock{now: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
 	s := NewJobStore(JobStoreConfig{MaxEntries: 3, TTL: time.Hour, Now: c.Now})
 	for i := range 5 {
-		s.Create(Job{TenantID: "acme", RequestID: fmt.Sprint("r", i)})
+		s.Create(ctx, Job{TenantID: "acme", RequestID: fmt.Sprint("r", i)})
 		c.Advance(time.Minute)
 	}
 	if s.Len() != 3 {
 		t.Errorf("%d jobs kept, want 3", s.Len())
 	}
 	for i, want := range []bool{false, false, true, true, true} {
-		if _, ok := s.Get("acme", fmt.Sprint("r", i)); ok != want {
+		if _, ok, _ := s.Get(ctx, "acme", fmt.Sprint("r", i)); ok != want {
 			t.Errorf("r%d kept=%v, want %v (oldest dropped first)", i, ok, want)
 		}
 	}
 	c.Advance(time.Hour - 3*time.Minute + time.Second) // r2 is now 1h1s old, r4 58m1s
-	if _, ok := s.Get("acme", "r2"); ok {
+	if _, ok, _ := s.Get(ctx, "acme", "r2"); ok {
 		t.Error("r2 kept past its TTL")
 	}
-	if _, ok := s.Get("acme", "r4"); !ok {
+	if _, ok, _ := s.Get(ctx, "acme", "r4"); !ok {
 		t.Error("r4 dropped before its TTL")
 	}
-	s.Delete("acme", "r4")
-	if _, ok := s.Get("acme", "r4"); ok {
+	s.Delete(ctx, "acme", "r4")
+	if _, ok, _ := s.Get(ctx, "acme", "r4"); ok {
 		t.Error("r4 kept after Delete")
 	}
 }

@@ -233,7 +233,7 @@ func TestJobFeedFollowsAddedPartitions(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if job, ok := jobs.Get("acme", id); ok && job.Summary != nil {
+		if job, ok, _ := jobs.Get(t.Context(), "acme", id); ok && job.Summary != nil {
 			break
 		}
 		if time.Now().After(deadline) {

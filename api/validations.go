@@ -148,13 +148,21 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		callbackURL = *cb
 	}
 
-	job, created := s.cfg.Jobs.Create(Job{
+	// The job is recorded before the request is published, so that a
+	// replica answering GET knows it from the moment POST answers.
+	job, created, err := s.cfg.Jobs.Create(r.Context(), Job{
 		TenantID:    req.TenantID,
 		RequestID:   req.RequestID,
 		Status:      JobPending,
 		SubmittedAt: req.SubmittedAt,
 		CallbackURL: callbackURL,
 	})
+	if err != nil {
+		s.log.Warn("api: recording a validation's job failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "job status storage is unavailable; try again shortly")
+		return
+	}
 	if !created {
 		s.log.Info("api: request id submitted again; answering with the existing job", "tenant_id", job.TenantID, "request_id", job.RequestID, "status", job.Status)
 		respond(w, job)
@@ -162,19 +170,37 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 	}
 	if s.cfg.Submitter != nil {
 		if err := s.cfg.Submitter.Submit(withTrace(r.Context(), r.Header), req); err != nil {
-			s.cfg.Jobs.Delete(req.TenantID, req.RequestID)
+			s.forget(r.Context(), req)
 			s.log.Warn("api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
 			w.Header().Set("Retry-After", "5")
 			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the request could not be queued; try again shortly")
 			return
 		}
+		// The request is queued whatever happens here: a job left unmarked
+		// only lets its id be submitted again after a while.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
+		defer cancel()
+		if err := s.cfg.Jobs.Queued(ctx, job); err != nil {
+			s.log.Warn("api: the job could not be marked queued", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
+		}
 	} else if !s.startRun(req) {
-		s.cfg.Jobs.Delete(req.TenantID, req.RequestID)
+		s.forget(r.Context(), req)
 		writeBusy(w, 5, "too many validations are running; try again shortly")
 		return
 	}
 	s.log.Info("api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "in_process", s.cfg.Submitter == nil, "route", r.Pattern)
 	respond(w, job)
+}
+
+// forget deletes the job of a request that was not queued, so that its id
+// may be submitted again; the deletion outlives the HTTP request's end.
+func (s *Server) forget(ctx context.Context, req *schemas.Request) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.cfg.Jobs.Delete(ctx, req.TenantID, req.RequestID); err != nil {
+		s.log.Error("api: the job of a request that was not queued could not be deleted; its request id answers as pending until the job is removed",
+			"tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
+	}
 }
 
 func (s *Server) accepted(w http.ResponseWriter, job Job) {
@@ -213,12 +239,28 @@ func (s *Server) getValidation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	job, ok := s.cfg.Jobs.Get(p.Tenant, r.PathValue("request_id"))
+	job, ok := s.lookup(w, r, p.Tenant, r.PathValue("request_id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, CodeNotFound, msgValidationNotFound)
 		return
 	}
 	writeJSON(w, http.StatusOK, newJobBody(job))
+}
+
+// lookup reads the tenant's job, answering 404 (missing, or another
+// tenant's) or 503 (storage unavailable) itself.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestID string) (Job, bool) {
+	job, ok, err := s.cfg.Jobs.Get(r.Context(), tenant, requestID)
+	switch {
+	case err != nil:
+		s.log.Warn("api: reading a job failed", "tenant_id", tenant, "request_id", requestID, "error", err)
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "job status storage is unavailable; try again shortly")
+		return Job{}, false
+	case !ok:
+		writeError(w, http.StatusNotFound, CodeNotFound, msgValidationNotFound)
+		return Job{}, false
+	}
+	return job, true
 }
 
 // startRun judges req in the background when a slot is free.
@@ -246,7 +288,11 @@ func (s *Server) startRun(req *schemas.Request) bool {
 // sends the callback.
 func (s *Server) run(req *schemas.Request) {
 	log := s.log.With("tenant_id", req.TenantID, "request_id", req.RequestID)
-	s.cfg.Jobs.SetRunning(req.TenantID, req.RequestID)
+	running := requestJob(req)
+	running.Status = JobRunning
+	if err := s.cfg.Jobs.Save(s.runCtx, running); err != nil {
+		log.Warn("api: the job could not be marked running", "error", err)
+	}
 	start := s.cfg.Now()
 	out, err := s.judge(req, start)
 	retryable := false
@@ -263,7 +309,14 @@ func (s *Server) run(req *schemas.Request) {
 		out = pipeline.Outcome{Summary: schemas.NewFailedSummary(req, schemas.ReasonInternal,
 			fmt.Sprintf("the request could not be judged now (%v); submit it again", err), start, s.cfg.Now())}
 	}
-	job := s.cfg.Jobs.Finish(req.TenantID, req.RequestID, out.Summary, out.Verdicts, retryable)
+	job := finishedJob(req, out, retryable)
+	// Recorded even when the run was cancelled at shutdown: its failure is
+	// the result.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.cfg.Jobs.Save(ctx, job); err != nil {
+		log.Error("api: the result of a validation could not be recorded; its job stays running", "status", job.Status, "error", err)
+	}
 	s.sendCallback(job, log)
 }
 
@@ -320,17 +373,27 @@ func traceFrom(ctx context.Context) (traceContext, bool) {
 // /v1/validations/{request_id} answers and callbacks carry. The serve pipeline
 // uses it to send callbacks for requests that came through Kafka.
 func ResultPayload(req *schemas.Request, out pipeline.Outcome) ([]byte, error) {
-	status := JobCompleted
+	return json.Marshal(newJobBody(finishedJob(req, out, false)))
+}
+
+// finishedJob is the job of a request with its outcome. retryable marks a
+// failure that judging again may cure.
+func finishedJob(req *schemas.Request, out pipeline.Outcome, retryable bool) Job {
+	job := requestJob(req)
+	job.Status = JobCompleted
 	if out.Summary.Status == schemas.StatusFailed {
-		status = JobFailed
+		job.Status = JobFailed
 	}
 	summary := out.Summary
-	return json.Marshal(newJobBody(Job{
-		TenantID:    req.TenantID,
-		RequestID:   req.RequestID,
-		Status:      status,
-		SubmittedAt: req.SubmittedAt,
-		Summary:     &summary,
-		Verdicts:    out.Verdicts,
-	}))
+	job.Summary, job.Verdicts, job.Retryable = &summary, out.Verdicts, retryable
+	return job
+}
+
+// requestJob is the pending job of a request: what the request itself says.
+func requestJob(req *schemas.Request) Job {
+	job := Job{TenantID: req.TenantID, RequestID: req.RequestID, Status: JobPending, SubmittedAt: req.SubmittedAt}
+	if cb := req.Options.CallbackURL; cb != nil {
+		job.CallbackURL = *cb
+	}
+	return job
 }

@@ -14,6 +14,9 @@ var (
 	ErrNotFound = errors.New("object not found")
 	// ErrTooLarge: the object is bigger than Config.MaxObjectBytes allows to read into memory.
 	ErrTooLarge = errors.New("object too large")
+	// ErrConditionFailed: a conditional write found the object not as required (PutNew: it
+	// exists; PutIfMatch: it changed). S3's PreconditionFailed.
+	ErrConditionFailed = errors.New("the object is not as the write's condition requires")
 	// errNoSuchBucket: the configured bucket does not exist (found by Ping).
 	errNoSuchBucket = errors.New("the bucket does not exist")
 )
@@ -21,7 +24,7 @@ var (
 // OpError is the error of one failed call on the store: which operation, on which object,
 // after how many attempts, and the cause (a minio.ErrorResponse for errors the server gave).
 type OpError struct {
-	Op       string // put, get, ensure-bucket, ping
+	Op       string // put, put-new, put-if-match, get, delete, ensure-bucket, ping
 	URI      string // s3://bucket/key, or s3://bucket for bucket calls
 	Attempts int    // 0 when the call was refused before any request
 	Err      error
@@ -117,7 +120,7 @@ func (e *OpError) MessageFault() bool { return e.FaultCause() == "" }
 // fault, and is empty when it is.
 func (e *OpError) FaultCause() string {
 	if e.kind != nil {
-		return "" // ErrNotFound, ErrTooLarge: the object the request named
+		return "" // ErrNotFound, ErrTooLarge, ErrConditionFailed: the object the request named
 	}
 	var resp minio.ErrorResponse
 	if errors.As(e.Err, &resp) {

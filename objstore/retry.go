@@ -33,6 +33,7 @@ var permanentCodes = map[string]bool{
 	"EntityTooLarge":        true,
 	"MethodNotAllowed":      true,
 	"NotImplemented":        true,
+	"PreconditionFailed":    true,
 }
 
 // transientCodes are S3 error codes that mean "try again later".
@@ -47,6 +48,8 @@ var transientCodes = map[string]bool{
 	"ThrottlingException":  true,
 	"RequestLimitExceeded": true,
 	"RequestThrottled":     true,
+	// Two conditional writes of one key raced; the next attempt sees the winner.
+	"ConditionalRequestConflict": true,
 }
 
 // transient tells whether err is worth another attempt: throttling, a 5xx, or a network
@@ -128,8 +131,13 @@ func (s *Store) retry(ctx context.Context, op, uri string, call func() error) er
 func permanentError(op, uri string, attempts int, err error) error {
 	opErr := &OpError{Op: op, URI: uri, Attempts: attempts, Err: err}
 	var resp minio.ErrorResponse
-	if errors.As(err, &resp) && resp.Code == "NoSuchKey" {
-		opErr.kind = ErrNotFound
+	if errors.As(err, &resp) {
+		switch {
+		case resp.Code == "NoSuchKey":
+			opErr.kind = ErrNotFound
+		case resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed:
+			opErr.kind = ErrConditionFailed
+		}
 	}
 	return opErr
 }

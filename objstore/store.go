@@ -111,20 +111,29 @@ func (s *Store) Ping(ctx context.Context) error {
 // with backoff; permanent ones (AccessDenied, NoSuchBucket, InvalidArgument) return at once.
 // meta becomes the object's user metadata.
 func (s *Store) Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (ObjectInfo, error) {
+	return s.put(ctx, "put", key, body, contentType, meta, nil)
+}
+
+// put stores body under key; condition, when not nil, adds its precondition header to the
+// request options.
+func (s *Store) put(ctx context.Context, op, key string, body []byte, contentType string, meta map[string]string, condition func(*minio.PutObjectOptions)) (ObjectInfo, error) {
 	uri := s.URI(key)
 	if err := checkKey(key); err != nil {
-		return ObjectInfo{}, &OpError{Op: "put", URI: uri, Err: err}
+		return ObjectInfo{}, &OpError{Op: op, URI: uri, Err: err}
 	}
 	if err := checkMetadata(meta); err != nil {
-		return ObjectInfo{}, &OpError{Op: "put", URI: uri, Err: err}
+		return ObjectInfo{}, &OpError{Op: op, URI: uri, Err: err}
 	}
 	if contentType == "" {
 		contentType = "application/octet-stream"
 	}
 	var info minio.UploadInfo
-	err := s.retry(ctx, "put", uri, func() (err error) {
-		info, err = s.client.PutObject(ctx, s.cfg.Bucket, key, bytes.NewReader(body), int64(len(body)),
-			minio.PutObjectOptions{ContentType: contentType, UserMetadata: meta})
+	err := s.retry(ctx, op, uri, func() (err error) {
+		opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: meta}
+		if condition != nil {
+			condition(&opts)
+		}
+		info, err = s.client.PutObject(ctx, s.cfg.Bucket, key, bytes.NewReader(body), int64(len(body)), opts)
 		return err
 	})
 	if err != nil {
@@ -198,29 +207,48 @@ func (s *Store) bucketExists(ctx context.Context, bucket string) bool {
 // GetBytes reads key from the store's bucket into memory. An object bigger than
 // MaxObjectBytes gives an error wrapping ErrTooLarge, without reading it.
 func (s *Store) GetBytes(ctx context.Context, key string) ([]byte, error) {
+	data, _, err := s.getBytes(ctx, s.cfg.Bucket, key)
+	return data, err
+}
+
+// GetBytesInfo is GetBytes with the object's info, its ETag for PutIfMatch included.
+func (s *Store) GetBytesInfo(ctx context.Context, key string) ([]byte, ObjectInfo, error) {
 	return s.getBytes(ctx, s.cfg.Bucket, key)
 }
 
-func (s *Store) getBytes(ctx context.Context, bucket, key string) ([]byte, error) {
+// getBytes reads an object whole. An object replaced while it is read (the body's later
+// requests carry If-Match, and fail) is read again, so that the bytes are one version's.
+func (s *Store) getBytes(ctx context.Context, bucket, key string) ([]byte, ObjectInfo, error) {
+	for attempt := 1; ; attempt++ {
+		data, info, err := s.readWhole(ctx, bucket, key)
+		var resp minio.ErrorResponse
+		if err == nil || attempt >= s.cfg.MaxAttempts || !errors.As(err, &resp) || resp.Code != "PreconditionFailed" {
+			return data, info, err
+		}
+		s.log.InfoContext(ctx, "object storage object replaced while it was read; reading it again", "uri", info.URI, "attempt", attempt)
+	}
+}
+
+func (s *Store) readWhole(ctx context.Context, bucket, key string) ([]byte, ObjectInfo, error) {
 	body, info, err := s.get(ctx, bucket, key)
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	defer body.Close()
 	limit := s.cfg.MaxObjectBytes
 	if info.Size > limit {
-		return nil, s.tooLarge(info.URI, fmt.Sprintf("%d bytes", info.Size))
+		return nil, info, s.tooLarge(info.URI, fmt.Sprintf("%d bytes", info.Size))
 	}
 	// The size header could be wrong; never read past the cap whatever it said.
 	data, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
-		return nil, &OpError{Op: "get", URI: info.URI, Attempts: 1, Err: fmt.Errorf("reading the body after %d bytes: %w", len(data), err)}
+		return nil, info, &OpError{Op: "get", URI: info.URI, Attempts: 1, Err: fmt.Errorf("reading the body after %d bytes: %w", len(data), err)}
 	}
 	if int64(len(data)) > limit {
 		// The server announced a smaller size than it sent.
-		return nil, s.tooLarge(info.URI, fmt.Sprintf("more than %d bytes", limit))
+		return nil, info, s.tooLarge(info.URI, fmt.Sprintf("more than %d bytes", limit))
 	}
-	return data, nil
+	return data, info, nil
 }
 
 func (s *Store) tooLarge(uri, size string) error {
@@ -242,7 +270,8 @@ func (s *Store) GetURI(ctx context.Context, uri string) ([]byte, error) {
 		return nil, &OpError{Op: "get", URI: uri, Err: fmt.Errorf("bucket %q is not one this service reads (allowed: %s)",
 			bucket, strings.Join(allowed, ", "))}
 	}
-	return s.getBytes(ctx, bucket, key)
+	data, _, err := s.getBytes(ctx, bucket, key)
+	return data, err
 }
 
 // checkMetadata rejects keys that are not HTTP header tokens and values with control

@@ -15,6 +15,7 @@ type published struct {
 	req      *schemas.Request
 	out      Outcome
 	judgeErr error // the permanent failure, when the request failed
+	stored   bool  // the result is in Config.Results
 }
 
 func (p *published) size() int {

@@ -170,6 +170,25 @@ func (e *brokerError) Unwrap() error      { return e.err }
 func (e *brokerError) MessageFault() bool { return false }
 func (e *brokerError) FaultCause() string { return string(CauseBroker) }
 
+// resultStoreError marks a failure to store a request's result: never the message's fault,
+// whatever the store says, so the request is held rather than dead-lettered. The cause is
+// the store's own (storage_auth, storage_bucket, ...) when it names one.
+type resultStoreError struct{ err error }
+
+func (e *resultStoreError) Error() string      { return e.err.Error() }
+func (e *resultStoreError) Unwrap() error      { return e.err }
+func (e *resultStoreError) MessageFault() bool { return false }
+func (e *resultStoreError) FaultCause() string {
+	var f Fault
+	if errors.As(e.err, &f) && f.FaultCause() != "" {
+		return f.FaultCause()
+	}
+	if c := environmentCause(e.err); c != CauseOther {
+		return string(c)
+	}
+	return string(CauseStorageUnavailable)
+}
+
 // attemptsError says how many attempts a dead-lettered message had; the dead letter records it.
 type attemptsError struct {
 	n   int

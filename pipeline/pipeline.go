@@ -47,6 +47,13 @@ type ReportWriter interface {
 	WriteReport(ctx context.Context, req *schemas.Request, rs *engine.Ruleset, res *engine.Result, at time.Time) (*schemas.ReportDescriptor, error)
 }
 
+// ResultStore keeps the final result of a request where the API reads job
+// status (an *api.StoredJobs). Storing is idempotent: the same request may be
+// stored again after a redelivery.
+type ResultStore interface {
+	StoreResult(ctx context.Context, req *schemas.Request, out Outcome) error
+}
+
 // Hooks observe the pipeline; every field is optional and must be safe for
 // concurrent use.
 type Hooks struct {
@@ -81,6 +88,11 @@ type Config struct {
 	// reports are disabled: such a request completes without one (its
 	// summary's report is null) and a warning says so.
 	Reports ReportWriter
+	// Results stores each request's final result (completed or failed)
+	// before its events are published, so that job status is durable once
+	// the events are out; nil stores nothing. A failure to store is an
+	// environment fault: the request is held and retried.
+	Results ResultStore
 	// CacheEntries and CacheBytes bound the cache of recent results
 	// (defaults 1024 and 64 MiB; CacheEntries < 0 disables it).
 	CacheEntries int
@@ -210,7 +222,10 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	log := p.cfg.Logger.With("request_id", req.RequestID, "tenant_id", req.TenantID, "position", position(m))
 
 	if pub, ok := p.unsent.get(requestKey(req)); ok {
-		log.Info("re-sending the events built before publishing failed; the model is not asked again")
+		log.Info("re-sending the events built before storing or publishing failed; the model is not asked again")
+		if err := p.storeResult(ctx, pub); err != nil {
+			return "", err
+		}
 		if err := p.cfg.Publisher.Write(ctx, pub.msgs); err != nil {
 			return "", &brokerError{err}
 		}
@@ -244,11 +259,27 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
 	pub := &published{msgs: msgs, req: req, out: out, judgeErr: judgeErr}
+	if err := p.storeResult(ctx, pub); err != nil {
+		p.unsent.put(requestKey(req), pub)
+		return "", err
+	}
 	if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
 		p.unsent.put(requestKey(req), pub)
 		return "", &brokerError{err}
 	}
 	return p.finished(log, pub)
+}
+
+// storeResult stores pub's result unless it is stored already.
+func (p *Pipeline) storeResult(ctx context.Context, pub *published) error {
+	if p.cfg.Results == nil || pub.stored {
+		return nil
+	}
+	if err := p.cfg.Results.StoreResult(ctx, pub.req, pub.out); err != nil {
+		return &resultStoreError{fmt.Errorf("storing the result of request %q (tenant %q): %w", pub.req.RequestID, pub.req.TenantID, err)}
+	}
+	pub.stored = true
+	return nil
 }
 
 // finished reports a request whose events are written: completed results

@@ -315,6 +315,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if svc.reports != nil {
 		pipeCfg.Reports = svc.reports
 	}
+	if svc.jobs != nil {
+		// The final job status is stored before the events are published.
+		pipeCfg.Results = svc.jobs
+	}
 	if cfg.cacheEntries == 0 {
 		pipeCfg.CacheEntries = -1
 	}

@@ -38,6 +38,7 @@ type httpConfig struct {
 	jwtAlgorithms  []string
 	internalToken  string
 	reportPrefix   string
+	jobPrefix      string
 	callbackSecret string
 	callbackHosts  []string
 	callbackLocal  bool
@@ -55,6 +56,7 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.strList(&c.jwtAlgorithms, "jwt-algorithms", "RULEVALIDATOR_JWT_ALGORITHMS", strings.Join(auth.DefaultAlgorithms, ","), "accepted signature algorithms (asymmetric only)")
 	s.secret(&c.internalToken, "internal-token", "RULEVALIDATOR_INTERNAL_TOKEN", "credential of internal callers (at least 32 characters); empty disables /internal routes")
 	s.str(&c.reportPrefix, "report-prefix", "RULEVALIDATOR_REPORT_PREFIX", report.DefaultPrefix, "object key prefix of reports")
+	s.str(&c.jobPrefix, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", api.DefaultJobPrefix, "object key prefix of job status documents (with --s3-endpoint)")
 	s.secret(&c.callbackSecret, "callback-secret", "RULEVALIDATOR_CALLBACK_SECRET", "HMAC key that signs callbacks (at least 32 bytes); empty disables callbacks")
 	s.strList(&c.callbackHosts, "callback-hosts", "RULEVALIDATOR_CALLBACK_HOSTS", "", "hosts callbacks may go to (host or *.suffix), comma-separated; empty allows any public host")
 	s.boolean(&c.callbackLocal, "callback-allow-private", "RULEVALIDATOR_CALLBACK_ALLOW_PRIVATE", "false", "allow callbacks to loopback and private addresses (local development only)")
@@ -71,6 +73,9 @@ func (c *httpConfig) validate() error {
 	if c.httpAddr != "" && c.jwtIssuer == "" {
 		errs = append(errs, errors.New("--http-addr needs --jwt-issuer"))
 	}
+	if strings.TrimSuffix(c.jobPrefix, "/") == strings.TrimSuffix(c.reportPrefix, "/") {
+		errs = append(errs, fmt.Errorf("--job-prefix and --report-prefix are both %q", c.jobPrefix))
+	}
 	if c.httpAddr != "" && c.httpAddr == c.opsAddr {
 		errs = append(errs, fmt.Errorf("--http-addr and --ops-addr are both %s", c.httpAddr))
 	}
@@ -83,6 +88,8 @@ type services struct {
 	registry *prometheus.Registry
 	notifier *callback.Notifier
 	reports  *meteredReports
+	// jobs keeps job status in object storage; nil without it.
+	jobs *api.StoredJobs
 	// kafka is the one checked Kafka client every Kafka part is built on.
 	kafka *stream.Client
 }
@@ -113,6 +120,9 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 		s.reports = &meteredReports{
 			w: report.NewWriter(store, report.WriterOptions{Prefix: cfg.http.reportPrefix}),
 			m: m,
+		}
+		if s.jobs, err = api.NewStoredJobs(store, api.StoredJobsConfig{Prefix: cfg.http.jobPrefix}); err != nil {
+			return nil, fmt.Errorf("%w: --job-prefix: %v", errConfig, err)
 		}
 	}
 	return s, nil
@@ -162,8 +172,17 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 	// An environment fault holding consumption makes the replica unready,
 	// naming the cause and what to fix.
 	checks = append(checks, api.Check{Name: "environment", Probe: environment})
+	// Job status lives in object storage when there is one: every replica
+	// reads the same documents. Otherwise each replica keeps its own, in
+	// memory, fed from the event topics.
+	var memJobs *api.JobStore
+	var jobs api.Jobs = svc.jobs
+	if svc.jobs == nil {
+		memJobs = api.NewJobStore(api.JobStoreConfig{})
+		jobs = memJobs
+	}
 	acfg := api.Config{
-		Jobs:      api.NewJobStore(api.JobStoreConfig{}),
+		Jobs:      jobs,
 		Callbacks: svc.notifier,
 		Readiness: checks,
 		Metrics:   svc.metrics,
@@ -203,14 +222,19 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			<-ctx.Done()
 			return sub.Close()
 		})
-		feed, err := api.NewJobFeed(api.JobFeedConfig{
-			Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
-			Serde: serde, Jobs: acfg.Jobs, Logger: logger,
-		})
-		if err != nil {
-			return fmt.Errorf("%w: %v", errConfig, err)
+		if memJobs == nil {
+			logger.Info("job status is kept in object storage, shared by every replica and durable", "bucket", store.Bucket(), "prefix", cfg.http.jobPrefix)
+		} else {
+			logger.Warn("job status is kept in memory: it is per replica (a replica answers GET for a request once it has read its events) and lost on restart; set --s3-endpoint to keep it in object storage, shared and durable")
+			feed, err := api.NewJobFeed(api.JobFeedConfig{
+				Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
+				Serde: serde, Jobs: memJobs, Logger: logger,
+			})
+			if err != nil {
+				return fmt.Errorf("%w: %v", errConfig, err)
+			}
+			g.Go(func() error { return feed.Run(ctx) })
 		}
-		g.Go(func() error { return feed.Run(ctx) })
 	}
 	server, err := api.New(acfg)
 	if err != nil {

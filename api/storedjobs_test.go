@@ -1,0 +1,428 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"rulevalidator/internal/s3test"
+	"rulevalidator/objstore"
+	"rulevalidator/pipeline"
+	"rulevalidator/schemas"
+)
+
+// TestKeySegment: escaping keeps request ids as they are, maps every other
+// string one to one onto a segment that cannot climb out of its place in the
+// key, and stays within a file name's length.
+func TestKeySegment(t *testing.T) {
+	long := strings.Repeat("é", 150)
+	for _, tc := range []struct{ in, want string }{
+		{"acme", "acme"},
+		{"req-1.v2:a~b_c", "req-1.v2:a~b_c"},
+		{".", "%2E"},
+		{"..", "%2E."},
+		{".hidden", "%2Ehidden"},
+		{"a/b", "a%2Fb"},
+		{`a\b`, "a%5Cb"},
+		{"../acme", "%2E.%2Facme"},
+		{"%2F", "%252F"},
+		{"%%", "%25%25"},
+		{"a b\x00\n", "a%20b%00%0A"},
+		{"é", "%C3%A9"},
+		{"\xff", "%FF"},
+		{"", "%"},
+	} {
+		if got := keySegment(tc.in); got != tc.want {
+			t.Errorf("keySegment(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	hashed := keySegment(long)
+	if !strings.HasPrefix(hashed, "%%") || len(hashed) != 66 {
+		t.Errorf("keySegment of %d bytes = %q, want %%%% and a SHA-256", len(long), hashed)
+	}
+	if again := keySegment(long + "x"); again == hashed {
+		t.Error("two long strings share a segment")
+	}
+	if fits := strings.Repeat("a", maxSegmentBytes); keySegment(fits) != fits {
+		t.Errorf("a %d-byte id was hashed", maxSegmentBytes)
+	}
+}
+
+// TestJobKeysAreTenantScoped: no tenant or request id leaves its tenant's
+// prefix, every key is one object storage accepts, and pairs that plain
+// concatenation would confuse get different keys.
+func TestJobKeysAreTenantScoped(t *testing.T) {
+	jobs, err := NewStoredJobs(noObjects{}, StoredJobsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := [][2]string{
+		{"acme", "r1"},
+		{"acme/r1", "x"},
+		{"acme", "r1/x"},
+		{"acme", "../globex/r1"},
+		{"..", "acme"},
+		{".", "r1"},
+		{"acme", "r1.json"},
+		{"acme", "r1.json/.."},
+		{"acme%2Fr1", "x"},
+		{"acme", "%2E%2E"},
+		{"acme", ".."},
+		{"globex", "r1"},
+		{`acme\`, "r1"},
+		{"acme", strings.Repeat("r", 600)},
+		{strings.Repeat("t", 300), "r1"},
+		{"", "r1"},
+		{"acme", ""},
+	}
+	seen := map[string][2]string{}
+	for _, p := range pairs {
+		key := jobs.Key(p[0], p[1])
+		if other, dup := seen[key]; dup {
+			t.Errorf("tenant %q id %q and tenant %q id %q share the key %q", p[0], p[1], other[0], other[1], key)
+		}
+		seen[key] = p
+		if _, _, err := objstore.ParseURI("s3://bucket/" + key); err != nil {
+			t.Errorf("tenant %q id %q: key %q is not a valid key: %v", p[0], p[1], key, err)
+		}
+		segs := strings.Split(key, "/")
+		if len(segs) != 3 || segs[0] != DefaultJobPrefix || segs[1] != keySegment(p[0]) || !strings.HasSuffix(segs[2], ".json") {
+			t.Errorf("tenant %q id %q: key %q is not %s/<tenant>/<id>.json", p[0], p[1], key, DefaultJobPrefix)
+		}
+		if len(key) > 1024 {
+			t.Errorf("key %q is over S3's 1024 bytes", key)
+		}
+	}
+	if _, err := NewStoredJobs(noObjects{}, StoredJobsConfig{Prefix: "jobs/../reports"}); err == nil {
+		t.Error("a prefix with .. was accepted")
+	}
+}
+
+// noObjects is object storage that is never called (keys only).
+type noObjects struct{ JobObjects }
+
+func storedJobs(t *testing.T) (*StoredJobs, *objstore.Store) {
+	t.Helper()
+	store := s3test.Store(t)
+	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs, store
+}
+
+func TestStoredJobsCreateIsIdempotent(t *testing.T) {
+	jobs, _ := storedJobs(t)
+	testCreateIsIdempotent(t, jobs)
+}
+
+// TestStoredJobsTenantIsolation: tenant B, and ids that try to reach A's
+// document through the key, never read or replace A's job.
+func TestStoredJobsTenantIsolation(t *testing.T) {
+	jobs, store := storedJobs(t)
+	ctx := t.Context()
+	done := summary("acme", "r1", schemas.StatusCompleted, 1)
+	acme := Job{TenantID: "acme", RequestID: "r1", Status: JobCompleted, Summary: &done, Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
+	if err := jobs.Save(ctx, acme); err != nil {
+		t.Fatal(err)
+	}
+	probes := [][2]string{
+		{"globex", "r1"},
+		{"globex", "../acme/r1"},
+		{"globex/../acme", "r1"},
+		{"..", "acme/r1"},
+		{".", "acme/r1"},
+		{"acme/r1", ""},
+		{"globex", "..%2Facme%2Fr1"},
+		{"acme%2F", "r1"},
+		{"ACME", "r1"},
+		{"acme", "r1.json"},
+		{"acme", "R1"},
+		{"acme", "r1/"},
+		{"acme ", "r1"},
+		{"globex", strings.Repeat("r", 600)},
+		{"globex", strings.Repeat("é", 66)},
+		{strings.Repeat("g", maxSegmentBytes), strings.Repeat("a", maxSegmentBytes)},
+	}
+	for _, p := range probes {
+		if j, ok, err := jobs.Get(ctx, p[0], p[1]); ok || err != nil {
+			t.Errorf("Get(%q, %q) = %+v, ok %v, %v; want not found", p[0], p[1], j, ok, err)
+		}
+		if _, created, err := jobs.Create(ctx, Job{TenantID: p[0], RequestID: p[1], Status: JobPending}); err != nil || !created {
+			t.Errorf("Create(%q, %q): created=%v, %v; want a job of its own", p[0], p[1], created, err)
+		}
+	}
+	got, ok, err := jobs.Get(ctx, "acme", "r1")
+	if err != nil || !ok || got.Status != JobCompleted || len(got.Verdicts) != 1 {
+		t.Fatalf("acme's job after the probes: %+v, ok %v, %v", got, ok, err)
+	}
+
+	// A document at a tenant's key that names another job (tampering) is
+	// refused, not answered.
+	forged, _ := json.Marshal(newJobDocument(Job{TenantID: "acme", RequestID: "r1", Status: JobCompleted}))
+	if _, err := store.Put(ctx, jobs.Key("globex", "r1"), forged, jobContentType, nil); err != nil {
+		t.Fatal(err)
+	}
+	if j, ok, err := jobs.Get(ctx, "globex", "r1"); ok || err == nil {
+		t.Errorf("a document of acme's at globex's key: %+v, ok %v, %v; want an error", j, ok, err)
+	}
+}
+
+// TestStoredJobsCreateRace: replicas creating one job at once agree on one
+// winner, whose job every replica then answers.
+func TestStoredJobsCreateRace(t *testing.T) {
+	jobs, store := storedJobs(t)
+	replicas := make([]*StoredJobs, 6)
+	for i := range replicas {
+		var err error
+		if replicas[i], err = NewStoredJobs(store, StoredJobsConfig{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	created := make([]bool, len(replicas))
+	errs := make([]error, len(replicas))
+	for i, r := range replicas {
+		wg.Go(func() {
+			_, created[i], errs[i] = r.Create(ctx, Job{TenantID: "acme", RequestID: "race", Status: JobPending,
+				CallbackURL: "https://hooks.example/" + string(rune('a'+i))})
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i := range replicas {
+		if errs[i] != nil {
+			t.Fatalf("replica %d: %v", i, errs[i])
+		}
+		if created[i] {
+			if winner >= 0 {
+				t.Fatalf("replicas %d and %d both created the job", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no replica created the job")
+	}
+	j, ok, err := jobs.Get(ctx, "acme", "race")
+	if err != nil || !ok || j.CallbackURL != "https://hooks.example/"+string(rune('a'+winner)) {
+		t.Errorf("stored job %+v (ok %v, %v), want replica %d's", j, ok, err, winner)
+	}
+}
+
+// TestStoredJobsStoreResult: the pipeline's result replaces the pending
+// document; GET's body is then the callback's.
+func TestStoredJobsStoreResult(t *testing.T) {
+	jobs, _ := storedJobs(t)
+	ctx := t.Context()
+	at := time.Date(2026, 3, 1, 9, 0, 0, 123e6, time.UTC)
+	cb := "https://hooks.example/rv"
+	req := &schemas.Request{RequestID: "r1", TenantID: "acme", SubmittedAt: at, Options: schemas.Options{CallbackURL: &cb}}
+	if _, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending, SubmittedAt: at, CallbackURL: cb}); err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	pending, _, err := jobs.Get(ctx, "acme", "r1")
+	if err != nil || pending.Status != JobPending || pending.Summary != nil {
+		t.Fatalf("pending job %+v, %v", pending, err)
+	}
+	out := pipeline.Outcome{
+		Summary:  summary("acme", "r1", schemas.StatusCompleted, 2),
+		Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)},
+	}
+	if err := jobs.StoreResult(ctx, req, out); err != nil {
+		t.Fatal(err)
+	}
+	j, ok, err := jobs.Get(ctx, "acme", "r1")
+	if err != nil || !ok {
+		t.Fatalf("Get: ok %v, %v", ok, err)
+	}
+	if j.Status != JobCompleted || !j.SubmittedAt.Equal(at) || j.CallbackURL != cb || len(j.Verdicts) != 2 {
+		t.Errorf("stored result %+v", j)
+	}
+	body, _ := json.Marshal(newJobBody(j))
+	payload, err := ResultPayload(req, out)
+	if err != nil || string(body) != string(payload) {
+		t.Errorf("GET body\n%s\nis not the callback payload\n%s (%v)", body, payload, err)
+	}
+}
+
+// TestStoredJobsStorageDown: a store that does not answer is an error (503 at
+// the API), never "not found".
+func TestStoredJobsStorageDown(t *testing.T) {
+	endpoint, access, secret := s3test.Endpoint(t)
+	store, err := objstore.New(objstore.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret + "-wrong", Bucket: s3test.UniqueBucket(t), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, ok, err := jobs.Get(ctx, "acme", "r1"); ok || err == nil {
+		t.Errorf("Get with refused credentials: ok %v, %v; want an error", ok, err)
+	}
+	_, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending})
+	var op *objstore.OpError
+	if created || !errors.As(err, &op) || op.FaultCause() != objstore.CauseStorageAuth {
+		t.Errorf("Create with refused credentials: created=%v, %v; want a storage_auth error", created, err)
+	}
+	if f := pipeline.Classify(jobs.StoreResult(ctx, &schemas.Request{RequestID: "r1", TenantID: "acme"}, pipeline.Outcome{})); f.Message {
+		t.Errorf("StoreResult with refused credentials is classified %+v, want an environment fault", f)
+	}
+}
+
+// TestStoredJobsAcrossServers: servers sharing stored jobs answer the same
+// job, whichever accepted it; a request id re-posted to another server runs
+// nothing; a new server (a restart) answers the finished job; a transient
+// failure may be submitted again.
+func TestStoredJobsAcrossServers(t *testing.T) {
+	jobs, store := storedJobs(t)
+	id := newIdentity(t)
+	runner := &scriptedRunner{gate: make(chan struct{})}
+	_, a := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: jobs})
+	other, err := NewStoredJobs(store, StoredJobsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: other})
+	acme := id.token(t, "acme")
+
+	posted := call(t, http.MethodPost, a.URL+"/v1/validations", acme, validationBody("req-s1"))
+	if posted.status != http.StatusAccepted {
+		t.Fatalf("POST on A: %s", posted)
+	}
+	onB := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", acme, nil)
+	if j := decodeJob(t, onB); onB.status != http.StatusOK || (j.Status != "pending" && j.Status != "running") || *j.SubmittedAt != *decodeJob(t, posted).SubmittedAt {
+		t.Fatalf("GET on B before the result: %s", onB)
+	}
+	if r := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", id.token(t, "globex"), nil); r.status != http.StatusNotFound {
+		t.Errorf("another tenant's GET on B: %s, want 404", r)
+	}
+	if r := call(t, http.MethodPost, b.URL+"/v1/validations", acme, validationBody("req-s1")); r.status != http.StatusAccepted || *decodeJob(t, r).SubmittedAt != *decodeJob(t, posted).SubmittedAt {
+		t.Errorf("POST of the same id on B: %s, want 202 with A's job", r)
+	}
+	close(runner.gate)
+	done := pollDone(t, b.URL+"/v1/validations/req-s1", acme)
+	if done.Status != "completed" || done.Result == nil || len(done.Result.Verdicts) != 2 {
+		t.Fatalf("job on B: %+v", done)
+	}
+	if n := len(runner.requests()); n != 1 {
+		t.Errorf("the request ran %d times, want once", n)
+	}
+
+	restarted, err := NewStoredJobs(store, StoredJobsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: restarted})
+	again := call(t, http.MethodGet, c.URL+"/v1/validations/req-s1", acme, nil)
+	fromB := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", acme, nil)
+	if again.status != http.StatusOK || string(again.body) != string(fromB.body) {
+		t.Errorf("after a restart: %s\nwant B's answer: %s", again, fromB)
+	}
+
+	failing := &scriptedRunner{fail: errors.New("model unavailable: connection refused")}
+	_, d := serve(t, Config{Verifier: id.verifier, Runner: failing, Jobs: jobs})
+	if r := call(t, http.MethodPost, d.URL+"/v1/validations", acme, validationBody("req-s2")); r.status != http.StatusAccepted {
+		t.Fatalf("POST: %s", r)
+	}
+	if j := pollDone(t, d.URL+"/v1/validations/req-s2", acme); j.Status != "failed" {
+		t.Fatalf("transient failure: %+v", j)
+	}
+	if r := call(t, http.MethodPost, d.URL+"/v1/validations", acme, validationBody("req-s2")); r.status != http.StatusAccepted {
+		t.Fatalf("POST again: %s", r)
+	}
+	pollDone(t, d.URL+"/v1/validations/req-s2", acme)
+	if n := len(failing.requests()); n != 2 {
+		t.Errorf("runner ran %d times, want 2: a transient failure may be submitted again", n)
+	}
+}
+
+// TestStoredJobsUnavailable: with job storage refusing, POST and GET answer
+// 503 with Retry-After, and nothing runs.
+func TestStoredJobsUnavailable(t *testing.T) {
+	endpoint, access, secret := s3test.Endpoint(t)
+	store, err := objstore.New(objstore.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret + "-wrong", Bucket: s3test.UniqueBucket(t), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newIdentity(t)
+	runner := &scriptedRunner{}
+	_, ts := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: jobs})
+	acme := id.token(t, "acme")
+	for _, r := range []response{
+		call(t, http.MethodPost, ts.URL+"/v1/validations", acme, validationBody("req-u")),
+		call(t, http.MethodGet, ts.URL+"/v1/validations/req-u", acme, nil),
+	} {
+		if r.status != http.StatusServiceUnavailable || r.errorCode() != CodeUnavailable || r.header.Get("Retry-After") == "" {
+			t.Errorf("%s, want 503 unavailable with Retry-After", r)
+		}
+	}
+	if n := len(runner.requests()); n != 0 {
+		t.Errorf("runner ran %d times with job storage down, want 0", n)
+	}
+}
+
+// TestStoredJobsAbandonedPendingJob: a pending job whose replica stopped
+// before publishing it (never marked queued) blocks its request id only
+// until UnqueuedAfter; a queued one, or a young one, keeps it.
+func TestStoredJobsAbandonedPendingJob(t *testing.T) {
+	store := s3test.Store(t)
+	c := &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	jobs, err := NewStoredJobs(store, StoredJobsConfig{UnqueuedAfter: time.Minute, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	create := func(id string) (Job, bool) {
+		t.Helper()
+		j, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: id, Status: JobPending, SubmittedAt: c.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j, created
+	}
+	abandoned, _ := create("abandoned")
+	queued, _ := create("queued")
+	if err := jobs.Queued(ctx, queued); err != nil {
+		t.Fatal(err)
+	}
+	if j, _, _ := jobs.Get(ctx, "acme", "queued"); j.Status != JobPending {
+		t.Fatalf("queued job %+v, want pending", j)
+	}
+	if _, created := create("abandoned"); created {
+		t.Error("a young unqueued job was replaced")
+	}
+	c.Advance(time.Minute + time.Second)
+	if j, created := create("abandoned"); !created || !j.SubmittedAt.After(abandoned.SubmittedAt) {
+		t.Errorf("an unqueued job past UnqueuedAfter: created=%v %+v, want replaced", created, j)
+	}
+	if _, created := create("queued"); created {
+		t.Error("a queued job was replaced")
+	}
+
+	// Queued after the pipeline stored the result leaves the result.
+	fresh, _ := create("quick")
+	done := summary("acme", "quick", schemas.StatusCompleted, 0)
+	if err := jobs.StoreResult(ctx, &schemas.Request{RequestID: "quick", TenantID: "acme"}, pipeline.Outcome{Summary: done}); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Queued(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if j, _, _ := jobs.Get(ctx, "acme", "quick"); j.Status != JobCompleted {
+		t.Errorf("Queued after the result: %s, want completed", j.Status)
+	}
+}
