@@ -283,7 +283,7 @@ func (s *Server) sendCallback(job Job, log *slog.Logger) {
 	}
 	payload, err := json.Marshal(newJobBody(job))
 	if err == nil {
-		err = s.cfg.Callbacks.Notify(job.CallbackURL, payload, job.RequestID)
+		err = s.cfg.Callbacks.Notify(job.CallbackURL, payload, schemas.SummaryEventID(job.TenantID, job.RequestID))
 	}
 	if err != nil {
 		log.Warn("api: callback not queued", "error", err)
@@ -317,20 +317,24 @@ func traceFrom(ctx context.Context) (traceContext, bool) {
 }
 
 // ResultPayload is the body of a finished validation, in the shape GET
-// /v1/validations/{request_id} answers and callbacks carry. The serve pipeline
-// uses it to send callbacks for requests that came through Kafka.
+// /v1/validations/{request_id} answers and callbacks carry.
 func ResultPayload(req *schemas.Request, out pipeline.Outcome) ([]byte, error) {
+	return json.Marshal(newJobBody(finishedJob(req, out)))
+}
+
+// finishedJob is the job of a request judged to out.
+func finishedJob(req *schemas.Request, out pipeline.Outcome) Job {
 	status := JobCompleted
 	if out.Summary.Status == schemas.StatusFailed {
 		status = JobFailed
 	}
 	summary := out.Summary
-	return json.Marshal(newJobBody(Job{
+	return Job{
 		TenantID:    req.TenantID,
 		RequestID:   req.RequestID,
 		Status:      status,
 		SubmittedAt: req.SubmittedAt,
 		Summary:     &summary,
 		Verdicts:    out.Verdicts,
-	}))
+	}
 }
