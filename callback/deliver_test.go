@@ -87,4 +87,3 @@ func TestDeliver(t *testing.T) {
 		})
 	}
 }
-
