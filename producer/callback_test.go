@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"rulevalidator/internal/kafkatest"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -109,5 +111,85 @@ func TestCallbackTopicConfig(t *testing.T) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err == nil {
 		t.Error("a callback topic equal to the summary topic was accepted")
+	}
+}
+
+// On a real broker whose callbacks topic takes 64 KiB, a callback over that
+// is written without its verdicts, with the events, in one write; one that
+// fits is written as it is.
+func TestOversizedCallbackIsWrittenWithoutVerdicts(t *testing.T) {
+	bootstrap := kafkatest.Broker(t)
+	verdicts, summaries := kafkatest.UniqueTopic(t, "verdicts"), kafkatest.UniqueTopic(t, "summaries")
+	deadLetters, callbacks := kafkatest.UniqueTopic(t, "deadletter"), kafkatest.UniqueTopic(t, "callbacks")
+	for _, topic := range []string{verdicts, summaries, deadLetters} {
+		kafkatest.CreateTopic(t, bootstrap, topic, 1)
+	}
+	kafkatest.CreateTopicWith(t, bootstrap, callbacks, 1, map[string]string{"max.message.bytes": strconv.Itoa(64 << 10)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{bootstrap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serde, err := schemas.NewSerde(ctx, schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := New(ctx, Config{Client: client, VerdictTopic: verdicts, SummaryTopic: summaries, DeadLetterTopic: deadLetters,
+		CallbackTopic: callbacks, Logger: slog.New(slog.DiscardHandler)}, serde)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	fallback := []byte(`{"result":{"verdicts":[],"verdicts_omitted":{"count":1}}}`)
+	for _, tc := range []struct {
+		id      string
+		payload []byte
+	}{
+		{"small", []byte(`{"result":{"verdicts":[{"rule_id":"r1"}]}}`)},
+		{"large", []byte(`{"result":{"verdicts":[{"rationale":"` + strings.Repeat("y", 100<<10) + `"}]}}`)},
+	} {
+		summary := schemas.SummaryEvent{EventID: "acme/" + tc.id, RequestID: tc.id, TenantID: "acme", RulesetID: "rs", Status: schemas.StatusCompleted, StartedAt: at, CompletedAt: at}
+		recs, err := prod.Encode(Result{Summary: summary, Callback: &Callback{URL: "https://hooks.example.com/" + tc.id, Payload: tc.payload, Fallback: fallback}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.Write(ctx, recs); err != nil {
+			t.Fatalf("writing %s: %v", tc.id, err)
+		}
+	}
+
+	got := make(chan stream.Record, 2)
+	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{callbacks}, Handle: func(r stream.Record) { got <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = reader.Run(ctx) }()
+	for range 2 {
+		var rec stream.Record
+		select {
+		case rec = <-got:
+		case <-ctx.Done():
+			t.Fatal("the callbacks were not read back")
+		}
+		_, omitted := stream.HeaderValue(rec.Headers, HeaderCallbackVerdictsOmitted)
+		url, _ := stream.HeaderValue(rec.Headers, HeaderCallbackURL)
+		switch string(rec.Key) {
+		case "acme/small":
+			if omitted || !bytes.Contains(rec.Value, []byte(`"rule_id":"r1"`)) {
+				t.Errorf("the small callback: omitted %v, value %s", omitted, rec.Value)
+			}
+		case "acme/large":
+			if !omitted || !bytes.Equal(rec.Value, fallback) {
+				t.Errorf("the large callback: omitted %v, value of %d bytes, want the fallback", omitted, len(rec.Value))
+			}
+		default:
+			t.Errorf("unexpected callback key %q", rec.Key)
+		}
+		if want := "https://hooks.example.com/" + strings.TrimPrefix(string(rec.Key), "acme/"); string(url) != want {
+			t.Errorf("callback %s: URL %q, want %q", rec.Key, url, want)
+		}
 	}
 }
