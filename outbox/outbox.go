@@ -64,10 +64,7 @@ func (h handler) handle(ctx context.Context, m *consumer.Message) error {
 	if d.Interrupted() {
 		return fmt.Errorf("callback %s (%s): %w; it is delivered after the restart: %w", eventID, m.Where(), consumer.ErrDraining, d.Err)
 	}
-	if !d.Delivered {
-		h.log.Warn("callback given up; its offset is committed and it is not tried again",
-			"event_id", eventID, "position", m.Where(), "attempts", d.Attempts, "status", d.Status, "error", d.Err)
-	}
+	// Delivered, or given up (the Deliverer has logged why): committed.
 	return nil
 }
 
