@@ -117,15 +117,19 @@ func TestServeCallbacksSurviveSIGTERM(t *testing.T) {
 	callbackGroup := e.group + ".callbacks"
 	rcv := newCallbackReceiver(t, http.StatusServiceUnavailable)
 
-	// A is judged at once; B takes the model long enough to finish during the drain.
-	fast, slow := exampleReply(t, 0), exampleReply(t, 4*time.Second)
+	// A is judged at once; B's answer is held until the drain has begun.
+	reply := exampleReply(t, 0)
+	releaseB := make(chan struct{})
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(releaseB) }) }
+	t.Cleanup(release)
 	e.llm.Answer(func(r llmfake.Request) llmfake.Reply {
 		for _, m := range r.Messages {
 			if strings.Contains(m.Content, "[ticket cb-slow]") {
-				return slow
+				<-releaseB
 			}
 		}
-		return fast
+		return reply
 	})
 	reqA, reqB := exampleRequest(t, "cb-fast"), exampleRequest(t, "cb-slow")
 	for _, r := range []*schemas.Request{reqA, reqB} {
@@ -144,6 +148,15 @@ func TestServeCallbacksSurviveSIGTERM(t *testing.T) {
 		t.Fatalf("B was judged before the SIGTERM; the test needs it judged during the drain")
 	}
 	first.signal(t, syscall.SIGTERM)
+	waitUntil(t, waitLimit, "the requests consumer drains", func() bool {
+		for _, line := range strings.Split(first.logText(), "\n") {
+			if strings.Contains(line, "partitions revoked: draining") && strings.Contains(line, e.requests) {
+				return true
+			}
+		}
+		return false
+	})
+	release()
 	if code := first.wait(t, 40*time.Second); code != exitOK {
 		t.Fatalf("exit status %d after SIGTERM, want %d", code, exitOK)
 	}
