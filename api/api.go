@@ -90,8 +90,9 @@ type Config struct {
 	// defaults).
 	Jobs Jobs
 	// Callbacks checks options.callback_url at submission and, in-process,
-	// delivers the result there. In broker mode the serve pipeline delivers
-	// callbacks; this process only checks the URL. Nil refuses requests that
+	// delivers the result there. In broker mode the serve pipeline writes
+	// callbacks to the callbacks topic, delivered from there (package outbox);
+	// this process only checks the URL. Nil refuses requests that
 	// ask for a callback.
 	Callbacks *callback.Notifier
 	// Readiness lists what /readyz probes, each with ReadyTimeout (default 2s).

@@ -83,7 +83,7 @@ func TestExecuteAsync(t *testing.T) {
 	if err := callback.Verify(secret, got.Header.Get(callback.HeaderTimestamp), got.Header.Get(callback.HeaderSignature), payload, time.Now(), 5*time.Minute); err != nil {
 		t.Errorf("callback signature: %v", err)
 	}
-	if got.URL.Path != "/jobs/done" || got.Header.Get(callback.HeaderEventID) != "job-1" {
+	if got.URL.Path != "/jobs/done" || got.Header.Get(callback.HeaderEventID) != "acme/job-1" {
 		t.Errorf("callback to %s with event id %q", got.URL.Path, got.Header.Get(callback.HeaderEventID))
 	}
 	var cb jobResponse

@@ -32,8 +32,8 @@ type JobFeedConfig struct {
 // partition, without a consumer group (each API process sees every event and
 // commits nothing), and records the events in a JobStore so that GET
 // /v1/validations/{id} answers for requests judged by the serve pipeline.
-// Only job status is updated here: callbacks of such requests are the serve
-// pipeline's to send. Partitions added to the topics later are read from
+// Only job status is updated here: callbacks of such requests go through the
+// callbacks topic (package outbox). Partitions added to the topics later are read from
 // their start; a broker failure is retried, never the end of the feed.
 type JobFeed struct {
 	cfg    JobFeedConfig

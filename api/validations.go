@@ -336,7 +336,7 @@ func (s *Server) sendCallback(job Job, log *slog.Logger) {
 	}
 	payload, err := json.Marshal(newJobBody(job))
 	if err == nil {
-		err = s.cfg.Callbacks.Notify(job.CallbackURL, payload, job.RequestID)
+		err = s.cfg.Callbacks.Notify(job.CallbackURL, payload, schemas.SummaryEventID(job.TenantID, job.RequestID))
 	}
 	if err != nil {
 		log.Warn("api: callback not queued", "error", err)
@@ -370,8 +370,7 @@ func traceFrom(ctx context.Context) (traceContext, bool) {
 }
 
 // ResultPayload is the body of a finished validation, in the shape GET
-// /v1/validations/{request_id} answers and callbacks carry. The serve pipeline
-// uses it to send callbacks for requests that came through Kafka.
+// /v1/validations/{request_id} answers and callbacks carry.
 func ResultPayload(req *schemas.Request, out pipeline.Outcome) ([]byte, error) {
 	return json.Marshal(newJobBody(finishedJob(req, out, false)))
 }

@@ -314,7 +314,7 @@ func TestCallbackDelivered(t *testing.T) {
 	rcv.mu.Lock()
 	req, payload := rcv.got[0], rcv.raw[0]
 	rcv.mu.Unlock()
-	if req.URL.Path != "/rv/done" || req.Header.Get(callback.HeaderEventID) != "req-cb" {
+	if req.URL.Path != "/rv/done" || req.Header.Get(callback.HeaderEventID) != "acme/req-cb" {
 		t.Errorf("callback to %s with event id %q", req.URL.Path, req.Header.Get(callback.HeaderEventID))
 	}
 	if err := callback.Verify(secret, req.Header.Get(callback.HeaderTimestamp), req.Header.Get(callback.HeaderSignature), payload, time.Now(), 5*time.Minute); err != nil {

@@ -122,9 +122,15 @@ type Delivery struct {
 	Attempts  int
 	// Status is the last HTTP status received, 0 when none was.
 	Status int
-	// Err says why the notification was given up; nil when delivered.
+	// Err says why the notification was given up; nil when delivered. It
+	// matches ErrInterrupted when the process stopped first, ErrTargetRefused
+	// when the URL or its address is not allowed.
 	Err error
 }
+
+// Interrupted reports whether the notification was neither delivered nor
+// given up, because the process was stopping (see Deliver).
+func (d Delivery) Interrupted() bool { return errors.Is(d.Err, ErrInterrupted) }
 
 type job struct {
 	url     *url.URL
@@ -225,7 +231,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 				case <-ctx.Done():
 					return
 				case j := <-n.queue:
-					n.deliver(ctx, j)
+					n.done(n.deliver(ctx, j, nil))
 				}
 			}
 		}()
@@ -239,11 +245,41 @@ func (n *Notifier) Run(ctx context.Context) error {
 	return nil
 }
 
-// deliver tries one notification until it is delivered, refused or out of
-// attempts.
-func (n *Notifier) deliver(ctx context.Context, j job) {
+// Deliver tries one notification now, in the calling goroutine, with the
+// same checks, signature and retries as Notify, and returns its outcome once
+// it is delivered, given up (the URL refused, an answer retrying will not
+// change, or MaxAttempts spent) or interrupted. It is interrupted, Err
+// matching ErrInterrupted, when ctx ends, or when stopRetrying is closed
+// while it waits to retry: an attempt under way when stopRetrying closes
+// still finishes (within Timeout), so that a delivery is not cut off half
+// sent. A nil stopRetrying never closes. OnDone is told the outcome too.
+func (n *Notifier) Deliver(ctx context.Context, rawURL string, payload []byte, eventID string, stopRetrying <-chan struct{}) Delivery {
+	u, err := n.policy.checkURL(rawURL)
+	if err != nil {
+		n.cfg.Logger.Warn("callback given up", "event_id", eventID, "reason", "refused", "error", err)
+		d := Delivery{URL: rawURL, EventID: eventID, Err: err}
+		n.done(d)
+		return d
+	}
+	d := n.deliver(ctx, job{url: u, payload: payload, eventID: eventID}, stopRetrying)
+	n.done(d)
+	return d
+}
+
+// ErrInterrupted marks a notification given up because the process is
+// stopping, not because of the receiver: see Deliver.
+var ErrInterrupted = errors.New("callback: interrupted by shutdown")
+
+// deliver tries one notification until it is delivered, refused, out of
+// attempts, or interrupted by ctx or stopRetrying.
+func (n *Notifier) deliver(ctx context.Context, j job, stopRetrying <-chan struct{}) Delivery {
 	log := n.cfg.Logger.With("event_id", j.eventID, "url", logURL(j.url))
 	d := Delivery{URL: j.url.String(), EventID: j.eventID}
+	interrupted := func(err error) Delivery {
+		log.Warn("callback interrupted by shutdown", "attempts", d.Attempts, "error", err)
+		d.Err = fmt.Errorf("%w after %d attempts: %w", ErrInterrupted, d.Attempts, err)
+		return d
+	}
 	for {
 		d.Attempts++
 		status, retryAfter, err := n.attempt(ctx, j)
@@ -251,14 +287,10 @@ func (n *Notifier) deliver(ctx context.Context, j job) {
 		if err == nil {
 			d.Delivered = true
 			log.Debug("callback delivered", "attempts", d.Attempts, "status", status)
-			n.done(d)
-			return
+			return d
 		}
 		if ctx.Err() != nil {
-			log.Warn("callback abandoned at shutdown", "attempts", d.Attempts, "error", err)
-			d.Err = fmt.Errorf("abandoned at shutdown: %w", err)
-			n.done(d)
-			return
+			return interrupted(err)
 		}
 		var retry retryableError
 		retryable := errors.As(err, &retry)
@@ -269,8 +301,7 @@ func (n *Notifier) deliver(ctx context.Context, j job) {
 			}
 			log.Warn("callback given up", "reason", reason, "attempts", d.Attempts, "status", status, "error", err)
 			d.Err = err
-			n.done(d)
-			return
+			return d
 		}
 		wait := n.backoff(d.Attempts, retryAfter)
 		log.Info("callback attempt failed; retrying", "attempt", d.Attempts, "status", status, "error", err, "retry_in", wait)
@@ -278,10 +309,10 @@ func (n *Notifier) deliver(ctx context.Context, j job) {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			log.Warn("callback abandoned at shutdown", "attempts", d.Attempts, "error", err)
-			d.Err = fmt.Errorf("abandoned at shutdown: %w", err)
-			n.done(d)
-			return
+			return interrupted(err)
+		case <-stopRetrying:
+			timer.Stop()
+			return interrupted(err)
 		case <-timer.C:
 		}
 	}

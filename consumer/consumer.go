@@ -302,7 +302,7 @@ func (r *run) handle(m *Message) bool {
 			// Cannot happen: dispatch recorded it. Say so loudly rather than guess.
 			r.log.Error("handled an offset the tracker does not hold", logAttrs(m)...)
 		}
-	case errors.Is(err, errDraining):
+	case errors.Is(err, ErrDraining):
 		outcome = OutcomeInterrupted
 		r.log.Info("retry given up at the drain; not committed, it will be redelivered",
 			append(logAttrs(m), "err", err)...)

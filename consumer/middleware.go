@@ -167,14 +167,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// errDraining is why a retry stopped when the consumer began draining.
-var errDraining = errors.New("the consumer is draining")
+// ErrDraining is why a retry stopped when the consumer began draining. A handler that gives
+// its message up because Draining is closed returns an error wrapping it: the message is then
+// not committed, it is redelivered to the partition's next owner, and the consumer goes on
+// instead of stopping as it does for other errors.
+var ErrDraining = errors.New("the consumer is draining")
 
 func stopCause(ctx context.Context) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	return errDraining
+	return ErrDraining
 }
 
 func orDiscard(logger *slog.Logger) *slog.Logger {

@@ -170,8 +170,8 @@ func TestRetry(t *testing.T) {
 		close(draining)
 		select {
 		case err := <-done:
-			if !errors.Is(err, errFlaky) || !errors.Is(err, errDraining) {
-				t.Fatalf("err = %v, want it to wrap %v and errDraining", err, errFlaky)
+			if !errors.Is(err, errFlaky) || !errors.Is(err, ErrDraining) {
+				t.Fatalf("err = %v, want it to wrap %v and ErrDraining", err, errFlaky)
 			}
 			if _, ok := PermanentReason(err); ok {
 				t.Error("the drain made the error permanent")

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"rulevalidator/callback"
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
@@ -135,6 +136,19 @@ func (m *Metrics) ObserveReportUpload(took time.Duration, err error) {
 	if err != nil {
 		m.uploadFailures.Inc()
 	}
+}
+
+// ObserveCallback counts a callback notification that ended; it fits
+// callback.Config's OnDone.
+func (m *Metrics) ObserveCallback(d callback.Delivery) {
+	outcome := CallbackGivenUp
+	switch {
+	case d.Delivered:
+		outcome = CallbackDelivered
+	case d.Interrupted():
+		outcome = CallbackInterrupted
+	}
+	m.callbacks.WithLabelValues(outcome).Inc()
 }
 
 // CountDeadLetters wraps p so that every message it publishes successfully

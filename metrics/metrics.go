@@ -66,8 +66,16 @@ var (
 		engine.ReasonMalformedEvidence, engine.ReasonPlaceholderRationale, engine.ReasonPlaceholderEvidence,
 		engine.ReasonUnanchoredQuote, engine.ReasonAlteredEvidence, engine.ReasonUnsupportedVerdict,
 	)
-	anchorOutcomes  = newLabelSet("exact", "normalized", "fuzzy", "elided", "unanchored", "not_document")
-	handlerOutcomes = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
+	anchorOutcomes   = newLabelSet("exact", "normalized", "fuzzy", "elided", "unanchored", "not_document")
+	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
+	callbackOutcomes = newLabelSet(CallbackDelivered, CallbackGivenUp, CallbackInterrupted)
+)
+
+// Outcomes of rulevalidator_callbacks_total (see ObserveCallback).
+const (
+	CallbackDelivered   = "delivered"
+	CallbackGivenUp     = "given_up"
+	CallbackInterrupted = "interrupted"
 )
 
 // Metrics holds rulevalidator's metrics. It is safe for concurrent use.
@@ -92,6 +100,7 @@ type Metrics struct {
 
 	uploadDuration prometheus.Histogram
 	uploadFailures prometheus.Counter
+	callbacks      *prometheus.CounterVec
 	// uploadsObserved: ObserveReportUpload has been called.
 	uploadsObserved atomic.Bool
 
@@ -158,6 +167,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			uploadBuckets),
 		uploadFailures: b.counter("report_upload_failures_total",
 			"Reports that could not be stored."),
+		callbacks: b.counterVec("callbacks_total",
+			"Callback notifications that ended, by outcome: delivered (2xx), given_up (URL refused, an answer retrying does not change, or out of attempts; never tried again) or interrupted (the process stopped first; one from the callback topic is delivered after the restart).",
+			"outcome"),
 		httpRequests: b.counterVec("http_requests_total",
 			"HTTP API requests, by route pattern and status code.",
 			"route", "code"),
@@ -200,6 +212,9 @@ func (m *Metrics) preinitialise() {
 	}
 	for _, o := range handlerOutcomes.values {
 		m.handlerTimings.WithLabelValues(o)
+	}
+	for _, o := range callbackOutcomes.values {
+		m.callbacks.WithLabelValues(o)
 	}
 	for _, c := range pipeline.Causes {
 		m.envFault.WithLabelValues(string(c)).Set(0)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 
+	"rulevalidator/callback"
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
@@ -53,6 +54,7 @@ func exercise(m *Metrics) {
 	ph.RequestDone("completed", 2*time.Second)
 
 	m.ObserveReportUpload(80*time.Millisecond, nil)
+	m.ObserveCallback(callback.Delivery{Delivered: true, Attempts: 1, Status: 200})
 	_ = m.CountDeadLetters(publisherFunc(func(context.Context, *consumer.Message, string, error) error { return nil })).
 		PublishDeadLetter(context.Background(), &consumer.Message{}, string(schemas.ReasonUndecodable), errors.New("not avro"))
 
@@ -691,4 +693,25 @@ func modelSeries(t *testing.T, g prometheus.Gatherer) []string {
 		t.Errorf("%d model label values, want at most %d", len(out), MaxModels+1)
 	}
 	return out
+}
+
+// Callbacks are counted by how they ended, into three series only.
+func TestObserveCallback(t *testing.T) {
+	m, _ := newMetrics(t)
+	for _, d := range []callback.Delivery{
+		{Delivered: true, Attempts: 2, Status: 200},
+		{Attempts: 6, Status: 503, Err: errors.New("receiver answered 503")},
+		{Err: fmt.Errorf("%w: scheme \"ftp\"", callback.ErrTargetRefused)},
+		{Attempts: 1, Err: fmt.Errorf("%w after 1 attempts: %w", callback.ErrInterrupted, errors.New("503"))},
+	} {
+		m.ObserveCallback(d)
+	}
+	for outcome, want := range map[string]float64{CallbackDelivered: 1, CallbackGivenUp: 2, CallbackInterrupted: 1} {
+		if got := testutil.ToFloat64(m.callbacks.WithLabelValues(outcome)); got != want {
+			t.Errorf("callbacks_total{outcome=%q} = %v, want %v", outcome, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.callbacks); n != 3 {
+		t.Errorf("%d callback series, want 3", n)
+	}
 }

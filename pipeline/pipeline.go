@@ -70,8 +70,7 @@ type Hooks struct {
 	// consumption (active) and when it clears; cause is a Cause.
 	EnvironmentFault func(cause string, active bool)
 	// Finished is called once a request's outcome is published, completed
-	// or failed (not for redeliveries answered from the cache); serve sends
-	// callbacks from here.
+	// or failed (not for redeliveries answered from the cache).
 	Finished func(req *schemas.Request, out Outcome)
 }
 
@@ -104,6 +103,13 @@ type Config struct {
 	// RequestTimeout before it is dead-lettered with reason timeout
 	// (default 3).
 	TimeoutAttempts int
+	// CallbackPayload, when set, builds the callback of a request that asks
+	// for one (options.callback_url), completed or failed: the body to POST,
+	// and the same body without the verdicts for when the full one does not
+	// fit the callback topic. It is published with the request's events
+	// (producer.Result.Callback), so the callback is durable before the
+	// request's offset is committed. Nil publishes no callbacks.
+	CallbackPayload func(req *schemas.Request, out Outcome) (payload, withoutVerdicts []byte, err error)
 	Logger          *slog.Logger
 	Hooks           Hooks
 	// Now is the clock (tests).
@@ -254,7 +260,11 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	p.forgetTimeouts(m)
 	// A request that cannot succeed still gets its (failed) summary, so the
 	// dashboards hear of it; the consumer then dead-letters the message.
-	msgs, err := p.cfg.Publisher.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(m.Headers)})
+	result := producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(m.Headers)}
+	if result.Callback, err = p.callback(req, out); err != nil {
+		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
+	}
+	msgs, err := p.cfg.Publisher.Encode(result)
 	if err != nil {
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
@@ -302,6 +312,19 @@ func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 	}
 	log.Info("request judged", "rules", len(pub.out.Verdicts), "llm_calls", pub.out.Summary.Usage.LLMCalls, "took", pub.out.Summary.CompletedAt.Sub(pub.out.Summary.StartedAt))
 	return "completed", nil
+}
+
+// callback is the request's callback, nil when it asks for none or callbacks
+// are not configured.
+func (p *Pipeline) callback(req *schemas.Request, out Outcome) (*producer.Callback, error) {
+	if p.cfg.CallbackPayload == nil || req.Options.CallbackURL == nil || *req.Options.CallbackURL == "" {
+		return nil, nil
+	}
+	payload, fallback, err := p.cfg.CallbackPayload(req, out)
+	if err != nil {
+		return nil, fmt.Errorf("building the callback payload: %w", err)
+	}
+	return &producer.Callback{URL: *req.Options.CallbackURL, Payload: payload, Fallback: fallback}, nil
 }
 
 // Outcome is what judging one request produced: its verdict events (none

@@ -35,6 +35,11 @@ const (
 	// that de-duplicate without knowing CloudEvents.
 	HeaderEventID = "rv-event-id"
 	HeaderTenant  = "rv-tenant-id"
+	// HeaderCallbackURL is where a callback record's value is to be POSTed.
+	HeaderCallbackURL = "rv-callback-url"
+	// HeaderCallbackVerdictsOmitted is set ("true") on a callback record whose
+	// payload left the verdicts out because they did not fit the topic.
+	HeaderCallbackVerdictsOmitted = "rv-callback-verdicts-omitted"
 
 	// Dead-letter headers, after Kafka Connect's __connect.errors.* convention.
 	HeaderDLQTopic     = "__connect.errors.topic"
@@ -54,6 +59,7 @@ const (
 	HeaderDLQValueSHA256    = "rv-dlq-value-sha256"
 
 	contentTypeAvro = "application/avro"
+	contentTypeJSON = "application/json"
 	ceSpecVersion   = "1.0"
 )
 
@@ -81,6 +87,10 @@ type Config struct {
 	VerdictTopic    string
 	SummaryTopic    string
 	DeadLetterTopic string
+	// CallbackTopic is where callbacks wait for delivery (an outbox read by
+	// its own consumer group); empty disables them, and a Result with a
+	// Callback then fails to encode.
+	CallbackTopic string
 	// Source is the CloudEvents ce_source (default "rulevalidator").
 	Source string
 	// BatchTimeout bounds how long a batch stays open for other writes
@@ -146,6 +156,9 @@ func (c *Config) Validate() error {
 	if c.VerdictTopic == c.SummaryTopic || c.VerdictTopic == c.DeadLetterTopic || c.SummaryTopic == c.DeadLetterTopic {
 		return fmt.Errorf("producer: the verdict (%q), summary (%q) and dead-letter (%q) topics must differ", c.VerdictTopic, c.SummaryTopic, c.DeadLetterTopic)
 	}
+	if c.CallbackTopic != "" && (c.CallbackTopic == c.VerdictTopic || c.CallbackTopic == c.SummaryTopic || c.CallbackTopic == c.DeadLetterTopic) {
+		return fmt.Errorf("producer: the callback topic %q must differ from the verdict, summary and dead-letter topics", c.CallbackTopic)
+	}
 	return nil
 }
 
@@ -169,9 +182,13 @@ func New(ctx context.Context, cfg Config, serde *schemas.Serde) (*Producer, erro
 	}
 	// The stream writer's murmur2 partitioner keys every event by its
 	// request id, keeping one request's events in one partition, in order.
+	topics := []string{cfg.VerdictTopic, cfg.SummaryTopic, cfg.DeadLetterTopic}
+	if cfg.CallbackTopic != "" {
+		topics = append(topics, cfg.CallbackTopic)
+	}
 	w, err := stream.NewWriter(ctx, stream.WriterConfig{
 		Client:       cfg.Client,
-		Topics:       []string{cfg.VerdictTopic, cfg.SummaryTopic, cfg.DeadLetterTopic},
+		Topics:       topics,
 		BatchTimeout: cfg.BatchTimeout,
 		WriteTimeout: cfg.WriteTimeout,
 		MaxAttempts:  cfg.MaxAttempts,
@@ -193,14 +210,34 @@ type Result struct {
 	// Trace holds the W3C trace context of the request (traceparent and
 	// tracestate headers), carried onto every event.
 	Trace []stream.Header
+	// Callback, when set, is the request's webhook, written to the callback
+	// topic with the events so that it is durable before the request's offset
+	// is committed.
+	Callback *Callback
 }
 
+// Callback is a webhook notification waiting for delivery.
+type Callback struct {
+	// URL is the requester's callback URL.
+	URL string
+	// Payload is the JSON body to POST.
+	Payload []byte
+	// Fallback is the body posted instead when Payload does not fit the
+	// callback topic's max.message.bytes: the same body without the verdicts,
+	// saying where to fetch them. Nil leaves Payload to fail the write.
+	Fallback []byte
+}
+
+// limitTimeout bounds asking the cluster for the callback topic's limit while
+// encoding, when it could not be read before (it is normally known).
+const limitTimeout = 5 * time.Second
+
 // Encode turns a result into the messages to write: the verdicts in rule
-// order, then the summary, all keyed by the request id. Encoding is separate
-// from writing so a redelivered request can be answered with the very same
-// bytes.
+// order, then the summary, all keyed by the request id, then the callback.
+// Encoding is separate from writing so a redelivered request can be answered
+// with the very same bytes.
 func (p *Producer) Encode(r Result) ([]stream.Record, error) {
-	msgs := make([]stream.Record, 0, len(r.Verdicts)+1)
+	msgs := make([]stream.Record, 0, len(r.Verdicts)+2)
 	for i := range r.Verdicts {
 		v := &r.Verdicts[i]
 		m, err := p.message(p.cfg.VerdictTopic, v.RequestID, v.EventID, v.TenantID, v.RuleID, v.CompletedAt, v, r.Trace)
@@ -214,7 +251,54 @@ func (p *Producer) Encode(r Result) ([]stream.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(msgs, m), nil
+	msgs = append(msgs, m)
+	if r.Callback != nil {
+		cb, err := p.callbackRecord(r.Callback, s, r.Trace)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, cb)
+	}
+	return msgs, nil
+}
+
+// callbackRecord is the callback topic's record for cb: the payload as its
+// value, keyed by the event id (tenant/request_id) that receivers de-duplicate
+// on, the URL and the event id in headers. A payload too large for the topic
+// is replaced by cb.Fallback, marked by HeaderCallbackVerdictsOmitted.
+func (p *Producer) callbackRecord(cb *Callback, s *schemas.SummaryEvent, trace []stream.Header) (stream.Record, error) {
+	if p.cfg.CallbackTopic == "" {
+		return stream.Record{}, fmt.Errorf("producer: request %q has a callback but no callback topic is configured", s.EventID)
+	}
+	if cb.URL == "" {
+		return stream.Record{}, fmt.Errorf("producer: the callback of request %q has no URL", s.EventID)
+	}
+	id := schemas.SummaryEventID(s.TenantID, s.RequestID)
+	headers := []stream.Header{
+		{Key: HeaderEventID, Value: []byte(id)},
+		{Key: HeaderTenant, Value: []byte(s.TenantID)},
+		{Key: HeaderCallbackURL, Value: []byte(cb.URL)},
+		{Key: HeaderContentType, Value: []byte(contentTypeJSON)},
+	}
+	headers = append(headers, trace...)
+	rec := stream.Record{Topic: p.cfg.CallbackTopic, Key: []byte(id), Value: cb.Payload, Headers: headers, Time: s.CompletedAt}
+	if cb.Fallback == nil {
+		return rec, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limitTimeout)
+	defer cancel()
+	limit, err := p.w.MaxRecordBytes(ctx, p.cfg.CallbackTopic)
+	if err != nil {
+		return stream.Record{}, fmt.Errorf("producer: callback of request %q: %w", id, err)
+	}
+	if rec.Size() <= limit {
+		return rec, nil
+	}
+	p.log.Warn("callback payload too large for the callback topic; sending it without the verdicts, which the status URL serves",
+		"event_id", id, "bytes", rec.Size(), "limit", limit, "topic", p.cfg.CallbackTopic)
+	rec.Value = cb.Fallback
+	rec.Headers = append(rec.Headers, stream.Header{Key: HeaderCallbackVerdictsOmitted, Value: []byte("true")})
+	return rec, nil
 }
 
 func (p *Producer) message(topic, key, id, tenant, subject string, at time.Time, ev schemas.Event, trace []stream.Header) (stream.Record, error) {

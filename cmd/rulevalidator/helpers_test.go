@@ -90,14 +90,15 @@ type serveEnv struct {
 	verdicts    string
 	summaries   string
 	deadLetters string
+	callbacks   string
 	partitions  int
 	rulesetsDir string
 	llm         *llmfake.Server
 	serde       *schemas.Serde
 }
 
-// newServeEnv creates the request, verdict and summary topics with the given number of
-// partitions (the dead-letter topic has one) and a model that answers every call with
+// newServeEnv creates the request, verdict, summary and callback topics with the given number
+// of partitions (the dead-letter topic has one) and a model that answers every call with
 // exampleReply at once.
 func newServeEnv(t *testing.T, partitions int) *serveEnv {
 	t.Helper()
@@ -109,6 +110,7 @@ func newServeEnv(t *testing.T, partitions int) *serveEnv {
 		verdicts:    kafkatest.UniqueTopic(t, "verdicts"),
 		summaries:   kafkatest.UniqueTopic(t, "summaries"),
 		deadLetters: kafkatest.UniqueTopic(t, "deadletter"),
+		callbacks:   kafkatest.UniqueTopic(t, "callbacks"),
 		partitions:  partitions,
 		rulesetsDir: t.TempDir(),
 		llm:         llmfake.New(),
@@ -118,6 +120,8 @@ func newServeEnv(t *testing.T, partitions int) *serveEnv {
 		kafkatest.CreateTopic(t, bootstrap, topic, partitions)
 	}
 	kafkatest.CreateTopic(t, bootstrap, e.deadLetters, 1)
+	// As ops/kafka.sh creates it: a callback carries every verdict.
+	kafkatest.CreateTopicWith(t, bootstrap, e.callbacks, partitions, map[string]string{"max.message.bytes": "8388608"})
 
 	ruleset, err := os.ReadFile(exampleRuleset)
 	if err != nil {
@@ -153,6 +157,7 @@ func (e *serveEnv) args(extra ...string) []string {
 		"--verdicts-topic", e.verdicts,
 		"--summaries-topic", e.summaries,
 		"--deadletter-topic", e.deadLetters,
+		"--callbacks-topic", e.callbacks,
 		"--rulesets-topic=",
 		"--rulesets-dir", e.rulesetsDir,
 		"--llm-base-url", e.llm.URL(),

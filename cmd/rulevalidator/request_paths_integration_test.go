@@ -347,7 +347,7 @@ func TestServeExecuteAsyncEndToEnd(t *testing.T) {
 	if err := callback.Verify([]byte(e.callbackSecret), cb.header.Get(callback.HeaderTimestamp), cb.header.Get(callback.HeaderSignature), cb.body, time.Now(), 5*time.Minute); err != nil {
 		t.Errorf("callback signature: %v", err)
 	}
-	if cb.header.Get(callback.HeaderEventID) != "async-1" {
+	if cb.header.Get(callback.HeaderEventID) != "contoso/async-1" {
 		t.Errorf("callback event id %q", cb.header.Get(callback.HeaderEventID))
 	}
 	var delivered struct {

@@ -15,9 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"golang.org/x/sync/errgroup"
 
+	"rulevalidator/api"
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/objstore"
+	"rulevalidator/outbox"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
@@ -35,6 +37,7 @@ type serveConfig struct {
 	verdictsTopic     string
 	summariesTopic    string
 	deadLetterTopic   string
+	callbacksTopic    string
 	rulesetsTopic     string
 	rulesetsDir       string
 	wireFormat        string
@@ -73,6 +76,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.verdictsTopic, "verdicts-topic", "RULEVALIDATOR_TOPIC_VERDICTS", "rulevalidator.verdicts", "topic of rule verdict events")
 	s.str(&cfg.summariesTopic, "summaries-topic", "RULEVALIDATOR_TOPIC_SUMMARIES", "rulevalidator.summaries", "topic of summary events")
 	s.str(&cfg.deadLetterTopic, "deadletter-topic", "RULEVALIDATOR_TOPIC_DEADLETTER", "rulevalidator.deadletter", "topic of dead letters")
+	s.str(&cfg.callbacksTopic, "callbacks-topic", "RULEVALIDATOR_TOPIC_CALLBACKS", "rulevalidator.callbacks", "topic of callbacks waiting for delivery (an outbox with its own consumer group); used when --callback-secret is set")
 	s.str(&cfg.rulesetsTopic, "rulesets-topic", "RULEVALIDATOR_TOPIC_RULESETS", "rulevalidator.rulesets", "compacted topic of published rulesets; empty disables it")
 	s.str(&cfg.rulesetsDir, "rulesets-dir", "RULEVALIDATOR_RULESETS_DIR", "", "directory of ruleset files (YAML/JSON), reloaded on change; consulted before the topic")
 	s.duration(&cfg.rulesetsReadyWait, "rulesets-ready-timeout", "RULEVALIDATOR_RULESETS_READY_TIMEOUT", "60s", "how long start-up waits for the rulesets topic to be read to its end")
@@ -175,7 +179,27 @@ func (c *serveConfig) validate() error {
 	if err := c.http.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.http.callbackSecret != "" {
+		switch {
+		case c.callbacksTopic == "":
+			errs = append(errs, errors.New("--callback-secret is set but --callbacks-topic is empty: callbacks wait for delivery there"))
+		case c.callbacksTopic == c.requestsTopic || c.callbacksTopic == c.verdictsTopic || c.callbacksTopic == c.summariesTopic || c.callbacksTopic == c.deadLetterTopic:
+			errs = append(errs, fmt.Errorf("--callbacks-topic %q must be a topic of its own", c.callbacksTopic))
+		}
+		if c.callbackGroupID() == c.groupID {
+			errs = append(errs, fmt.Errorf("--callback-group %q must differ from --group-id: the callbacks have their own offsets", c.callbackGroupID()))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// callbackGroupID is the consumer group of the callback topic: --callback-group,
+// else --group-id followed by ".callbacks".
+func (c *serveConfig) callbackGroupID() string {
+	if c.http.callbackGroup != "" {
+		return c.http.callbackGroup
+	}
+	return c.groupID + ".callbacks"
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -285,6 +309,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		// A dead letter too large for its topic keeps its original here.
 		prodCfg.Objects = store
 	}
+	if svc.notifier != nil {
+		prodCfg.CallbackTopic = cfg.callbacksTopic
+	}
 	prod, err := producer.New(ctx, prodCfg, serde)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
@@ -310,7 +337,12 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		RequestTimeout:  cfg.requestTimeout,
 		TimeoutAttempts: cfg.timeoutAttempts,
 		Logger:          logger,
-		Hooks:           svc.pipelineHooks(logger),
+		Hooks:           svc.metrics.PipelineHooks(),
+	}
+	if svc.notifier != nil {
+		// Callbacks are written with the events and delivered by the outbox
+		// consumer below, so that none is lost to a restart or a drain.
+		pipeCfg.CallbackPayload = api.CallbackPayloads
 	}
 	if svc.reports != nil {
 		pipeCfg.Reports = svc.reports
@@ -355,7 +387,38 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		return err
 	}
 	g.Go(func() error { return cons.Run(gctx) })
+	if svc.notifier != nil {
+		callbacks, err := callbackConsumer(cfg, svc, logger)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return callbacks.Run(gctx) })
+	}
 	return g.Wait()
+}
+
+// callbackConsumer reads the callback topic in its own group and delivers each
+// callback, committing it once delivered or given up (package outbox). A
+// delivery waiting to retry gives its slot up at the drain, uncommitted.
+func callbackConsumer(cfg serveConfig, svc *services, logger *slog.Logger) (*consumer.Consumer, error) {
+	// Lag and committed offsets are labelled by topic; in-flight and handler
+	// timings stay the requests' own.
+	hooks := svc.metrics.ConsumerHooks(cfg.callbacksTopic)
+	hooks.InFlight, hooks.Handled = nil, nil
+	c, err := consumer.New(consumer.Config{
+		Client:       svc.kafka,
+		GroupID:      cfg.callbackGroupID(),
+		Topic:        cfg.callbacksTopic,
+		Concurrency:  cfg.http.callbackConcurrency,
+		DrainTimeout: cfg.drainTimeout,
+		Logger:       logger,
+		Hooks:        hooks,
+	}, outbox.Handler(svc.notifier, logger))
+	if err != nil {
+		return nil, fmt.Errorf("%w: callbacks: %v", errConfig, err)
+	}
+	logger.Info("delivering callbacks", "topic", cfg.callbacksTopic, "group", cfg.callbackGroupID(), "concurrency", cfg.http.callbackConcurrency)
+	return c, nil
 }
 
 func newSerde(ctx context.Context, cfg serveConfig) (*schemas.Serde, error) {

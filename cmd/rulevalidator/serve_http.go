@@ -19,7 +19,6 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
-	"rulevalidator/pipeline"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -42,6 +41,11 @@ type httpConfig struct {
 	callbackSecret string
 	callbackHosts  []string
 	callbackLocal  bool
+	callbackGroup  string
+	// callbackConcurrency bounds the callbacks delivered at once from the
+	// callback topic; callbackAttempts is each one's retry budget.
+	callbackConcurrency int
+	callbackAttempts    int
 }
 
 // httpSettings binds the HTTP-side settings of serve.
@@ -60,6 +64,9 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.secret(&c.callbackSecret, "callback-secret", "RULEVALIDATOR_CALLBACK_SECRET", "HMAC key that signs callbacks (at least 32 bytes); empty disables callbacks")
 	s.strList(&c.callbackHosts, "callback-hosts", "RULEVALIDATOR_CALLBACK_HOSTS", "", "hosts callbacks may go to (host or *.suffix), comma-separated; empty allows any public host")
 	s.boolean(&c.callbackLocal, "callback-allow-private", "RULEVALIDATOR_CALLBACK_ALLOW_PRIVATE", "false", "allow callbacks to loopback and private addresses (local development only)")
+	s.str(&c.callbackGroup, "callback-group", "RULEVALIDATOR_CALLBACK_GROUP", "", "consumer group that delivers the callbacks topic; empty: the --group-id followed by .callbacks")
+	s.integer(&c.callbackConcurrency, "callback-concurrency", "RULEVALIDATOR_CALLBACK_CONCURRENCY", "16", "callbacks delivered at once by this process; one waiting to retry holds its place")
+	s.integer(&c.callbackAttempts, "callback-attempts", "RULEVALIDATOR_CALLBACK_ATTEMPTS", "6", "attempts per callback (backoff 1s doubling to 1m) before it is given up and committed")
 }
 
 func (c *httpConfig) validate() error {
@@ -78,6 +85,12 @@ func (c *httpConfig) validate() error {
 	}
 	if c.httpAddr != "" && c.httpAddr == c.opsAddr {
 		errs = append(errs, fmt.Errorf("--http-addr and --ops-addr are both %s", c.httpAddr))
+	}
+	if c.callbackConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("--callback-concurrency: %d must be at least 1", c.callbackConcurrency))
+	}
+	if c.callbackAttempts < 1 {
+		errs = append(errs, fmt.Errorf("--callback-attempts: %d must be at least 1", c.callbackAttempts))
 	}
 	return errors.Join(errs...)
 }
@@ -110,7 +123,9 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 			Secret:       []byte(cfg.http.callbackSecret),
 			AllowHosts:   cfg.http.callbackHosts,
 			AllowPrivate: cfg.http.callbackLocal,
+			MaxAttempts:  cfg.http.callbackAttempts,
 			Logger:       logger,
+			OnDone:       m.ObserveCallback,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: --callback-secret: %v", errConfig, err)
@@ -141,29 +156,8 @@ func (r *meteredReports) WriteReport(ctx context.Context, req *schemas.Request, 
 	return d, err
 }
 
-// pipelineHooks are the metrics' hooks plus callbacks for finished requests.
-func (s *services) pipelineHooks(logger *slog.Logger) pipeline.Hooks {
-	h := s.metrics.PipelineHooks()
-	if s.notifier == nil {
-		return h
-	}
-	h.Finished = func(req *schemas.Request, out pipeline.Outcome) {
-		if req.Options.CallbackURL == nil || *req.Options.CallbackURL == "" {
-			return
-		}
-		payload, err := api.ResultPayload(req, out)
-		if err == nil {
-			err = s.notifier.Notify(*req.Options.CallbackURL, payload, req.RequestID)
-		}
-		if err != nil {
-			logger.Warn("callback not queued", "request_id", req.RequestID, "error", err)
-		}
-	}
-	return h
-}
-
-// startHTTP starts the notifier, the job feed and both listeners in g. They
-// stop when ctx ends.
+// startHTTP starts the notifier (in-process callbacks), the job feed and both
+// listeners in g. They stop when ctx ends.
 func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, runner api.Runner, environment func(context.Context) error, logger *slog.Logger) error {
 	if svc.notifier != nil {
 		g.Go(func() error { return svc.notifier.Run(ctx) })

@@ -748,6 +748,10 @@ func TestServeConfigErrors(t *testing.T) {
 		{"config file typo", []string{"--config", configFile}, []string{configFile + `: unknown setting "concurrancy"`}},
 		{"no ruleset source", []string{"--rulesets-dir="}, []string{"no ruleset source: set --rulesets-dir or --rulesets-topic"}},
 		{"same topic twice", []string{"--verdicts-topic", "events", "--summaries-topic", "events"}, []string{"topics must differ"}},
+		{"callbacks without a topic", []string{"--callback-secret", strings.Repeat("s", 32), "--callbacks-topic="}, []string{"--callback-secret is set but --callbacks-topic is empty"}},
+		{"callbacks on the summaries topic", []string{"--callback-secret", strings.Repeat("s", 32), "--callbacks-topic", "rulevalidator.summaries"}, []string{`--callbacks-topic "rulevalidator.summaries" must be a topic of its own`}},
+		{"callbacks in the requests' group", []string{"--callback-secret", strings.Repeat("s", 32), "--callback-group", "rulevalidator"}, []string{`--callback-group "rulevalidator" must differ from --group-id`}},
+		{"zero callback attempts", []string{"--callback-attempts", "0", "--callback-concurrency", "0"}, []string{"--callback-attempts: 0 must be at least 1", "--callback-concurrency: 0 must be at least 1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"rulevalidator/consumer"
+	"rulevalidator/engine"
+	"rulevalidator/producer"
+	"rulevalidator/registry"
+	"rulevalidator/schemas"
+	"rulevalidator/stream"
+)
+
+// resultPublisher keeps the results it encodes and fails its first writes.
+type resultPublisher struct {
+	flakyPublisher
+	mu      sync.Mutex
+	results []producer.Result
+}
+
+func (r *resultPublisher) Encode(res producer.Result) ([]stream.Record, error) {
+	r.mu.Lock()
+	r.results = append(r.results, res)
+	r.mu.Unlock()
+	out, err := r.flakyPublisher.Encode(res)
+	if res.Callback != nil {
+		out = append(out, stream.Record{Topic: "callbacks", Key: []byte(res.Summary.EventID), Value: res.Callback.Payload})
+	}
+	return out, err
+}
+
+// A request asking for a callback publishes it with its events, completed or
+// failed, and a publish retry re-sends it with them; without CallbackPayload,
+// or without a callback URL, there is none.
+func TestCallbackIsPublishedWithTheEvents(t *testing.T) {
+	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
+	static, err := registry.NewStatic(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := true
+	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
+	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := func(req *schemas.Request, out Outcome) ([]byte, []byte, error) {
+		return fmt.Appendf(nil, `{"id":%q,"status":%q,"verdicts":%d}`, req.RequestID, out.Summary.Status, len(out.Verdicts)),
+			fmt.Appendf(nil, `{"id":%q,"status":%q}`, req.RequestID, out.Summary.Status), nil
+	}
+	tests := []struct {
+		name         string
+		eng          *countingEngine
+		withPayload  bool
+		callbackURL  *string
+		wantCallback string // "" when none
+	}{
+		{"completed", &countingEngine{res: ok}, true, ptr("https://hooks.example.com/rv"), `{"id":"req-1","status":"completed","verdicts":1}`},
+		{"failed", &countingEngine{err: fmt.Errorf("%w: still invalid", engine.ErrInvalidOutput)}, true, ptr("https://hooks.example.com/rv"), `{"id":"req-1","status":"failed","verdicts":0}`},
+		{"no callback asked for", &countingEngine{res: ok}, true, nil, ""},
+		{"callbacks not configured", &countingEngine{res: ok}, false, ptr("https://hooks.example.com/rv"), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := &resultPublisher{flakyPublisher: flakyPublisher{failures: 1}}
+			cfg := Config{Engine: tc.eng, Rulesets: static, Serde: serde, Publisher: pub, CacheEntries: -1}
+			if tc.withPayload {
+				cfg.CallbackPayload = payload
+			}
+			p, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"),
+				Options: schemas.Options{CallbackURL: tc.callbackURL}, SubmittedAt: time.Now()}
+			value, sh, err := serde.Encode("requests", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &consumer.Message{Topic: "requests", Value: value}
+			for _, h := range sh {
+				m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+			}
+			if err := p.Handle(context.Background(), m); err == nil {
+				t.Fatal("the first attempt succeeded with the broker down")
+			}
+			_ = p.Handle(context.Background(), m)
+			if len(pub.results) != 1 || len(pub.writes) != 2 || len(pub.written) != 1 {
+				t.Fatalf("%d encodes, %d writes, %d written; want 1, 2, 1", len(pub.results), len(pub.writes), len(pub.written))
+			}
+			cb := pub.results[0].Callback
+			if tc.wantCallback == "" {
+				if cb != nil {
+					t.Fatalf("callback %+v, want none", cb)
+				}
+				return
+			}
+			if cb == nil || cb.URL != *tc.callbackURL || string(cb.Payload) != tc.wantCallback || len(cb.Fallback) == 0 {
+				t.Fatalf("callback %+v, want %s to %s with a fallback", cb, tc.wantCallback, *tc.callbackURL)
+			}
+			written := pub.written[0]
+			if last := written[len(written)-1]; last.Topic != "callbacks" || string(last.Value) != tc.wantCallback {
+				t.Errorf("the re-sent write ends with %s %q, want the callback", last.Topic, last.Value)
+			}
+		})
+	}
+}
