@@ -10,7 +10,6 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/producer"
-	"rulevalidator/registry"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -37,17 +36,7 @@ func (r *resultPublisher) Encode(res producer.Result) ([]stream.Record, error) {
 // failed, and a publish retry re-sends it with them; without CallbackPayload,
 // or without a callback URL, there is none.
 func TestCallbackIsPublishedWithTheEvents(t *testing.T) {
-	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
-	static, err := registry.NewStatic(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass := true
-	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
-	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	static, ok, serde := oneRuleFixture(t)
 	payload := func(req *schemas.Request, out Outcome) ([]byte, []byte, error) {
 		return fmt.Appendf(nil, `{"id":%q,"status":%q,"verdicts":%d}`, req.RequestID, out.Summary.Status, len(out.Verdicts)),
 			fmt.Appendf(nil, `{"id":%q,"status":%q}`, req.RequestID, out.Summary.Status), nil

@@ -146,3 +146,18 @@ func TestResultCacheBounds(t *testing.T) {
 		t.Error("a disabled cache remembered a result")
 	}
 }
+
+// oneRuleFixture is what most pipeline tests start from: a resolver holding the one-rule
+// ruleset "rs", a result passing its rule, and the plain wire format.
+func oneRuleFixture(t *testing.T) (*registry.Static, *engine.Result, *schemas.Serde) {
+	t.Helper()
+	static, err := registry.NewStatic(&engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return static, passResult(), serde
+}

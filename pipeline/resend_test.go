@@ -12,7 +12,6 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/producer"
-	"rulevalidator/registry"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -64,17 +63,7 @@ func (f *flakyPublisher) Write(_ context.Context, msgs []stream.Record) error {
 // retry re-sends the very events built the first time, and the model is not asked again; a
 // failed request's summary is re-sent the same way, with the same permanent error.
 func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
-	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
-	static, err := registry.NewStatic(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass := true
-	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
-	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	static, ok, serde := oneRuleFixture(t)
 	for _, tc := range []struct {
 		name       string
 		eng        *countingEngine

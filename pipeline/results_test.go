@@ -10,9 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"rulevalidator/consumer"
-	"rulevalidator/engine"
 	"rulevalidator/objstore"
-	"rulevalidator/registry"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -59,17 +57,7 @@ var _ Publisher = (*orderedPublisher)(nil)
 // elsewhere), the request is held as an environment fault, nothing is published, and the
 // retry stores and publishes what was built the first time without asking the model again.
 func TestResultStoredBeforePublishing(t *testing.T) {
-	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
-	static, err := registry.NewStatic(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass := true
-	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
-	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	static, ok, serde := oneRuleFixture(t)
 	s3Err := func(code string, status int) error {
 		return &objstore.OpError{Op: "put", URI: "s3://b/jobs/t/req-1.json", Attempts: 1, Err: minio.ErrorResponse{Code: code, StatusCode: status}}
 	}
