@@ -19,7 +19,8 @@
 # MEMBENCH_CONCURRENCY (64), MEMBENCH_DELAY (4s: each model answer),
 # MEMBENCH_OUTAGE (60 s), MEMBENCH_CONTEXT_TOKENS (400000: the whole
 # document in one call; 8192 plans several calls on excerpts),
-# MEMBENCH_OPS_ADDR (127.0.0.1:9465), LLM_PORT (8081: the scripted model;
+# MEMBENCH_OPS_ADDR (127.0.0.1:9465), MEMBENCH_BIN (a rulevalidator binary to
+# measure instead of building this checkout's, e.g. an earlier commit's), LLM_PORT (8081: the scripted model;
 # nothing else may listen there), and ops/kafka.sh's KAFKA_PORT,
 # KAFKA_CONTROLLER_PORT, RULEVALIDATOR_RUN.
 set -euo pipefail
@@ -53,8 +54,12 @@ for addr in "$MODEL_ADDR" "$OPS_ADDR"; do
   port_busy "${addr##*:}" && die "port ${addr##*:} is taken; set LLM_PORT / MEMBENCH_OPS_ADDR"
 done
 
-log "building rulevalidator and the scripted model"
-go build -o "$BIN" ./cmd/rulevalidator
+if [ -n "${MEMBENCH_BIN:-}" ]; then
+  BIN=$MEMBENCH_BIN
+else
+  log "building rulevalidator"
+  go build -o "$BIN" ./cmd/rulevalidator
+fi
 go build -o "$HELPER" ./bench/membench
 
 bootstrap=$(bash ops/kafka.sh start | tail -1)
@@ -158,6 +163,11 @@ k = min(len(r), 20)
 print(max(r), statistics.median(r), sum(r[:k]) / k, sum(r[-k:]) / k)
 PY
 }
+read -r flow_max _ _ _ <<<"$(window "$start_ms" "$flow_end_ms")"
+read -r _ flow_median _ _ <<<"$(window "$steady_ms" "$flow_end_ms")"
+read -r out_max _ out_first out_last <<<"$(window "$outage_start_ms" "$outage_end_ms")"
+read -r after_max _ _ _ <<<"$(window "$outage_end_ms" "$end_ms")"
+echo "start $start_ms flow_end $flow_end_ms outage_start $outage_start_ms outage_end $outage_end_ms end $end_ms" >"$WORK/phases.txt"
 hwm=$(tail -1 "$WORK/rss.txt" | awk '{ print $3 }')
 
 printf '\nrulevalidator serve --concurrency %s %s: %s requests of %s bytes, model delay %s, context %s tokens\n' \
@@ -174,7 +184,7 @@ printf '%-34s %10s\n' "requests in flight (max seen)" "$max_in_flight"
 printf '%-34s %10s\n' "summaries (completed / sent)" "$completed / $REQUESTS"
 printf '%-34s %10s\n' "dead letters" "$dead"
 printf '%-34s %10s\n' "seconds (flowing, total)" "$(((flow_end_ms - start_ms) / 1000)), $(((end_ms - start_ms) / 1000))"
-printf 'samples: %s, serve log: %s\n' "$WORK/rss.txt" "$WORK/serve.log"
+printf 'samples: %s (phases: %s), serve log: %s\n' "$WORK/rss.txt" "$WORK/phases.txt" "$WORK/serve.log"
 
 if [ "$completed" -ne "$REQUESTS" ] || [ "$summarised" -ne "$REQUESTS" ]; then
   die "$((REQUESTS - completed)) of $REQUESTS requests have no completed summary"

@@ -64,7 +64,8 @@ type Hooks struct {
 	EnvironmentFault func(cause string, active bool)
 	// Finished is called once a request's outcome is published, completed
 	// or failed (not for redeliveries answered from the cache); serve sends
-	// callbacks from here.
+	// callbacks from here. req is the request without the text of its
+	// documents and text input, which is not kept past judging.
 	Finished func(req *schemas.Request, out Outcome)
 }
 
@@ -243,7 +244,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	if err != nil {
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
-	pub := &published{msgs: msgs, req: req, out: out, judgeErr: judgeErr}
+	pub := &published{msgs: msgs, req: envelope(req), out: out, judgeErr: judgeErr}
 	if err := p.cfg.Publisher.Write(ctx, msgs); err != nil {
 		p.unsent.put(requestKey(req), pub)
 		return "", &brokerError{err}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -82,6 +83,7 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	releaseBody(req)
 	resp, err := d.next.Do(req)
 	if rec != nil {
 		rec.sent = true
@@ -91,6 +93,51 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// releaseBody makes the request let go of its body once the transport has
+// sent it, instead of when the response arrives: a prompt holding a long
+// document is megabytes of JSON, and a slow model would otherwise keep it in
+// memory, per call in flight, for the whole wait. The body is not replayed
+// (POST is not retried by the transport; a redirect of a chat completion is
+// not followed).
+func releaseBody(req *http.Request) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return
+	}
+	req.Body = &sentBody{rc: req.Body}
+	req.GetBody = nil
+}
+
+// sentBody drops the body it wraps at its end or when closed.
+type sentBody struct {
+	mu sync.Mutex
+	rc io.ReadCloser
+}
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rc == nil {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.rc.Close()
+		b.rc = nil
+	}
+	return n, err
+}
+
+func (b *sentBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rc == nil {
+		return nil
+	}
+	err := b.rc.Close()
+	b.rc = nil
+	return err
 }
 
 // addSchemaHint rewrites a chat request's body so that its json_object
