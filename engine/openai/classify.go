@@ -68,6 +68,9 @@ type attemptRecord struct {
 	// schemaHint, when set, is added to a json_object response_format as
 	// "schema" (see Config.OmitSchemaHint).
 	schemaHint json.RawMessage
+	// contents are long message contents by the placeholder that stands for
+	// them in the body (see spliceContents).
+	contents map[string]string
 }
 
 type attemptKey struct{}
@@ -80,6 +83,11 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	rec, _ := req.Context().Value(attemptKey{}).(*attemptRecord)
 	if rec != nil && rec.schemaHint != nil {
 		if err := addSchemaHint(req, rec.schemaHint); err != nil {
+			return nil, err
+		}
+	}
+	if rec != nil && len(rec.contents) > 0 {
+		if err := spliceContents(req, rec.contents); err != nil {
 			return nil, err
 		}
 	}
