@@ -94,8 +94,9 @@ func inFlightMemory(b *testing.B, name string, contextTokens int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// One call of a request at a time: inFlight calls waiting are inFlight requests waiting.
 	eng, err := engine.New(llm, engine.Config{Model: "bench-model", ContextTokens: contextTokens,
-		Instructions: engine.InstructionsSystem, Logger: quiet})
+		CallConcurrency: 1, Instructions: engine.InstructionsSystem, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
