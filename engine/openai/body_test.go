@@ -1,8 +1,11 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -63,6 +66,37 @@ func TestLongMessagesReachTheServerIntact(t *testing.T) {
 				if m.Content != msgs[i].Content || m.Role != msgs[i].Role {
 					t.Errorf("message %d arrived as %s with %d bytes, want %s with %d bytes, the same", i, m.Role, len(m.Content), msgs[i].Role, len(msgs[i].Content))
 				}
+			}
+		})
+	}
+}
+
+// TestReleaseBodyLetsGoOnceSent: the request's body is dropped at its end or on close, and the
+// request cannot be replayed from a copy of it.
+func TestReleaseBodyLetsGoOnceSent(t *testing.T) {
+	for _, how := range []string{"read to the end", "closed"} {
+		t.Run(how, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/v1/chat/completions", bytes.NewBufferString(`{"model":"m"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			releaseBody(req)
+			if req.GetBody != nil {
+				t.Error("GetBody still holds a copy of the body")
+			}
+			body := req.Body.(*sentBody)
+			if how == "closed" {
+				if err := req.Body.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else if data, err := io.ReadAll(req.Body); err != nil || string(data) != `{"model":"m"}` {
+				t.Fatalf("body read as %q, %v", data, err)
+			}
+			if body.rc != nil {
+				t.Error("the body is still held once sent")
+			}
+			if n, err := req.Body.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+				t.Errorf("reading a released body = %d, %v; want 0, EOF", n, err)
 			}
 		})
 	}
