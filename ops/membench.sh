@@ -12,6 +12,7 @@
 #   3. the broker restarted: every request must get its summary.
 #
 # It prints a table and exits 1 when a request is lost (no completed summary).
+# The broker keeps running; the run's topics are deleted at the end.
 #
 #   ops/membench.sh [serve flags...]      e.g. ops/membench.sh --max-bytes-in-flight 33554432
 #
@@ -185,6 +186,9 @@ printf '%-34s %10s\n' "summaries (completed / sent)" "$completed / $REQUESTS"
 printf '%-34s %10s\n' "dead letters" "$dead"
 printf '%-34s %10s\n' "seconds (flowing, total)" "$(((flow_end_ms - start_ms) / 1000)), $(((end_ms - start_ms) / 1000))"
 printf 'samples: %s (phases: %s), serve log: %s\n' "$WORK/rss.txt" "$WORK/phases.txt" "$WORK/serve.log"
+
+# The run's topics hold a gigabyte or so of requests; the figures are taken.
+bash ops/kafka.sh delete-topics "$(topic requests)" "$(topic verdicts)" "$(topic summaries)" "$(topic deadletter)" || true
 
 if [ "$completed" -ne "$REQUESTS" ] || [ "$summarised" -ne "$REQUESTS" ]; then
   die "$((REQUESTS - completed)) of $REQUESTS requests have no completed summary"
