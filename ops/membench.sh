@@ -85,7 +85,7 @@ done
 pids+=($!)
 wait_http "http://$MODEL_ADDR/v1/models" 30 || die "the scripted model did not start (log: $WORK/model.log)"
 
-log "starting serve --concurrency $CONCURRENCY $* (log: $WORK/serve.log)"
+log "starting serve --concurrency $CONCURRENCY${*:+ $*} (log: $WORK/serve.log)"
 start_ms=$(date +%s%3N)
 "$BIN" serve --kafka-brokers "$bootstrap" --group-id "$RUN_ID" \
   --requests-topic "$(topic requests)" --verdicts-topic "$(topic verdicts)" \
@@ -171,8 +171,8 @@ read -r after_max _ _ _ <<<"$(window "$outage_end_ms" "$end_ms")"
 echo "start $start_ms flow_end $flow_end_ms outage_start $outage_start_ms outage_end $outage_end_ms end $end_ms" >"$WORK/phases.txt"
 hwm=$(tail -1 "$WORK/rss.txt" | awk '{ print $3 }')
 
-printf '\nrulevalidator serve --concurrency %s %s: %s requests of %s bytes, model delay %s, context %s tokens\n' \
-  "$CONCURRENCY" "$*" "$REQUESTS" "$DOC_BYTES" "$DELAY" "$CONTEXT_TOKENS"
+printf '\nrulevalidator serve --concurrency %s%s: %s requests of %s bytes, model delay %s, context %s tokens\n' \
+  "$CONCURRENCY" "${*:+ $*}" "$REQUESTS" "$DOC_BYTES" "$DELAY" "$CONTEXT_TOKENS"
 printf '%-34s %10s\n' "phase" "RSS MiB"
 printf '%-34s %10s\n' "flowing: peak" "$(mib <<<"$flow_max")"
 printf '%-34s %10s\n' "flowing: steady (median)" "$(mib <<<"$flow_median")"
