@@ -28,23 +28,20 @@ import (
 // serveConfig is everything `serve` needs, resolved from defaults, the config
 // file, the environment and flags (see serveSettings).
 type serveConfig struct {
-	brokers          []string
-	kafka            kafkaConn
-	groupID          string
-	requestsTopic    string
-	verdictsTopic    string
-	summariesTopic   string
-	deadLetterTopic  string
-	rulesetsTopic    string
-	rulesetsDir      string
-	wireFormat       string
-	schemaRegistry   []string
-	concurrency      int
-	maxBytesInFlight int
-	memoryLimit      int
-	// gomemlimit is the GOMEMLIMIT environment variable, which the runtime
-	// has already applied.
-	gomemlimit        string
+	brokers           []string
+	kafka             kafkaConn
+	groupID           string
+	requestsTopic     string
+	verdictsTopic     string
+	summariesTopic    string
+	deadLetterTopic   string
+	rulesetsTopic     string
+	rulesetsDir       string
+	wireFormat        string
+	schemaRegistry    []string
+	concurrency       int
+	maxBytesInFlight  int
+	memoryLimit       int
 	drainTimeout      time.Duration
 	requestTimeout    time.Duration
 	timeoutAttempts   int
@@ -64,6 +61,10 @@ type serveConfig struct {
 	logFormat string
 
 	http httpConfig
+
+	// gomemlimit is the GOMEMLIMIT environment variable, which the runtime
+	// has already applied.
+	gomemlimit string
 }
 
 // serveSettings binds every setting of `serve` to cfg.
