@@ -337,14 +337,23 @@ func (r *run) release(m *Message) {
 	<-r.slots
 }
 
-// messageWeight is what m holds of MaxBytesInFlight: its size, capped at the bound so that a
-// larger message can still be taken on, alone.
+// messageWeight is what m holds of MaxBytesInFlight: its cost, capped at the bound so that a
+// costlier message can still be taken on, alone.
 func (r *run) messageWeight(m *Message) int64 {
+	n := Size(m)
+	if r.cfg.Cost != nil {
+		n = r.cfg.Cost(m)
+	}
+	return min(max(n, 1), r.cfg.MaxBytesInFlight)
+}
+
+// Size is the bytes of m's key, value and headers.
+func Size(m *Message) int64 {
 	n := int64(len(m.Key) + len(m.Value))
 	for _, h := range m.Headers {
 		n += int64(len(h.Key) + len(h.Value))
 	}
-	return min(max(n, 1), r.cfg.MaxBytesInFlight)
+	return n
 }
 
 // acquireBytes waits until m fits in MaxBytesInFlight, or the generation or ctx ends

@@ -240,9 +240,13 @@ func (e *Engine) judgePlanned(ctx context.Context, model string, rs *Ruleset, in
 			for i, r := range call.Rules {
 				rules[i] = rs.Rules[r]
 			}
-			user := UserPrompt(in)
+			// Only a call holding the documents whole renders them whole: an
+			// excerpt's call must not pay for a copy of a long document.
+			var user string
 			if call.Partial {
 				user = excerptPrompt(in, docs, p, c, bounds)
+			} else {
+				user = UserPrompt(in)
 			}
 			v, u, err := e.converseWith(gctx, model, rs, rules, user, an)
 			outcomes[c] = outcome{v, u}

@@ -116,6 +116,9 @@ Output contract. Answer with one JSON object and nothing else (no code fences, n
 // untrusted text is neutralised so it cannot forge a marker.
 func UserPrompt(in *Inputs) string {
 	var b strings.Builder
+	// Sized up front: a document can be megabytes, and a builder grown by
+	// doubling keeps up to twice the text for as long as the prompt lives.
+	b.Grow(userPromptSize(in))
 	b.WriteString("Judge the following material against the rules.\n")
 	writeDocs := func(docs []Document, role string) {
 		for _, d := range docs {
@@ -138,6 +141,17 @@ func UserPrompt(in *Inputs) string {
 	writeDocs(in.AuxiliaryDocs, "auxiliary")
 	b.WriteString(otherInputsPrompt(in))
 	return b.String()
+}
+
+// userPromptSize is about the length of UserPrompt(in): the inputs' text and
+// the markers around it (more when neutralize has to rewrite markers).
+func userPromptSize(in *Inputs) int {
+	const perPage, perDoc = len(markerOpen+"Page 100000"+markerClose) + 2, 2*len(markerOpen+"Start of Document: "+markerClose) + 64
+	n := 256 + in.Size() + 2*len(in.NamedInputs)*perDoc
+	for _, d := range in.Documents() {
+		n += perDoc + len(d.Name) + len(d.Pages)*perPage
+	}
+	return n
 }
 
 // otherInputsPrompt renders the named inputs, the text input and the message:

@@ -10,6 +10,7 @@
 #   ops/kafka.sh bootstrap   print the bootstrap address
 #   ops/kafka.sh topics      create the project's topics (idempotent)
 #   ops/kafka.sh topic NAME PARTITIONS [key=value...]   create one topic with topic configs
+#   ops/kafka.sh delete-topics NAME...   delete topics (those that exist)
 #
 # Env: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), KAFKA_VERSION (4.4.0),
 #      KAFKA_HEAP_OPTS (-Xms256m -Xmx512m), KAFKA_START_TIMEOUT (180 s), KAFKA_STOP_TIMEOUT (60 s),
@@ -307,6 +308,15 @@ case "$cmd" in
     [ $# -ge 2 ] || die "usage: ops/kafka.sh topic NAME PARTITIONS [key=value...]"
     ensure_running
     create_topic "$@"
+    ;;
+  delete-topics)
+    [ $# -ge 1 ] || die "usage: ops/kafka.sh delete-topics NAME..."
+    ensure_running
+    for name in "$@"; do
+      tool org.apache.kafka.tools.TopicCommand --delete --if-exists --topic "$name" >/dev/null ||
+        die "deleting topic $name failed (see the output above)"
+      log "topic $name: deleted"
+    done
     ;;
   *) usage ;;
 esac

@@ -11,11 +11,34 @@ import (
 // published is what judging one request built for publishing: its encoded
 // events, and what to report once they are written.
 type published struct {
-	msgs     []stream.Record
+	msgs []stream.Record
+	// req is the request's envelope: the cache holds many of these, and a
+	// document can be megabytes.
 	req      *schemas.Request
 	out      Outcome
 	judgeErr error // the permanent failure, when the request failed
 	stored   bool  // the result is in Config.Results
+}
+
+// envelope is req without the text of its inputs (documents' content and
+// pages, the text input): what a finished request is reported and
+// remembered by.
+func envelope(req *schemas.Request) *schemas.Request {
+	e := *req
+	e.PrimaryDocs, e.AuxiliaryDocs = withoutText(req.PrimaryDocs), withoutText(req.AuxiliaryDocs)
+	e.TextInput = nil
+	return &e
+}
+
+func withoutText(docs []schemas.Document) []schemas.Document {
+	if docs == nil {
+		return nil
+	}
+	out := make([]schemas.Document, len(docs))
+	for i, d := range docs {
+		out[i] = schemas.Document{Name: d.Name, URI: d.URI, ContentType: d.ContentType}
+	}
+	return out
 }
 
 func (p *published) size() int {

@@ -70,7 +70,9 @@ type Hooks struct {
 	// consumption (active) and when it clears; cause is a Cause.
 	EnvironmentFault func(cause string, active bool)
 	// Finished is called once a request's outcome is published, completed
-	// or failed (not for redeliveries answered from the cache).
+	// or failed (not for redeliveries answered from the cache). req is the
+	// request without the text of its documents and text input, which is not
+	// kept past judging.
 	Finished func(req *schemas.Request, out Outcome)
 }
 
@@ -268,7 +270,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	if err != nil {
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
-	pub := &published{msgs: msgs, req: req, out: out, judgeErr: judgeErr}
+	pub := &published{msgs: msgs, req: envelope(req), out: out, judgeErr: judgeErr}
 	if err := p.storeResult(ctx, pub); err != nil {
 		p.unsent.put(requestKey(req), pub)
 		return "", err

@@ -124,3 +124,58 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestFinishedRequestsKeepNoDocumentText: what is reported and remembered of a judged request
+// is its envelope: ids, options and document names, not the documents' text, which the result
+// cache would otherwise hold for every recent request.
+func TestFinishedRequestsKeepNoDocumentText(t *testing.T) {
+	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
+	static, err := registry.NewStatic(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := true
+	eng := &countingEngine{res: &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}}
+	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *schemas.Request
+	p, err := New(Config{Engine: eng, Rulesets: static, Serde: serde, Publisher: &flakyPublisher{},
+		Hooks: Hooks{Finished: func(req *schemas.Request, _ Outcome) { got = req }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callback := "https://example.com/hook"
+	req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"},
+		PrimaryDocs:   []schemas.Document{{Name: "contract.pdf", Pages: []string{"page one", "page two"}}},
+		AuxiliaryDocs: []schemas.Document{{Name: "policy", Content: ptr("the policy")}},
+		TextInput:     ptr("notes"), Options: schemas.Options{CallbackURL: &callback}, SubmittedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	value, sh, err := serde.Encode("requests", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &consumer.Message{Topic: "requests", Value: value}
+	for _, h := range sh {
+		m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+	}
+	if err := p.Handle(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	cached, ok := p.cache.get("t/req-1")
+	if !ok {
+		t.Fatal("the completed request is not in the result cache")
+	}
+	for name, r := range map[string]*schemas.Request{"Finished": got, "the cache": cached.req} {
+		if r == nil {
+			t.Fatalf("%s saw no request", name)
+		}
+		if r.RequestID != "req-1" || r.TenantID != "t" || r.Options.CallbackURL == nil || *r.Options.CallbackURL != callback || !r.SubmittedAt.Equal(req.SubmittedAt) {
+			t.Errorf("%s lost the envelope: %+v", name, r)
+		}
+		if r.TextInput != nil || len(r.PrimaryDocs) != 1 || r.PrimaryDocs[0].Name != "contract.pdf" || r.PrimaryDocs[0].Pages != nil ||
+			len(r.AuxiliaryDocs) != 1 || r.AuxiliaryDocs[0].Content != nil {
+			t.Errorf("%s keeps input text: %+v", name, r)
+		}
+	}
+}

@@ -371,18 +371,26 @@ func (gen *Generation) Commit(offsets map[int]int64) error {
 	return nil
 }
 
+// readAhead is how many records a partition reader holds ready beyond the one it is
+// handing over.
+const readAhead = 1
+
 // fetchPartition reads one partition from offset and hands its records to Fetch until the
 // generation ends. Failures are retried: returning early would end the generation.
 func (gen *Generation) fetchPartition(ctx context.Context, partition int, offset int64) {
 	cfg := gen.group.cfg
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:         cfg.Client.cfg.Brokers,
-		Topic:           cfg.Topic,
-		Partition:       partition,
-		Dialer:          cfg.Client.dialer(),
-		MinBytes:        cfg.MinBytes,
-		MaxBytes:        cfg.MaxBytes,
-		MaxWait:         cfg.MaxWait,
+		Brokers:   cfg.Client.cfg.Brokers,
+		Topic:     cfg.Topic,
+		Partition: partition,
+		Dialer:    cfg.Client.dialer(),
+		MinBytes:  cfg.MinBytes,
+		MaxBytes:  cfg.MaxBytes,
+		MaxWait:   cfg.MaxWait,
+		// kafka-go reads ahead up to QueueCapacity records per partition (100 by default):
+		// with megabyte records that is memory no in-flight bound sees. Fetch hands records
+		// over one at a time, as the consumer has room for them.
+		QueueCapacity:   readAhead,
 		ReadLagInterval: -1,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			gen.group.log.Warn(fmt.Sprintf(msg, args...), "partition", partition)

@@ -64,6 +64,10 @@ type serveConfig struct {
 	logFormat string
 
 	http httpConfig
+
+	// gomemlimit is the GOMEMLIMIT environment variable, which the runtime
+	// has already applied.
+	gomemlimit string
 }
 
 // serveSettings binds every setting of `serve` to cfg.
@@ -83,8 +87,8 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.wireFormat, "wire-format", "RULEVALIDATOR_WIRE_FORMAT", "plain", "how events are framed: plain (Avro, fingerprint header) or confluent (schema registry ids); both are read")
 	s.strList(&cfg.schemaRegistry, "schema-registry", "RULEVALIDATOR_SCHEMA_REGISTRY", "", "schema registry URLs, comma-separated (needed by the confluent format)")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
-	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", "67108864", "cap on the bytes of the requests taken on at once, besides --concurrency; a larger request is taken on alone")
-	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0 leaves the runtime's own (GOMEMLIMIT when set)")
+	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", "67108864", "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3x its record (record, decoded request, prompt); a larger request is taken on alone. 64 MiB keeps a process under 256 MB RSS with 1 MB documents (ops/membench.sh)")
+	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
 	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", "3", "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
@@ -244,6 +248,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fmt.Fprintf(stderr, "serve: invalid configuration:\n%v\n", err)
 		return exitInvalid
 	}
+	cfg.gomemlimit = getenv("GOMEMLIMIT")
 	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if err := serve(ctx, cfg, logger); err != nil {
 		logger.Error("serve stopped", "error", err)
@@ -263,11 +268,15 @@ var errConfig = errors.New("configuration")
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the registry loops when start-up fails half way
-	if cfg.memoryLimit > 0 {
-		// The runtime collects harder as the heap nears the limit, instead of growing past
-		// what the container allows.
-		debug.SetMemoryLimit(int64(cfg.memoryLimit))
-		logger.Info("memory limit set", "bytes", cfg.memoryLimit)
+	// The runtime collects harder as the heap nears the limit, instead of growing past what
+	// the container allows.
+	limit, from, err := memoryLimit(cfg.memoryLimit, cfg.gomemlimit, "/sys/fs/cgroup")
+	if err != nil {
+		logger.Warn("no memory limit set", "error", err)
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		logger.Info("memory limit set", "bytes", limit, "from", from)
 	}
 	serde, err := newSerde(ctx, cfg)
 	if err != nil {
@@ -374,6 +383,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		Topic:            cfg.requestsTopic,
 		Concurrency:      cfg.concurrency,
 		MaxBytesInFlight: int64(cfg.maxBytesInFlight),
+		Cost:             pipeline.Cost,
 		DrainTimeout:     cfg.drainTimeout,
 		Logger:           logger,
 		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -67,6 +68,9 @@ type attemptRecord struct {
 	// schemaHint, when set, is added to a json_object response_format as
 	// "schema" (see Config.OmitSchemaHint).
 	schemaHint json.RawMessage
+	// contents are long message contents by the placeholder that stands for
+	// them in the body (see spliceContents).
+	contents map[string]string
 }
 
 type attemptKey struct{}
@@ -82,6 +86,12 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	if rec != nil && len(rec.contents) > 0 {
+		if err := spliceContents(req, rec.contents); err != nil {
+			return nil, err
+		}
+	}
+	releaseBody(req)
 	resp, err := d.next.Do(req)
 	if rec != nil {
 		rec.sent = true
@@ -91,6 +101,51 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// releaseBody makes the request let go of its body once the transport has
+// sent it, instead of when the response arrives: a prompt holding a long
+// document is megabytes of JSON, and a slow model would otherwise keep it in
+// memory, per call in flight, for the whole wait. The body is not replayed
+// (POST is not retried by the transport; a redirect of a chat completion is
+// not followed).
+func releaseBody(req *http.Request) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return
+	}
+	req.Body = &sentBody{rc: req.Body}
+	req.GetBody = nil
+}
+
+// sentBody drops the body it wraps at its end or when closed.
+type sentBody struct {
+	mu sync.Mutex
+	rc io.ReadCloser
+}
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rc == nil {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.rc.Close()
+		b.rc = nil
+	}
+	return n, err
+}
+
+func (b *sentBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rc == nil {
+		return nil
+	}
+	err := b.rc.Close()
+	b.rc = nil
+	return err
 }
 
 // addSchemaHint rewrites a chat request's body so that its json_object

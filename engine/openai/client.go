@@ -191,7 +191,8 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 
 // attempt sends one request under its own timeout.
 func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, hint json.RawMessage) (goopenai.ChatCompletionResponse, *failure) {
-	rec := &attemptRecord{schemaHint: hint}
+	creq, contents := withPlaceholders(creq)
+	rec := &attemptRecord{schemaHint: hint, contents: contents}
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, rec), c.cfg.Timeout)
 	defer cancel()
 	resp, err := c.api.CreateChatCompletion(actx, creq)

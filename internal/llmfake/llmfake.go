@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -35,6 +36,9 @@ type Reply struct {
 	Body string
 	// Delay holds the reply back; it ends early when the client goes away.
 	Delay time.Duration
+	// Hold, when set, holds the reply back until it is closed (or the client
+	// goes away), after any Delay.
+	Hold <-chan struct{}
 	// Truncate sends half of the body and then drops the connection.
 	Truncate bool
 }
@@ -80,20 +84,47 @@ type Server struct {
 	answer   func(Request) Reply
 	refuse   map[string]bool
 	requests []Request
+	// forget drops each request once answered instead of recording it.
+	forget bool
 }
 
 // New starts a fake on a loopback port. Until told otherwise it answers every
 // request with a 200 whose content is "{}".
 func New() *Server {
 	s := &Server{fallback: Reply{Content: "{}"}, refuse: map[string]bool{}}
+	s.srv = httptest.NewServer(s.handler())
+	return s
+}
+
+// Listen is New on a listener of the caller's choosing: a fake that runs as
+// a process of its own, on a known port. The server takes l over.
+func Listen(l net.Listener) *Server {
+	s := &Server{fallback: Reply{Content: "{}"}, refuse: map[string]bool{}}
+	s.srv = httptest.NewUnstartedServer(s.handler())
+	_ = s.srv.Listener.Close()
+	s.srv.Listener = l
+	s.srv.Start()
+	return s
+}
+
+// Forget stops recording requests (Requests and CountByFormat then see none
+// of the later ones) and lets go of each request's body and messages once its
+// reply is chosen, before any Delay or Hold: a fake that is sent large
+// prompts must not keep them.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget = true
+}
+
+func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	// Readiness probes list the models, as they would on a real server.
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]string{{"id": "fake-model", "object": "model"}}})
 	})
-	s.srv = httptest.NewServer(mux)
-	return s
+	return mux
 }
 
 // URL is the base URL to configure a client with (it ends in /v1).
@@ -200,7 +231,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	s.requests = append(s.requests, rec)
+	forget := s.forget
+	if !forget {
+		s.requests = append(s.requests, rec)
+	}
 	var reply Reply
 	answer := s.answer
 	switch {
@@ -221,7 +255,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if answer != nil {
 		reply = answer(rec)
 	}
-
+	if forget {
+		rec = Request{Model: rec.Model}
+	}
 	s.send(w, r, rec, reply)
 }
 
@@ -229,6 +265,13 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, req Request, reply
 	if reply.Delay > 0 {
 		select {
 		case <-time.After(reply.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply.Hold != nil {
+		select {
+		case <-reply.Hold:
 		case <-r.Context().Done():
 			return
 		}
