@@ -129,17 +129,8 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 // is its envelope: ids, options and document names, not the documents' text, which the result
 // cache would otherwise hold for every recent request.
 func TestFinishedRequestsKeepNoDocumentText(t *testing.T) {
-	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
-	static, err := registry.NewStatic(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass := true
-	eng := &countingEngine{res: &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}}
-	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	static, passing, serde := oneRuleFixture(t)
+	eng := &countingEngine{res: passing}
 	var got *schemas.Request
 	p, err := New(Config{Engine: eng, Rulesets: static, Serde: serde, Publisher: &flakyPublisher{},
 		Hooks: Hooks{Finished: func(req *schemas.Request, _ Outcome) { got = req }}})
