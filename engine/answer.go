@@ -95,6 +95,9 @@ func checkAnswer(content string, pending []Rule) (map[string]Verdict, []Problem)
 	if strings.TrimSpace(body) == "" {
 		return nil, []Problem{{Reason: ReasonEmptyResponse, Detail: "the answer was empty; answer with the JSON object"}}
 	}
+	// A line break written raw inside a string is the commonest slip of small
+	// models; read it as the escape it stands for instead of re-asking.
+	body = EscapeStringControls(body)
 	var ans rawAnswer
 	dec := json.NewDecoder(strings.NewReader(body))
 	if err := dec.Decode(&ans); err != nil {
@@ -299,5 +302,54 @@ func correctiveMessage(problems []Problem, pending []Rule) string {
 	}
 	b.WriteString("\nAnswer again with one JSON object in the same format, containing only these rules: " + ruleIDList(pending) + ". ")
 	b.WriteString("The other rules are already accepted; do not repeat them. No code fences, no prose.")
+	return b.String()
+}
+
+// EscapeStringControls escapes the raw control characters (U+0000 to U+001F)
+// that stand inside the string literals of a JSON text, which JSON forbids
+// and small models write (a line break inside a rationale or a quote): the
+// lenient reading of Python's json.loads(strict=False). Nothing else is
+// touched, so a valid JSON text comes back unchanged, and what the strings
+// say does not change.
+func EscapeStringControls(s string) string {
+	var b strings.Builder
+	changed, inString, escaped := false, false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inString && !escaped && c < 0x20 {
+			if !changed {
+				changed = true
+				b.Grow(len(s) + 16)
+				b.WriteString(s[:i])
+			}
+			switch c {
+			case '\n':
+				b.WriteString(`\n`)
+			case '\r':
+				b.WriteString(`\r`)
+			case '\t':
+				b.WriteString(`\t`)
+			default:
+				fmt.Fprintf(&b, `\u%04x`, c)
+			}
+			continue
+		}
+		switch {
+		case !inString:
+			inString = c == '"'
+		case escaped:
+			escaped = false
+		case c == '\\':
+			escaped = true
+		case c == '"':
+			inString = false
+		}
+		if changed {
+			b.WriteByte(c)
+		}
+	}
+	if !changed {
+		return s
+	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -107,4 +108,38 @@ func FuzzCheckAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestEscapeStringControls(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"valid JSON is unchanged", `{"a": "x\ny", "b": [1, 2]}`, `{"a": "x\ny", "b": [1, 2]}`},
+		{"whitespace between tokens is kept", "{\n\t\"a\": 1\r\n}", "{\n\t\"a\": 1\r\n}"},
+		{"a raw line break inside a string", "{\"rationale\": \"first\nsecond\"}", `{"rationale": "first\nsecond"}`},
+		{"tab, carriage return and other controls", "[\"a\tb\rc\x01d\"]", `["a\tb\rc\u0001d"]`},
+		{"an escaped quote does not end the string", "{\"t\": \"say \\\"hi\\\"\nthen\"}", `{"t": "say \"hi\"\nthen"}`},
+		{"an escaped backslash before the closing quote", "{\"t\": \"C:\\\\\", \"u\": \"a\nb\"}", `{"t": "C:\\", "u": "a\nb"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := EscapeStringControls(tc.in)
+			if got != tc.want {
+				t.Fatalf("EscapeStringControls(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Errorf("%q is not valid JSON", got)
+			}
+		})
+	}
+}
+
+// An answer with a line break written raw inside its rationale is read, not re-asked.
+func TestCheckAnswerReadsRawLineBreaks(t *testing.T) {
+	rules := []Rule{{RuleID: "r1", Type: Boolean, RuleText: "The contract is signed."}}
+	content := "{\"rules\": [{\"rule_id\": \"r1\", \"evidences\": [], \"rationale\": \"The contract\nis not signed.\", \"not_applicable\": false, \"data_sufficiency\": true, \"boolean_output\": false}]}"
+	got, problems := checkAnswer(content, rules)
+	if len(problems) != 0 {
+		t.Fatalf("problems %v", problems)
+	}
+	if v := got["r1"]; v.Rationale != "The contract\nis not signed." || v.BooleanOutput == nil || *v.BooleanOutput {
+		t.Errorf("verdict %+v, want the rationale with its line break and boolean_output false", v)
+	}
 }

@@ -144,7 +144,9 @@ func parseBaseline(content string) (baselineAnswer, error) {
 	if start < 0 || end < start {
 		return ans, fmt.Errorf("no JSON object in the answer %q", clip(content, 80))
 	}
-	if err := json.Unmarshal([]byte(content[start:end+1]), &ans); err != nil {
+	// Read as leniently as the engine reads its answers, so that the two
+	// judges are compared, not their parsers.
+	if err := json.Unmarshal([]byte(engine.EscapeStringControls(content[start:end+1])), &ans); err != nil {
 		return ans, fmt.Errorf("the answer is not the expected JSON: %v", err)
 	}
 	return ans, nil

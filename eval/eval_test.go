@@ -593,3 +593,15 @@ func TestReportRendersAndEncodes(t *testing.T) {
 		t.Errorf("JSON has %d systems, want 2", len(systems))
 	}
 }
+
+// The baseline reads its answers as leniently as the engine reads its own: a line break written
+// raw inside the reason is read, so the judges are compared, not their parsers.
+func TestParseBaselineReadsRawLineBreaks(t *testing.T) {
+	ans, err := parseBaseline("Here you go: {\"reason\": \"Signed on\nthe last page.\", \"pass\": true, \"score\": 1}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.Reason != "Signed on\nthe last page." || ans.Pass == nil || !*ans.Pass {
+		t.Errorf("parsed %+v", ans)
+	}
+}
