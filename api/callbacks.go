@@ -14,10 +14,10 @@ import (
 // are and the status_url that serves them. It fits pipeline.Config's
 // CallbackPayload.
 func CallbackPayloads(req *schemas.Request, out pipeline.Outcome) (payload, withoutVerdicts []byte, err error) {
-	if payload, err = ResultPayload(req, out); err != nil {
+	body := newJobBody(finishedJob(req, out, false))
+	if payload, err = json.Marshal(body); err != nil {
 		return nil, nil, err
 	}
-	body := newJobBody(finishedJob(req, out, false))
 	short := bodyWithoutVerdicts{jobBody: body, Result: &resultWithoutVerdicts{
 		Summary:  out.Summary,
 		Verdicts: []schemas.VerdictEvent{},
