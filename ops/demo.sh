@@ -70,6 +70,10 @@ demo() {
   bash ops/tools.sh install prometheus >/dev/null
   bash ops/kafka.sh start
   bash ops/kafka.sh topics
+  # The CLI commands below (rulesets publish, produce, tail) find the broker here, whatever
+  # port ops/kafka.sh was given.
+  export RULEVALIDATOR_KAFKA_BROKERS
+  RULEVALIDATOR_KAFKA_BROKERS=$(bash ops/kafka.sh bootstrap)
   bash ops/s3.sh start
   bash ops/llm.sh start
 
