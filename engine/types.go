@@ -147,6 +147,14 @@ type Evidence struct {
 	EndOffset        *int   `json:"end_offset,omitempty"`
 	// QuotedText is the quote as the model gave it (set once anchoring ran).
 	QuotedText string `json:"quoted_text,omitempty"`
+	// PassageID is the id of the passage the model cited (cite mode): the
+	// passage whose text, origin, page and offsets the evidence carries.
+	PassageID string `json:"passage_id,omitempty"`
+	// CitedPageNumber is the page the model gave for the evidence, kept
+	// beside SourcePageNumber (the page the text was found on): they differ
+	// when anchoring corrected the page. In cite mode it is the cited
+	// passage's page. 0 when the model gave none.
+	CitedPageNumber int `json:"cited_page_number,omitempty"`
 	// Similarity of the quote to the span, in [0, 1]; 1 for exact and
 	// normalised matches, 0 when not anchored.
 	Similarity  float64      `json:"similarity,omitempty"`
@@ -180,6 +188,11 @@ type Verdict struct {
 	// engine: the model's best answer still had content problems when the
 	// re-ask budget ran out.
 	SufficiencyNote string `json:"sufficiency_note,omitempty"`
+	// Problems lists, in the reader's terms, what was still wrong with the
+	// model's answer when it was kept after the re-ask budget ran out
+	// ("the model gave no rationale"); empty for a clean answer.
+	// SufficiencyNote says the same in one sentence.
+	Problems []string `json:"problems,omitempty"`
 	// PagesConsidered names the pages the verdict was judged on when the
 	// request was too large for one call and the rule saw an excerpt or a
 	// batch; absent when it was judged on every page of every document.
