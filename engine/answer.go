@@ -54,7 +54,12 @@ func isContentReason(reason string) bool {
 type Problem struct {
 	RuleID string
 	Reason string
+	// Detail is written for the model: what to correct, in the corrective
+	// message.
 	Detail string
+	// Note is written for a person reading a verdict kept with this problem
+	// (event, report, table); content problems carry one.
+	Note string
 }
 
 func (p Problem) String() string {

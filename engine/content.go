@@ -62,18 +62,20 @@ func rationaleProblem(rule Rule, rationale string) string {
 // document, a verdict claiming support that no evidence gives.
 func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 	var problems []Problem
-	add := func(reason, format string, args ...any) {
-		problems = append(problems, Problem{RuleID: rule.RuleID, Reason: reason, Detail: fmt.Sprintf(format, args...)})
+	add := func(reason, note, format string, args ...any) {
+		problems = append(problems, Problem{RuleID: rule.RuleID, Reason: reason, Note: note, Detail: fmt.Sprintf(format, args...)})
 	}
 	if why := rationaleProblem(rule, v.Rationale); why != "" {
-		add(ReasonPlaceholderRationale, "the rationale %s %s; explain the verdict in one to three sentences about the material", clip(v.Rationale), why)
+		add(ReasonPlaceholderRationale, "the model gave no rationale that explains the verdict (it wrote "+clip(v.Rationale)+")",
+			"the rationale %s %s; explain the verdict in one to three sentences about the material", clip(v.Rationale), why)
 	}
 	supported := false
 	for i := range v.Evidences {
 		ev := &v.Evidences[i]
 		if isPlaceholder(ev.Text) {
 			ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, MatchNone
-			add(ReasonPlaceholderEvidence, "the evidence %s is a placeholder, not a quote; quote the material exactly, or give no evidence", clip(ev.Text))
+			add(ReasonPlaceholderEvidence, "the model's evidence is a placeholder ("+clip(ev.Text)+"), not a passage of the material",
+				"the evidence %s is a placeholder, not a quote; quote the material exactly, or give no evidence", clip(ev.Text))
 			continue
 		}
 		if err := a.anchor(ev); err != nil {
@@ -81,11 +83,14 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 		}
 		switch {
 		case ev.Match == MatchNone && isPlaceholder(ev.SourceOrigin):
-			add(ReasonPlaceholderEvidence, "the evidence %s cites the source %s, which names nothing; give the document's name exactly as its marker shows it", clip(ev.Text), clip(ev.SourceOrigin))
+			add(ReasonPlaceholderEvidence, "the model's quote "+clip(ev.Text)+" names no source and is not in the documents",
+				"the evidence %s cites the source %s, which names nothing; give the document's name exactly as its marker shows it", clip(ev.Text), clip(ev.SourceOrigin))
 		case ev.Match == MatchNone:
-			add(ReasonUnanchoredQuote, "your quote %s was not found in %s — quote the document exactly, or give no evidence", clip(ev.Text), a.where(ev.SourceOrigin))
+			add(ReasonUnanchoredQuote, "the model's quote "+clip(ev.Text)+" is not in "+a.where(ev.SourceOrigin),
+				"your quote %s was not found in %s — quote the document exactly, or give no evidence", clip(ev.Text), a.where(ev.SourceOrigin))
 		case ev.Altered:
-			add(ReasonAlteredEvidence, "your quote %s does not say what the document says: %s — quote the document exactly, and judge by what it says", clip(ev.QuotedText), describeDifferences(ev.Differences))
+			add(ReasonAlteredEvidence, "the model's quote "+clip(ev.QuotedText)+" does not say what the document says ("+describeDifferences(ev.Differences)+")",
+				"your quote %s does not say what the document says: %s — quote the document exactly, and judge by what it says", clip(ev.QuotedText), describeDifferences(ev.Differences))
 		}
 		if a.supports(*ev) {
 			supported = true
@@ -96,7 +101,8 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 		if v.NumericalOutput != nil {
 			claim = "numerical_output " + strconv.Itoa(*v.NumericalOutput) + " is above the lowest score"
 		}
-		add(ReasonUnsupportedVerdict, "%s but no evidence found in the material supports it — quote the passage it rests on, or reconsider the verdict", claim)
+		add(ReasonUnsupportedVerdict, "no evidence found in the material supports the verdict",
+			"%s but no evidence found in the material supports it — quote the passage it rests on, or reconsider the verdict", claim)
 	}
 	return problems, nil
 }

@@ -205,8 +205,13 @@ func TestContentBudgetKeepsBestAnswer(t *testing.T) {
 		t.Errorf("%d calls, want 1 + 2 re-asks", len(llm.calls))
 	}
 	cap := res.Rules[0]
-	if cap.DataSufficiency || !strings.Contains(cap.SufficiencyNote, "no evidence found in the material supports it") {
+	if cap.DataSufficiency || !strings.Contains(cap.SufficiencyNote, "no evidence found in the material supports the verdict") {
 		t.Errorf("cap not marked with its reason: %+v", cap)
+	}
+	// The note is for a reader: it names what was wrong, not what the model
+	// was told to do about it.
+	if strings.Contains(cap.SufficiencyNote, "quote the passage") || len(cap.Problems) != 1 {
+		t.Errorf("cap's note and problems must be written for a reader: %q, %q", cap.SufficiencyNote, cap.Problems)
 	}
 	if cap.Rationale != "The material shows why cap is judged so." {
 		t.Errorf("cap kept %q, want the answer with the fewest problems", cap.Rationale)

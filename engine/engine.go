@@ -343,9 +343,13 @@ func keepBest(pending []Rule, best map[string]candidate, accepted map[string]Ver
 		v.DataSufficiency = false
 		notes := make([]string, len(c.problems))
 		for i, p := range c.problems {
-			notes[i] = p.Detail
+			notes[i] = p.Note
+			if notes[i] == "" {
+				notes[i] = p.Detail
+			}
 		}
-		v.SufficiencyNote = "the answer was kept with problems left after every re-ask: " + strings.Join(notes, "; ")
+		v.Problems = notes
+		v.SufficiencyNote = "kept with problems after every re-ask: " + strings.Join(notes, "; ")
 		accepted[r.RuleID] = v
 	}
 	return true

@@ -73,6 +73,7 @@ func (a *anchoring) getMatcher() (*anchor.Matcher, error) {
 // message gets page 0.
 func (a *anchoring) anchor(ev *Evidence) error {
 	ev.QuotedText = ev.Text
+	ev.CitedPageNumber = ev.SourcePageNumber
 	if a.citesInput(ev.SourceOrigin) || !a.hasDocuments() {
 		ev.Anchored = false
 		ev.Match = MatchNotDocument
