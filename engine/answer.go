@@ -37,13 +37,19 @@ const (
 	ReasonUnanchoredQuote      = "unanchored_quote"
 	ReasonAlteredEvidence      = "altered_evidence"
 	ReasonUnsupportedVerdict   = "unsupported_verdict"
+	// ReasonUnknownPassage: a citation names a passage id that was not shown.
+	ReasonUnknownPassage = "unknown_passage"
+	// ReasonUnfocusedEvidence: a quote much longer than the passage it
+	// needs (a whole page, several sentences).
+	ReasonUnfocusedEvidence = "unfocused_evidence"
 )
 
 // isContentReason reports whether reason is a content problem rather than a
 // shape problem.
 func isContentReason(reason string) bool {
 	switch reason {
-	case ReasonPlaceholderRationale, ReasonPlaceholderEvidence, ReasonUnanchoredQuote, ReasonAlteredEvidence, ReasonUnsupportedVerdict:
+	case ReasonPlaceholderRationale, ReasonPlaceholderEvidence, ReasonUnanchoredQuote, ReasonAlteredEvidence, ReasonUnsupportedVerdict,
+		ReasonUnknownPassage, ReasonUnfocusedEvidence:
 		return true
 	}
 	return false
@@ -86,6 +92,8 @@ type rawRule struct {
 }
 
 type rawEvidence struct {
+	PassageID        string          `json:"passage_id"`
+	Quote            string          `json:"quote"`
 	Text             string          `json:"text"`
 	SourceOrigin     string          `json:"source_origin"`
 	SourcePageNumber json.RawMessage `json:"source_page_number"`
@@ -228,12 +236,19 @@ func checkRule(rule Rule, rr rawRule) (Verdict, []Problem) {
 		v.BooleanOutput = &b
 	}
 	for _, e := range rr.Evidences {
+		// A citation names a passage id, with the words inside it as quote;
+		// a quote gives the words as text. Either form is read in either
+		// mode: the schema asks for one, a model may write the other.
+		id := strings.TrimSpace(e.PassageID)
 		text := strings.TrimSpace(e.Text)
 		if text == "" {
+			text = strings.TrimSpace(e.Quote)
+		}
+		if id == "" && text == "" {
 			continue // an empty quote supports nothing; drop it rather than re-ask
 		}
 		page, _ := parseScore(e.SourcePageNumber)
-		v.Evidences = append(v.Evidences, Evidence{Text: text, SourceOrigin: strings.TrimSpace(e.SourceOrigin), SourcePageNumber: max(page, 0)})
+		v.Evidences = append(v.Evidences, Evidence{PassageID: id, Text: text, SourceOrigin: strings.TrimSpace(e.SourceOrigin), SourcePageNumber: max(page, 0)})
 	}
 	return v, problems
 }

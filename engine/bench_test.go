@@ -6,14 +6,21 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
 // instantLLM answers every call at once with the same content: the engine's
-// own overhead is what remains.
-type instantLLM struct{ content string }
+// own overhead is what remains. It counts its calls.
+type instantLLM struct {
+	content string
+	calls   *atomic.Int64
+}
 
 func (l instantLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, error) {
+	if l.calls != nil {
+		l.calls.Add(1)
+	}
 	return ChatResponse{Content: l.content, Format: req.Format, Model: req.Model, Usage: Usage{PromptTokens: 1000, CompletionTokens: 300, LLMCalls: 1}}, nil
 }
 
@@ -40,24 +47,33 @@ func benchDocument(size int) Document {
 }
 
 // BenchmarkEvaluate measures one request of 10 rules on a 100 KB document
-// with an instant model: prompt building, answer checks, anchoring and
-// aggregation. "verbatim": every quote is exact; "paraphrased": 3 quotes differ
-// in case (normalised match) and 3 drop a word (fuzzy match), which makes the
-// anchor build its indexes of the document.
+// with an instant model: prompt building, answer checks, evidence resolution
+// and aggregation. In quote mode, "verbatim": every quote is exact;
+// "paraphrased": 3 quotes differ in case (normalised match) and 3 drop a word
+// (fuzzy match), which makes the anchor build its indexes of the document. In
+// cite mode, "cited": every evidence names a passage id, with the exact words
+// inside it for half of them. Every answer passes every check: one model call
+// per request, asserted.
 func BenchmarkEvaluate(b *testing.B) {
-	for _, paraphrased := range []bool{false, true} {
-		name := "verbatim"
-		if paraphrased {
-			name = "paraphrased"
-		}
-		b.Run(name, func(b *testing.B) { benchmarkEvaluate(b, paraphrased) })
+	for _, c := range []struct {
+		name        string
+		mode        EvidenceMode
+		paraphrased bool
+	}{
+		{"quote/verbatim", EvidenceQuote, false},
+		{"quote/paraphrased", EvidenceQuote, true},
+		{"cite/cited", EvidenceCite, false},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchmarkEvaluate(b, c.mode, c.paraphrased) })
 	}
 }
 
-func benchmarkEvaluate(b *testing.B, paraphrased bool) {
+func benchmarkEvaluate(b *testing.B, mode EvidenceMode, paraphrased bool) {
 	doc := benchDocument(100 << 10)
 	text := strings.Join(doc.Pages, "\f")
 	rs := &Ruleset{ID: "bench"}
+	in := &Inputs{PrimaryDocs: []Document{doc}}
+	passages := segmentInputs(in).list
 	var answers []map[string]any
 	for i := range 10 {
 		id := fmt.Sprintf("rule-%02d", i)
@@ -80,8 +96,16 @@ func benchmarkEvaluate(b *testing.B, paraphrased bool) {
 			parts := strings.Fields(quote)
 			quote = strings.Join(append(parts[:5:5], parts[6:]...), " ")
 		}
+		evidence := map[string]any{"text": quote, "source_origin": "contract.txt", "source_page_number": 1}
+		if mode == EvidenceCite {
+			p := passages[(i*37)%len(passages)]
+			evidence = map[string]any{"passage_id": p.id, "quote": ""}
+			if i%2 == 0 {
+				evidence["quote"] = p.text[len(p.text)/4 : len(p.text)/2]
+			}
+		}
 		a := map[string]any{"rule_id": id, "data_sufficiency": true, "rationale": "The cited clause decides this rule.", "not_applicable": false,
-			"evidences": []map[string]any{{"text": quote, "source_origin": "contract.txt", "source_page_number": 1}}}
+			"evidences": []map[string]any{evidence}}
 		if typ == Numerical {
 			a["numerical_output"] = 3
 		} else {
@@ -95,11 +119,11 @@ func benchmarkEvaluate(b *testing.B, paraphrased bool) {
 	content, _ := json.Marshal(map[string]any{"rules": answers})
 	// A window that holds the whole request: one call, as the benchmark
 	// has always measured.
-	eng, err := New(instantLLM{content: string(content)}, Config{Model: "bench", ContextTokens: 1 << 20})
+	var calls atomic.Int64
+	eng, err := New(instantLLM{content: string(content), calls: &calls}, Config{Model: "bench", ContextTokens: 1 << 20, Evidence: mode})
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := &Inputs{PrimaryDocs: []Document{doc}}
 	ctx := context.Background()
 	res, err := eng.Evaluate(ctx, Request{Ruleset: rs, Inputs: in})
 	if err != nil {
@@ -112,9 +136,13 @@ func benchmarkEvaluate(b *testing.B, paraphrased bool) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	calls.Store(0)
 	for b.Loop() {
 		if _, err := eng.Evaluate(ctx, Request{Ruleset: rs, Inputs: in}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if n := calls.Load(); n != int64(b.N) {
+		b.Fatalf("%d model calls for %d requests: an answer failed the checks and was re-asked", n, b.N)
 	}
 }

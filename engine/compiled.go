@@ -6,31 +6,34 @@ import (
 	"sync"
 )
 
-// compiled is what the first model call of a request needs from its ruleset
-// alone: rendering it costs more than the rest of the engine's work, and a
-// ruleset from the registry is the same pointer for every request.
+// compiled is what every call for a ruleset sends before the material: its
+// system prompt. Rendering it costs more than the rest of the engine's own
+// work, and a ruleset from the registry is the same pointer for every
+// request.
 type compiled struct {
-	system  string
-	schema  json.RawMessage
-	grammar json.RawMessage
+	system string
+	// The schemas' bodies, for all of the ruleset's rules: what is citable
+	// is added per call (withCitable).
+	schema, grammar json.RawMessage
 }
 
-func compile(rs *Ruleset) (*compiled, error) {
-	schema, err := OutputSchema(rs.Rules)
+func compile(rs *Ruleset, mode EvidenceMode) (*compiled, error) {
+	schema, err := outputBody(rs.Rules, mode)
 	if err != nil {
 		return nil, err
 	}
-	grammar, err := GrammarSchema(rs.Rules)
+	grammar, err := grammarBody(rs.Rules, mode)
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{system: SystemPrompt(rs), schema: schema, grammar: grammar}, nil
+	return &compiled{system: SystemPrompt(rs, mode), schema: schema, grammar: grammar}, nil
 }
 
 // compiledCache remembers compiled rulesets by identity, least recently used
 // first out. Rulesets must not change once validated; a reloaded one is a new
 // pointer and compiles anew.
 type compiledCache struct {
+	mode  EvidenceMode
 	mu    sync.Mutex
 	max   int
 	order *list.List // of *compiledEntry, front = most recent
@@ -42,8 +45,8 @@ type compiledEntry struct {
 	c  *compiled
 }
 
-func newCompiledCache(max int) *compiledCache {
-	return &compiledCache{max: max, order: list.New(), byRS: map[*Ruleset]*list.Element{}}
+func newCompiledCache(max int, mode EvidenceMode) *compiledCache {
+	return &compiledCache{mode: mode, max: max, order: list.New(), byRS: map[*Ruleset]*list.Element{}}
 }
 
 func (cc *compiledCache) get(rs *Ruleset) (*compiled, error) {
@@ -56,7 +59,7 @@ func (cc *compiledCache) get(rs *Ruleset) (*compiled, error) {
 	}
 	cc.mu.Unlock()
 
-	c, err := compile(rs)
+	c, err := compile(rs, cc.mode)
 	if err != nil {
 		return nil, err
 	}

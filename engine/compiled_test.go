@@ -3,7 +3,7 @@ package engine
 import "testing"
 
 func TestCompiledCacheReusesAndEvicts(t *testing.T) {
-	cc := newCompiledCache(2)
+	cc := newCompiledCache(2, EvidenceCite)
 	a, b, c := testRuleset(), testRuleset(), testRuleset()
 	first, err := cc.get(a)
 	if err != nil {
@@ -13,7 +13,7 @@ func TestCompiledCacheReusesAndEvicts(t *testing.T) {
 	if first != again {
 		t.Error("the same ruleset compiled twice")
 	}
-	if first.system != SystemPrompt(a) {
+	if first.system != SystemPrompt(a, EvidenceCite) {
 		t.Error("cached system prompt differs from a fresh rendering")
 	}
 	cc.get(b)

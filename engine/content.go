@@ -72,6 +72,18 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 	supported := false
 	for i := range v.Evidences {
 		ev := &v.Evidences[i]
+		if ev.PassageID != "" {
+			if !a.cite(ev) {
+				ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, MatchNone
+				add(ReasonUnknownPassage, "the model cited a passage that is not in the material ("+clip(ev.PassageID)+")",
+					"the evidence cites passage_id %s, which is not an id shown in the material; cite the id in square brackets before the passage, or give no evidence", clip(ev.PassageID))
+				continue
+			}
+			if a.supports(*ev) {
+				supported = true
+			}
+			continue
+		}
 		if isPlaceholder(ev.Text) {
 			ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, MatchNone
 			add(ReasonPlaceholderEvidence, "the model's evidence is a placeholder ("+clip(ev.Text)+"), not a passage of the material",
@@ -91,6 +103,11 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 		case ev.Altered:
 			add(ReasonAlteredEvidence, "the model's quote "+clip(ev.QuotedText)+" does not say what the document says ("+describeDifferences(ev.Differences)+")",
 				"your quote %s does not say what the document says: %s — quote the document exactly, and judge by what it says", clip(ev.QuotedText), describeDifferences(ev.Differences))
+		}
+		if a.unfocused(*ev) {
+			add(ReasonUnfocusedEvidence, "the model's quote runs over "+strconv.Itoa(*ev.EndOffset-*ev.StartOffset)+" characters of "+strconv.Quote(ev.SourceOrigin)+" instead of the passage that shows the verdict",
+				"your quote %s covers %d characters, several sentences; quote only the sentence that shows the verdict", clip(ev.QuotedText), *ev.EndOffset-*ev.StartOffset)
+			continue
 		}
 		if a.supports(*ev) {
 			supported = true

@@ -50,6 +50,9 @@ type Config struct {
 	// FuzzyThreshold is the similarity (0.5..1) a paraphrased quote needs to
 	// be anchored to a span (default 0.85).
 	FuzzyThreshold float64
+	// Evidence is how the model gives its evidence (default cite: by passage
+	// id; quote: verbatim quotes, anchored to the documents).
+	Evidence EvidenceMode
 	// Instructions is how the instructions reach the model (default system;
 	// auto probes each model once, see InstructionsAuto).
 	Instructions Instructions
@@ -90,6 +93,9 @@ func (c *Config) setDefaults() {
 	if c.Instructions == "" {
 		c.Instructions = InstructionsSystem
 	}
+	if c.Evidence == "" {
+		c.Evidence = EvidenceCite
+	}
 	if c.CallConcurrency == 0 {
 		c.CallConcurrency = DefaultCallConcurrency
 	}
@@ -104,6 +110,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine: Format %q is not one of json_schema, json_object, text", c.Format)
 	}
 	if err := c.Instructions.validate(); c.Instructions != "" && err != nil {
+		return err
+	}
+	if err := c.Evidence.validate(); c.Evidence != "" && err != nil {
 		return err
 	}
 	if c.MaxInputBytes < 0 {
@@ -149,7 +158,7 @@ func New(llm LLM, cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256), modes: newInstructionModes(),
+	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256, cfg.Evidence), modes: newInstructionModes(),
 		est: plan.NewEstimator(), windows: newContextWindows()}, nil
 }
 
@@ -205,177 +214,8 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 	}, nil
 }
 
-// converse runs one conversation: it asks the model to judge rules (all of
-// rs.Rules, or a subset of them) on in (all of the request's inputs, or an
-// excerpt of them), then re-asks for the rules whose answers failed the
-// checks, merging what was accepted. an anchors evidence against the whole
-// request's documents; share one per request across its conversations.
-// The verdicts come back in the order of rules, their evidence anchored.
-//
-// An answer is accepted once it has the right shape (checkAnswer) and says
-// something (checkContent). When the re-ask budget runs out and the only
-// problems left are content problems, each such rule keeps its best answer,
-// marked data_sufficiency false with the reason; any shape problem left is
-// an OutputError.
-func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules []Rule, in *Inputs, an *anchoring) ([]Verdict, Usage, error) {
-	return e.converseWith(ctx, model, rs, rules, UserPrompt(in), an)
-}
-
-// converseWith is converse with the user message already rendered (an
-// excerpt's, which names the pages it holds).
-func (e *Engine) converseWith(ctx context.Context, model string, rs *Ruleset, rules []Rule, user string, an *anchoring) ([]Verdict, Usage, error) {
-	first, err := e.compiledFor(rs, rules)
-	if err != nil {
-		return nil, Usage{}, err
-	}
-	mode := e.instructionMode(ctx, model)
-	base := buildPrompt(mode, first.system, user)
-	messages := base
-	pending := rules
-	accepted := make(map[string]Verdict, len(rules))
-	best := map[string]candidate{} // content-flawed answers, the fewest problems kept
-	var usage Usage
-	for attempt := 0; ; attempt++ {
-		schema, grammar := first.schema, first.grammar
-		if attempt > 0 { // a re-ask names only the rules still pending
-			if schema, err = OutputSchema(pending); err != nil {
-				return nil, usage, err
-			}
-			if grammar, err = GrammarSchema(pending); err != nil {
-				return nil, usage, err
-			}
-		}
-		start := time.Now()
-		resp, err := e.llm.Chat(ctx, ChatRequest{
-			Model:         model,
-			Messages:      messages,
-			Format:        e.cfg.Format,
-			SchemaName:    "rule_verdicts",
-			Schema:        schema,
-			GrammarSchema: grammar,
-			Temperature:   e.cfg.Temperature,
-			MaxTokens:     e.cfg.MaxTokens,
-		})
-		if e.cfg.Hooks.LLMCall != nil {
-			e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
-		}
-		if err != nil {
-			return nil, usage, err
-		}
-		usage = usage.Add(resp.Usage)
-		e.observeUsage(model, messages, len(pending), resp.Usage)
-
-		good, problems := checkAnswer(resp.Content, pending)
-		for _, r := range pending {
-			v, ok := good[r.RuleID]
-			if !ok {
-				continue
-			}
-			cps, err := an.checkContent(r, &v)
-			if err != nil {
-				return nil, usage, err
-			}
-			if len(cps) == 0 {
-				accepted[r.RuleID] = v
-				delete(best, r.RuleID)
-				continue
-			}
-			problems = append(problems, cps...)
-			if c, ok := best[r.RuleID]; !ok || len(cps) <= len(c.problems) {
-				best[r.RuleID] = candidate{v, cps}
-			}
-		}
-		pending = stillPending(pending, accepted)
-		if len(pending) == 0 {
-			break
-		}
-		if attempt >= e.cfg.OutputRetries {
-			if !keepBest(pending, best, accepted) {
-				return nil, usage, &OutputError{Attempts: attempt + 1, Problems: problems}
-			}
-			break
-		}
-		if e.cfg.Hooks.OutputRetry != nil {
-			for _, p := range problems {
-				e.cfg.Hooks.OutputRetry(p.Reason)
-			}
-		}
-		// Keep only the latest exchange: the base prompt, the answer being
-		// corrected and the correction, so re-asks don't grow without bound.
-		messages = append(base[:len(base):len(base)],
-			Message{Role: "assistant", Content: resp.Content},
-			Message{Role: "user", Content: correctiveMessage(problems, pending)},
-		)
-	}
-	out := make([]Verdict, 0, len(rules))
-	for _, r := range rules {
-		out = append(out, accepted[r.RuleID])
-	}
-	if observe := e.cfg.Hooks.Anchor; observe != nil {
-		for _, v := range out {
-			for _, ev := range v.Evidences {
-				observe(ev.Match)
-			}
-		}
-	}
-	return out, usage, nil
-}
-
-// candidate is an answer that had the right shape but content problems.
-type candidate struct {
-	verdict  Verdict
-	problems []Problem
-}
-
-// keepBest accepts, for every pending rule, its best content-flawed answer,
-// marked as judged on insufficient data with the reasons. It accepts nothing
-// and reports false when some pending rule has no such answer (its problems
-// were of shape).
-func keepBest(pending []Rule, best map[string]candidate, accepted map[string]Verdict) bool {
-	for _, r := range pending {
-		if _, ok := best[r.RuleID]; !ok {
-			return false
-		}
-	}
-	for _, r := range pending {
-		c := best[r.RuleID]
-		v := c.verdict
-		v.DataSufficiency = false
-		notes := make([]string, len(c.problems))
-		for i, p := range c.problems {
-			notes[i] = p.Note
-			if notes[i] == "" {
-				notes[i] = p.Detail
-			}
-		}
-		v.Problems = notes
-		v.SufficiencyNote = "kept with problems after every re-ask: " + strings.Join(notes, "; ")
-		accepted[r.RuleID] = v
-	}
-	return true
-}
-
-// compiledFor is the prompt and schemas for judging rules of rs: from the
-// cache when they are all of rs's rules, rendered afresh for a subset.
-func (e *Engine) compiledFor(rs *Ruleset, rules []Rule) (*compiled, error) {
-	if len(rules) == len(rs.Rules) && (len(rules) == 0 || &rules[0] == &rs.Rules[0]) {
-		return e.compiled.get(rs)
-	}
-	return compile(&Ruleset{ID: rs.ID, Version: rs.Version, Rules: rules})
-}
-
 func (e *Engine) anchorOptions() anchor.Options {
 	return anchor.Options{FuzzyThreshold: e.cfg.FuzzyThreshold}
-}
-
-func stillPending(rules []Rule, accepted map[string]Verdict) []Rule {
-	var out []Rule
-	for _, r := range rules {
-		if _, ok := accepted[r.RuleID]; !ok {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // OutputError says what was still wrong with the model's answer when the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"rulevalidator/engine/anchor"
 )
@@ -29,12 +30,18 @@ type anchoring struct {
 	once    sync.Once
 	matcher *anchor.Matcher
 	err     error
+
+	// ps is the request's passages: what cite mode shows and evidence
+	// cites, and what tells a focused quote from one too long.
+	ps lazyPassages
+	in *Inputs
 }
 
 // newAnchoring prepares anchoring for a request's inputs. The matcher itself
 // is built on first use: most requests quote something, some don't.
 func (e *Engine) newAnchoring(in *Inputs) *anchoring {
-	a := &anchoring{docs: in.Documents(), opts: e.anchorOptions(), nonDocument: make(map[string]bool, len(in.NamedInputs)+4)}
+	a := &anchoring{docs: in.Documents(), opts: e.anchorOptions(), nonDocument: make(map[string]bool, len(in.NamedInputs)+4), in: in}
+	a.ps.in = in
 	for _, n := range in.NamedInputs {
 		a.nonDocument[foldOrigin(n.Name)] = true
 	}
@@ -60,6 +67,89 @@ func (a *anchoring) hasDocuments() bool { return len(a.docs) > 0 }
 // citesInput reports whether origin names a named input, the text input or
 // the message of the request.
 func (a *anchoring) citesInput(origin string) bool { return a.nonDocument[foldOrigin(origin)] }
+
+// passages is the request's passage set, segmented on first use.
+func (a *anchoring) passages() *passageSet { return a.ps.get() }
+
+// origins are the source names a quote may give, as the markers show them:
+// the documents', the named inputs', "Text Input" and "Message".
+func (a *anchoring) origins() []string {
+	var out []string
+	for _, d := range a.docs {
+		out = append(out, markerName(d.Name))
+	}
+	for _, n := range a.in.NamedInputs {
+		out = append(out, markerName(n.Name))
+	}
+	if a.in.TextInput != "" {
+		out = append(out, "Text Input")
+	}
+	if a.in.Message != "" {
+		out = append(out, "Message")
+	}
+	return dedupe(out)
+}
+
+// cite resolves an evidence that names a passage id in place: it takes the
+// passage's origin, page and offsets, and as its text the words the model
+// gave when they are found inside the passage, else the whole passage. It
+// reports false, leaving ev as given, when no passage has that id.
+func (a *anchoring) cite(ev *Evidence) bool {
+	p, ok := a.passages().lookup(ev.PassageID)
+	if !ok {
+		return false
+	}
+	words := ev.Text
+	ev.PassageID = p.id
+	ev.QuotedText = words
+	ev.SourceOrigin = p.origin
+	ev.Differences, ev.Altered = nil, false
+	if p.doc < 0 { // a named input, the text input or the message
+		ev.Text, ev.SourcePageNumber, ev.CitedPageNumber = p.text, 0, 0
+		ev.Anchored, ev.Match, ev.Similarity = false, MatchNotDocument, 0
+		ev.StartOffset, ev.EndOffset = nil, nil
+		return true
+	}
+	start, end, text, match := p.start, p.end, p.text, MatchPassage
+	if words != "" && !isPlaceholder(words) {
+		if k := strings.Index(p.text, words); k >= 0 {
+			start += utf8.RuneCountInString(p.text[:k])
+			end = start + utf8.RuneCountInString(words)
+			text, match = words, MatchExact
+		}
+	}
+	ev.Text, ev.SourcePageNumber, ev.CitedPageNumber = text, p.page, p.page
+	ev.Anchored, ev.Match, ev.Similarity = true, match, 1
+	ev.StartOffset, ev.EndOffset = &start, &end
+	return true
+}
+
+// Focus: a quote much longer than the passage it needs does not show what
+// in it supports the verdict.
+const (
+	// maxFocusedRunes is the longest anchored quote that is focused evidence.
+	maxFocusedRunes = 600
+	// maxFocusedPassages is the most passages (sentences) one quote may span.
+	maxFocusedPassages = 3
+)
+
+// unfocused reports whether an anchored quote spans more than a few
+// sentences, or runs longer than maxFocusedRunes.
+func (a *anchoring) unfocused(ev Evidence) bool {
+	if !ev.Anchored || ev.StartOffset == nil || ev.EndOffset == nil {
+		return false
+	}
+	start, end := *ev.StartOffset, *ev.EndOffset
+	if end-start > maxFocusedRunes {
+		return true
+	}
+	if end-start < (maxFocusedPassages+1)*minPassageRunes {
+		return false // too short to hold more passages
+	}
+	// The span's own passages: cut as the page's would be, without
+	// segmenting the whole document for one quote.
+	return len(segmentPage(ev.Text)) > maxFocusedPassages
+}
 
 func (a *anchoring) getMatcher() (*anchor.Matcher, error) {
 	a.once.Do(func() { a.matcher, a.err = newMatcher(a.docs, a.opts) })

@@ -26,12 +26,12 @@ func TestFoldedInstructions(t *testing.T) {
 		t.Fatalf("folded prompt = %d messages (%v), want one user message", len(msgs), msgs)
 	}
 	content := msgs[0].Content
-	system := SystemPrompt(testRuleset())
+	system := SystemPrompt(testRuleset(), EvidenceCite)
 	if !strings.HasPrefix(content, system+foldSeparator) {
 		t.Error("the user message does not start with the instructions and the separator")
 	}
 	data := strings.TrimPrefix(content, system+foldSeparator)
-	if data != UserPrompt(in) {
+	if data != UserPrompt(in, EvidenceCite) {
 		t.Error("after the instructions, the user message must be the data exactly as in system mode")
 	}
 	if strings.Contains(system, "Master Services Agreement") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // ResponseFormat is how strictly the model is asked to shape its answer.
@@ -17,6 +18,30 @@ const (
 	// FormatText: plain text; the output contract in the prompt is all there is.
 	FormatText ResponseFormat = "text"
 )
+
+// EvidenceMode is how the model is asked to give its evidence.
+type EvidenceMode string
+
+const (
+	// EvidenceCite shows the material as passages behind short ids and asks
+	// for the id of each passage a verdict rests on (optionally with the
+	// exact words inside it): the engine copies the text, so evidence is
+	// verbatim by construction, and a grammar-constrained server can only
+	// cite ids that exist.
+	EvidenceCite EvidenceMode = "cite"
+	// EvidenceQuote shows the material as it is and asks for verbatim
+	// quotes, which are anchored to the documents (exact, normalised,
+	// fuzzy, elided).
+	EvidenceQuote EvidenceMode = "quote"
+)
+
+func (m EvidenceMode) validate() error {
+	switch m {
+	case EvidenceCite, EvidenceQuote:
+		return nil
+	}
+	return fmt.Errorf("engine: Evidence %q is not one of cite, quote", m)
+}
 
 // Message is one chat message.
 type Message struct {

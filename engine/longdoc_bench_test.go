@@ -48,12 +48,12 @@ func BenchmarkSplitRequestTokens(b *testing.B) {
 			sent += plan.Count(msg.Content) + 8
 		}
 	}
-	user := plan.Count(engine.UserPrompt(in)) + 8
+	user := plan.Count(engine.UserPrompt(in, engine.EvidenceCite)) + 8
 	naive := 0
 	for _, r := range rs.Rules {
-		naive += plan.Count(engine.SystemPrompt(&engine.Ruleset{ID: rs.ID, Version: rs.Version, Rules: []engine.Rule{r}})) + 8 + user
+		naive += plan.Count(engine.SystemPrompt(&engine.Ruleset{ID: rs.ID, Version: rs.Version, Rules: []engine.Rule{r}}, engine.EvidenceCite)) + 8 + user
 	}
-	single := plan.Count(engine.SystemPrompt(rs)) + 8 + user
+	single := plan.Count(engine.SystemPrompt(rs, engine.EvidenceCite)) + 8 + user
 	b.ReportMetric(float64(res.Usage.PlannedCalls), "calls")
 	b.ReportMetric(float64(sent), "sent-tokens")
 	b.ReportMetric(float64(naive), "naive-tokens")

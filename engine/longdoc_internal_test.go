@@ -51,7 +51,7 @@ func TestExcerptPromptMarksLeftOutParts(t *testing.T) {
 		t.Fatalf("unexpected chunking: %+v", chunks)
 	}
 	p := &plan.Plan{Chunks: chunks, Calls: []plan.Call{{Rules: []int{0}, Chunks: []int{bravo, third}, Partial: true}}}
-	got := excerptPrompt(in, docs, p, 0, pageBounds(docs))
+	got := renderer{in: in}.excerpt(docs, p, 0, pageBounds(docs)).user
 
 	for _, want := range []string{
 		`- "main.pdf" (primary document, 3 pages): pages 2-3`,

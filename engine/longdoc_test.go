@@ -54,7 +54,7 @@ func (m *reader) answer(req llmfake.Request) llmfake.Reply {
 	for _, match := range ruleIDLine.FindAllStringSubmatch(system, -1) {
 		id, _ := strconv.Unquote(match[1])
 		verdict := map[string]any{"rule_id": id, "not_applicable": false}
-		quote, page := m.find(id, user)
+		quote, page, passage := m.find(id, user)
 		if quote == "" {
 			verdict["data_sufficiency"] = false
 			verdict["boolean_output"] = false
@@ -64,7 +64,11 @@ func (m *reader) answer(req llmfake.Request) llmfake.Reply {
 			verdict["data_sufficiency"] = true
 			verdict["boolean_output"] = true
 			verdict["rationale"] = "The contract addresses this rule in the quoted passage."
-			verdict["evidences"] = []any{map[string]any{"text": quote, "source_origin": "contract.pdf", "source_page_number": page}}
+			evidence := map[string]any{"text": quote, "source_origin": "contract.pdf", "source_page_number": page}
+			if passage != "" { // cite mode: the id, with the words inside it
+				evidence = map[string]any{"passage_id": passage, "quote": quote}
+			}
+			verdict["evidences"] = []any{evidence}
 		}
 		rules = append(rules, verdict)
 	}
@@ -85,10 +89,11 @@ func (m *reader) answer(req llmfake.Request) llmfake.Reply {
 	return llmfake.Reply{Content: string(content), PromptTokens: prompt, CompletionTokens: plan.Count(string(content))}
 }
 
-// find locates what decides rule id in the user message and the page it is
-// on by the nearest page marker before it. A topic rule is decided by the
-// first sentence shown of a page about its topic.
-func (m *reader) find(id, user string) (string, int) {
+// find locates what decides rule id in the user message, the page it is
+// on by the nearest page marker before it and, in cite mode, the id of the
+// passage that holds it. A topic rule is decided by the first sentence shown
+// of a page about its topic.
+func (m *reader) find(id, user string) (quote string, page int, passage string) {
 	if title, ok := m.topics[id]; ok {
 		for _, loc := range pageMarker.FindAllStringSubmatchIndex(user, -1) {
 			page, _ := strconv.Atoi(user[loc[2]:loc[3]])
@@ -96,23 +101,33 @@ func (m *reader) find(id, user string) (string, int) {
 				continue
 			}
 			rest := strings.TrimPrefix(user[loc[1]+1:], "[…]\n")
+			if m := passageLine.FindStringSubmatch(rest); m != nil {
+				passage, rest = m[1], rest[len(m[0]):]
+			}
 			if end := strings.Index(rest, "."); end > 0 {
-				return strings.TrimSpace(rest[:end+1]), page
+				return strings.TrimSpace(rest[:end+1]), page, passage
 			}
 		}
-		return "", 0
+		return "", 0, ""
 	}
-	quote := m.need[id]
+	quote = m.need[id]
 	at := strings.Index(user, quote)
 	if quote == "" || at < 0 {
-		return "", 0
+		return "", 0, ""
 	}
-	page := 1
+	page = 1
 	for _, loc := range pageMarker.FindAllStringSubmatchIndex(user[:at], -1) {
 		page, _ = strconv.Atoi(user[loc[2]:loc[3]])
 	}
-	return quote, page
+	lineStart := strings.LastIndexByte(user[:at], '\n') + 1
+	if m := passageLine.FindStringSubmatch(user[lineStart:]); m != nil {
+		passage = m[1]
+	}
+	return quote, page, passage
 }
+
+// passageLine is the id that starts a passage's line in cite mode.
+var passageLine = regexp.MustCompile(`^\[(d\d+p\d+s\d+)\] `)
 
 func newPlanningEngine(t testing.TB, m *reader, cfg engine.Config) *engine.Engine {
 	t.Helper()
@@ -197,6 +212,29 @@ func TestLongDocumentIsPlanned(t *testing.T) {
 		if strings.Contains(req.Messages[0].Content, "Section ") {
 			t.Errorf("call %d: document text in the system message", i)
 		}
+		// A planned call may cite only the passages it shows.
+		shown := map[string]bool{}
+		for _, m := range regexp.MustCompile(`(?m)^\[([^\]]+)\] `).FindAllStringSubmatch(user, -1) {
+			shown[m[1]] = true
+		}
+		var schema struct {
+			Defs struct {
+				Citable struct {
+					Enum []string `json:"enum"`
+				} `json:"citable"`
+			} `json:"$defs"`
+		}
+		if err := json.Unmarshal(req.Schema, &schema); err != nil || len(schema.Defs.Citable.Enum) == 0 {
+			t.Fatalf("call %d: no citable ids in the schema (%v): %.300s", i, err, req.Schema)
+		}
+		for _, id := range schema.Defs.Citable.Enum {
+			if !shown[id] {
+				t.Errorf("call %d: the schema lets the model cite %q, which the call does not show", i, id)
+			}
+		}
+		if len(schema.Defs.Citable.Enum) != len(shown) {
+			t.Errorf("call %d: %d ids shown, %d citable", i, len(shown), len(schema.Defs.Citable.Enum))
+		}
 	}
 	if fmt.Sprint(planned) != fmt.Sprint([]int{res.Usage.PlannedCalls}) || res.Usage.LLMCalls != len(m.requests) {
 		t.Errorf("planned %v, usage %+v, %d requests", planned, res.Usage, len(m.requests))
@@ -221,8 +259,8 @@ func TestLongDocumentIsPlanned(t *testing.T) {
 		t.Fatalf("escrow rule judged on pages %v, without page 250", escrow.PagesConsidered[0].Pages)
 	}
 	ev := escrow.Evidences[0]
-	if !ev.Anchored || ev.SourcePageNumber != 250 || ev.StartOffset == nil {
-		t.Fatalf("escrow evidence not anchored on page 250: %+v", ev)
+	if !ev.Anchored || ev.SourcePageNumber != 250 || ev.StartOffset == nil || !strings.HasPrefix(ev.PassageID, "d1p250s") || ev.CitedPageNumber != 250 {
+		t.Fatalf("escrow evidence not cited on page 250: %+v", ev)
 	}
 	text := []rune(strings.Join(pages, "\f"))
 	if got := string(text[*ev.StartOffset:*ev.EndOffset]); got != escrowClause {
@@ -309,10 +347,10 @@ func TestFittingRequestIsOneCall(t *testing.T) {
 		t.Fatalf("%d calls, want 1", len(m.requests))
 	}
 	req := m.requests[0]
-	if req.Messages[0].Content != engine.SystemPrompt(rs) {
+	if req.Messages[0].Content != engine.SystemPrompt(rs, engine.EvidenceCite) {
 		t.Error("the system prompt differs from the ruleset's")
 	}
-	if req.Messages[1].Content != engine.UserPrompt(in) {
+	if req.Messages[1].Content != engine.UserPrompt(in, engine.EvidenceCite) {
 		t.Error("the user message differs from the whole-request one")
 	}
 	if res.Usage.PlannedCalls != 1 {

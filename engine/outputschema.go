@@ -1,29 +1,50 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 )
 
 // Bounds written into the grammar schema: they stop a small model from
 // looping inside a string, and keep answers short enough to be fast.
 const (
-	grammarMaxRationale = 400
+	grammarMaxRationale = 300
 	grammarMaxQuote     = 300
-	grammarMaxOrigin    = 200
 	grammarMaxEvidences = 3
+	// maxEnumCitable is the most passage ids or source names a schema lists
+	// as an enum; beyond it a pattern constrains their form and the content
+	// checks what was cited (strict structured-output servers cap an enum
+	// at 250 values of some length).
+	maxEnumCitable = 250
 )
+
+// citableRef is where each evidence's passage id (cite mode) or source name
+// (quote mode) points: one definition, however many rules share it.
+const citableRef = "#/$defs/citable"
 
 // OutputSchema is the JSON Schema the model's answer must follow for the given
 // rules, in the subset strict structured-output servers accept: rule ids are
-// constrained to those asked for and each numerical rule's score to its
-// allowed set. It is deterministic for the same rules, so request prefixes
-// stay cacheable.
-func OutputSchema(rules []Rule) (json.RawMessage, error) {
+// constrained to those asked for, each numerical rule's score to its allowed
+// set, and what evidence names to citable (the passage ids the call shows in
+// cite mode, the source names in quote mode). It is deterministic for the
+// same arguments, so request prefixes stay cacheable.
+func OutputSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawMessage, error) {
+	body, err := outputBody(rules, mode)
+	if err != nil {
+		return nil, err
+	}
+	return withCitable(body, mode, citable)
+}
+
+// outputBody is OutputSchema without its definition of what is citable: it
+// depends on the rules alone, and is cached with the ruleset.
+func outputBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 	variants := make([]any, 0, len(rules))
 	for _, r := range rules {
-		variants = append(variants, ruleSchema(r, false))
+		variants = append(variants, ruleSchema(r, mode, false))
 	}
 	var items any = obj{{"anyOf", variants}}
 	if len(variants) == 1 {
@@ -39,12 +60,22 @@ func OutputSchema(rules []Rule) (json.RawMessage, error) {
 
 // GrammarSchema is a stricter form of OutputSchema for servers that enforce a
 // schema with a grammar (llama.cpp): exactly one entry per rule, in ruleset
-// order, with bounded string lengths. Such servers need no schema support
-// from the API to produce a valid answer.
-func GrammarSchema(rules []Rule) (json.RawMessage, error) {
+// order, with bounded string lengths and, in cite mode, evidence that is a
+// passage id only. Such servers need no schema support from the API to
+// produce a valid answer, and cannot write an id that was not shown.
+func GrammarSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawMessage, error) {
+	body, err := grammarBody(rules, mode)
+	if err != nil {
+		return nil, err
+	}
+	return withCitable(body, mode, citable)
+}
+
+// grammarBody is GrammarSchema without its definition of what is citable.
+func grammarBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 	items := make([]any, 0, len(rules))
 	for _, r := range rules {
-		items = append(items, ruleSchema(r, true))
+		items = append(items, ruleSchema(r, mode, true))
 	}
 	return marshalSchema(obj{
 		{"type", "object"},
@@ -60,29 +91,90 @@ func GrammarSchema(rules []Rule) (json.RawMessage, error) {
 	})
 }
 
+// withCitable is body (a schema object) with the definition of what its
+// evidence may cite put first.
+func withCitable(body json.RawMessage, mode EvidenceMode, citable []string) (json.RawMessage, error) {
+	out := make([]byte, 0, len(body)+32+16*len(citable))
+	out = append(out, `{"$defs":{"citable":`...)
+	out, err := citableSchema(mode, citable).appendJSON(out)
+	if err != nil {
+		return nil, fmt.Errorf("engine: marshalling the output schema: %w", err)
+	}
+	out = append(out, "},"...)
+	return append(out, body[1:]...), nil
+}
+
+// citableSchema constrains what an evidence names: an enum of the values
+// when there are few enough, else (cite mode) the form of a passage id or
+// one of the other names.
+func citableSchema(mode EvidenceMode, citable []string) obj {
+	switch {
+	case len(citable) > 0 && len(citable) <= maxEnumCitable:
+		return obj{{"type", "string"}, {"enum", citable}}
+	case mode == EvidenceCite:
+		alts := []string{`d[0-9]+p[0-9]+s[0-9]+`}
+		for _, id := range citable {
+			if !passageIDPattern.MatchString(id) {
+				alts = append(alts, regexp.QuoteMeta(id))
+			}
+		}
+		return obj{{"type", "string"}, {"pattern", "^(" + strings.Join(alts, "|") + ")$"}}
+	}
+	return obj{{"type", "string"}}
+}
+
+var passageIDPattern = regexp.MustCompile(`^d[0-9]+p[0-9]+s[0-9]+$`)
+
 // ruleSchema is one rule's entry. Properties are in the order a model should
 // write them: what it cites, then why, then whether the rule applies and the
 // data suffice, then the verdict.
-func ruleSchema(r Rule, bounded bool) obj {
+func ruleSchema(r Rule, mode EvidenceMode, bounded bool) obj {
 	str := func(maxLen int) obj {
 		if !bounded {
 			return obj{{"type", "string"}}
 		}
 		return obj{{"type", "string"}, {"maxLength", maxLen}}
 	}
-	evidence := obj{
-		{"type", "object"},
-		{"properties", obj{
-			{"text", str(grammarMaxQuote)},
-			{"source_origin", str(grammarMaxOrigin)},
-			{"source_page_number", obj{{"type", "integer"}}},
-		}},
-		{"required", []string{"text", "source_origin", "source_page_number"}},
-		{"additionalProperties", false},
+	citable := obj{{"$ref", citableRef}}
+	var evidence obj
+	switch {
+	case mode == EvidenceCite && bounded:
+		// The id alone: the engine copies the passage, and every token a
+		// small model does not write is time saved.
+		evidence = obj{
+			{"type", "object"},
+			{"properties", obj{{"passage_id", citable}}},
+			{"required", []string{"passage_id"}},
+			{"additionalProperties", false},
+		}
+	case mode == EvidenceCite:
+		evidence = obj{
+			{"type", "object"},
+			{"properties", obj{{"passage_id", citable}, {"quote", str(grammarMaxQuote)}}},
+			{"required", []string{"passage_id", "quote"}},
+			{"additionalProperties", false},
+		}
+	default:
+		evidence = obj{
+			{"type", "object"},
+			{"properties", obj{
+				{"text", str(grammarMaxQuote)},
+				{"source_origin", citable},
+				{"source_page_number", obj{{"type", "integer"}}},
+			}},
+			{"required", []string{"text", "source_origin", "source_page_number"}},
+			{"additionalProperties", false},
+		}
 	}
 	evidences := obj{{"type", "array"}, {"items", evidence}}
 	if bounded {
 		evidences = append(evidences, kv{"maxItems", grammarMaxEvidences})
+	}
+	if bounded && mode == EvidenceCite {
+		// Every verdict rests on a passage: a grammar-driven model otherwise
+		// leaves the list empty. A cited id always exists, so this costs no
+		// re-ask; in quote mode a forced quote the model cannot copy would.
+		evidences = append(evidences, kv{"minItems", 1})
 	}
 	rationale := str(grammarMaxRationale)
 	if bounded {
@@ -123,30 +215,88 @@ type kv struct {
 type obj []kv
 
 func (o obj) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	return o.appendJSON(nil)
+}
+
+// appendJSON writes o directly: schemas are built for every call, and
+// encoding/json would reflect over every value and compact the result.
+func (o obj) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
 	for i, p := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, err := json.Marshal(p.key)
-		if err != nil {
+		b = strconv.AppendQuote(b, p.key)
+		b = append(b, ':')
+		var err error
+		if b, err = appendValue(b, p.value); err != nil {
 			return nil, err
 		}
-		v, err := json.Marshal(p.value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
+}
+
+func appendValue(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case obj:
+		return v.appendJSON(b)
+	case string:
+		return appendString(b, v), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case []string:
+		b = append(b, '[')
+		for i, s := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, s)
+		}
+		return append(b, ']'), nil
+	case []int:
+		b = append(b, '[')
+		for i, n := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(n), 10)
+		}
+		return append(b, ']'), nil
+	case []any:
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendValue(b, x); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	data, err := json.Marshal(v)
+	return append(b, data...), err
+}
+
+// appendString writes s as a JSON string; plain ASCII without escapes is
+// copied as is.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			data, _ := json.Marshal(s)
+			return append(b, data...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func marshalSchema(schema obj) (json.RawMessage, error) {
-	data, err := json.Marshal(schema)
+	data, err := schema.appendJSON(make([]byte, 0, 4096))
 	if err != nil {
 		return nil, fmt.Errorf("engine: marshalling the output schema: %w", err)
 	}

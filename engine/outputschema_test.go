@@ -8,7 +8,7 @@ import (
 
 func TestGrammarSchemaFixesOrderAndBounds(t *testing.T) {
 	rules := testRuleset().Rules
-	data, err := GrammarSchema(rules)
+	data, err := GrammarSchema(rules, EvidenceQuote, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestGrammarSchemaFixesOrderAndBounds(t *testing.T) {
 	if !strings.Contains(string(r.PrefixItems[2].Properties["numerical_output"]), `"enum":[1,2,3]`) {
 		t.Errorf("score not constrained: %s", r.PrefixItems[2].Properties["numerical_output"])
 	}
-	if !strings.Contains(string(data), `"maxLength":400`) || !strings.Contains(string(data), `"maxItems":3`) {
+	if !strings.Contains(string(data), `"maxLength":300`) || !strings.Contains(string(data), `"maxItems":3`) {
 		t.Error("strings and evidences are not bounded")
 	}
 	// Properties come in the order a model should write them.
@@ -51,7 +51,7 @@ func TestGrammarSchemaFixesOrderAndBounds(t *testing.T) {
 }
 
 func TestOutputSchemaStaysInTheStrictSubset(t *testing.T) {
-	data, err := OutputSchema(testRuleset().Rules)
+	data, err := OutputSchema(testRuleset().Rules, EvidenceCite, []string{"d1p1s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestOutputSchemaStaysInTheStrictSubset(t *testing.T) {
 			t.Errorf("strict schema uses %s, which strict structured-output servers refuse", unsupported)
 		}
 	}
-	a, _ := OutputSchema(testRuleset().Rules)
+	a, _ := OutputSchema(testRuleset().Rules, EvidenceCite, []string{"d1p1s1"})
 	if string(a) != string(data) {
 		t.Error("schema is not deterministic")
 	}
@@ -70,9 +70,9 @@ func TestOutputSchemaStaysInTheStrictSubset(t *testing.T) {
 // the rationale, then applicability and sufficiency, then the verdict, so a
 // model generating in schema order decides last.
 func TestSchemasThinkFirstDecideLast(t *testing.T) {
-	for name, build := range map[string]func([]Rule) (json.RawMessage, error){"output": OutputSchema, "grammar": GrammarSchema} {
+	for name, build := range map[string]func([]Rule, EvidenceMode, []string) (json.RawMessage, error){"output": OutputSchema, "grammar": GrammarSchema} {
 		for _, rule := range testRuleset().Rules {
-			data, err := build([]Rule{rule})
+			data, err := build([]Rule{rule}, EvidenceCite, []string{"d1p1s1"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -65,10 +64,11 @@ func endMarker(kind, name string) string {
 }
 func pageMarker(page int) string { return markerOpen + "Page " + strconv.Itoa(page) + markerClose }
 
-// SystemPrompt renders the instructions for a ruleset. Nothing from a request's
-// inputs ever goes here, and the text depends only on the ruleset, so it is
-// byte-identical for the same ruleset version and provider prompt caches hit.
-func SystemPrompt(rs *Ruleset) string {
+// SystemPrompt renders the instructions for a ruleset, with the output
+// contract of mode. Nothing from a request's inputs ever goes here, and the
+// text depends only on the ruleset and the mode, so it is byte-identical for
+// the same ruleset version and provider prompt caches hit.
+func SystemPrompt(rs *Ruleset, mode EvidenceMode) string {
 	var b strings.Builder
 	b.WriteString("You are a meticulous compliance reviewer. You judge the supplied material against each business rule below and answer with a single JSON object.\n\n")
 	if rs.ID != "" {
@@ -97,102 +97,30 @@ func SystemPrompt(rs *Ruleset) string {
 			b.WriteString("   when the rule does not apply: set not_applicable to true and judge this alternate rule instead: " + oneLine(r.NotApplicableText) + "\n")
 		}
 	}
-
-	b.WriteString(`
-Output contract. Answer with one JSON object and nothing else (no code fences, no prose):
-{"rules": [{"rule_id": "...", "evidences": [{"text": "...", "source_origin": "...", "source_page_number": 1}], "rationale": "...", "not_applicable": false, "data_sufficiency": true, "boolean_output": true, "numerical_output": 3}]}
-- One entry per rule, with the rule_id exactly as given above.
-- boolean rules carry boolean_output and no numerical_output; numerical rules carry numerical_output and no boolean_output.
-- data_sufficiency is false when the material does not hold enough information to judge the rule.
-- not_applicable is true only when the rule does not apply to this material.
-- Write the evidences first, then the rationale, then decide: the verdict must follow from what you quoted.
-- evidences quote the material verbatim, copied character for character; never paraphrase, shorten or correct a quote. source_origin is the document's name exactly as written in its marker, or the named input's name; source_page_number is the page the quote is on (1 for the first page), or 0 for named inputs, the text input and the message. A rule judged as satisfied needs at least one quote that shows it; give no evidence rather than an invented or approximate quote.
-- rationale explains the verdict in one to three plain-English sentences that refer to the material.
-`)
+	b.WriteString(outputContract(mode))
 	return b.String()
 }
 
-// UserPrompt renders a request's inputs as data for the model. Every piece of
-// untrusted text is neutralised so it cannot forge a marker.
-func UserPrompt(in *Inputs) string {
-	var b strings.Builder
-	// Sized up front: a document can be megabytes, and a builder grown by
-	// doubling keeps up to twice the text for as long as the prompt lives.
-	b.Grow(userPromptSize(in))
-	b.WriteString("Judge the following material against the rules.\n")
-	writeDocs := func(docs []Document, role string) {
-		for _, d := range docs {
-			name := markerName(d.Name)
-			b.WriteString("\n" + startMarker("Document", name) + "\n")
-			fmt.Fprintf(&b, "(%s document, %d page%s)\n", role, len(d.Pages), plural(len(d.Pages)))
-			for i, p := range d.Pages {
-				if len(d.Pages) > 1 {
-					b.WriteString(pageMarker(i+1) + "\n")
-				}
-				b.WriteString(neutralize(p))
-				if !strings.HasSuffix(p, "\n") {
-					b.WriteString("\n")
-				}
-			}
-			b.WriteString(endMarker("Document", name) + "\n")
-		}
+// outputContract describes the answer field by field. It shows no example
+// values: small models copy them ("...") instead of answering.
+func outputContract(mode EvidenceMode) string {
+	var evidence string
+	if mode == EvidenceCite {
+		evidence = `- "evidences": at most 3 objects, each with "passage_id": the id shown in square brackets before the passage of the material that the verdict rests on (the sentence that shows it), or the name of a named input, or text_input, or message; and, where the format asks for it, "quote": the exact words of that passage that show it, or an empty string for the whole passage. Cite the passage that shows what the verdict says: for a rule the material fails, the passage that shows it fails or comes closest.
+`
+	} else {
+		evidence = `- "evidences": at most 3 objects, each with "text": a quote of the material, copied character for character, never paraphrased, shortened or corrected, and no longer than the sentence that shows it; "source_origin": the document's name exactly as written in its marker, or the named input's name; "source_page_number": the page the quote is on (1 for the first page), or 0 for named inputs, the text input and the message. Give no evidence rather than an invented or approximate quote.
+`
 	}
-	writeDocs(in.PrimaryDocs, "primary")
-	writeDocs(in.AuxiliaryDocs, "auxiliary")
-	b.WriteString(otherInputsPrompt(in))
-	return b.String()
-}
-
-// userPromptSize is about the length of UserPrompt(in): the inputs' text and
-// the markers around it (more when neutralize has to rewrite markers).
-func userPromptSize(in *Inputs) int {
-	const perPage, perDoc = len(markerOpen+"Page 100000"+markerClose) + 2, 2*len(markerOpen+"Start of Document: "+markerClose) + 64
-	n := 256 + in.Size() + 2*len(in.NamedInputs)*perDoc
-	for _, d := range in.Documents() {
-		n += perDoc + len(d.Name) + len(d.Pages)*perPage
-	}
-	return n
-}
-
-// otherInputsPrompt renders the named inputs, the text input and the message:
-// the part of the user message every call of a request carries whole.
-func otherInputsPrompt(in *Inputs) string {
-	var b strings.Builder
-	for _, n := range in.NamedInputs {
-		name := markerName(n.Name)
-		b.WriteString("\n" + startMarker("Named Input", name) + "\n")
-		if n.Description != "" {
-			b.WriteString("description: " + neutralize(oneLine(n.Description)) + "\n")
-		}
-		b.WriteString("value: " + neutralize(renderValue(n.Value)) + "\n")
-		b.WriteString(endMarker("Named Input", name) + "\n")
-	}
-	writeText := func(kind, text string) {
-		if text == "" {
-			return
-		}
-		b.WriteString("\n" + startMarker(kind, kind) + "\n" + neutralize(text))
-		if !strings.HasSuffix(text, "\n") {
-			b.WriteString("\n")
-		}
-		b.WriteString(endMarker(kind, kind) + "\n")
-	}
-	writeText("Text Input", in.TextInput)
-	writeText("Message", in.Message)
-	return b.String()
-}
-
-// renderValue renders a named input's value: strings as they are, anything
-// else as compact JSON.
-func renderValue(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(data)
+	return `
+Output contract. Answer with one JSON object and nothing else (no code fences, no prose). Its only key is "rules": an array with one object per rule above, each with these keys in this order:
+- "rule_id": the rule's id exactly as given above.
+` + evidence + `- "rationale": one to three plain-English sentences in your own words: what the evidence shows, and why that decides the rule.
+- "not_applicable": true only when the rule does not apply to this material, else false.
+- "data_sufficiency": false when the material does not hold enough information to judge the rule, else true.
+- "boolean_output" for a boolean rule (true when the material satisfies the rule, false when it does not), or "numerical_output" for a numerical rule (one of its allowed scores), never both.
+Write the evidences first, then the rationale, then decide: the verdict must follow from the evidence. A rule judged as satisfied needs evidence that shows it.
+`
 }
 
 func oneLine(s string) string {

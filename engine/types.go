@@ -124,6 +124,9 @@ const (
 	// MatchElided: the quote left parts out ("first words … last words") and
 	// the span covers its parts, found in order.
 	MatchElided Match = "elided"
+	// MatchPassage: the evidence is the whole passage the model cited by id
+	// (cite mode); the words it gave, if any, are not in that passage.
+	MatchPassage Match = "passage"
 	// MatchNone: the quote was not found; its text is kept as the model gave it.
 	MatchNone Match = "none"
 	// MatchNotDocument: the evidence cites a named input or free text, not a document.

@@ -38,7 +38,7 @@ type baselineAnswer struct {
 }
 
 func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdict, error) {
-	material := engine.UserPrompt(c.Inputs)
+	material := engine.UserPrompt(c.Inputs, engine.EvidenceQuote)
 	out := map[string]*engine.Verdict{}
 	var failed []string
 	for _, r := range c.Ruleset.Rules {

@@ -49,7 +49,7 @@ func TestValidateLongDocumentAgainstRealModel(t *testing.T) {
 	contract.Pages = append(slices.Clone(contract.Pages), synthdoc.Pages(6, 1500, 3)...)
 	in := engine.Inputs{PrimaryDocs: []engine.Document{contract}, Message: example.Message}
 	const window = 2048
-	if n := plan.Count(engine.UserPrompt(&in)); n <= window {
+	if n := plan.Count(engine.UserPrompt(&in, engine.EvidenceCite)); n <= window {
 		t.Fatalf("the document is %d tokens by estimate: it must not fit %d", n, window)
 	}
 	dir := t.TempDir()

@@ -99,6 +99,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.llm.model, "model", "RULEVALIDATOR_MODEL", defaultModel, "model name")
 	s.str(&cfg.llm.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, json_object or text")
 	s.str(&cfg.llm.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
+	s.str(&cfg.llm.evidence, "evidence-mode", "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite), evidenceModeHelp)
 	s.integer(&cfg.llm.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request (0: none)")
 	s.duration(&cfg.llm.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
 	s.integer(&cfg.llm.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")

@@ -35,6 +35,7 @@ type llmFlags struct {
 	model         string
 	format        string
 	instructions  string
+	evidence      string
 	outputRetries int
 	timeout       time.Duration
 	maxTokens     int
@@ -49,6 +50,7 @@ func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
 	fs.StringVar(&f.model, "model", orEnv(getenv, "RULEVALIDATOR_MODEL", defaultModel), "model name (env RULEVALIDATOR_MODEL)")
 	fs.StringVar(&f.format, "format", orEnv(getenv, "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema)), "preferred response format: json_schema, json_object or text; weaker ones are tried when the server refuses (env RULEVALIDATOR_LLM_FORMAT)")
 	fs.StringVar(&f.instructions, "llm-instructions", orEnv(getenv, "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto)), "how the rules reach the model: system, user (folded into the user message) or auto (probe the model once) (env RULEVALIDATOR_LLM_INSTRUCTIONS)")
+	fs.StringVar(&f.evidence, "evidence-mode", orEnv(getenv, "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite)), evidenceModeHelp+" (env RULEVALIDATOR_EVIDENCE_MODE)")
 	fs.IntVar(&f.outputRetries, "output-retries", 2, "corrective re-asks per request when the answer fails the checks (-1: none)")
 	fs.DurationVar(&f.timeout, "llm-timeout", 120*time.Second, "timeout of one model call")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "cap on the tokens of each answer (0: the server's default)")
@@ -71,12 +73,21 @@ func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.E
 
 // check reports a flag value the engine would refuse, named as the flag.
 func (f *llmFlags) check() error {
+	switch engine.EvidenceMode(f.evidence) {
+	case engine.EvidenceCite, engine.EvidenceQuote:
+	default:
+		return fmt.Errorf("--evidence-mode: %q is not cite or quote", f.evidence)
+	}
 	switch engine.Instructions(f.instructions) {
 	case engine.InstructionsSystem, engine.InstructionsUser, engine.InstructionsAuto:
 		return nil
 	}
 	return fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions)
 }
+
+// evidenceModeHelp is the evidence-mode setting's help, the same on every
+// command.
+const evidenceModeHelp = "how the model gives evidence: cite (the id of a passage shown in the material; the text is copied from it, verbatim by construction) or quote (verbatim quotes, anchored to the documents)"
 
 // newClient builds the model client from the flags.
 func (f *llmFlags) newClient(logger *slog.Logger) (*openai.Client, error) {
@@ -100,6 +111,7 @@ func (f *llmFlags) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine.
 		Model:           f.model,
 		Format:          engine.ResponseFormat(f.format),
 		Instructions:    engine.Instructions(f.instructions),
+		Evidence:        engine.EvidenceMode(f.evidence),
 		Logger:          logger,
 		OutputRetries:   retries,
 		MaxTokens:       f.maxTokens,

@@ -62,7 +62,7 @@ func TestInstructionsReachTheLocalModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "nda.txt", Pages: []string{injectedNDA}}}}
-	system, user := engine.SystemPrompt(rs), engine.UserPrompt(in)
+	system, user := engine.SystemPrompt(rs, engine.EvidenceCite), engine.UserPrompt(in, engine.EvidenceCite)
 	if n := strings.Count(user, "<------- End of Document: nda.txt ------->"); n != 1 {
 		t.Fatalf("the user prompt holds %d end markers of the document, want 1: the forged one must be neutralised", n)
 	}

@@ -52,8 +52,8 @@ func TestCountAgainstRealTokenizer(t *testing.T) {
 		prose bool // English prose: Count may overshoot at most maxProse
 	}{
 		{"contract page", pages[0], true},
-		{"system prompt", engine.SystemPrompt(rs), true},
-		{"user prompt", engine.UserPrompt(in), true},
+		{"system prompt", engine.SystemPrompt(rs, engine.EvidenceCite), true},
+		{"user prompt", engine.UserPrompt(in, engine.EvidenceCite), true},
 		{"numbers", "Invoice 2026-0417: EUR 1,234,567.89 due 2026-03-31; IBAN DE89 3704 0044 0532 0130 00; tel. +49 30 123456.", false},
 		{"answer JSON", `{"rules":[{"rule_id":"payment-terms","not_applicable":false,"data_sufficiency":true,"evidences":[{"text":"payable within 30 days","source_origin":"contract.pdf","source_page_number":2}],"rationale":"Payment is due in 30 days.","boolean_output":true}]}`, false},
 		{"German", "Der Auftragnehmer haftet für Schäden nur bei Vorsatz und grober Fahrlässigkeit; die Haftung ist auf die jährliche Vergütung begrenzt.", false},

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -41,6 +39,10 @@ const (
 	// fixed text, and the problems it names for one rule.
 	reaskTokens        = 64
 	reaskTokensPerRule = 100
+	// citeOverhead is what the ids before each passage add to a
+	// document's tokens in cite mode, at most: a passage is a sentence of
+	// some 30 tokens or more, its id and brackets about 7.
+	citeOverhead = 1.25
 	// windowProbeRetry is how long a failed context-window probe is
 	// remembered before the server is asked again.
 	windowProbeRetry = 5 * time.Minute
@@ -186,45 +188,26 @@ func contextLimit(err error) (int, bool) {
 
 var contextLimitPattern = regexp.MustCompile(`(?i)(?:context window of|maximum context length is|n_ctx[ =:"]+)\s*(\d+)`)
 
-// judgeWithin is judge within the context window known now.
+// judgeWithin is judge within the context window known now: plan the
+// request's calls (one call when everything fits), render each call's
+// material, converse with the model call by call (at most
+// Config.CallConcurrency at once), and merge the verdicts in ruleset order.
 func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring) ([]Verdict, Usage, error) {
 	b, err := e.budgetFor(ctx, model)
 	if err != nil {
 		return nil, Usage{}, err
 	}
-	first, err := e.compiled.get(rs)
-	if err != nil {
-		return nil, Usage{}, err
+	r := renderer{in: in}
+	if e.cfg.Evidence == EvidenceCite {
+		r.ps = an.passages()
 	}
-	user := UserPrompt(in)
-	// plan.Count never exceeds a text's length in bytes: a request that
-	// fits by bytes needs no counting.
-	fitsBytes := b.fits(plan.Scale(len(first.system)+len(user), b.ratio)+3*perMessageTokens, len(rs.Rules))
-	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(user)+3*perMessageTokens, len(rs.Rules)) {
-		e.observePlan(model, 1)
-		verdicts, usage, err := e.converseWith(ctx, model, rs, rs.Rules, user, an)
-		usage.PlannedCalls = 1
-		return verdicts, usage, err
-	}
-	return e.judgePlanned(ctx, model, rs, in, an, b)
-}
-
-func (e *Engine) observePlan(model string, calls int) {
-	if e.cfg.Hooks.PlannedCalls != nil {
-		e.cfg.Hooks.PlannedCalls(model, calls)
-	}
-}
-
-// judgePlanned plans the request's calls, runs them concurrently under the
-// per-request cap and merges their verdicts in ruleset order.
-func (e *Engine) judgePlanned(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, b budget) ([]Verdict, Usage, error) {
-	docs := in.Documents()
-	p, err := e.makePlan(rs, in, docs, b)
+	p, whole, err := e.planCalls(rs, in, r, b)
 	if err != nil {
 		return nil, Usage{}, err
 	}
 	e.observePlan(model, len(p.Calls))
 
+	docs := in.Documents()
 	bounds := pageBounds(docs)
 	type outcome struct {
 		verdicts []Verdict
@@ -236,19 +219,20 @@ func (e *Engine) judgePlanned(ctx context.Context, model string, rs *Ruleset, in
 	for c := range p.Calls {
 		g.Go(func() error {
 			call := p.Calls[c]
-			rules := make([]Rule, len(call.Rules))
-			for i, r := range call.Rules {
-				rules[i] = rs.Rules[r]
+			rules := rs.Rules // all of them: the compiled prompt is cached
+			if len(call.Rules) < len(rs.Rules) {
+				rules = make([]Rule, len(call.Rules))
+				for i, ri := range call.Rules {
+					rules[i] = rs.Rules[ri]
+				}
 			}
-			// Only a call holding the documents whole renders them whole: an
+			// Only a call holding the documents whole shows them whole: an
 			// excerpt's call must not pay for a copy of a long document.
-			var user string
+			m := whole
 			if call.Partial {
-				user = excerptPrompt(in, docs, p, c, bounds)
-			} else {
-				user = UserPrompt(in)
+				m = r.excerpt(docs, p, c, bounds)
 			}
-			v, u, err := e.converseWith(gctx, model, rs, rules, user, an)
+			v, u, err := e.converse(gctx, model, rs, rules, m, an)
 			outcomes[c] = outcome{v, u}
 			return err
 		})
@@ -265,17 +249,60 @@ func (e *Engine) judgePlanned(ctx context.Context, model string, rs *Ruleset, in
 
 	verdicts := make([]Verdict, len(rs.Rules))
 	for c, call := range p.Calls {
-		pages := considered(docs, p.Pages(c))
-		for i, r := range call.Rules {
+		// A verdict names the pages it was judged on only when the request
+		// was split: a single call saw everything.
+		var pages []DocumentPages
+		if len(p.Calls) > 1 {
+			pages = considered(docs, p.Pages(c))
+		}
+		for i, ri := range call.Rules {
 			v := outcomes[c].verdicts[i]
 			v.PagesConsidered = pages
-			if p.Cut[r] && call.Partial {
+			if p.Cut[ri] && call.Partial {
 				cutByBudget(&v, an)
 			}
-			verdicts[r] = v
+			verdicts[ri] = v
 		}
 	}
 	return verdicts, usage, nil
+}
+
+// planCalls is the plan of a request's calls: one call holding everything
+// when it fits the budget (its material rendered, and returned as whole),
+// else the plan of several calls on the passages most relevant to their
+// rules (whole is then rendered only if some call holds every document).
+func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *plan.Plan, whole material, err error) {
+	first, err := e.compiled.get(rs)
+	if err != nil {
+		return nil, material{}, err
+	}
+	whole = r.whole()
+	// plan.Count never exceeds a text's length in bytes: a request that
+	// fits by bytes needs no counting.
+	fitsBytes := b.fits(plan.Scale(len(first.system)+len(whole.user), b.ratio)+3*perMessageTokens, len(rs.Rules))
+	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.user)+3*perMessageTokens, len(rs.Rules)) {
+		all := make([]int, len(rs.Rules))
+		for i := range all {
+			all[i] = i
+		}
+		return &plan.Plan{Calls: []plan.Call{{Rules: all}}, Cut: make([]bool, len(rs.Rules)), CallOf: make([]int, len(rs.Rules))}, whole, nil
+	}
+	p, err = e.makePlan(rs, r, in.Documents(), b)
+	if err != nil {
+		return nil, material{}, err
+	}
+	for _, c := range p.Calls {
+		if !c.Partial {
+			return p, whole, nil
+		}
+	}
+	return p, material{}, nil // let the whole rendering go: no call shows it
+}
+
+func (e *Engine) observePlan(model string, calls int) {
+	if e.cfg.Hooks.PlannedCalls != nil {
+		e.cfg.Hooks.PlannedCalls(model, calls)
+	}
 }
 
 // cutByBudget marks a verdict judged on passages cut by the budget as judged
@@ -307,8 +334,8 @@ func considered(docs []Document, pages map[int][]int) []DocumentPages {
 
 // makePlan measures the parts of the prompt every call carries and plans the
 // calls.
-func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*plan.Plan, error) {
-	frame := SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version})
+func (e *Engine) makePlan(rs *Ruleset, r renderer, docs []Document, b budget) (*plan.Plan, error) {
+	frame := SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version}, e.cfg.Evidence)
 	frameTokens := b.tokens(frame)
 	// A corrective re-ask sends the prompt again with the answer being
 	// corrected and the correction: each rule keeps room for its part of
@@ -318,9 +345,9 @@ func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*
 		reask, reaskPerRule = reaskTokens, b.perRule+reaskTokensPerRule
 	}
 	rules := make([]plan.Rule, len(rs.Rules))
-	for i, r := range rs.Rules {
-		entry := b.tokens(SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version, Rules: []Rule{r}})) - frameTokens
-		rules[i] = plan.Rule{ID: r.RuleID, Query: r.RuleText + "\n" + r.NotApplicableText, PromptTokens: max(entry, 1) + reaskPerRule}
+	for i, rule := range rs.Rules {
+		entry := b.tokens(SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version, Rules: []Rule{rule}}, e.cfg.Evidence)) - frameTokens
+		rules[i] = plan.Rule{ID: rule.RuleID, Query: rule.RuleText + "\n" + rule.NotApplicableText, PromptTokens: max(entry, 1) + reaskPerRule}
 	}
 	pdocs := make([]plan.Document, len(docs))
 	perDoc := 0
@@ -331,11 +358,12 @@ func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*
 		perDoc = max(perDoc, b.tokens(startMarker("Document", name)+endMarker("Document", name)+
 			excerptDocLine(name, "auxiliary", len(d.Pages), nil)+excerptDescription("auxiliary", len(d.Pages), nil))+8)
 	}
-	others := b.tokens(otherInputsPrompt(in))
+	others, _ := r.others()
+	othersTokens := b.tokens(others)
 	// The chat template, the excerpt note's fixed text and a margin for
 	// what the estimate does not see (the schema in the prompt of some
 	// servers).
-	fixed := frameTokens + others + b.tokens(excerptHeader) + 4*perMessageTokens + b.window/32 + reask
+	fixed := frameTokens + othersTokens + b.tokens(excerptHeader) + 4*perMessageTokens + b.window/32 + reask
 	// A chunk's page marker, elision lines, and its page in the note and
 	// the document's description.
 	maxPages := 1
@@ -344,6 +372,12 @@ func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*
 	}
 	n := strconv.Itoa(maxPages)
 	perChunk := b.tokens(pageMarker(maxPages)+"\n"+elision+elision) + 2*b.tokens(", "+n+"-"+n)
+	// In cite mode every passage of a chunk is shown behind its id, which
+	// the chunk's own text does not count.
+	chunkRatio := b.ratio
+	if r.ps != nil {
+		chunkRatio *= citeOverhead
+	}
 	pl, err := plan.Make(pdocs, rules, plan.Budget{
 		Context:       b.window,
 		Answer:        b.reserved,
@@ -351,139 +385,11 @@ func (e *Engine) makePlan(rs *Ruleset, in *Inputs, docs []Document, b budget) (*
 		AnswerPerRule: b.perRule,
 		PerChunk:      perChunk,
 		PerDocument:   perDoc,
-	}, b.ratio)
+	}, chunkRatio)
 	if errors.Is(err, plan.ErrTooSmall) {
 		return nil, fmt.Errorf("%w: %w", ErrInputTooLarge, err)
 	}
 	return pl, err
-}
-
-// The excerpt note tells the model that it sees parts of the documents and
-// where they come from.
-const (
-	excerptHeader = "This message holds excerpts of the documents, not all of them: the passages most relevant to the rules being judged. " +
-		"Page numbers are those of the whole documents. Judge only on what is shown; when it does not hold enough information to judge a rule, set data_sufficiency to false.\n"
-	elision = "[…]\n"
-)
-
-// excerptPrompt renders the user message of a partial call c of p: which
-// pages of which document it holds, those pages under their own page numbers
-// inside the documents' neutralised markers, and every named input, the text
-// input and the message in full. bounds[d][n-1] is where page n of document
-// d starts and ends in the document's text.
-func excerptPrompt(in *Inputs, docs []Document, p *plan.Plan, c int, bounds [][][2]int) string {
-	byDoc := make([][]plan.Chunk, len(docs))
-	for _, i := range p.Calls[c].Chunks {
-		ch := p.Chunks[i]
-		byDoc[ch.Doc] = append(byDoc[ch.Doc], ch)
-	}
-	pages := p.Pages(c)
-	role := func(d int) string {
-		if d < len(in.PrimaryDocs) {
-			return "primary"
-		}
-		return "auxiliary"
-	}
-	var b strings.Builder
-	b.WriteString("Judge the following material against the rules.\n")
-	b.WriteString(excerptHeader)
-	for d, doc := range docs {
-		b.WriteString(excerptDocLine(markerName(doc.Name), role(d), len(doc.Pages), pages[d]))
-	}
-	for d, doc := range docs {
-		chunks := byDoc[d]
-		if len(chunks) == 0 {
-			continue
-		}
-		name := markerName(doc.Name)
-		b.WriteString("\n" + startMarker("Document", name) + "\n")
-		b.WriteString(excerptDescription(role(d), len(doc.Pages), pages[d]))
-		// An elision line stands for each part of a page left out.
-		var prev *plan.Chunk
-		for i := range chunks {
-			ch := &chunks[i]
-			if prev == nil || ch.Page != prev.Page {
-				if prev != nil && prev.End != bounds[d][prev.Page-1][1] {
-					b.WriteString(elision)
-				}
-				b.WriteString(pageMarker(ch.Page) + "\n")
-				if ch.Start != bounds[d][ch.Page-1][0] {
-					b.WriteString(elision)
-				}
-			} else if prev.End != ch.Start {
-				b.WriteString(elision)
-			}
-			b.WriteString(neutralize(ch.Text))
-			if !strings.HasSuffix(ch.Text, "\n") {
-				b.WriteString("\n")
-			}
-			prev = ch
-		}
-		if prev.End != bounds[d][prev.Page-1][1] {
-			b.WriteString(elision)
-		}
-		b.WriteString(endMarker("Document", name) + "\n")
-	}
-	b.WriteString(otherInputsPrompt(in))
-	return b.String()
-}
-
-// pageBounds is where each page of each document starts and ends, in code
-// points of the document's text (its pages joined by form feeds).
-func pageBounds(docs []Document) [][][2]int {
-	out := make([][][2]int, len(docs))
-	for d, doc := range docs {
-		out[d] = make([][2]int, len(doc.Pages))
-		at := 0
-		for i, page := range doc.Pages {
-			n := utf8.RuneCountInString(page)
-			out[d][i] = [2]int{at, at + n}
-			at += n + 1
-		}
-	}
-	return out
-}
-
-// excerptDocLine is a document's line in the excerpt note.
-func excerptDocLine(name, role string, total int, pages []int) string {
-	held := pagesPhrase(pages)
-	if len(pages) == 0 {
-		held = "not included in this message"
-	}
-	return fmt.Sprintf("- %s (%s document, %d page%s): %s\n", strconv.Quote(name), role, total, plural(total), held)
-}
-
-// excerptDescription is the line under a partial document's start marker.
-func excerptDescription(role string, total int, pages []int) string {
-	return fmt.Sprintf("(%s document, %d page%s; this excerpt holds %s)\n", role, total, plural(total), pagesPhrase(pages))
-}
-
-// pagesPhrase is "page 4" or "pages 1, 4-6, 250".
-func pagesPhrase(pages []int) string {
-	if len(pages) == 1 {
-		return "page " + strconv.Itoa(pages[0])
-	}
-	return "pages " + pageList(pages)
-}
-
-// pageList writes ascending page numbers with runs as ranges: "1, 4-6, 250".
-func pageList(pages []int) string {
-	var b strings.Builder
-	for i := 0; i < len(pages); {
-		j := i
-		for j+1 < len(pages) && pages[j+1] == pages[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Itoa(pages[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(pages[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }
 
 // observeUsage teaches the estimator how the model's tokenizer compares with

@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// citeInputs is a document whose passages are known: page 1 holds d1p1s1
+// and d1p1s2, page 2 d1p2s1.
+func citeInputs() *Inputs {
+	return &Inputs{
+		PrimaryDocs: []Document{{Name: "msa.pdf", Pages: []string{
+			"Master Services Agreement between Acme and Beta. The supplier's total liability is capped at fees paid in the prior 12 months.",
+			"The term of this agreement is two (2) years from the effective date.",
+		}}},
+		NamedInputs: []NamedInput{{Name: "budget", Value: 50000}},
+	}
+}
+
+func cite(id, quote string) map[string]any { return map[string]any{"passage_id": id, "quote": quote} }
+
+// TestCiteResolvesEvidenceFromPassages: the engine, not the model, fills each
+// cited evidence's text, source, page and offsets: the words given when they
+// are inside the passage, else the whole passage; a named input by its name.
+func TestCiteResolvesEvidenceFromPassages(t *testing.T) {
+	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t,
+		boolRule("cap", true, cite("d1p1s2", "total liability is capped"), cite("[d1p2s1]", "")),
+		boolRule("term", true, cite("d1p2s1", "a term of three years")),
+		numRule("score", 2, cite("budget", "")),
+	)}}}
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(llm.calls) != 1 {
+		t.Fatalf("%d calls, want 1: every citation resolves", len(llm.calls))
+	}
+	doc := []rune(strings.Join(citeInputs().PrimaryDocs[0].Pages, "\f"))
+	check := func(ev Evidence, id, text string, page int, match Match) {
+		t.Helper()
+		if ev.PassageID != id || ev.Text != text || ev.SourceOrigin != "msa.pdf" || ev.SourcePageNumber != page || ev.CitedPageNumber != page || !ev.Anchored || ev.Match != match {
+			t.Errorf("evidence %+v, want %s %q on page %d (%s)", ev, id, text, page, match)
+			return
+		}
+		if got := string(doc[*ev.StartOffset:*ev.EndOffset]); got != text {
+			t.Errorf("offsets hold %q, want %q", got, text)
+		}
+	}
+	cap, term, score := res.Rules[0], res.Rules[1], res.Rules[2]
+	check(cap.Evidences[0], "d1p1s2", "total liability is capped", 1, MatchExact)
+	check(cap.Evidences[1], "d1p2s1", "The term of this agreement is two (2) years from the effective date.", 2, MatchPassage)
+	// Words not in the passage: the passage stands, the words are kept.
+	check(term.Evidences[0], "d1p2s1", "The term of this agreement is two (2) years from the effective date.", 2, MatchPassage)
+	if term.Evidences[0].QuotedText != "a term of three years" {
+		t.Errorf("the model's words are not kept: %+v", term.Evidences[0])
+	}
+	if ev := score.Evidences[0]; ev.PassageID != "budget" || ev.Text != "50000" || ev.SourceOrigin != "budget" || ev.Match != MatchNotDocument || ev.SourcePageNumber != 0 {
+		t.Errorf("named input citation: %+v", ev)
+	}
+	for _, v := range res.Rules {
+		if !v.DataSufficiency || len(v.Problems) > 0 {
+			t.Errorf("%s: %+v", v.RuleID, v)
+		}
+	}
+	if len(res.Sources) != 2 {
+		t.Errorf("sources %+v, want the two document passages cited", res.Sources)
+	}
+
+	// The material shows every passage behind its id, and the schemas let
+	// the model cite exactly those.
+	req := llm.calls[0]
+	if !strings.Contains(req.Messages[1].Content, "[d1p1s2] The supplier's total liability is capped at fees paid in the prior 12 months.\n") {
+		t.Errorf("the passage is not shown behind its id:\n%s", req.Messages[1].Content)
+	}
+	for name, schema := range map[string]json.RawMessage{"schema": req.Schema, "grammar": req.GrammarSchema} {
+		if !strings.Contains(string(schema), `"$defs":{"citable":{"type":"string","enum":["d1p1s1","d1p1s2","d1p2s1","budget"]}}`) {
+			t.Errorf("%s does not constrain citations to the ids shown: %.400s", name, schema)
+		}
+	}
+	if strings.Contains(req.Messages[0].Content, `"..."`) {
+		t.Error("the output contract shows a placeholder value")
+	}
+}
+
+// TestCiteUnknownPassageIsReasked: an id that was not shown is a content
+// problem, named in the correction; the next answer is accepted.
+func TestCiteUnknownPassageIsReasked(t *testing.T) {
+	var retried []string
+	llm := &scriptedLLM{replies: []scriptedReply{
+		{content: answer(t, boolRule("cap", true, cite("d9p9s9", "")), boolRule("term", false, cite("d1p2s1", "")), numRule("score", 1, cite("d1p1s1", "")))},
+		{content: answer(t, boolRule("cap", true, cite("d1p1s2", "")))},
+	}}
+	e := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(reason string) { retried = append(retried, reason) }}})
+	res, err := e.Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(llm.calls) != 2 || strings.Join(retried, ",") != ReasonUnknownPassage+","+ReasonUnsupportedVerdict {
+		t.Fatalf("%d calls, re-asked for %v", len(llm.calls), retried)
+	}
+	correction := llm.calls[1].Messages[len(llm.calls[1].Messages)-1].Content
+	if !strings.Contains(correction, `passage_id "d9p9s9", which is not an id shown in the material`) || !strings.Contains(correction, `only these rules: "cap"`) {
+		t.Errorf("correction does not name the unknown id: %s", correction)
+	}
+	if ev := res.Rules[0].Evidences[0]; ev.PassageID != "d1p1s2" || !ev.Anchored {
+		t.Errorf("re-asked rule: %+v", ev)
+	}
+}
+
+// TestCiteUnknownPassageKeptForTheReader: when the budget runs out on an
+// unknown id, the kept verdict says what was wrong in the reader's terms.
+func TestCiteUnknownPassageKeptForTheReader(t *testing.T) {
+	bad := answer(t, boolRule("cap", true, cite("d7p1s1", "")), boolRule("term", false, cite("d1p2s1", "")), numRule("score", 1, cite("d1p1s1", "")))
+	llm := &scriptedLLM{replies: []scriptedReply{{content: bad}, {content: answer(t, boolRule("cap", true, cite("d7p1s1", "")))}, {content: answer(t, boolRule("cap", true, cite("d7p1s1", "")))}}}
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cap := res.Rules[0]
+	want := []string{`the model cited a passage that is not in the material ("d7p1s1")`, "no evidence found in the material supports the verdict"}
+	if cap.DataSufficiency || strings.Join(cap.Problems, "|") != strings.Join(want, "|") {
+		t.Errorf("kept verdict: problems %q, want %q", cap.Problems, want)
+	}
+	if strings.Contains(cap.SufficiencyNote, "cite the id") || strings.Contains(cap.SufficiencyNote, "passage_id") {
+		t.Errorf("the note speaks to the model: %q", cap.SufficiencyNote)
+	}
+	if ev := cap.Evidences[0]; ev.Anchored || ev.Match != MatchNone {
+		t.Errorf("an unknown id must not read as anchored: %+v", ev)
+	}
+}
+
+// TestQuoteTooLongIsUnfocused: a quote of a whole page is not evidence of
+// anything in particular: re-asked, and it supports nothing meanwhile.
+func TestQuoteTooLongIsUnfocused(t *testing.T) {
+	page := "The supplier shall deliver the services. The customer shall pay within 45 days. Late payments bear interest at 1% a month. Either party may terminate on 90 days' notice. This agreement is governed by English law."
+	in := &Inputs{PrimaryDocs: []Document{{Name: "msa.pdf", Pages: []string{page}}}}
+	whole := map[string]any{"text": page, "source_origin": "msa.pdf", "source_page_number": 1}
+	focused := map[string]any{"text": "The customer shall pay within 45 days.", "source_origin": "msa.pdf", "source_page_number": 1}
+	var retried []string
+	llm := &scriptedLLM{replies: []scriptedReply{
+		{content: answer(t, boolRule("cap", true, whole), boolRule("term", false), numRule("score", 1))},
+		{content: answer(t, boolRule("cap", true, focused))},
+	}}
+	e := newTestEngine(t, llm, Config{Evidence: EvidenceQuote, Hooks: Hooks{OutputRetry: func(reason string) { retried = append(retried, reason) }}})
+	res, err := e.Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(retried, ",") != ReasonUnfocusedEvidence+","+ReasonUnsupportedVerdict {
+		t.Fatalf("re-asked for %v, want the unfocused quote and the verdict it left unsupported", retried)
+	}
+	if ev := res.Rules[0].Evidences[0]; ev.Text != focused["text"] || !ev.Anchored {
+		t.Errorf("accepted evidence %+v", ev)
+	}
+}
+
+// TestQuoteModeConstrainsOrigins: in quote mode the grammar names the
+// sources a quote may give; the contract asks for quotes.
+func TestQuoteModeConstrainsOrigins(t *testing.T) {
+	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t, boolRule("cap", true, capQuote), boolRule("term", true, termQuote), numRule("score", 1))}}}
+	if _, err := newTestEngine(t, llm, Config{Evidence: EvidenceQuote}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()}); err != nil {
+		t.Fatal(err)
+	}
+	req := llm.calls[0]
+	if !strings.Contains(string(req.GrammarSchema), `"citable":{"type":"string","enum":["msa.pdf","budget"]}`) {
+		t.Errorf("grammar does not name the sources: %.300s", req.GrammarSchema)
+	}
+	if strings.Contains(req.Messages[1].Content, "[d1p1s1]") || !strings.Contains(req.Messages[0].Content, `"text": a quote of the material`) {
+		t.Error("quote mode shows passage ids or asks for them")
+	}
+}
+
+func TestSystemPromptShowsNoPlaceholders(t *testing.T) {
+	for _, mode := range []EvidenceMode{EvidenceCite, EvidenceQuote} {
+		if s := SystemPrompt(testRuleset(), mode); strings.Contains(s, `"..."`) || strings.Contains(s, "…") {
+			t.Errorf("%s mode: the output contract shows a placeholder:\n%s", mode, s)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// converse runs one conversation: it asks the model to judge rules (all of
+// rs.Rules, or a subset of them) on m (all of the request's material, or an
+// excerpt of it), then re-asks for the rules whose answers failed the
+// checks, merging what was accepted. an resolves evidence against the whole
+// request's documents; share one per request across its conversations.
+// The verdicts come back in the order of rules, their evidence resolved.
+//
+// An answer is accepted once it has the right shape (checkAnswer) and says
+// something (checkContent). When the re-ask budget runs out and the only
+// problems left are content problems, each such rule keeps its best answer,
+// marked data_sufficiency false with the reason; any shape problem left is
+// an OutputError.
+func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules []Rule, m material, an *anchoring) ([]Verdict, Usage, error) {
+	first, err := e.compiledFor(rs, rules)
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	citable := m.ids
+	if e.cfg.Evidence == EvidenceQuote {
+		citable = an.origins()
+	}
+	mode := e.instructionMode(ctx, model)
+	base := buildPrompt(mode, first.system, m.user)
+	messages := base
+	pending := rules
+	accepted := make(map[string]Verdict, len(rules))
+	best := map[string]candidate{} // content-flawed answers, the fewest problems kept
+	var usage Usage
+	schemaPart, grammarPart := first.schema, first.grammar
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 { // a re-ask's schemas name only the rules still pending
+			if schemaPart, err = outputBody(pending, e.cfg.Evidence); err != nil {
+				return nil, usage, err
+			}
+			if grammarPart, err = grammarBody(pending, e.cfg.Evidence); err != nil {
+				return nil, usage, err
+			}
+		}
+		schema, err := withCitable(schemaPart, e.cfg.Evidence, citable)
+		if err != nil {
+			return nil, usage, err
+		}
+		grammar, err := withCitable(grammarPart, e.cfg.Evidence, citable)
+		if err != nil {
+			return nil, usage, err
+		}
+		start := time.Now()
+		resp, err := e.llm.Chat(ctx, ChatRequest{
+			Model:         model,
+			Messages:      messages,
+			Format:        e.cfg.Format,
+			SchemaName:    "rule_verdicts",
+			Schema:        schema,
+			GrammarSchema: grammar,
+			Temperature:   e.cfg.Temperature,
+			MaxTokens:     e.cfg.MaxTokens,
+		})
+		if e.cfg.Hooks.LLMCall != nil {
+			e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
+		}
+		if err != nil {
+			return nil, usage, err
+		}
+		usage = usage.Add(resp.Usage)
+		e.observeUsage(model, messages, len(pending), resp.Usage)
+
+		good, problems := checkAnswer(resp.Content, pending)
+		for _, r := range pending {
+			v, ok := good[r.RuleID]
+			if !ok {
+				continue
+			}
+			cps, err := an.checkContent(r, &v)
+			if err != nil {
+				return nil, usage, err
+			}
+			if len(cps) == 0 {
+				accepted[r.RuleID] = v
+				delete(best, r.RuleID)
+				continue
+			}
+			problems = append(problems, cps...)
+			if c, ok := best[r.RuleID]; !ok || len(cps) <= len(c.problems) {
+				best[r.RuleID] = candidate{v, cps}
+			}
+		}
+		pending = stillPending(pending, accepted)
+		if len(pending) == 0 {
+			break
+		}
+		if attempt >= e.cfg.OutputRetries {
+			if !keepBest(pending, best, accepted) {
+				return nil, usage, &OutputError{Attempts: attempt + 1, Problems: problems}
+			}
+			break
+		}
+		if e.cfg.Hooks.OutputRetry != nil {
+			for _, p := range problems {
+				e.cfg.Hooks.OutputRetry(p.Reason)
+			}
+		}
+		// Keep only the latest exchange: the base prompt, the answer being
+		// corrected and the correction, so re-asks don't grow without bound.
+		messages = append(base[:len(base):len(base)],
+			Message{Role: "assistant", Content: resp.Content},
+			Message{Role: "user", Content: correctiveMessage(problems, pending)},
+		)
+	}
+	out := make([]Verdict, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, accepted[r.RuleID])
+	}
+	if observe := e.cfg.Hooks.Anchor; observe != nil {
+		for _, v := range out {
+			for _, ev := range v.Evidences {
+				observe(ev.Match)
+			}
+		}
+	}
+	return out, usage, nil
+}
+
+// candidate is an answer that had the right shape but content problems.
+type candidate struct {
+	verdict  Verdict
+	problems []Problem
+}
+
+// keepBest accepts, for every pending rule, its best content-flawed answer,
+// marked as judged on insufficient data with what was wrong, in the reader's
+// terms. It accepts nothing and reports false when some pending rule has no
+// such answer (its problems were of shape).
+func keepBest(pending []Rule, best map[string]candidate, accepted map[string]Verdict) bool {
+	for _, r := range pending {
+		if _, ok := best[r.RuleID]; !ok {
+			return false
+		}
+	}
+	for _, r := range pending {
+		c := best[r.RuleID]
+		v := c.verdict
+		v.DataSufficiency = false
+		notes := make([]string, len(c.problems))
+		for i, p := range c.problems {
+			notes[i] = p.Note
+			if notes[i] == "" {
+				notes[i] = p.Detail
+			}
+		}
+		v.Problems = notes
+		v.SufficiencyNote = "kept with problems after every re-ask: " + strings.Join(notes, "; ")
+		accepted[r.RuleID] = v
+	}
+	return true
+}
+
+// compiledFor is the system prompt for judging rules of rs: from the cache
+// when they are all of rs's rules, rendered afresh for a subset.
+func (e *Engine) compiledFor(rs *Ruleset, rules []Rule) (*compiled, error) {
+	if len(rules) == len(rs.Rules) && (len(rules) == 0 || &rules[0] == &rs.Rules[0]) {
+		return e.compiled.get(rs)
+	}
+	return compile(&Ruleset{ID: rs.ID, Version: rs.Version, Rules: rules}, e.cfg.Evidence)
+}
+
+func stillPending(rules []Rule, accepted map[string]Verdict) []Rule {
+	var out []Rule
+	for _, r := range rules {
+		if _, ok := accepted[r.RuleID]; !ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
