@@ -264,7 +264,12 @@ func TestShippedDatasetAllCorrectScoresOne(t *testing.T) {
 	wantRatio(t, "accuracy", m.Accuracy, 1)
 	wantRatio(t, "evidence precision", m.Evidence.Precision, 1)
 	wantRatio(t, "evidence recall", m.Evidence.Recall, 1)
+	wantRatio(t, "evidence precision by characters", m.Evidence.CharPrecision, 1)
+	wantRatio(t, "evidence recall by characters", m.Evidence.CharRecall, 1)
 	wantRatio(t, "pages right", m.Evidence.PagesRightShare, 1)
+	if m.KeptWithProblems != 0 || m.Evidence.PagesCorrected != 0 {
+		t.Errorf("%d verdicts kept with problems and %d pages corrected, want none", m.KeptWithProblems, m.Evidence.PagesCorrected)
+	}
 }
 
 func TestKnownMistakesScoreExactly(t *testing.T) {
@@ -319,21 +324,40 @@ func TestScoreEvidenceSpans(t *testing.T) {
 		{Document: "d", Page: 2, Start: 70, End: 80},
 	}
 	anchored := func(doc string, page, start, end int) engine.Evidence {
-		return engine.Evidence{SourceOrigin: doc, SourcePageNumber: page, Anchored: true, StartOffset: ptr(start), EndOffset: ptr(end)}
+		return engine.Evidence{SourceOrigin: doc, SourcePageNumber: page, CitedPageNumber: page, Anchored: true, StartOffset: ptr(start), EndOffset: ptr(end)}
+	}
+	cited := func(ev engine.Evidence, page int) engine.Evidence {
+		ev.CitedPageNumber = page
+		return ev
 	}
 	tests := []struct {
 		name string
 		evs  []engine.Evidence
 		want EvidenceCounts
 	}{
-		{"none", nil, EvidenceCounts{Gold: 3}},
-		{"inside", []engine.Evidence{anchored("d", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 1}},
-		{"overlaps two", []engine.Evidence{anchored("d", 2, 55, 75)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 2}},
-		{"touching is not overlapping", []engine.Evidence{anchored("d", 1, 20, 30), anchored("d", 1, 0, 10)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, PagesRight: 2, Gold: 3}},
-		{"wrong page", []engine.Evidence{anchored("d", 3, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3}},
-		{"other document", []engine.Evidence{anchored("e", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3}},
-		{"unanchored", []engine.Evidence{{SourceOrigin: "d", SourcePageNumber: 1, Match: engine.MatchNone}}, EvidenceCounts{Quotes: 1, Judged: 1, Gold: 3}},
-		{"same span twice", []engine.Evidence{anchored("d", 1, 10, 20), anchored("d", 1, 15, 25)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 1}},
+		{"none", nil, EvidenceCounts{Gold: 3, GoldChars: 30}},
+		{"inside", []engine.Evidence{anchored("d", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 1,
+			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
+		{"overlaps two", []engine.Evidence{anchored("d", 2, 55, 75)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 2,
+			QuotedChars: 20, QuotedCharsInGold: 10, GoldChars: 30, GoldCharsCovered: 10}},
+		{"touching is not overlapping", []engine.Evidence{anchored("d", 1, 20, 30), anchored("d", 1, 0, 10)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, PagesRight: 2, Gold: 3,
+			QuotedChars: 20, GoldChars: 30}},
+		{"wrong page", []engine.Evidence{anchored("d", 3, 90, 95)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3,
+			QuotedChars: 5, GoldChars: 30}},
+		{"page corrected by anchoring", []engine.Evidence{cited(anchored("d", 1, 12, 15), 9)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesCorrected: 1, Gold: 3, GoldFound: 1,
+			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
+		{"cited on a gold page, found on another", []engine.Evidence{cited(anchored("d", 3, 90, 95), 2)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, PagesRight: 1, PagesCorrected: 1, Gold: 3,
+			QuotedChars: 5, GoldChars: 30}},
+		{"no page cited", []engine.Evidence{cited(anchored("d", 1, 12, 15), 0)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesCorrected: 1, Gold: 3, GoldFound: 1,
+			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
+		{"other document", []engine.Evidence{anchored("e", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3,
+			QuotedChars: 3, GoldChars: 30}},
+		{"unanchored", []engine.Evidence{{Text: "naïve", SourceOrigin: "d", SourcePageNumber: 1, Match: engine.MatchNone}}, EvidenceCounts{Quotes: 1, Judged: 1, Gold: 3,
+			QuotedChars: 5, GoldChars: 30}},
+		{"same span twice", []engine.Evidence{anchored("d", 1, 10, 20), anchored("d", 1, 15, 25)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 1,
+			QuotedChars: 20, QuotedCharsInGold: 15, GoldChars: 30, GoldCharsCovered: 10}},
+		{"whole pages", []engine.Evidence{anchored("d", 1, 0, 40), anchored("d", 2, 41, 100)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 3,
+			QuotedChars: 99, QuotedCharsInGold: 30, GoldChars: 30, GoldCharsCovered: 30}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,6 +369,11 @@ func TestScoreEvidenceSpans(t *testing.T) {
 	// Without gold spans quotes are counted but not judged.
 	if got := scoreEvidence(nil, []engine.Evidence{anchored("d", 1, 1, 2)}); got != (EvidenceCounts{Quotes: 1, Anchored: 1}) {
 		t.Errorf("no gold: got %+v", got)
+	}
+	// Gold spans that overlap count their shared characters once.
+	twice := []Span{{Document: "d", Page: 1, Start: 10, End: 20}, {Document: "d", Page: 1, Start: 15, End: 25}}
+	if got := scoreEvidence(twice, []engine.Evidence{anchored("d", 1, 0, 30)}); got.GoldChars != 15 || got.GoldCharsCovered != 15 || got.QuotedCharsInGold != 15 {
+		t.Errorf("overlapping gold: got %+v, want 15 gold characters, all covered", got)
 	}
 }
 
@@ -440,11 +469,12 @@ func TestRunsSpread(t *testing.T) {
 	if len(sp.RunAccuracy) != 2 || sp.RunAccuracy[0] != 1 || math.Abs(sp.RunAccuracy[1]-5.0/6) > 1e-9 {
 		t.Errorf("run accuracy %v, want [1 0.833…]", sp.RunAccuracy)
 	}
-	if math.Abs(sp.Agreement-5.0/6) > 1e-9 {
-		t.Errorf("agreement %v, want 5/6", sp.Agreement)
+	wantRatio(t, "agreement", sp.Agreement, 5.0/6)
+	if sp.AnsweredPairs != 6 || sp.AgreeingPairs != 5 {
+		t.Errorf("%d of %d pairs agreeing, want 5 of 6", sp.AgreeingPairs, sp.AnsweredPairs)
 	}
-	if math.Abs(sp.Min-5.0/6) > 1e-9 || sp.Max != 1 || math.Abs(sp.StdDev-1.0/12) > 1e-9 {
-		t.Errorf("min %v max %v sd %v", sp.Min, sp.Max, sp.StdDev)
+	if math.Abs(sp.Min-5.0/6) > 1e-9 || sp.Max != 1 || math.Abs(sp.StdDev-1.0/12) > 1e-9 || math.Abs(sp.SampleStdDev-math.Sqrt2/12) > 1e-9 {
+		t.Errorf("min %v max %v sd %v sample sd %v", sp.Min, sp.Max, sp.StdDev, sp.SampleStdDev)
 	}
 	wantRatio(t, "accuracy over both runs", s.Overall.Accuracy, 11.0/12)
 }

@@ -37,6 +37,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw, line)
 	}
 	row("verdict accuracy", func(s *SystemReport) string { return frac(s.Overall.Correct, s.Overall.Verdicts) })
+	row("  kept with problems left out", func(s *SystemReport) string {
+		m := s.Overall
+		return frac(m.Correct-m.KeptCorrect, m.Verdicts-m.KeptWithProblems)
+	})
 	row("  boolean", func(s *SystemReport) string { return frac(s.Overall.Boolean.Correct, s.Overall.Boolean.Verdicts) })
 	row("  numerical exact", func(s *SystemReport) string {
 		return frac(s.Overall.Numerical.Exact, s.Overall.Numerical.Verdicts)
@@ -50,39 +54,72 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("  not-applicable found", func(s *SystemReport) string {
 		return frac(s.Overall.NotApplicable.Flagged, s.Overall.NotApplicable.Labelled)
 	})
+	row("  not-applicable precision", func(s *SystemReport) string {
+		return frac(s.Overall.NotApplicable.Flagged, s.Overall.NotApplicable.FlaggedTotal)
+	})
 	row("unanswered", func(s *SystemReport) string { return strconv.Itoa(s.Overall.Unanswered) })
-	row("evidence precision", func(s *SystemReport) string {
+	row("kept with problems (correct)", func(s *SystemReport) string {
+		return fmt.Sprintf("%d (%d)", s.Overall.KeptWithProblems, s.Overall.KeptCorrect)
+	})
+	row("evidence precision (chars)", func(s *SystemReport) string {
+		return frac(s.Overall.Evidence.QuotedCharsInGold, s.Overall.Evidence.QuotedChars)
+	})
+	row("  quotes overlapping gold", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.Hits, s.Overall.Evidence.Judged)
 	})
-	row("evidence recall", func(s *SystemReport) string {
+	row("evidence recall (chars)", func(s *SystemReport) string {
+		return frac(s.Overall.Evidence.GoldCharsCovered, s.Overall.Evidence.GoldChars)
+	})
+	row("  gold spans overlapped", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.GoldFound, s.Overall.Evidence.Gold)
 	})
 	row("quotes anchored", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.Anchored, s.Overall.Evidence.Quotes)
 	})
-	row("pages right", func(s *SystemReport) string {
+	row("pages right (as cited)", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.PagesRight, s.Overall.Evidence.JudgedAnchored)
+	})
+	row("  pages corrected", func(s *SystemReport) string {
+		return frac(s.Overall.Evidence.PagesCorrected, s.Overall.Evidence.JudgedAnchored)
 	})
 	row("model calls (failed)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Cost.Calls, s.Cost.FailedCalls)
+	})
+	row("  HTTP attempts (failed)", func(s *SystemReport) string {
+		if !s.Cost.AttemptsObserved {
+			return "-"
+		}
+		return fmt.Sprintf("%d (%d)", s.Cost.Attempts, s.Cost.FailedAttempts)
+	})
+	row("  format refusals", func(s *SystemReport) string {
+		if !s.Cost.AttemptsObserved {
+			return "-"
+		}
+		return strconv.Itoa(s.Cost.FormatRefusals)
 	})
 	row("prompt tokens (cached)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Cost.PromptTokens, s.Cost.CachedTokens)
 	})
 	row("completion tokens", func(s *SystemReport) string { return strconv.Itoa(s.Cost.CompletionTokens) })
+	row("model time", func(s *SystemReport) string {
+		if !s.Cost.AttemptsObserved {
+			return "-"
+		}
+		return s.Cost.ModelTime.Round(100 * time.Millisecond).String()
+	})
 	row("wall time", func(s *SystemReport) string { return s.Cost.Wall.Round(100 * time.Millisecond).String() })
 	if r.Runs > 1 {
 		row("runs agreeing", func(s *SystemReport) string {
 			if s.Spread == nil {
 				return "-"
 			}
-			return pct(s.Spread.Agreement)
+			return frac(s.Spread.AgreeingPairs, s.Spread.AnsweredPairs)
 		})
-		row("accuracy min–max (sd)", func(s *SystemReport) string {
+		row("accuracy min–max (sample sd)", func(s *SystemReport) string {
 			if s.Spread == nil {
 				return "-"
 			}
-			return fmt.Sprintf("%s–%s (%.1f pp)", pct(s.Spread.Min), pct(s.Spread.Max), 100*s.Spread.StdDev)
+			return fmt.Sprintf("%s–%s (%.1f pp)", pct(s.Spread.Min), pct(s.Spread.Max), 100*s.Spread.SampleStdDev)
 		})
 	}
 	tw.Flush()
@@ -100,7 +137,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, s := range r.Systems {
 		header += "\t" + strings.ToUpper(s.Name)
 	}
-	fmt.Fprintln(tw, header+"\t"+strings.ToUpper(r.Systems[0].Name)+" EVIDENCE P/R")
+	fmt.Fprintln(tw, header+"\t"+strings.ToUpper(r.Systems[0].Name)+" EVIDENCE P/R (CHARS)")
 	if len(r.Systems) > 0 {
 		for i, rr := range r.Systems[0].PerRule {
 			line := rr.RuleID + "\t" + string(rr.Type)
@@ -109,7 +146,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 				line += "\t" + frac(m.Correct, m.Verdicts)
 			}
 			ev := rr.Metrics.Evidence
-			line += "\t" + short(ev.Precision) + " / " + short(ev.Recall)
+			line += "\t" + short(ev.CharPrecision) + " / " + short(ev.CharRecall)
 			fmt.Fprintln(tw, line)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/engine/openai"
 )
 
 // Systems a report can hold.
@@ -34,6 +35,10 @@ type Options struct {
 	Baseline string
 	// Progress, when set, is told after each case of each run.
 	Progress func(system string, run int, caseID string, took time.Duration, err error)
+	// Attempts, when set, counts the HTTP attempts behind LLM's calls (its
+	// Observe is the client's openai.Config.OnAttempt); the cost then
+	// counts every attempt, and its tokens are summed over them.
+	Attempts *Attempts
 }
 
 // Report is the outcome of an evaluation.
@@ -95,19 +100,38 @@ type CaseFailure struct {
 // Cost is what judging took: model calls and tokens as the server reported
 // them, and wall time.
 type Cost struct {
-	Calls            int           `json:"calls"`
-	FailedCalls      int           `json:"failed_calls"`
-	PromptTokens     int           `json:"prompt_tokens"`
-	CompletionTokens int           `json:"completion_tokens"`
-	CachedTokens     int           `json:"cached_tokens"`
-	Wall             time.Duration `json:"wall_ns"`
+	// Calls counts the calls the judge made; FailedCalls those that failed.
+	Calls       int `json:"calls"`
+	FailedCalls int `json:"failed_calls"`
+	// AttemptsObserved says the HTTP attempts were counted (see
+	// Options.Attempts); the fields below it are then filled in.
+	// Attempts counts every HTTP request sent for the calls: each retry and
+	// each response-format fallback is one; FailedAttempts those that got
+	// no usable answer, FormatRefusals among them those whose response
+	// format the server refused.
+	AttemptsObserved bool `json:"http_attempts_observed"`
+	Attempts         int  `json:"http_attempts"`
+	FailedAttempts   int  `json:"failed_http_attempts"`
+	FormatRefusals   int  `json:"format_refusals"`
+	// Tokens as the server reported them, summed over every HTTP attempt
+	// when attempts are observed, else over the calls.
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	// ModelTime sums the times of the HTTP attempts, when observed (calls
+	// made at once each count in full; the waits between retries not at
+	// all); Wall is the time judging took.
+	ModelTime time.Duration `json:"model_time_ns"`
+	Wall      time.Duration `json:"wall_ns"`
 }
 
 func (c Cost) add(o Cost) Cost {
 	return Cost{
 		Calls: c.Calls + o.Calls, FailedCalls: c.FailedCalls + o.FailedCalls,
+		AttemptsObserved: c.AttemptsObserved || o.AttemptsObserved,
+		Attempts:         c.Attempts + o.Attempts, FailedAttempts: c.FailedAttempts + o.FailedAttempts, FormatRefusals: c.FormatRefusals + o.FormatRefusals,
 		PromptTokens: c.PromptTokens + o.PromptTokens, CompletionTokens: c.CompletionTokens + o.CompletionTokens,
-		CachedTokens: c.CachedTokens + o.CachedTokens, Wall: c.Wall + o.Wall,
+		CachedTokens: c.CachedTokens + o.CachedTokens, ModelTime: c.ModelTime + o.ModelTime, Wall: c.Wall + o.Wall,
 	}
 }
 
@@ -118,17 +142,29 @@ type Spread struct {
 	Min         float64   `json:"min"`
 	Max         float64   `json:"max"`
 	Mean        float64   `json:"mean"`
-	StdDev      float64   `json:"stddev"`
-	// Agreement is the share of (case, rule) pairs whose verdict (output and
-	// not-applicable flag) was the same in every run.
-	Agreement float64 `json:"agreement"`
+	// StdDev is the population standard deviation of RunAccuracy;
+	// SampleStdDev the sample one (divided by runs − 1), the estimate of how
+	// far another run may land.
+	StdDev       float64 `json:"stddev"`
+	SampleStdDev float64 `json:"sample_stddev"`
+	// AnsweredPairs counts the (case, rule) pairs answered in at least one
+	// run; AgreeingPairs those among them whose verdict (output and
+	// not-applicable flag) was the same in every run, an unanswered run
+	// counting as a different verdict. Agreement is their ratio, nil when
+	// no pair was answered: a pair unanswered in every run is not
+	// agreement.
+	AnsweredPairs int      `json:"answered_pairs"`
+	AgreeingPairs int      `json:"agreeing_pairs"`
+	Agreement     *float64 `json:"agreement"`
 }
 
-// meter counts the calls and tokens going through an LLM.
+// meter counts the calls and tokens going through an LLM, and the HTTP
+// attempts behind them when they are observed.
 type meter struct {
-	llm engine.LLM
-	mu  sync.Mutex
-	c   Cost
+	llm      engine.LLM
+	attempts *Attempts
+	mu       sync.Mutex
+	c        Cost
 }
 
 func (m *meter) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatResponse, error) {
@@ -146,11 +182,53 @@ func (m *meter) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatRe
 	return resp, nil
 }
 
+// take returns the cost counted since the last take and starts afresh.
 func (m *meter) take() Cost {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	c := m.c
 	m.c = Cost{}
+	m.mu.Unlock()
+	if m.attempts == nil {
+		return c
+	}
+	a := m.attempts.take()
+	c.AttemptsObserved = true
+	c.Attempts, c.FailedAttempts, c.FormatRefusals = a.Attempts, a.FailedAttempts, a.FormatRefusals
+	c.PromptTokens, c.CompletionTokens, c.CachedTokens = a.PromptTokens, a.CompletionTokens, a.CachedTokens
+	c.ModelTime = a.ModelTime
+	return c
+}
+
+// Attempts counts HTTP attempts as a client reports them: give Observe to
+// openai.Config.OnAttempt and the Attempts to Options.Attempts. It is safe
+// for concurrent use; the zero value is ready.
+type Attempts struct {
+	mu sync.Mutex
+	c  Cost
+}
+
+// Observe counts one attempt.
+func (a *Attempts) Observe(at openai.Attempt) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.c.Attempts++
+	if at.Err != nil {
+		a.c.FailedAttempts++
+	}
+	if at.FormatRefused {
+		a.c.FormatRefusals++
+	}
+	a.c.PromptTokens += at.Usage.PromptTokens
+	a.c.CompletionTokens += at.Usage.CompletionTokens
+	a.c.CachedTokens += at.Usage.CachedTokens
+	a.c.ModelTime += at.Took
+}
+
+func (a *Attempts) take() Cost {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.c
+	a.c = Cost{}
 	return c
 }
 
@@ -178,7 +256,7 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	if opts.Baseline != "" && opts.Baseline != BaselinePerRule {
 		return nil, fmt.Errorf("eval: unknown baseline %q (known: %s)", opts.Baseline, BaselinePerRule)
 	}
-	m := &meter{llm: opts.LLM}
+	m := &meter{llm: opts.LLM, attempts: opts.Attempts}
 	eng, err := engine.New(m, opts.Engine)
 	if err != nil {
 		return nil, err
@@ -317,17 +395,26 @@ func spread(outs []Outcome, runs int) *Spread {
 		s.Min, s.Max = math.Min(s.Min, a), math.Max(s.Max, a)
 		s.Mean += a
 	}
-	s.Mean /= float64(len(s.RunAccuracy))
+	n := float64(len(s.RunAccuracy))
+	s.Mean /= n
+	squares := 0.0
 	for _, a := range s.RunAccuracy {
-		s.StdDev += (a - s.Mean) * (a - s.Mean)
+		squares += (a - s.Mean) * (a - s.Mean)
 	}
-	s.StdDev = math.Sqrt(s.StdDev / float64(len(s.RunAccuracy)))
+	s.StdDev = math.Sqrt(squares / n)
+	if n > 1 {
+		s.SampleStdDev = math.Sqrt(squares / (n - 1))
+	}
 
 	type pair struct{ c, r string }
 	first := map[pair]string{}
 	same := map[pair]bool{}
+	answered := map[pair]bool{}
 	for _, o := range outs {
 		k := pair{o.Case, o.RuleID}
+		if o.Answered {
+			answered[k] = true
+		}
 		v := verdictKey(o)
 		if f, ok := first[k]; !ok {
 			first[k], same[k] = v, true
@@ -335,15 +422,13 @@ func spread(outs []Outcome, runs int) *Spread {
 			same[k] = false
 		}
 	}
-	agree := 0
-	for _, ok := range same {
-		if ok {
-			agree++
+	for k := range answered {
+		if same[k] {
+			s.AgreeingPairs++
 		}
 	}
-	if len(same) > 0 {
-		s.Agreement = float64(agree) / float64(len(same))
-	}
+	s.AnsweredPairs = len(answered)
+	s.Agreement = ratio(s.AgreeingPairs, s.AnsweredPairs)
 	return s
 }
 

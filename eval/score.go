@@ -2,6 +2,7 @@ package eval
 
 import (
 	"slices"
+	"unicode/utf8"
 
 	"rulevalidator/engine"
 )
@@ -33,8 +34,16 @@ type Outcome struct {
 	NotApplicableCorrect bool `json:"not_applicable_correct"`
 	Correct              bool `json:"correct"`
 
+	// Problems are what was still wrong with the answer when the engine
+	// kept it after its re-asks ran out (engine.Verdict.Problems); such a
+	// verdict is scored, and counted apart as kept with problems.
+	Problems []string `json:"problems,omitempty"`
+
 	Evidence EvidenceCounts `json:"evidence"`
 }
+
+// KeptWithProblems says the engine kept the verdict with content problems.
+func (o Outcome) KeptWithProblems() bool { return len(o.Problems) > 0 }
 
 // EvidenceCounts are the evidence tallies of one or more verdicts.
 type EvidenceCounts struct {
@@ -44,22 +53,40 @@ type EvidenceCounts struct {
 	Anchored int `json:"anchored"`
 	// Judged counts the quotes of verdicts whose label has gold spans (only
 	// those can be judged); Hits are those whose anchored span overlaps a gold
-	// span on the same page; PagesRight are those anchored on a page that
-	// holds a gold span of the same document.
+	// span on the same page; PagesRight are those anchored whose page, as the
+	// model cited it, holds a gold span of the same document; PagesCorrected
+	// are those anchored on another page than the one the model cited.
 	Judged         int `json:"judged_quotes"`
 	JudgedAnchored int `json:"judged_anchored"`
 	Hits           int `json:"hits"`
 	PagesRight     int `json:"pages_right"`
+	PagesCorrected int `json:"pages_corrected"`
 	// Gold counts gold spans; GoldFound those overlapped by at least one quote.
 	Gold      int `json:"gold"`
 	GoldFound int `json:"gold_found"`
+	// QuotedChars counts the characters (code points) of the judged quotes:
+	// an anchored quote its span, any other its own text;
+	// QuotedCharsInGold those at a position of the same document that a
+	// gold span covers (offsets are positions in the whole document, so a
+	// character inside a gold span is on its page). A quote not found in a
+	// document has none inside.
+	QuotedChars       int `json:"quoted_chars"`
+	QuotedCharsInGold int `json:"quoted_chars_in_gold"`
+	// GoldChars counts the characters of the gold spans of each verdict (a
+	// character two spans share once); GoldCharsCovered those inside the
+	// span of at least one of the verdict's anchored quotes.
+	GoldChars        int `json:"gold_chars"`
+	GoldCharsCovered int `json:"gold_chars_covered"`
 }
 
 func (a EvidenceCounts) add(b EvidenceCounts) EvidenceCounts {
 	return EvidenceCounts{
 		Quotes: a.Quotes + b.Quotes, Anchored: a.Anchored + b.Anchored,
-		Judged: a.Judged + b.Judged, JudgedAnchored: a.JudgedAnchored + b.JudgedAnchored, Hits: a.Hits + b.Hits, PagesRight: a.PagesRight + b.PagesRight,
+		Judged: a.Judged + b.Judged, JudgedAnchored: a.JudgedAnchored + b.JudgedAnchored, Hits: a.Hits + b.Hits,
+		PagesRight: a.PagesRight + b.PagesRight, PagesCorrected: a.PagesCorrected + b.PagesCorrected,
 		Gold: a.Gold + b.Gold, GoldFound: a.GoldFound + b.GoldFound,
+		QuotedChars: a.QuotedChars + b.QuotedChars, QuotedCharsInGold: a.QuotedCharsInGold + b.QuotedCharsInGold,
+		GoldChars: a.GoldChars + b.GoldChars, GoldCharsCovered: a.GoldCharsCovered + b.GoldCharsCovered,
 	}
 }
 
@@ -70,11 +97,12 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 		Case: caseID, RuleID: lab.RuleID, Run: run, Type: lab.Type,
 		ExpectedBoolean: lab.Boolean, ExpectedNumerical: lab.Numerical, ExpectedNotApplicable: lab.NotApplicable,
 	}
-	o.Evidence.Gold = len(lab.Gold)
 	if v == nil {
+		o.Evidence = scoreEvidence(lab.Gold, nil)
 		return o
 	}
 	o.Answered = true
+	o.Problems = v.Problems
 	o.Boolean, o.Numerical, o.NotApplicable = v.BooleanOutput, v.NumericalOutput, v.NotApplicable
 	switch lab.Type {
 	case engine.Numerical:
@@ -105,9 +133,20 @@ func stepDistance(allowed []int, want, got int) int {
 }
 
 // scoreEvidence matches quotes to gold spans: a quote hits a span when it is
-// anchored in the same document, on the same page, and the offsets overlap.
+// anchored in the same document, on the same page, and the offsets overlap;
+// its characters count as inside gold where a gold span of the same
+// document covers them.
 func scoreEvidence(gold []Span, evs []engine.Evidence) EvidenceCounts {
 	c := EvidenceCounts{Quotes: len(evs), Gold: len(gold)}
+	goldByDoc := map[string][]interval{}
+	for _, g := range gold {
+		goldByDoc[g.Document] = append(goldByDoc[g.Document], interval{g.Start, g.End})
+	}
+	for doc, iv := range goldByDoc {
+		goldByDoc[doc] = union(iv)
+		c.GoldChars += length(goldByDoc[doc])
+	}
+	quotedByDoc := map[string][]interval{}
 	found := make([]bool, len(gold))
 	for _, ev := range evs {
 		if ev.Anchored {
@@ -118,16 +157,23 @@ func scoreEvidence(gold []Span, evs []engine.Evidence) EvidenceCounts {
 		}
 		c.Judged++
 		if !ev.Anchored || ev.StartOffset == nil || ev.EndOffset == nil {
+			c.QuotedChars += utf8.RuneCountInString(ev.Text)
 			continue
 		}
 		c.JudgedAnchored++
+		span := interval{*ev.StartOffset, *ev.EndOffset}
+		c.QuotedChars += span.len()
+		c.QuotedCharsInGold += inside(goldByDoc[ev.SourceOrigin], span)
+		quotedByDoc[ev.SourceOrigin] = append(quotedByDoc[ev.SourceOrigin], span)
 		hit, pageRight := false, false
 		for i, g := range gold {
-			if g.Document != ev.SourceOrigin || g.Page != ev.SourcePageNumber {
+			if g.Document != ev.SourceOrigin {
 				continue
 			}
-			pageRight = true
-			if *ev.StartOffset < g.End && g.Start < *ev.EndOffset {
+			if g.Page == ev.CitedPageNumber {
+				pageRight = true
+			}
+			if g.Page == ev.SourcePageNumber && span.start < g.End && g.Start < span.end {
 				hit = true
 				found[i] = true
 			}
@@ -138,13 +184,63 @@ func scoreEvidence(gold []Span, evs []engine.Evidence) EvidenceCounts {
 		if pageRight {
 			c.PagesRight++
 		}
+		if ev.CitedPageNumber != ev.SourcePageNumber {
+			c.PagesCorrected++
+		}
 	}
 	for _, f := range found {
 		if f {
 			c.GoldFound++
 		}
 	}
+	for doc, quoted := range quotedByDoc {
+		quoted = union(quoted)
+		for _, g := range goldByDoc[doc] {
+			c.GoldCharsCovered += inside(quoted, g)
+		}
+	}
 	return c
+}
+
+// interval is a span of code-point offsets, end exclusive.
+type interval struct{ start, end int }
+
+func (i interval) len() int { return max(0, i.end-i.start) }
+
+// union returns the sorted, disjoint intervals covering ivs.
+func union(ivs []interval) []interval {
+	sorted := slices.Clone(ivs)
+	slices.SortFunc(sorted, func(a, b interval) int { return a.start - b.start })
+	var out []interval
+	for _, iv := range sorted {
+		if iv.len() == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && iv.start <= out[n-1].end {
+			out[n-1].end = max(out[n-1].end, iv.end)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// length is the number of positions of disjoint intervals.
+func length(disjoint []interval) int {
+	n := 0
+	for _, iv := range disjoint {
+		n += iv.len()
+	}
+	return n
+}
+
+// inside counts the positions of span that disjoint intervals cover.
+func inside(disjoint []interval, span interval) int {
+	n := 0
+	for _, iv := range disjoint {
+		n += interval{max(iv.start, span.start), min(iv.end, span.end)}.len()
+	}
+	return n
 }
 
 // Metrics summarise a set of outcomes. Ratios are nil when nothing was counted.
@@ -153,6 +249,14 @@ type Metrics struct {
 	Unanswered int      `json:"unanswered"`
 	Correct    int      `json:"correct"`
 	Accuracy   *float64 `json:"accuracy"`
+	// KeptWithProblems counts the verdicts the engine kept with content
+	// problems after its re-asks ran out (Outcome.Problems), KeptCorrect
+	// the correct ones among them. AccuracyWithoutProblems is the accuracy
+	// of the other verdicts, unanswered ones still counted as wrong;
+	// Accuracy counts every verdict.
+	KeptWithProblems        int      `json:"kept_with_problems"`
+	KeptCorrect             int      `json:"kept_with_problems_correct"`
+	AccuracyWithoutProblems *float64 `json:"accuracy_without_kept_with_problems"`
 
 	Boolean       BooleanMetrics       `json:"boolean"`
 	Numerical     NumericalMetrics     `json:"numerical"`
@@ -189,23 +293,36 @@ type NumericalMetrics struct {
 	WithinOneAccuracy *float64 `json:"within_one_step_accuracy"`
 }
 
-// NotApplicableMetrics score the not-applicable flag over every verdict, and
-// how many of the verdicts labelled not applicable were flagged so.
+// NotApplicableMetrics score the not-applicable flag over every verdict:
+// recall is how many of the verdicts labelled not applicable were flagged
+// so, precision how many of the verdicts flagged not applicable were
+// labelled so.
 type NotApplicableMetrics struct {
-	Verdicts int      `json:"verdicts"`
-	Correct  int      `json:"correct"`
-	Accuracy *float64 `json:"accuracy"`
-	Labelled int      `json:"labelled_not_applicable"`
-	Flagged  int      `json:"labelled_and_flagged"`
-	Recall   *float64 `json:"recall"`
+	Verdicts     int      `json:"verdicts"`
+	Correct      int      `json:"correct"`
+	Accuracy     *float64 `json:"accuracy"`
+	Labelled     int      `json:"labelled_not_applicable"`
+	FlaggedTotal int      `json:"flagged_not_applicable"`
+	Flagged      int      `json:"labelled_and_flagged"`
+	Recall       *float64 `json:"recall"`
+	Precision    *float64 `json:"precision"`
 }
 
-// EvidenceMetrics are the evidence tallies with their ratios.
+// EvidenceMetrics are the evidence tallies with their ratios. Precision and
+// Recall count quotes and spans that overlap (a quote of a whole page that
+// holds a gold span is a hit); CharPrecision and CharRecall count
+// characters, so a quote is worth only the part of it that is gold.
 type EvidenceMetrics struct {
 	EvidenceCounts
-	Precision       *float64 `json:"precision"`
-	Recall          *float64 `json:"recall"`
-	AnchoredShare   *float64 `json:"anchored_share"`
+	// Precision is Hits over Judged; Recall GoldFound over Gold.
+	Precision *float64 `json:"precision"`
+	Recall    *float64 `json:"recall"`
+	// CharPrecision is QuotedCharsInGold over QuotedChars; CharRecall
+	// GoldCharsCovered over GoldChars.
+	CharPrecision *float64 `json:"char_precision"`
+	CharRecall    *float64 `json:"char_recall"`
+	AnchoredShare *float64 `json:"anchored_share"`
+	// PagesRightShare is PagesRight over JudgedAnchored.
 	PagesRightShare *float64 `json:"pages_right_share"`
 }
 
@@ -228,6 +345,12 @@ func summarise(outs []Outcome) Metrics {
 		}
 		if o.Correct {
 			m.Correct++
+		}
+		if o.KeptWithProblems() {
+			m.KeptWithProblems++
+			if o.Correct {
+				m.KeptCorrect++
+			}
 		}
 		switch o.Type {
 		case engine.Numerical:
@@ -264,24 +387,32 @@ func summarise(outs []Outcome) Metrics {
 		if o.Answered && o.NotApplicableCorrect {
 			m.NotApplicable.Correct++
 		}
+		flagged := o.Answered && o.NotApplicable
+		if flagged {
+			m.NotApplicable.FlaggedTotal++
+		}
 		if o.ExpectedNotApplicable {
 			m.NotApplicable.Labelled++
-			if o.Answered && o.NotApplicable {
+			if flagged {
 				m.NotApplicable.Flagged++
 			}
 		}
 		ev = ev.add(o.Evidence)
 	}
 	m.Accuracy = ratio(m.Correct, m.Verdicts)
+	m.AccuracyWithoutProblems = ratio(m.Correct-m.KeptCorrect, m.Verdicts-m.KeptWithProblems)
 	m.Boolean.Accuracy = ratio(m.Boolean.Correct, m.Boolean.Verdicts)
 	m.Numerical.ExactAccuracy = ratio(m.Numerical.Exact, m.Numerical.Verdicts)
 	m.Numerical.WithinOneAccuracy = ratio(m.Numerical.WithinOne, m.Numerical.Verdicts)
 	m.NotApplicable.Accuracy = ratio(m.NotApplicable.Correct, m.NotApplicable.Verdicts)
 	m.NotApplicable.Recall = ratio(m.NotApplicable.Flagged, m.NotApplicable.Labelled)
+	m.NotApplicable.Precision = ratio(m.NotApplicable.Flagged, m.NotApplicable.FlaggedTotal)
 	m.Evidence = EvidenceMetrics{
 		EvidenceCounts:  ev,
 		Precision:       ratio(ev.Hits, ev.Judged),
 		Recall:          ratio(ev.GoldFound, ev.Gold),
+		CharPrecision:   ratio(ev.QuotedCharsInGold, ev.QuotedChars),
+		CharRecall:      ratio(ev.GoldCharsCovered, ev.GoldChars),
 		AnchoredShare:   ratio(ev.Anchored, ev.Quotes),
 		PagesRightShare: ratio(ev.PagesRight, ev.JudgedAnchored),
 	}

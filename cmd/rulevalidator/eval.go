@@ -9,10 +9,12 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/engine/openai"
 	"rulevalidator/eval"
 )
 
@@ -27,11 +29,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		asJSON      = fs.Bool("json", false, "print exactly one JSON object on stdout")
 		baseline    = fs.String("baseline", "", `also judge with a naive baseline on the same model: "per-rule" (one call per rule, pass/score/reason)`)
 		runs        = fs.Int("runs", 1, "judge every case this many times and report the spread")
-		minAccuracy = fs.Float64("min-accuracy", -1, "exit 3 when the engine's verdict accuracy (0..1) is below this")
+		minAccuracy share
 		cases       = fs.String("cases", "", "comma-separated case ids to judge (default: all)")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
 		llm         llmFlags
 	)
+	fs.Var(&minAccuracy, "min-accuracy", "exit 3 when the engine's verdict accuracy is below this `share` (0 to 1; 0.9 for 90%); unset, no gate")
 	llm.register(fs, getenv)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rulevalidator eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--min-accuracy X] [--model NAME]")
@@ -63,8 +66,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	case *runs < 1:
 		fmt.Fprintf(stderr, "eval: --runs %d: must be at least 1\n", *runs)
 		return exitInvalid
-	case *minAccuracy > 1:
-		fmt.Fprintf(stderr, "eval: --min-accuracy %v: accuracy is a share between 0 and 1\n", *minAccuracy)
+	case minAccuracy.set && !(minAccuracy.v >= 0 && minAccuracy.v <= 1): // NaN too
+		fmt.Fprintf(stderr, "eval: --min-accuracy %s: accuracy is a share between 0 and 1 (0.9 for 90%%)\n", minAccuracy.raw)
 		return exitInvalid
 	}
 
@@ -89,7 +92,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		fmt.Fprintf(stderr, "eval: %v\n", err)
 		return exitInvalid
 	}
-	client, err := llm.newClient(logger)
+	// Every HTTP attempt is counted, retries and format fallbacks included.
+	attempts := &eval.Attempts{}
+	clientCfg := llm.clientConfig(logger)
+	clientCfg.OnAttempt = attempts.Observe
+	client, err := openai.New(clientCfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "eval: %v\n", err)
 		return exitInvalid
@@ -99,6 +106,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		Engine:   llm.engineConfig(logger, engine.Hooks{}),
 		Runs:     *runs,
 		Baseline: *baseline,
+		Attempts: attempts,
 		Progress: func(system string, run int, caseID string, took time.Duration, err error) {
 			status := "ok"
 			if err != nil {
@@ -127,18 +135,38 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitFailure
 	}
 
-	if *minAccuracy >= 0 {
+	if minAccuracy.set {
 		acc := rep.System(eval.SystemEngine).Overall.Accuracy
-		if acc == nil || *acc < *minAccuracy {
+		if acc == nil || *acc < minAccuracy.v {
 			got := "none"
 			if acc != nil {
 				got = fmt.Sprintf("%.3f", *acc)
 			}
-			fmt.Fprintf(stderr, "eval: verdict accuracy %s is below --min-accuracy %.3f\n", got, *minAccuracy)
+			fmt.Fprintf(stderr, "eval: verdict accuracy %s is below --min-accuracy %.3f\n", got, minAccuracy.v)
 			return exitBelowMinimum
 		}
 	}
 	return exitOK
+}
+
+// share is a flag holding a number, remembering whether it was given; its
+// range is checked after parsing, so that the message names the flag the
+// way the other checks do.
+type share struct {
+	set bool
+	raw string
+	v   float64
+}
+
+func (s *share) String() string { return s.raw }
+
+func (s *share) Set(raw string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	if err != nil {
+		return errors.New("not a number")
+	}
+	s.set, s.raw, s.v = true, raw, v
+	return nil
 }
 
 // selectCases keeps the named cases, in the dataset's order.

@@ -123,6 +123,52 @@ func TestEvalCLIReportsAndGates(t *testing.T) {
 	}
 }
 
+// The bounds of --min-accuracy are gates too: 0 passes any run that
+// answered, 1 only a perfect one.
+func TestEvalCLIGateBounds(t *testing.T) {
+	cases := "--cases=" + strings.Join(evalCases, ",")
+	for _, tt := range []struct {
+		min  string
+		flip bool
+		want int
+	}{{"0", true, exitOK}, {"1", false, exitOK}, {"1", true, exitBelowMinimum}} {
+		t.Run(tt.min, func(t *testing.T) {
+			fake := llmfake.New()
+			defer fake.Close()
+			fake.Enqueue(labelledReplies(t, evalCases, tt.flip)...)
+			code, _, stderr := runEvalCLI(t, fake, "--dataset", evalDataset, cases, "--min-accuracy", tt.min, "--output-retries", "0")
+			if code != tt.want {
+				t.Errorf("exit %d, want %d\n%s", code, tt.want, stderr)
+			}
+		})
+	}
+}
+
+// The command counts every HTTP request the server saw: a server without
+// json_schema refuses the first call's format, so two calls take three
+// requests.
+func TestEvalCLICountsEveryHTTPAttempt(t *testing.T) {
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.RefuseFormats("json_schema")
+	fake.Enqueue(labelledReplies(t, evalCases, false)...)
+	code, stdout, stderr := runEvalCLI(t, fake, "--dataset", evalDataset, "--cases="+strings.Join(evalCases, ","), "--json", "--output-retries", "0")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not one report: %v\n%s", err, stdout)
+	}
+	c := rep.System(eval.SystemEngine).Cost
+	if sent := len(fake.Requests()); sent != 3 || c.Calls != 2 || !c.AttemptsObserved || c.Attempts != sent || c.FailedAttempts != 1 || c.FormatRefusals != 1 {
+		t.Errorf("the server saw %d requests; cost %+v, want 2 calls and 3 HTTP attempts, 1 of them a format refusal", sent, c)
+	}
+	if c.PromptTokens != 6000 || c.CompletionTokens != 1000 || c.ModelTime <= 0 {
+		t.Errorf("cost %+v, want 6000 prompt and 1000 completion tokens and some model time", c)
+	}
+}
+
 func TestEvalCLIRejectsBadArguments(t *testing.T) {
 	bad := t.TempDir()
 	manifest := "name: x\ncases:\n  - id: c\n    input: missing.yaml\n    labels: [{rule_id: r, boolean_output: true}]\n"
@@ -137,7 +183,12 @@ func TestEvalCLIRejectsBadArguments(t *testing.T) {
 		{"no dataset", nil, "--dataset is required"},
 		{"unknown baseline", []string{"--dataset", evalDataset, "--baseline", "judge"}, `the only baseline is "per-rule"`},
 		{"runs", []string{"--dataset", evalDataset, "--runs", "0"}, "--runs 0"},
-		{"accuracy over one", []string{"--dataset", evalDataset, "--min-accuracy", "80"}, "between 0 and 1"},
+		{"accuracy over one", []string{"--dataset", evalDataset, "--min-accuracy", "80"}, "--min-accuracy 80: accuracy is a share between 0 and 1"},
+		// A gate below 0 or NaN passes every run: it is refused, not ignored.
+		{"negative accuracy", []string{"--dataset", evalDataset, "--min-accuracy", "-0.5"}, "--min-accuracy -0.5: accuracy is a share between 0 and 1"},
+		{"NaN accuracy", []string{"--dataset", evalDataset, "--min-accuracy", "NaN"}, "--min-accuracy NaN: accuracy is a share between 0 and 1"},
+		{"infinite accuracy", []string{"--dataset", evalDataset, "--min-accuracy=-Inf"}, "--min-accuracy -Inf: accuracy is a share between 0 and 1"},
+		{"accuracy not a number", []string{"--dataset", evalDataset, "--min-accuracy", "90%"}, `invalid value "90%" for flag -min-accuracy: not a number`},
 		{"unknown case", []string{"--dataset", evalDataset, "--cases", "nebs-premium-wear,nope"}, "no case nope"},
 		{"malformed dataset", []string{"--dataset", bad}, `case "c": ruleset: no ruleset`},
 	}

@@ -91,14 +91,19 @@ const evidenceModeHelp = "how the model gives evidence: cite (the id of a passag
 
 // newClient builds the model client from the flags.
 func (f *llmFlags) newClient(logger *slog.Logger) (*openai.Client, error) {
-	return openai.New(openai.Config{
+	return openai.New(f.clientConfig(logger))
+}
+
+// clientConfig is the model client configuration the flags describe.
+func (f *llmFlags) clientConfig(logger *slog.Logger) openai.Config {
+	return openai.Config{
 		BaseURL: f.baseURL,
 		APIKey:  f.apiKey,
 		Model:   f.model,
 		Timeout: f.timeout,
 		Format:  engine.ResponseFormat(f.format),
 		Logger:  logger,
-	})
+	}
 }
 
 // engineConfig is the engine configuration the flags describe.

@@ -135,7 +135,7 @@ func (c *Client) startFormat(req engine.ChatRequest) (engine.ResponseFormat, err
 func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, format engine.ResponseFormat, start time.Time) (resp engine.ChatResponse, refused *failure, err error) {
 	creq := buildRequest(req, format)
 	for n := 1; ; n++ {
-		out, f := c.attempt(ctx, creq, req.Model, format, c.schemaHint(req, format))
+		out, f := c.attempt(ctx, creq, req.Model, format, n, c.schemaHint(req, format))
 		if f == nil {
 			return c.toChatResponse(out, req.Model, format), nil, nil
 		}
@@ -189,25 +189,58 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 	}
 }
 
-// attempt sends one request under its own timeout.
-func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, hint json.RawMessage) (goopenai.ChatCompletionResponse, *failure) {
+// attempt sends one request under its own timeout; n numbers it among the
+// attempts of its call in this format.
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, n int, hint json.RawMessage) (goopenai.ChatCompletionResponse, *failure) {
 	creq, contents := withPlaceholders(creq)
 	rec := &attemptRecord{schemaHint: hint, contents: contents}
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, rec), c.cfg.Timeout)
 	defer cancel()
+	start := time.Now()
 	resp, err := c.api.CreateChatCompletion(actx, creq)
-	if err == nil {
-		return resp, nil
+	took := time.Since(start)
+	var f *failure
+	if err != nil {
+		f = classify(err, rec, attemptInfo{
+			model:           model,
+			configuredModel: c.cfg.Model == "" || model == "" || model == c.cfg.Model,
+			withFormat:      format != engine.FormatText,
+			timeout:         c.cfg.Timeout,
+			timedOut:        ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded),
+			now:             time.Now(),
+		})
 	}
-	return resp, classify(err, rec, attemptInfo{
-		model:           model,
-		configuredModel: c.cfg.Model == "" || model == "" || model == c.cfg.Model,
-		withFormat:      format != engine.FormatText,
-		timeout:         c.cfg.Timeout,
-		timedOut:        ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded),
-		now:             time.Now(),
-	})
+	if c.cfg.OnAttempt != nil {
+		c.cfg.OnAttempt(observed(model, format, n, took, rec.status, resp, f))
+	}
+	return resp, f
 }
+
+// observed describes an attempt for Config.OnAttempt; f is nil when it
+// succeeded.
+func observed(model string, format engine.ResponseFormat, n int, took time.Duration, status int, resp goopenai.ChatCompletionResponse, f *failure) Attempt {
+	a := Attempt{Model: model, Format: format, N: n, Status: status, Took: took}
+	if f != nil {
+		if f.status != 0 {
+			a.Status = f.status
+		}
+		a.Err = attemptError{f}
+		a.FormatRefused = f.kind == formatRefused
+		return a
+	}
+	a.Usage = engine.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+	if d := resp.Usage.PromptTokensDetails; d != nil {
+		a.Usage.CachedTokens = d.CachedTokens
+	}
+	return a
+}
+
+// attemptError is a failed attempt as Attempt.Err reports it: the reason,
+// wrapping the transport's or go-openai's error.
+type attemptError struct{ f *failure }
+
+func (e attemptError) Error() string { return e.f.reason }
+func (e attemptError) Unwrap() error { return e.f.cause }
 
 func (c *Client) toChatResponse(resp goopenai.ChatCompletionResponse, model string, format engine.ResponseFormat) engine.ChatResponse {
 	out := engine.ChatResponse{

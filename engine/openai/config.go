@@ -66,6 +66,38 @@ type Config struct {
 	Logger *slog.Logger
 	// Sleep waits d or until ctx is done; nil uses a timer. Tests inject it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnAttempt, when set, is called once after every HTTP attempt of every
+	// Chat call: each retry and each response-format fallback is an attempt
+	// of its own, so one call can make several. It is called from the
+	// goroutine making the call, so it must be safe for concurrent use, and
+	// it should return quickly.
+	OnAttempt func(Attempt)
+}
+
+// Attempt is one HTTP request sent for a Chat call, as Config.OnAttempt
+// sees it.
+type Attempt struct {
+	// Model is the model asked for; Format the response format sent.
+	Model  string
+	Format engine.ResponseFormat
+	// N numbers the attempts of one call in one format from 1; a response
+	// format fallback starts again at 1.
+	N int
+	// Status is the HTTP status of the response; 0 when none arrived (the
+	// connection failed, the attempt timed out, the request was refused
+	// before it was sent).
+	Status int
+	// Took is the attempt's time, from sending the request to reading the
+	// answer or failing; the waits between attempts are not part of it.
+	Took time.Duration
+	// Usage holds the tokens the server reported for a successful attempt;
+	// zero for a failed one. Its LLMCalls is 0: an attempt is not a call.
+	Usage engine.Usage
+	// Err is nil for a successful attempt, else what went wrong.
+	Err error
+	// FormatRefused says the server refused Format; the call falls back to
+	// a weaker one.
+	FormatRefused bool
 }
 
 func (c *Config) setDefaults() {
