@@ -126,6 +126,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			BooleanOutput:   clonePtr(v.BooleanOutput),
 			NumericalOutput: clonePtr(v.NumericalOutput),
 			NotApplicable:   v.NotApplicable,
+			Problems:        cloneOrNil(v.Problems),
 			Evidences:       evidences(v.Evidences),
 			PagesConsidered: pagesConsidered(v.PagesConsidered),
 			StartedAt:       eventTime(started),
@@ -213,6 +214,7 @@ func evidences(in []engine.Evidence) []schemas.Evidence {
 			Anchored: e.Anchored, Match: schemas.Match(e.Match),
 			StartOffset: clonePtr(e.StartOffset), EndOffset: clonePtr(e.EndOffset),
 			QuotedText: e.QuotedText, Similarity: e.Similarity, Altered: e.Altered,
+			PassageID: e.PassageID, CitedPageNumber: e.CitedPageNumber,
 		}
 		for _, d := range e.Differences {
 			out[i].Differences = append(out[i].Differences, schemas.Difference(d))

@@ -128,9 +128,13 @@ func testResult() *engine.Result {
 		Model:     "served-model",
 		Rules: []engine.Verdict{
 			{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
-				Evidences: []engine.Evidence{{Text: "Signed: J. Müller", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, Anchored: true, Match: engine.MatchExact, StartOffset: new(10), EndOffset: new(27)}}},
+				Evidences: []engine.Evidence{{Text: "Signed: J. Müller", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s1",
+					Anchored: true, Match: engine.MatchExact, StartOffset: new(10), EndOffset: new(27)}}},
 			{RuleID: "risk", Type: engine.Numerical, DataSufficiency: true, Rationale: "Low risk.", NumericalOutput: new(1)},
-			{RuleID: "insured", Type: engine.Boolean, DataSufficiency: false, Rationale: "No certificate.", BooleanOutput: new(false)},
+			{RuleID: "insured", Type: engine.Boolean, DataSufficiency: false, Rationale: "No certificate.", BooleanOutput: new(false),
+				SufficiencyNote: "kept with problems after every re-ask: no evidence found in the material supports the verdict",
+				Problems:        []string{"no evidence found in the material supports the verdict"},
+				Evidences:       []engine.Evidence{{Text: "insured by Allianz", SourceOrigin: "agreement.pdf", SourcePageNumber: 1, CitedPageNumber: 5, Match: engine.MatchNone}}},
 			{RuleID: "export", Type: engine.Boolean, DataSufficiency: true, Rationale: "Domestic supplier.", NotApplicable: true},
 		},
 		Aggregate: engine.Aggregate{
@@ -168,6 +172,14 @@ func TestEventNewVerdictEvents(t *testing.T) {
 	if events[3].EventID != "acme/req-1/export" || !events[3].NotApplicable || events[3].RuleIndex != 3 {
 		t.Errorf("export event: %+v", events[3])
 	}
+	insured := events[2]
+	assertEqual(t, insured.Problems, []string{"no evidence found in the material supports the verdict"})
+	if insured.SufficiencyNote == nil || insured.Evidences[0].CitedPageNumber != 5 || insured.Evidences[0].SourcePageNumber != 1 {
+		t.Errorf("insured event lost its note or the page the model cited: %+v", insured)
+	}
+	if signed := events[0].Evidences[0]; signed.PassageID != "d1p2s1" || signed.CitedPageNumber != 2 {
+		t.Errorf("signed evidence lost its passage id or cited page: %+v", signed)
+	}
 	// Built events round-trip unchanged.
 	c := newCodecs(t)
 	for i := range events {
@@ -186,7 +198,8 @@ func TestEventNewVerdictEvents(t *testing.T) {
 	events = NewVerdictEvents(req, testRuleset(), res, "m", started, completed)
 	*res.Rules[0].BooleanOutput = false
 	res.Rules[0].Evidences[0].Text = "changed"
-	if !*events[0].BooleanOutput || events[0].Evidences[0].Text == "changed" || events[0].Model != "m" {
+	res.Rules[2].Problems[0] = "changed"
+	if !*events[0].BooleanOutput || events[0].Evidences[0].Text == "changed" || events[2].Problems[0] == "changed" || events[0].Model != "m" {
 		t.Errorf("event aliases the result: %+v", events[0])
 	}
 }
@@ -226,4 +239,57 @@ func TestEventNewSummary(t *testing.T) {
 	if *s.Aggregate.Numerical.Score != 1 {
 		t.Error("summary aliases the result's aggregate")
 	}
+}
+
+// TestEventEvidenceCarriesEveryEngineField: every field of engine.Evidence,
+// set, reaches the event's evidence under the same JSON name, so that a field
+// the engine gains cannot be lost on the way to the events unnoticed.
+func TestEventEvidenceCarriesEveryEngineField(t *testing.T) {
+	var e engine.Evidence
+	fillFields(t, reflect.ValueOf(&e).Elem())
+	got, want := jsonObject(t, evidences([]engine.Evidence{e})[0]), jsonObject(t, e)
+	if len(want) != reflect.TypeFor[engine.Evidence]().NumField() {
+		t.Fatalf("the filled engine evidence leaves fields out: %v", want)
+	}
+	assertEqual(t, got, want)
+}
+
+// fillFields sets every field of the struct v to a value other than its zero.
+func fillFields(t *testing.T, v reflect.Value) {
+	t.Helper()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(v.Type().Field(i).Name)
+		case reflect.Int:
+			f.SetInt(int64(i + 1))
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Float64:
+			f.SetFloat(0.5)
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+			f.Elem().SetInt(int64(i + 1))
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+			fillFields(t, f.Index(0))
+		default:
+			t.Fatalf("fillFields: field %s is a %s", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+}
+
+// jsonObject is v's JSON form as a map.
+func jsonObject(t *testing.T, v any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -7,8 +7,9 @@
 // its coloured result, rationale and evidence. "Evidence": one row per quote
 // with its source, page, anchoring and offsets, whether it supports the
 // verdict (altered and unfound quotes marked in red), the model's own words
-// beside the document's, the similarity and what differs, for filtering and
-// audit.
+// beside the document's, the similarity and what differs, the passage the
+// model cited and the page it gave (amber where the text was found on
+// another page), for filtering and audit.
 // "Chart": the outcome counts and a pie chart of them.
 //
 // Every piece of text that came from a document, a model or a request is
@@ -93,6 +94,7 @@ var evidenceColumns = []column{
 	{"Rule ID", 18}, {"Rule", 28}, {"Quote", 80}, {"Source", 24}, {"Page", 7},
 	{"Anchored", 10}, {"Match", 13}, {"Start offset", 12}, {"End offset", 12},
 	{"Status", 16}, {"Model's words", 60}, {"Similarity", 11}, {"Differences", 50},
+	{"Passage", 12}, {"Cited page", 8},
 }
 
 // Evidence statuses, as the Evidence sheet's Status column shows them.
@@ -533,12 +535,25 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 		return
 	}
 	s.text(ColDataSufficient, row, yesNo(v.DataSufficiency), lookBody)
-	rationale := v.Rationale
-	if v.SufficiencyNote != "" {
-		rationale += "\n⚠ Judged on insufficient data: " + v.SufficiencyNote
-	}
-	s.text(ColRationale, row, rationale, lookBody)
+	s.text(ColRationale, row, rationaleText(v), lookBody)
 	s.text(ColEvidence, row, evidenceLines(v.Evidences), lookBody)
+}
+
+// rationaleText is the verdict's rationale and, when the engine judged the
+// data insufficient, why: the problems left in the answer it kept, one a
+// line, or its note.
+func rationaleText(v *engine.Verdict) string {
+	text := v.Rationale
+	switch {
+	case len(v.Problems) > 0:
+		text += "\n⚠ Judged on insufficient data; still wrong after every re-ask:"
+		for _, p := range v.Problems {
+			text += "\n• " + p
+		}
+	case v.SufficiencyNote != "":
+		text += "\n⚠ Judged on insufficient data: " + v.SufficiencyNote
+	}
+	return text
 }
 
 // result is what a rule's result cell shows: a score as a number, or text.
@@ -606,7 +621,8 @@ func outputText(typ engine.RuleType, v *engine.Verdict) string {
 }
 
 // evidenceLines lists quotes one a line: "quote" — source, p. N, and says
-// plainly when a quote was not found or the document says something else.
+// plainly when a quote was not found or the document says something else,
+// as it shows a page the model cited wrongly beside the right one.
 func evidenceLines(evs []engine.Evidence) string {
 	lines := make([]string, len(evs))
 	for i, e := range evs {
@@ -621,6 +637,8 @@ func evidenceLines(evs []engine.Evidence) string {
 	return strings.Join(lines, "\n")
 }
 
+// sourceLabel: "contract.pdf, p. 2 (cited p. 9), passage d1p2s4". The
+// passage is left out where it is the source itself (a named input).
 func sourceLabel(e engine.Evidence) string {
 	label := e.SourceOrigin
 	if label == "" {
@@ -628,8 +646,20 @@ func sourceLabel(e engine.Evidence) string {
 	}
 	if e.SourcePageNumber > 0 {
 		label += fmt.Sprintf(", p. %d", e.SourcePageNumber)
+		if pageCorrected(e) {
+			label += fmt.Sprintf(" (cited p. %d)", e.CitedPageNumber)
+		}
+	}
+	if e.PassageID != "" && e.PassageID != e.SourceOrigin {
+		label += ", passage " + e.PassageID
 	}
 	return label
+}
+
+// pageCorrected says whether the text was found on another page of its
+// document than the one the model cited.
+func pageCorrected(e engine.Evidence) bool {
+	return e.SourcePageNumber > 0 && e.CitedPageNumber > 0 && e.CitedPageNumber != e.SourcePageNumber
 }
 
 func (b *builder) evidenceSheet() error {
@@ -676,6 +706,15 @@ func (b *builder) evidenceSheet() error {
 				s.text(12, row, "", lookBody)
 			}
 			s.text(13, row, differencesText(e.Differences), lookBody)
+			s.text(14, row, e.PassageID, lookBody)
+			switch {
+			case pageCorrected(e):
+				s.int(15, row, e.CitedPageNumber, look{fill: FillAmber, font: fontAmber, bold: true, border: true, wrap: true})
+			case e.CitedPageNumber > 0:
+				s.int(15, row, e.CitedPageNumber, lookBody)
+			default:
+				s.text(15, row, "", lookBody)
+			}
 			row++
 		}
 	}

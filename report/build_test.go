@@ -89,7 +89,7 @@ func TestBuildRuleRows(t *testing.T) {
 		fill                                                           string
 	}{
 		{"Proof of income", "income-proof", "boolean", "PASS", "", "yes", "Payslips for three months are attached.",
-			"“Net salary: 3,200 EUR” — payslip.pdf, p. 2\n“Employer: ACME” — payslip.pdf, p. 1", FillPass},
+			"“Net salary: 3,200 EUR” — payslip.pdf, p. 2, passage d1p2s5\n“Employer: ACME” — payslip.pdf, p. 1 (cited p. 3)", FillPass},
 		// No display name: the rule id stands in.
 		{"no-arrears", "no-arrears", "boolean", "FAIL", "", "yes", "Two missed payments are listed.",
 			"“missed payment” — statement.pdf, p. 4 — NOT FOUND in the documents", FillFail},
@@ -99,7 +99,7 @@ func TestBuildRuleRows(t *testing.T) {
 			"“plain language” — named_input:summary", "B1D580"},
 		// Insufficient data wins over the score's colour.
 		{"Risk", "risk", "numerical", "30", "0–100 (step 10)", "no",
-			"No collateral information.\n⚠ Judged on insufficient data: the answer was kept with problems left after every re-ask: your quote does not say what the document says",
+			"No collateral information.\n⚠ Judged on insufficient data; still wrong after every re-ask:\n• the model's quote does not say what the document says\n• no evidence found in the material supports the verdict",
 			"“Repayment over 24 months” — contract.pdf, p. 3 — ALTERED: the model wrote “Repayment over 12 months” (number: “12” in the quote, “24” in the document)", FillAmber},
 	}
 	for i, tt := range tests {
@@ -134,7 +134,7 @@ func TestBuildTableLayout(t *testing.T) {
 		filter string
 	}{
 		{SheetReport, HeaderRow, "'Report'!$A$11:$H$16"},
-		{SheetEvidence, 1, "'Evidence'!$A$1:$M$6"},
+		{SheetEvidence, 1, "'Evidence'!$A$1:$O$6"},
 	} {
 		panes, err := f.GetPanes(tt.sheet)
 		if err != nil {
@@ -173,12 +173,12 @@ func TestBuildEvidenceSheet(t *testing.T) {
 	f, _ := build(t, mixedMeta(), mustRuleset(t, mixedRuleset), mixedResult())
 
 	want := [][]string{
-		{"Rule ID", "Rule", "Quote", "Source", "Page", "Anchored", "Match", "Start offset", "End offset", "Status", "Model's words", "Similarity", "Differences"},
-		{"income-proof", "Proof of income", "Net salary: 3,200 EUR", "payslip.pdf", "2", "yes", "exact", "120", "141", "supports", "Net salary: 3,200 EUR", "1", ""},
-		{"income-proof", "Proof of income", "Employer: ACME", "payslip.pdf", "1", "yes", "fuzzy", "5", "19", "supports", "Employer ACME", "0.929", ""},
-		{"no-arrears", "no-arrears", "missed payment", "statement.pdf", "4", "no", "none", "", "", "NOT FOUND", "missed payment", "", ""},
-		{"clarity", "Clarity", "plain language", "named_input:summary", "", "no", "not_document", "", "", "not a document", "", "", ""},
-		{"risk", "Risk", "Repayment over 24 months", "contract.pdf", "3", "yes", "fuzzy", "40", "64", "ALTERED", "Repayment over 12 months", "0.917", "number: “12” in the quote, “24” in the document"},
+		{"Rule ID", "Rule", "Quote", "Source", "Page", "Anchored", "Match", "Start offset", "End offset", "Status", "Model's words", "Similarity", "Differences", "Passage", "Cited page"},
+		{"income-proof", "Proof of income", "Net salary: 3,200 EUR", "payslip.pdf", "2", "yes", "exact", "120", "141", "supports", "Net salary: 3,200 EUR", "1", "", "d1p2s5", "2"},
+		{"income-proof", "Proof of income", "Employer: ACME", "payslip.pdf", "1", "yes", "fuzzy", "5", "19", "supports", "Employer ACME", "0.929", "", "", "3"},
+		{"no-arrears", "no-arrears", "missed payment", "statement.pdf", "4", "no", "none", "", "", "NOT FOUND", "missed payment", "", "", "", "4"},
+		{"clarity", "Clarity", "plain language", "named_input:summary", "", "no", "not_document", "", "", "not a document", "", "", "", "named_input:summary", "1"},
+		{"risk", "Risk", "Repayment over 24 months", "contract.pdf", "3", "yes", "fuzzy", "40", "64", "ALTERED", "Repayment over 12 months", "0.917", "number: “12” in the quote, “24” in the document", "", "3"},
 	}
 	rows, err := f.GetRows(SheetEvidence)
 	if err != nil {
@@ -199,6 +199,54 @@ func TestBuildEvidenceSheet(t *testing.T) {
 		if got := fill(t, f, SheetEvidence, 10, row); got != wantFill {
 			t.Errorf("evidence row %d status fill = %q, want %q", row, got, wantFill)
 		}
+	}
+	// A page the model cited wrongly stands out in amber beside the page the
+	// text is on; a named input has no page to correct.
+	for row, wantFill := range map[int]string{2: "", 3: FillAmber, 4: "", 5: "", 6: ""} {
+		if got := fill(t, f, SheetEvidence, 15, row); got != wantFill {
+			t.Errorf("evidence row %d cited page fill = %q, want %q", row, got, wantFill)
+		}
+	}
+}
+
+func TestSourceLabel(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ev   engine.Evidence
+		want string
+	}{
+		{"quote on the page cited", engine.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2}, "msa.pdf, p. 2"},
+		{"page corrected", engine.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 9}, "msa.pdf, p. 2 (cited p. 9)"},
+		{"no page cited", engine.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2}, "msa.pdf, p. 2"},
+		{"passage cited", engine.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 3, CitedPageNumber: 3, PassageID: "d1p3s4"}, "msa.pdf, p. 3, passage d1p3s4"},
+		{"named input cited by name", engine.Evidence{SourceOrigin: "volume", PassageID: "volume", CitedPageNumber: 1}, "volume"},
+		{"no source", engine.Evidence{}, "unknown source"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sourceLabel(tt.ev); got != tt.want {
+				t.Errorf("sourceLabel = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRationaleText(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		v    engine.Verdict
+		want string
+	}{
+		{"clean", engine.Verdict{Rationale: "Signed.", DataSufficiency: true}, "Signed."},
+		{"kept with problems", engine.Verdict{Rationale: "Signed.", SufficiencyNote: "kept with problems after every re-ask: a; b", Problems: []string{"a", "b"}},
+			"Signed.\n⚠ Judged on insufficient data; still wrong after every re-ask:\n• a\n• b"},
+		{"a note without problems", engine.Verdict{Rationale: "Signed.", SufficiencyNote: "judged on an excerpt"},
+			"Signed.\n⚠ Judged on insufficient data: judged on an excerpt"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rationaleText(&tt.v); got != tt.want {
+				t.Errorf("rationaleText = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -53,28 +53,32 @@ func mixedResult() *engine.Result {
 			{RuleID: "income-proof", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(true),
 				Rationale: "Payslips for three months are attached.",
 				Evidences: []engine.Evidence{
-					{Text: "Net salary: 3,200 EUR", QuotedText: "Net salary: 3,200 EUR", Similarity: 1, SourceOrigin: "payslip.pdf", SourcePageNumber: 2, Anchored: true,
-						Match: engine.MatchExact, StartOffset: ptr(120), EndOffset: ptr(141)},
-					{Text: "Employer: ACME", QuotedText: "Employer ACME", Similarity: 0.9286, SourceOrigin: "payslip.pdf", SourcePageNumber: 1, Anchored: true,
+					// Cited by reference.
+					{Text: "Net salary: 3,200 EUR", QuotedText: "Net salary: 3,200 EUR", Similarity: 1, SourceOrigin: "payslip.pdf", SourcePageNumber: 2, CitedPageNumber: 2,
+						PassageID: "d1p2s5", Anchored: true, Match: engine.MatchExact, StartOffset: ptr(120), EndOffset: ptr(141)},
+					// Found on page 1; the model cited page 3.
+					{Text: "Employer: ACME", QuotedText: "Employer ACME", Similarity: 0.9286, SourceOrigin: "payslip.pdf", SourcePageNumber: 1, CitedPageNumber: 3, Anchored: true,
 						Match: engine.MatchFuzzy, StartOffset: ptr(5), EndOffset: ptr(19)},
 				}},
 			{RuleID: "no-arrears", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(false),
 				Rationale: "Two missed payments are listed.",
 				Evidences: []engine.Evidence{
-					{Text: "missed payment", QuotedText: "missed payment", SourceOrigin: "statement.pdf", SourcePageNumber: 4, Anchored: false, Match: engine.MatchNone},
+					{Text: "missed payment", QuotedText: "missed payment", SourceOrigin: "statement.pdf", SourcePageNumber: 4, CitedPageNumber: 4, Anchored: false, Match: engine.MatchNone},
 				}},
 			{RuleID: "guarantor", Type: engine.Boolean, DataSufficiency: true, NotApplicable: true,
 				Rationale: "The loan is 8,000 EUR."},
 			{RuleID: "clarity", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: ptr(4),
 				Rationale: "Mostly clear.",
 				Evidences: []engine.Evidence{
-					{Text: "plain language", SourceOrigin: "named_input:summary", Anchored: false, Match: engine.MatchNotDocument},
+					// Cited by name; the page the model gave means nothing for a named input.
+					{Text: "plain language", SourceOrigin: "named_input:summary", PassageID: "named_input:summary", CitedPageNumber: 1, Anchored: false, Match: engine.MatchNotDocument},
 				}},
 			{RuleID: "risk", Type: engine.Numerical, DataSufficiency: false, NumericalOutput: ptr(30),
 				Rationale:       "No collateral information.",
-				SufficiencyNote: "the answer was kept with problems left after every re-ask: your quote does not say what the document says",
+				SufficiencyNote: "kept with problems after every re-ask: the model's quote does not say what the document says; no evidence found in the material supports the verdict",
+				Problems:        []string{"the model's quote does not say what the document says", "no evidence found in the material supports the verdict"},
 				Evidences: []engine.Evidence{
-					{Text: "Repayment over 24 months", QuotedText: "Repayment over 12 months", Similarity: 0.9167, SourceOrigin: "contract.pdf", SourcePageNumber: 3,
+					{Text: "Repayment over 24 months", QuotedText: "Repayment over 12 months", Similarity: 0.9167, SourceOrigin: "contract.pdf", SourcePageNumber: 3, CitedPageNumber: 3,
 						Anchored: true, Match: engine.MatchFuzzy, StartOffset: ptr(40), EndOffset: ptr(64), Altered: true,
 						Differences: []engine.Difference{{Kind: "number", Quote: "12", Document: "24"}}},
 				}},

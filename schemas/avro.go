@@ -288,6 +288,15 @@ func nonZero[T comparable](v T) *T {
 	return &v
 }
 
+// nativeList is an Avro array of primitives (ints, strings) as goavro takes it.
+func nativeList[T any](items []T) []any {
+	out := make([]any, len(items))
+	for i, item := range items {
+		out[i] = item
+	}
+	return out
+}
+
 func differencesNative(ds []Difference) []any {
 	out := make([]any, len(ds))
 	for i, d := range ds {
@@ -366,10 +375,6 @@ func documentsNative(docs []Document) []any {
 }
 
 func (v *VerdictEvent) native() (map[string]any, error) {
-	scores := make([]any, len(v.AllowedScores))
-	for i, s := range v.AllowedScores {
-		scores[i] = s
-	}
 	evidences := make([]any, len(v.Evidences))
 	for i, e := range v.Evidences {
 		evidences[i] = map[string]any{
@@ -384,6 +389,8 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 			"similarity":         opt("double", nonZero(e.Similarity)),
 			"altered":            e.Altered,
 			"differences":        differencesNative(e.Differences),
+			"passage_id":         opt("string", nonZero(e.PassageID)),
+			"cited_page_number":  opt("int", nonZero(e.CitedPageNumber)),
 		}
 	}
 	return map[string]any{
@@ -400,9 +407,10 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"rationale":        v.Rationale,
 		"boolean_output":   opt("boolean", v.BooleanOutput),
 		"numerical_output": opt("int", v.NumericalOutput),
-		"allowed_scores":   scores,
+		"allowed_scores":   nativeList(v.AllowedScores),
 		"not_applicable":   v.NotApplicable,
 		"sufficiency_note": opt("string", v.SufficiencyNote),
+		"problems":         nativeList(v.Problems),
 		"pages_considered": pagesNative(v.PagesConsidered),
 		"evidences":        evidences,
 		"started_at":       millis(v.StartedAt),
@@ -674,6 +682,19 @@ func (r nativeReader) array(field string) []any {
 	return items
 }
 
+// strs reads an array of strings; a field the writer lacks reads as nil.
+func (r nativeReader) strs(field string) []string {
+	var out []string
+	for i, item := range r.array(field) {
+		s, ok := item.(string)
+		if !ok {
+			r.fail(fmt.Sprintf("%s[%d]", field, i), "is a %T, want a string", item)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // item reads the record at index i of an array field.
 func (r nativeReader) item(field string, i int, v any) nativeReader {
 	m, ok := v.(map[string]any)
@@ -759,6 +780,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		}
 		v.AllowedScores = append(v.AllowedScores, int(n))
 	}
+	v.Problems = r.strs("problems")
 	v.PagesConsidered = pagesFromNative(r)
 	for i, item := range r.array("evidences") {
 		e := r.item("evidences", i, item)
@@ -774,6 +796,8 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 			Similarity:       deref(e.optDouble("similarity")),
 			Altered:          e.defaultedBool("altered"),
 			Differences:      differencesFromNative(e),
+			PassageID:        deref(e.optStr("passage_id")),
+			CitedPageNumber:  deref(e.optInt("cited_page_number")),
 		})
 	}
 	return v

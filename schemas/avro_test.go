@@ -352,9 +352,25 @@ func TestAvroEventEvolution(t *testing.T) {
 	older := dropFields(t, ours.Text(), "rule_name", "evidences", "allowed_scores")
 	newer := strings.Replace(ours.Text(), `"fields": [`, `"fields": [
     {"name": "confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
-	evidenceAdditions := []string{"quoted_text", "similarity", "altered", "differences"}
-	beforeAlteredEvidence := dropEvidenceFields(t, dropFields(t, ours.Text(), "sufficiency_note", "pages_considered"), evidenceAdditions...)
-	beforePages := dropFields(t, ours.Text(), "pages_considered")
+	citationAdditions := []string{"passage_id", "cited_page_number"}
+	evidenceAdditions := append([]string{"quoted_text", "similarity", "altered", "differences"}, citationAdditions...)
+	beforeAlteredEvidence := dropEvidenceFields(t, dropFields(t, ours.Text(), "sufficiency_note", "problems", "pages_considered"), evidenceAdditions...)
+	beforePages := dropFields(t, dropEvidenceFields(t, ours.Text(), citationAdditions...), "problems", "pages_considered")
+	beforeCitations := dropFields(t, dropEvidenceFields(t, ours.Text(), citationAdditions...), "problems")
+	dropCitations := func(m map[string]any) {
+		delete(m, "problems")
+		for _, e := range m["evidences"].([]any) {
+			for _, f := range citationAdditions {
+				delete(e.(map[string]any), f)
+			}
+		}
+	}
+	withoutCitations := func(v *VerdictEvent) {
+		v.Problems = nil
+		for i := range v.Evidences {
+			v.Evidences[i].PassageID, v.Evidences[i].CitedPageNumber = "", 0
+		}
+	}
 
 	for _, tc := range []struct {
 		name   string
@@ -367,11 +383,17 @@ func TestAvroEventEvolution(t *testing.T) {
 			delete(m, "evidences")
 			delete(m, "allowed_scores")
 		}, func(v *VerdictEvent) { v.RuleName, v.Evidences, v.AllowedScores = nil, nil, nil }},
+		{"writer before passage_id, cited_page_number and problems", beforeCitations, dropCitations, withoutCitations},
 		{"writer before pages_considered", beforePages, func(m map[string]any) {
+			dropCitations(m)
 			delete(m, "pages_considered")
-		}, func(v *VerdictEvent) { v.PagesConsidered = nil }},
+		}, func(v *VerdictEvent) {
+			withoutCitations(v)
+			v.PagesConsidered = nil
+		}},
 		{"writer before quoted_text and altered", beforeAlteredEvidence, func(m map[string]any) {
 			delete(m, "sufficiency_note")
+			delete(m, "problems")
 			delete(m, "pages_considered")
 			for _, e := range m["evidences"].([]any) {
 				for _, f := range evidenceAdditions {
@@ -379,10 +401,10 @@ func TestAvroEventEvolution(t *testing.T) {
 				}
 			}
 		}, func(v *VerdictEvent) {
-			v.SufficiencyNote, v.PagesConsidered = nil, nil
+			v.SufficiencyNote, v.Problems, v.PagesConsidered = nil, nil, nil
 			for i := range v.Evidences {
 				e := &v.Evidences[i]
-				e.QuotedText, e.Similarity, e.Altered, e.Differences = "", 0, false, nil
+				e.QuotedText, e.Similarity, e.Altered, e.Differences, e.PassageID, e.CitedPageNumber = "", 0, false, nil, "", 0
 			}
 		}},
 		{"newer writer", newer, func(m map[string]any) {

@@ -218,6 +218,9 @@ type VerdictEvent struct {
 	// SufficiencyNote says why DataSufficiency was set to false by the
 	// engine; nil when it was not.
 	SufficiencyNote *string
+	// Problems lists, in a reader's terms, what was still wrong with the
+	// answer the engine kept; nil for a clean answer.
+	Problems []string
 	// PagesConsidered names the pages the verdict was judged on when the
 	// request was split; nil when it was judged on every page.
 	PagesConsidered []DocumentPages

@@ -76,6 +76,7 @@ type verdictJSON struct {
 	AllowedScores   []int           `json:"allowed_scores"`
 	NotApplicable   bool            `json:"not_applicable"`
 	SufficiencyNote *string         `json:"sufficiency_note"`
+	Problems        []string        `json:"problems"`
 	PagesConsidered []pagesJSON     `json:"pages_considered"`
 	Evidences       []evidenceJSON  `json:"evidences"`
 	StartedAt       json.RawMessage `json:"started_at"`
@@ -101,6 +102,8 @@ type evidenceJSON struct {
 	Similarity       *float64         `json:"similarity"`
 	Altered          bool             `json:"altered"`
 	Differences      []differenceJSON `json:"differences"`
+	PassageID        *string          `json:"passage_id"`
+	CitedPageNumber  *int             `json:"cited_page_number"`
 }
 
 type differenceJSON struct {
@@ -130,6 +133,7 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 		AllowedScores:   emptyIfNil(v.AllowedScores),
 		NotApplicable:   v.NotApplicable,
 		SufficiencyNote: v.SufficiencyNote,
+		Problems:        emptyIfNil(v.Problems),
 		PagesConsidered: make([]pagesJSON, len(v.PagesConsidered)),
 		Evidences:       make([]evidenceJSON, len(v.Evidences)),
 		StartedAt:       timeJSON(v.StartedAt),
@@ -153,6 +157,8 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 			Similarity:       nonZero(e.Similarity),
 			Altered:          e.Altered,
 			Differences:      make([]differenceJSON, len(e.Differences)),
+			PassageID:        nonZero(e.PassageID),
+			CitedPageNumber:  nonZero(e.CitedPageNumber),
 		}
 		for j, d := range e.Differences {
 			out.Evidences[i].Differences[j] = differenceJSON(d)
@@ -190,6 +196,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		AllowedScores:   cloneOrNil(in.AllowedScores),
 		NotApplicable:   in.NotApplicable,
 		SufficiencyNote: in.SufficiencyNote,
+		Problems:        cloneOrNil(in.Problems),
 		RuleIndex:       in.RuleIndex,
 		RuleCount:       in.RuleCount,
 	}
@@ -213,6 +220,8 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 			QuotedText:       deref(e.QuotedText),
 			Similarity:       deref(e.Similarity),
 			Altered:          e.Altered,
+			PassageID:        deref(e.PassageID),
+			CitedPageNumber:  deref(e.CitedPageNumber),
 		})
 		last := &out.Evidences[len(out.Evidences)-1]
 		for _, d := range e.Differences {

@@ -305,6 +305,7 @@ func ExampleVerdictEvent_MarshalJSON() {
 	//   "allowed_scores": [],
 	//   "not_applicable": false,
 	//   "sufficiency_note": null,
+	//   "problems": [],
 	//   "pages_considered": [],
 	//   "evidences": [],
 	//   "started_at": "2025-03-01T09:30:00.250Z",
@@ -312,4 +313,50 @@ func ExampleVerdictEvent_MarshalJSON() {
 	//   "rule_index": 0,
 	//   "rule_count": 1
 	// }
+}
+
+// TestVerdictJSONCitations: the JSON form carries the passage cited, the
+// page the model gave and the problems left, and reads JSON written before
+// them as a verdict without them.
+func TestVerdictJSONCitations(t *testing.T) {
+	v := fullVerdict()
+	v.Problems = []string{"the model gave no rationale"}
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"problems":["the model gave no rationale"]`,
+		`"source_page_number":3,"anchored":true`,
+		`"passage_id":null,"cited_page_number":9}`,
+		`"passage_id":"d1p2s4","cited_page_number":2}`,
+		`"passage_id":"volume","cited_page_number":null}`,
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON form lacks %s:\n%s", want, data)
+		}
+	}
+
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc, "problems")
+	for _, e := range doc["evidences"].([]any) {
+		delete(e.(map[string]any), "passage_id")
+		delete(e.(map[string]any), "cited_page_number")
+	}
+	older, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got VerdictEvent
+	if err := json.Unmarshal(older, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := fullVerdict()
+	for i := range want.Evidences {
+		want.Evidences[i].PassageID, want.Evidences[i].CitedPageNumber = "", 0
+	}
+	assertEqual(t, &got, want)
 }

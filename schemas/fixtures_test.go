@@ -80,8 +80,9 @@ func sampleEvents() []eventCase {
 		{"verdict/kept with content problems", &VerdictEvent{
 			EventID: "r/k", RequestID: "r", TenantID: "t", RulesetID: "rs", Model: "m", RuleID: "k",
 			RuleType: RuleBoolean, BooleanOutput: new(true), Rationale: "...",
-			SufficiencyNote: new(`the answer was kept with problems left after every re-ask: your quote "x" was not found in "a.pdf"`),
-			Evidences:       []Evidence{{Text: "x", QuotedText: "x", SourceOrigin: "a.pdf", SourcePageNumber: 1, Match: MatchNone}},
+			SufficiencyNote: new(`kept with problems after every re-ask: the model gave no rationale that explains the verdict (it wrote "..."); the model's quote "x" is not in "a.pdf"`),
+			Problems:        []string{`the model gave no rationale that explains the verdict (it wrote "...")`, `the model's quote "x" is not in "a.pdf"`},
+			Evidences:       []Evidence{{Text: "x", QuotedText: "x", SourceOrigin: "a.pdf", SourcePageNumber: 1, CitedPageNumber: 1, Match: MatchNone}},
 			StartedAt:       t1, CompletedAt: t2, RuleCount: 1,
 		}},
 		{"summary/full", fullSummary()},
@@ -148,13 +149,18 @@ func fullVerdict() *VerdictEvent {
 		NotApplicable:   false,
 		PagesConsidered: []DocumentPages{{Document: "agreement.pdf", Pages: []int{1, 2, 3, 250}}, {Document: "契約書", Pages: []int{1}}},
 		Evidences: []Evidence{
-			{Text: "payable within 30 days", QuotedText: "payable within 30 days", Similarity: 1, SourceOrigin: "agreement.pdf", SourcePageNumber: 2, Anchored: true, Match: MatchExact, StartOffset: new(30), EndOffset: new(52)},
-			{Text: "volume 250000", QuotedText: "volume 250000", SourceOrigin: "volume", Match: MatchNotDocument},
-			{Text: "payable within sixty (60) days", QuotedText: "payable within six (6) days", Similarity: 0.875, SourceOrigin: "agreement.pdf", SourcePageNumber: 3,
+			{Text: "payable within 30 days", QuotedText: "payable within 30 days", Similarity: 1, SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2,
+				Anchored: true, Match: MatchExact, StartOffset: new(30), EndOffset: new(52)},
+			{Text: "volume 250000", QuotedText: "volume 250000", SourceOrigin: "volume", Match: MatchNotDocument, PassageID: "volume"},
+			// Found on page 3 where the model cited page 9.
+			{Text: "payable within sixty (60) days", QuotedText: "payable within six (6) days", Similarity: 0.875, SourceOrigin: "agreement.pdf", SourcePageNumber: 3, CitedPageNumber: 9,
 				Anchored: true, Match: MatchFuzzy, StartOffset: new(80), EndOffset: new(110), Altered: true,
 				Differences: []Difference{{Kind: "number", Quote: "six (6)", Document: "sixty (60)"}, {Kind: "negation", Quote: "", Document: "not"}}},
 			{Text: "Payment is due … on receipt", QuotedText: "Payment is due [...] on receipt", Similarity: 0.93, SourceOrigin: "agreement.pdf", SourcePageNumber: 1,
 				Anchored: true, Match: MatchElided, StartOffset: new(0), EndOffset: new(27)},
+			// Cited by reference: the passage's text, origin, page and offsets.
+			{Text: "Invoices are payable within 30 days.", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s4",
+				Anchored: true, Match: MatchExact, Similarity: 1, StartOffset: new(22), EndOffset: new(58)},
 		},
 		StartedAt:   t1,
 		CompletedAt: t2,

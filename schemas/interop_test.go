@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"rulevalidator/internal/opsscript"
+	"slices"
 	"strings"
 	"testing"
+
+	"rulevalidator/internal/opsscript"
 )
 
 // pyclientsPython is the interpreter of the virtualenv ops/pyclients.sh
@@ -82,22 +84,8 @@ func TestInteropFastavro(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := t.TempDir()
-			message, rewritten := filepath.Join(dir, "message.avro"), filepath.Join(dir, "rewritten.avro")
-			if err := os.WriteFile(message, body, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(python, script, files[schema.Name()], message, "--rewrite", rewritten)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("check.py: %v\n%s", err, stderr.String())
-			}
-			var view fastavroView
-			if err := json.Unmarshal(out, &view); err != nil {
-				t.Fatalf("check.py output: %v\n%s", err, out)
-			}
+			rewritten := filepath.Join(t.TempDir(), "rewritten.avro")
+			view := runCheck(t, python, script, files[schema.Name()], body, "--rewrite", rewritten)
 			if view.Canonical != schema.Canonical() {
 				t.Errorf("canonical forms differ\nfastavro: %s\n  goavro: %s", view.Canonical, schema.Canonical())
 			}
@@ -109,20 +97,7 @@ func TestInteropFastavro(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got, want any
-			if err := json.Unmarshal(view.Record, &got); err != nil {
-				t.Fatal(err)
-			}
-			wantJSON, err := json.Marshal(plainView(native))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(wantJSON, &want); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("fastavro read\n%s\nwant\n%s", view.Record, wantJSON)
-			}
+			checkRecord(t, view, plainView(native))
 
 			back, err := os.ReadFile(rewritten)
 			if err != nil {
@@ -138,6 +113,120 @@ func TestInteropFastavro(t *testing.T) {
 			assertEqual(t, decoded, tc.ev)
 		})
 	}
+}
+
+// runCheck has check.py read body, written with the schema in schemaFile,
+// passing it args, and returns what it printed.
+func runCheck(t *testing.T, python, script, schemaFile string, body []byte, args ...string) fastavroView {
+	t.Helper()
+	message := filepath.Join(t.TempDir(), "message.avro")
+	if err := os.WriteFile(message, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, append([]string{script, schemaFile, message}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("check.py: %v\n%s", err, stderr.String())
+	}
+	var view fastavroView
+	if err := json.Unmarshal(out, &view); err != nil {
+		t.Fatalf("check.py output: %v\n%s", err, out)
+	}
+	return view
+}
+
+// checkRecord compares the record fastavro read with want, a plainView, as
+// JSON values.
+func checkRecord(t *testing.T, view fastavroView, want any) {
+	t.Helper()
+	var got, wantValue any
+	if err := json.Unmarshal(view.Record, &got); err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(wantJSON, &wantValue); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, wantValue) {
+		t.Errorf("fastavro read\n%s\nwant\n%s", view.Record, wantJSON)
+	}
+}
+
+// TestInteropFastavroVerdictResolution: a reader on the verdict schema
+// before passage_id, cited_page_number and problems reads what ours writes,
+// and a reader on ours reads what that one wrote, taking the defaults, as
+// fastavro resolves schemas (by the rules Java's resolver and the registry's
+// compatibility checks follow).
+func TestInteropFastavroVerdictResolution(t *testing.T) {
+	python := requirePython(t)
+	script, err := filepath.Abs("testdata/interop/check.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	citations := []string{"passage_id", "cited_page_number"}
+	ours := mustSchema(t, newTestCodecs(t), VerdictSchema)
+	previous, err := newSchema(dropFields(t, dropEvidenceFields(t, ours.Text(), citations...), "problems"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	oursFile, previousFile := filepath.Join(dir, "ours.avsc"), filepath.Join(dir, "previous.avsc")
+	for file, text := range map[string]string{oursFile: ours.Text(), previousFile: previous.Text()} {
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// withoutCitations is a verdict's native form without the new fields.
+	withoutCitations := func(native map[string]any) map[string]any {
+		delete(native, "problems")
+		for _, e := range native["evidences"].([]any) {
+			for _, f := range citations {
+				delete(e.(map[string]any), f)
+			}
+		}
+		return native
+	}
+	v := fullVerdict()
+	v.Problems = []string{"the model gave no rationale", `its quote "x" is not in "a.pdf"`}
+	native, err := v.native()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("previous reader, our writer", func(t *testing.T) {
+		body, err := ours.marshal(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view := runCheck(t, python, script, oursFile, body, "--reader", previousFile)
+		checkRecord(t, view, withoutCitations(plainView(native).(map[string]any)))
+	})
+	t.Run("our reader, previous writer", func(t *testing.T) {
+		native, err := v.native()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := previous.codec.BinaryFromNative(nil, withoutCitations(native))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := *v
+		old.Problems, old.Evidences = nil, slices.Clone(v.Evidences)
+		for i := range old.Evidences {
+			old.Evidences[i].PassageID, old.Evidences[i].CitedPageNumber = "", 0
+		}
+		want, err := old.native()
+		if err != nil {
+			t.Fatal(err)
+		}
+		view := runCheck(t, python, script, previousFile, body, "--reader", oursFile)
+		checkRecord(t, view, plainView(want))
+	})
 }
 
 // plainView turns goavro's native form into what check.py prints: unions

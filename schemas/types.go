@@ -46,6 +46,12 @@ type Evidence struct {
 	// evidence does not support the verdict.
 	Altered     bool         `json:"altered,omitempty"`
 	Differences []Difference `json:"differences,omitempty"`
+	// PassageID is the id of the passage the model cited when it cited by
+	// reference ("d1p3s4"; a named input by its name); "" when it quoted.
+	PassageID string `json:"passage_id,omitempty"`
+	// CitedPageNumber is the page the model gave, beside SourcePageNumber,
+	// the page the text was found on; 0 when it gave none.
+	CitedPageNumber int `json:"cited_page_number,omitempty"`
 }
 
 // Difference is one way an anchored span contradicts the quote it was found for.

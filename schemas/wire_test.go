@@ -401,7 +401,7 @@ func ExampleSerde() {
 	fmt.Println(errors.Is(err, ErrUndecodable), err)
 	// Output:
 	// rv-schema: com.rulevalidator.v1.RuleVerdict
-	// rv-schema-fingerprint: 1acd95c713ba01ef
+	// rv-schema-fingerprint: ad4b15eebdc841a3
 	// acme/req-1/signed true
 	// true schemas: cannot decode value from topic "rulevalidator.verdicts": no rv-schema-fingerprint header and no Confluent magic byte 0x00 (first byte 0x22)
 }

@@ -227,17 +227,24 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 		for _, d := range ev.Differences {
 			differences = append(differences, map[string]any{"kind": d.Kind, "quote": d.Quote, "document": d.Document})
 		}
-		var quoted, similarity any
+		var quoted, similarity, passage, citedPage any
 		if ev.QuotedText != "" {
 			quoted = ev.QuotedText
 		}
 		if ev.Similarity != 0 {
 			similarity = ev.Similarity
 		}
+		if ev.PassageID != "" {
+			passage = ev.PassageID
+		}
+		if ev.CitedPageNumber != 0 {
+			citedPage = ev.CitedPageNumber
+		}
 		evidences = append(evidences, map[string]any{
 			"text": ev.Text, "source_origin": ev.SourceOrigin, "source_page_number": ev.SourcePageNumber,
 			"anchored": ev.Anchored, "match": string(ev.Match), "start_offset": ev.StartOffset, "end_offset": ev.EndOffset,
 			"quoted_text": quoted, "similarity": similarity, "altered": ev.Altered, "differences": differences,
+			"passage_id": passage, "cited_page_number": citedPage,
 		})
 	}
 	scores := []int{}
@@ -259,6 +266,7 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 		"allowed_scores":   scores,
 		"not_applicable":   v.NotApplicable,
 		"sufficiency_note": v.SufficiencyNote,
+		"problems":         append([]string{}, v.Problems...),
 		"pages_considered": pagesRecord(v.PagesConsidered),
 		"evidences":        evidences,
 		"started_at":       v.StartedAt.UnixMilli(),

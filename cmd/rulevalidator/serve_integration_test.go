@@ -106,7 +106,8 @@ func TestServeEndToEnd(t *testing.T) {
 		RuleID: "governing-law", RuleName: ptr("Governing law"), RuleType: schemas.RuleBoolean,
 		DataSufficiency: true, Rationale: "Governed by New York law, which the policy approves.",
 		BooleanOutput: ptr(true),
-		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3,
+		// The model cited page 1; the quote is on page 3.
+		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3, 1,
 			"This Agreement is governed by the laws of the State of")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 0, RuleCount: 6,
 	})
@@ -116,7 +117,7 @@ func TestServeEndToEnd(t *testing.T) {
 		RuleID: "payment-terms", RuleName: ptr("Payment terms"), RuleType: schemas.RuleNumerical,
 		DataSufficiency: true, Rationale: "30 days with 1.5% monthly interest.",
 		NumericalOutput: ptr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
-		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2,
+		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2, 2,
 			"Invoices are payable within thirty (30) days of receipt.")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 4, RuleCount: 6,
 	})
@@ -278,15 +279,16 @@ func exampleDocText(t *testing.T, name string) string {
 	return ""
 }
 
-// exactEvidence is quote anchored exactly in text, with its code point offsets.
-func exactEvidence(t *testing.T, text, origin string, page int, quote string) schemas.Evidence {
+// exactEvidence is quote anchored exactly in text on page, with its code
+// point offsets, where the model cited page cited.
+func exactEvidence(t *testing.T, text, origin string, page, cited int, quote string) schemas.Evidence {
 	t.Helper()
 	i := strings.Index(text, quote)
 	if i < 0 {
 		t.Fatalf("%q is not in %s", quote, origin)
 	}
 	start := utf8.RuneCountInString(text[:i])
-	return schemas.Evidence{Text: quote, QuotedText: quote, Similarity: 1, SourceOrigin: origin, SourcePageNumber: page, Anchored: true, Match: schemas.MatchExact,
+	return schemas.Evidence{Text: quote, QuotedText: quote, Similarity: 1, SourceOrigin: origin, SourcePageNumber: page, CitedPageNumber: cited, Anchored: true, Match: schemas.MatchExact,
 		StartOffset: ptr(start), EndOffset: ptr(start + utf8.RuneCountInString(quote))}
 }
 

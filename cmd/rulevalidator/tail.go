@@ -344,13 +344,16 @@ func verdictOutcome(v *schemas.VerdictEvent) string {
 	return outcomeText(engine.RuleType(v.RuleType), v.NotApplicable, v.BooleanOutput, v.NumericalOutput, v.AllowedScores)
 }
 
-// evidenceWhere: msa.pdf p.3, anchored exact
+// evidenceWhere: msa.pdf p.3 (cited p.9), passage d1p3s4, anchored exact
 func evidenceWhere(e schemas.Evidence) string {
 	origin := orDash(e.SourceOrigin)
-	if e.SourcePageNumber > 0 {
-		origin += " p." + strconv.Itoa(e.SourcePageNumber)
+	if page := pagePlace("p.", e.SourcePageNumber, e.CitedPageNumber); page != "" {
+		origin += " " + page
 	}
 	parts := []string{origin}
+	if passage := passagePlace(e.PassageID, e.SourceOrigin); passage != "" {
+		parts = append(parts, passage)
+	}
 	switch {
 	case e.Altered:
 		parts = append(parts, "ALTERED: the model wrote "+strconv.Quote(e.QuotedText))

@@ -26,8 +26,9 @@ func tailPtr[T any](v T) *T { return &v }
 
 var tailStarted = time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)
 
-// tailVerdicts are two verdicts of request id: a failed boolean rule with an
-// anchored quote, and a numerical one on insufficient data with a quote not found.
+// tailVerdicts are two verdicts of request id: a failed boolean rule with a
+// cited passage, and a numerical one kept with problems on insufficient data,
+// with a quote not found and one found on another page than the one cited.
 func tailVerdicts(id string) []schemas.VerdictEvent {
 	return []schemas.VerdictEvent{{
 		EventID: schemas.VerdictEventID("contoso", id, "liability-cap"), RequestID: id, TenantID: "contoso",
@@ -37,7 +38,7 @@ func tailVerdicts(id string) []schemas.VerdictEvent {
 		BooleanOutput: tailPtr(false),
 		Evidences: []schemas.Evidence{{
 			Text: "This limit does not apply to breach of clause 6 (Confidentiality).", SourceOrigin: "msa.pdf",
-			SourcePageNumber: 3, Anchored: true, Match: schemas.MatchExact, StartOffset: tailPtr(120), EndOffset: tailPtr(186),
+			SourcePageNumber: 3, CitedPageNumber: 3, PassageID: "d1p3s2", Anchored: true, Match: schemas.MatchExact, StartOffset: tailPtr(120), EndOffset: tailPtr(186),
 		}},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 1, RuleCount: 2,
 	}, {
@@ -45,8 +46,12 @@ func tailVerdicts(id string) []schemas.VerdictEvent {
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
 		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: false,
 		Rationale: "Payment within 30 days.", NumericalOutput: tailPtr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
+		SufficiencyNote: tailPtr(`kept with problems after every re-ask: the model's quote "payable in thirty days" is not in "msa.pdf"`),
+		Problems:        []string{`the model's quote "payable in thirty days" is not in "msa.pdf"`},
 		Evidences: []schemas.Evidence{
-			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, Match: schemas.MatchNone},
+			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Match: schemas.MatchNone},
+			{Text: "Invoices are payable within 30 days.", QuotedText: "invoices are payable within 30 days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 5,
+				Anchored: true, Match: schemas.MatchNormalized, Similarity: 1, StartOffset: tailPtr(40), EndOffset: tailPtr(76)},
 			{Text: "250000", SourceOrigin: "approval_limit", Anchored: false, Match: schemas.MatchNotDocument},
 		},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 0, RuleCount: 2,
@@ -93,9 +98,12 @@ func TestTailLines(t *testing.T) {
 		name, got, want string
 	}{
 		{"boolean verdict", verdictLine(&v[0]),
-			`request r-1  rule liability-cap  FAIL  "Capped at twelve months of fees; data protection is not carved out."  evidence: "This limit does not apply to breach of clause 6 (Confidentiality)." (msa.pdf p.3, anchored exact)`},
-		{"numerical verdict", verdictLine(&v[1]),
-			`request r-1  rule payment-terms  score 2 of 5  insufficient data  "Payment within 30 days."  evidence: "payable in thirty days" (msa.pdf p.2, not found in the document); "250000" (approval_limit, named input)`},
+			`request r-1  rule liability-cap  FAIL  "Capped at twelve months of fees; data protection is not carved out."  evidence: "This limit does not apply to breach of clause 6 (Confidentiality)." (msa.pdf p.3, passage d1p3s2, anchored exact)`},
+		{"numerical verdict kept with problems", verdictLine(&v[1]),
+			`request r-1  rule payment-terms  score 2 of 5  insufficient data (kept with problems after every re-ask: the model's quote "payable in thirty days" is not in "msa.pdf")  "Payment within 30 days."  evidence: "payable in thirty days" (msa.pdf p.2, not found in the document); "Invoices are payable within 30 days." (msa.pdf p.2 (cited p.5), anchored normalized); "250000" (approval_limit, named input)`},
+		{"named input cited by name", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(true), DataSufficiency: true,
+			Rationale: "Within the limit.", Evidences: []schemas.Evidence{{Text: "250000", SourceOrigin: "approval_limit", PassageID: "approval_limit", CitedPageNumber: 1, Match: schemas.MatchNotDocument}}}),
+			`request r-1  rule limit  PASS  "Within the limit."  evidence: "250000" (approval_limit, named input)`},
 		{"kept with an altered quote", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "term", RuleType: schemas.RuleBoolean, BooleanOutput: new(true),
 			Rationale: "Three years.", SufficiencyNote: new("your quote does not say what the document says"),
 			Evidences: []schemas.Evidence{{Text: "five (5) years", QuotedText: "three (3) years", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
@@ -143,6 +151,11 @@ func TestTailJSONForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventJSON, _ := json.Marshal(v)
+	for _, field := range []string{`"passage_id":"d1p3s2"`, `"cited_page_number":3`, `"problems":[]`} {
+		if !strings.Contains(string(data), field) {
+			t.Errorf("the record's event lacks %s: %s", field, data)
+		}
+	}
 	want := map[string]string{
 		"topic": `"verdicts"`, "partition": "2", "offset": "9", "key": `"r-1"`, "timestamp": `"2025-03-03T09:00:00.000Z"`,
 		"headers": `{"ce_id":"contoso/r-1/liability-cap","rv-schema":"` + schemas.VerdictSchema + `"}`,

@@ -324,7 +324,13 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 	for _, v := range res.Rules {
 		fmt.Fprintf(w, "\n%s — %s\n", v.RuleID, outcome(v))
 		fmt.Fprintf(w, "  %s\n", v.Rationale)
-		if v.SufficiencyNote != "" {
+		switch {
+		case len(v.Problems) > 0:
+			fmt.Fprintln(w, "  ! judged on insufficient data; still wrong after every re-ask:")
+			for _, p := range v.Problems {
+				fmt.Fprintf(w, "    - %s\n", p)
+			}
+		case v.SufficiencyNote != "":
 			fmt.Fprintf(w, "  ! judged on insufficient data: %s\n", v.SufficiencyNote)
 		}
 		for _, dp := range v.PagesConsidered {
@@ -394,11 +400,13 @@ func outcomeText(typ engine.RuleType, notApplicable bool, boolean *bool, score *
 	}
 }
 
+// evidencePlace: msa.pdf, page 2 (cited page 9), passage d1p2s4, anchored (exact)
 func evidencePlace(ev engine.Evidence) string {
-	var parts []string
-	parts = append(parts, orDash(ev.SourceOrigin))
-	if ev.SourcePageNumber > 0 {
-		parts = append(parts, "page "+strconv.Itoa(ev.SourcePageNumber))
+	parts := []string{orDash(ev.SourceOrigin)}
+	for _, part := range []string{pagePlace("page ", ev.SourcePageNumber, ev.CitedPageNumber), passagePlace(ev.PassageID, ev.SourceOrigin)} {
+		if part != "" {
+			parts = append(parts, part)
+		}
 	}
 	switch {
 	case ev.Anchored && ev.Similarity > 0 && ev.Similarity < 1:
@@ -413,8 +421,35 @@ func evidencePlace(ev engine.Evidence) string {
 	return strings.Join(parts, ", ")
 }
 
-// evidenceCount is how many quotes a verdict has, and how many of them do
-// not back it.
+// pagePlace is the page evidence was found on, and the page the model cited
+// when that was another one: "page 2 (cited page 9)" with unit "page ".
+// "" when the evidence has no page.
+func pagePlace(unit string, found, cited int) string {
+	if found <= 0 {
+		return ""
+	}
+	s := unit + strconv.Itoa(found)
+	if pageCorrected(found, cited) {
+		s += " (cited " + unit + strconv.Itoa(cited) + ")"
+	}
+	return s
+}
+
+// pageCorrected says whether evidence was found on another page of its
+// document than the one the model cited.
+func pageCorrected(found, cited int) bool {
+	return found > 0 && cited > 0 && cited != found
+}
+
+// passagePlace names the passage the model cited, "passage d1p2s4"; "" when
+// it cited none, or the passage is the source itself (a named input).
+func passagePlace(id, origin string) string {
+	if id == "" || id == origin {
+		return ""
+	}
+	return "passage " + id
+}
+
 // joinPages writes page numbers as "1, 4, 250".
 func joinPages(pages []int) string {
 	parts := make([]string, len(pages))
@@ -424,14 +459,19 @@ func joinPages(pages []int) string {
 	return strings.Join(parts, ", ")
 }
 
+// evidenceCount is how many quotes a verdict has, how many of them do not
+// back it, and on how many the model cited the wrong page.
 func evidenceCount(evs []engine.Evidence) string {
-	var altered, missing int
+	var altered, missing, repaged int
 	for _, ev := range evs {
 		switch {
 		case ev.Altered:
 			altered++
 		case !ev.Anchored && ev.Match != engine.MatchNotDocument:
 			missing++
+		}
+		if pageCorrected(ev.SourcePageNumber, ev.CitedPageNumber) {
+			repaged++
 		}
 	}
 	s := strconv.Itoa(len(evs))
@@ -441,6 +481,12 @@ func evidenceCount(evs []engine.Evidence) string {
 	}
 	if altered > 0 {
 		notes = append(notes, strconv.Itoa(altered)+" altered")
+	}
+	switch {
+	case repaged == 1:
+		notes = append(notes, "1 page corrected")
+	case repaged > 1:
+		notes = append(notes, strconv.Itoa(repaged)+" pages corrected")
 	}
 	if len(notes) > 0 {
 		s += " (" + strings.Join(notes, ", ") + ")"

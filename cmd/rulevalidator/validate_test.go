@@ -115,6 +115,10 @@ func TestValidateJSON(t *testing.T) {
 			t.Errorf("rule %s evidence = %+v, want anchored %s on page %d", res.Rules[w.rule].RuleID, ev, w.match, w.page)
 		}
 	}
+	// The page the model cited is kept beside the one the quote is on.
+	if ev := res.Rules[0].Evidences[0]; ev.CitedPageNumber != 1 || !strings.Contains(stdout, `"cited_page_number": 1`) {
+		t.Errorf("governing-law evidence = %+v, want the model's page 1 kept as cited_page_number", ev)
+	}
 	if strings.ContainsAny(res.Rules[1].Evidences[0].Text, "“”") {
 		t.Errorf("normalised quote kept the model's quotes: %q", res.Rules[1].Evidences[0].Text)
 	}
@@ -147,6 +151,9 @@ func TestValidateTable(t *testing.T) {
 		"governing-law   Governing law",
 		"PASS", "FAIL", "score 2",
 		"northwind-msa.pdf, page 3, anchored (exact)",
+		// The model cited page 1 for the governing-law quote.
+		"northwind-msa.pdf, page 3 (cited page 1), anchored (exact)",
+		"1 (1 page corrected)",
 		"Boolean aggregate (all): FAILED — 2 of 4 applicable rules passed",
 		"Numerical aggregate (weighted_mean): 2.00 over 2 rules",
 		"Usage:",
@@ -375,6 +382,62 @@ func TestPrintResultShowsAlteredAndUnfoundEvidence(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestPrintResultShowsCitationsAndProblems: the passage the model cited, a
+// page it cited wrongly and the problems left in an answer kept with them
+// are plain to see in the terminal output.
+func TestPrintResultShowsCitationsAndProblems(t *testing.T) {
+	start, end := 10, 40
+	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
+		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
+		SufficiencyNote: "kept with problems after every re-ask: the model gave no rationale; no evidence found in the material supports the verdict",
+		Problems:        []string{"the model gave no rationale", "no evidence found in the material supports the verdict"},
+		Evidences: []engine.Evidence{
+			{Text: "The term is three (3) years.", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s4",
+				Anchored: true, Match: engine.MatchExact, Similarity: 1, StartOffset: &start, EndOffset: &end},
+			{Text: "Renewal is automatic.", QuotedText: "Renewal is automatic.", SourceOrigin: "msa.pdf", SourcePageNumber: 1, CitedPageNumber: 7,
+				Anchored: true, Match: engine.MatchExact, Similarity: 1, StartOffset: &start, EndOffset: &end},
+			{Text: "36", SourceOrigin: "term_months", PassageID: "term_months", CitedPageNumber: 1, Match: engine.MatchNotDocument},
+		},
+	}}}
+	var out bytes.Buffer
+	printResult(&out, &engine.Ruleset{}, res)
+	for _, want := range []string{
+		"3 (1 page corrected)",
+		"  ! judged on insufficient data; still wrong after every re-ask:\n    - the model gave no rationale\n    - no evidence found in the material supports the verdict\n",
+		"msa.pdf, page 2, passage d1p2s4, anchored (exact)",
+		"msa.pdf, page 1 (cited page 7), anchored (exact)",
+		"term_months, not a document",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "kept with problems after every re-ask: the model") {
+		t.Errorf("the problems are listed; the note saying them again is not needed:\n%s", out.String())
+	}
+}
+
+func TestEvidencePlaces(t *testing.T) {
+	for _, tt := range []struct {
+		name, got, want string
+	}{
+		{"page as cited", pagePlace("page ", 3, 3), "page 3"},
+		{"no page cited", pagePlace("page ", 3, 0), "page 3"},
+		{"page corrected", pagePlace("p.", 3, 9), "p.3 (cited p.9)"},
+		{"no page", pagePlace("p.", 0, 4), ""},
+		{"passage", passagePlace("d1p3s4", "msa.pdf"), "passage d1p3s4"},
+		{"named input cited by name", passagePlace("limit", "limit"), ""},
+		{"quoted", passagePlace("", "msa.pdf"), ""},
+		{"two pages corrected", evidenceCount([]engine.Evidence{
+			{SourcePageNumber: 1, CitedPageNumber: 2, Anchored: true}, {SourcePageNumber: 3, CitedPageNumber: 4, Anchored: true}, {SourcePageNumber: 5, CitedPageNumber: 5, Match: engine.MatchNone},
+		}), "3 (1 not found, 2 pages corrected)"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Read one Avro message with fastavro and print it as JSON.
 
-    check.py SCHEMA.avsc MESSAGE [--rewrite OUT]
+    check.py SCHEMA.avsc MESSAGE [--rewrite OUT] [--reader READER.avsc]
 
 MESSAGE is a bare Avro binary body (the plain wire format's value, or a
 Confluent value after its 5-byte header). The output is one JSON object:
@@ -13,7 +13,10 @@ Confluent value after its 5-byte header). The output is one JSON object:
     fingerprint  its CRC-64-AVRO fingerprint as fastavro gives it (hex)
 
 With --rewrite, the record is also written back to OUT with fastavro's
-schemaless_writer, so the other side can read what Python wrote.
+schemaless_writer, so the other side can read what Python wrote. With
+--reader, the record is read as a reader on READER.avsc reads what a writer on
+SCHEMA.avsc wrote (Avro schema resolution: fields the reader lacks are
+skipped, fields the writer lacks take the reader's defaults).
 """
 
 import argparse
@@ -41,6 +44,7 @@ def main():
     parser.add_argument("schema")
     parser.add_argument("message")
     parser.add_argument("--rewrite", metavar="OUT")
+    parser.add_argument("--reader", metavar="READER")
     args = parser.parse_args()
 
     with open(args.schema, encoding="utf-8") as f:
@@ -50,7 +54,11 @@ def main():
         data = f.read()
 
     buf = io.BytesIO(data)
-    record = fastavro.schemaless_reader(buf, schema, None)
+    reader = None
+    if args.reader:
+        with open(args.reader, encoding="utf-8") as f:
+            reader = fastavro.parse_schema(json.load(f))
+    record = fastavro.schemaless_reader(buf, schema, reader)
     if buf.tell() != len(data):
         sys.exit(f"{len(data) - buf.tell()} bytes left after the record")
 
