@@ -65,8 +65,9 @@ var (
 		engine.ReasonScoreNotAllowed, engine.ReasonWrongOutputType, engine.ReasonEmptyResponse,
 		engine.ReasonMalformedEvidence, engine.ReasonPlaceholderRationale, engine.ReasonPlaceholderEvidence,
 		engine.ReasonUnanchoredQuote, engine.ReasonAlteredEvidence, engine.ReasonUnsupportedVerdict,
+		engine.ReasonUnknownPassage, engine.ReasonUnfocusedEvidence,
 	)
-	anchorOutcomes   = newLabelSet("exact", "normalized", "fuzzy", "elided", "unanchored", "not_document")
+	anchorOutcomes   = newLabelSet("exact", "normalized", "fuzzy", "elided", "passage", "unanchored", "not_document")
 	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
 	callbackOutcomes = newLabelSet(CallbackDelivered, CallbackGivenUp, CallbackInterrupted)
 )
@@ -143,7 +144,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			"Problems in model answers that caused a corrective re-ask, by reason.",
 			"reason"),
 		anchoring: b.counterVec("evidence_anchoring_total",
-			"Evidence quotes by how they were anchored to the document: exact, normalized, fuzzy, unanchored or not_document.",
+			"Evidence by how it was anchored to the document: exact, normalized, fuzzy, elided, passage (a whole passage cited by id), unanchored or not_document.",
 			"outcome"),
 		plannedCalls: b.counterVec("llm_planned_calls_total",
 			"Model calls planned for requests, corrective re-asks not included, by model and plan: whole (the request fit one call) or split (it was judged in several calls on excerpts or batches of rules).",

@@ -14,8 +14,8 @@ const (
 )
 
 // Match says how an evidence quote was found in its document: exact, normalized, fuzzy,
-// elided (its parts, in order), none (not found, kept as the model gave it) or not_document
-// (a named input or free text).
+// elided (its parts, in order), passage (the whole passage the model cited by id), none (not
+// found, kept as the model gave it) or not_document (a named input or free text).
 type Match string
 
 // The matches an evidence can have.
@@ -24,6 +24,7 @@ const (
 	MatchNormalized  Match = "normalized"
 	MatchFuzzy       Match = "fuzzy"
 	MatchElided      Match = "elided"
+	MatchPassage     Match = "passage"
 	MatchNone        Match = "none"
 	MatchNotDocument Match = "not_document"
 )
