@@ -33,6 +33,10 @@ type Options struct {
 	Runs int
 	// Baseline is "" (none) or BaselinePerRule.
 	Baseline string
+	// CompareEvidence lists other evidence modes to judge the engine in
+	// beside Engine.Evidence, each reported as the system
+	// SystemEngine+":"+mode (e.g. "engine:quote"), in the same run.
+	CompareEvidence []engine.EvidenceMode
 	// Progress, when set, is told after each case of each run.
 	Progress func(system string, run int, caseID string, took time.Duration, err error)
 	// Attempts, when set, counts the HTTP attempts behind LLM's calls (its
@@ -261,6 +265,14 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	others := make([]*engine.Engine, len(opts.CompareEvidence))
+	for i, mode := range opts.CompareEvidence {
+		cfg := opts.Engine
+		cfg.Evidence = mode
+		if others[i], err = engine.New(m, cfg); err != nil {
+			return nil, err
+		}
+	}
 	rep := &Report{Dataset: ds.Name, Model: opts.Engine.Model, Runs: opts.Runs, Cases: len(ds.Cases)}
 	for _, c := range ds.Cases {
 		rep.Rules += len(c.Labels)
@@ -270,6 +282,12 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 		name  string
 		judge judge
 	}{{SystemEngine, engineJudge(eng)}}
+	for i, mode := range opts.CompareEvidence {
+		systems = append(systems, struct {
+			name  string
+			judge judge
+		}{SystemEngine + ":" + string(mode), engineJudge(others[i])})
+	}
 	if opts.Baseline == BaselinePerRule {
 		maxTokens := opts.Engine.MaxTokens
 		if maxTokens == 0 || maxTokens > baselineMaxTokens {

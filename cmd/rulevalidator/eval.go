@@ -31,6 +31,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		runs        = fs.Int("runs", 1, "judge every case this many times and report the spread")
 		minAccuracy share
 		cases       = fs.String("cases", "", "comma-separated case ids to judge (default: all)")
+		compare     = fs.String("compare-evidence-mode", "", "also judge with the engine in this evidence mode (cite or quote), reported beside the engine as engine:MODE")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
 		llm         llmFlags
 	)
@@ -62,6 +63,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitInvalid
 	case *baseline != "" && *baseline != eval.BaselinePerRule:
 		fmt.Fprintf(stderr, "eval: --baseline %q: the only baseline is %q\n", *baseline, eval.BaselinePerRule)
+		return exitInvalid
+	case *compare != "" && *compare != string(engine.EvidenceCite) && *compare != string(engine.EvidenceQuote):
+		fmt.Fprintf(stderr, "eval: --compare-evidence-mode %q: is not cite or quote\n", *compare)
 		return exitInvalid
 	case *runs < 1:
 		fmt.Fprintf(stderr, "eval: --runs %d: must be at least 1\n", *runs)
@@ -107,6 +111,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		Runs:     *runs,
 		Baseline: *baseline,
 		Attempts: attempts,
+		CompareEvidence: func() []engine.EvidenceMode {
+			if *compare == "" {
+				return nil
+			}
+			return []engine.EvidenceMode{engine.EvidenceMode(*compare)}
+		}(),
 		Progress: func(system string, run int, caseID string, took time.Duration, err error) {
 			status := "ok"
 			if err != nil {
