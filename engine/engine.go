@@ -228,7 +228,10 @@ func (e *Engine) converseWith(ctx context.Context, model string, rs *Ruleset, ru
 	if err != nil {
 		return nil, Usage{}, err
 	}
-	mode := e.instructionMode(ctx, model)
+	mode, err := e.instructionMode(ctx, model)
+	if err != nil {
+		return nil, Usage{}, err
+	}
 	base := buildPrompt(mode, first.system, user)
 	messages := base
 	pending := rules
