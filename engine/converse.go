@@ -27,7 +27,10 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	if e.cfg.Evidence == EvidenceQuote {
 		citable = an.origins()
 	}
-	mode := e.instructionMode(ctx, model)
+	mode, err := e.instructionMode(ctx, model)
+	if err != nil {
+		return nil, Usage{}, err
+	}
 	base := buildPrompt(mode, first.system, m.user)
 	messages := base
 	pending := rules

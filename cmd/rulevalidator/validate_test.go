@@ -321,25 +321,31 @@ func TestValidateReadsRequestsAndWritesTheReport(t *testing.T) {
 // that drops system messages gets the rules folded into the user message.
 func TestValidateAutoInstructions(t *testing.T) {
 	for _, tt := range []struct {
-		name, probeReply string
-		wantRoles        []string
+		name string
+		// withSystem is the prompt tokens the server counts for the question
+		// with a system message; without one it counts 16.
+		withSystem int
+		wantRoles  []string
 	}{
-		{"system dropped", "I don't know a code word.", []string{"user"}},
-		{"system kept", "OCELOT-5172", []string{"system", "user"}},
+		{"system dropped", 16, []string{"user"}},
+		{"system rendered", 80, []string{"system", "user"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := llmfake.New()
 			defer fake.Close()
-			fake.Enqueue(llmfake.Reply{Content: tt.probeReply}, llmfake.Reply{Content: exampleAnswer(t, nil)})
+			fake.Enqueue(llmfake.Reply{Content: "Reply", PromptTokens: 16, CompletionTokens: 1},
+				llmfake.Reply{Content: "Reference", PromptTokens: tt.withSystem, CompletionTokens: 1},
+				llmfake.Reply{Content: exampleAnswer(t, nil)})
 			code, _, stderr := runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--json", "--llm-instructions", "auto")
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 			}
 			reqs := fake.Requests()
-			if len(reqs) != 2 || reqs[0].Format != "" || !strings.Contains(reqs[0].Messages[0].Content, "code word") {
-				t.Fatalf("want a plain-text probe, then the judging call; got %d requests: %+v", len(reqs), reqs)
+			if len(reqs) != 3 || reqs[0].Format != "" || reqs[0].MaxTokens != 1 || len(reqs[0].Messages) != 1 ||
+				reqs[1].Format != "" || reqs[1].MaxTokens != 1 || reqs[1].Messages[0].Role != "system" {
+				t.Fatalf("want a one-token question without a system message, the same with one, then the judging call; got %d requests: %+v", len(reqs), reqs)
 			}
-			judge := reqs[1].Messages
+			judge := reqs[2].Messages
 			roles := make([]string, len(judge))
 			for i, m := range judge {
 				roles[i] = m.Role
