@@ -316,3 +316,33 @@ func TestNotApplicablePrecisionBesideRecall(t *testing.T) {
 	wantCells(t, rep, "not-applicable found", "100.0% (1/1)")
 	wantCells(t, rep, "not-applicable precision", "16.7% (1/6)")
 }
+
+// The engine's re-asks are counted by reason, each problem named in a
+// correction once; the baseline re-asks nothing.
+func TestReasksCountedByReason(t *testing.T) {
+	ds := loadTest(t)
+	invented := []quote{{"The parties agree to everything forever.", "a.txt", 1}}
+	_, llm := newFake(t,
+		engineReply(
+			rule{ID: "law", Boolean: ptr(true), Quotes: invented},
+			rule{ID: "term", Boolean: ptr(false)},
+			rule{ID: "years", Numerical: ptr(0)},
+		),
+		engineReply(rule{ID: "law", Boolean: ptr(false)}),
+		engineReply(
+			rule{ID: "law", Boolean: ptr(false)},
+			rule{ID: "term", Boolean: ptr(false)},
+			rule{ID: "years", Numerical: ptr(0)},
+		),
+	)
+	rep, err := Run(context.Background(), ds, Options{LLM: llm, Engine: engine.Config{Model: "fake-model", OutputRetries: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.System(SystemEngine)
+	want := map[string]int{engine.ReasonUnanchoredQuote: 1, engine.ReasonUnsupportedVerdict: 1}
+	if len(s.Reasks) != len(want) || s.Reasks[engine.ReasonUnanchoredQuote] != 1 || s.Reasks[engine.ReasonUnsupportedVerdict] != 1 {
+		t.Errorf("re-asks %v, want %v", s.Reasks, want)
+	}
+	wantCells(t, rep, "re-asks", "2 (unanchored_quote 1, unsupported_verdict 1)")
+}

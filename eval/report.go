@@ -1,8 +1,10 @@
 package eval
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -81,6 +83,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	})
 	row("  pages corrected", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.PagesCorrected, s.Overall.Evidence.JudgedAnchored)
+	})
+	row("re-asks", func(s *SystemReport) string {
+		if s.Reasks == nil {
+			return "-"
+		}
+		return reaskSummary(s.Reasks)
 	})
 	row("model calls (failed)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Cost.Calls, s.Cost.FailedCalls)
@@ -183,6 +191,31 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return ew.err
+}
+
+// reaskSummary is the re-ask count with its reasons, most frequent first:
+// "3 (unanchored_quote 2, placeholder_rationale 1)".
+func reaskSummary(counts map[string]int) string {
+	total := 0
+	reasons := make([]string, 0, len(counts))
+	for r, n := range counts {
+		total += n
+		reasons = append(reasons, r)
+	}
+	if total == 0 {
+		return "0"
+	}
+	slices.SortFunc(reasons, func(a, b string) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = r + " " + strconv.Itoa(counts[r])
+	}
+	return strconv.Itoa(total) + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // frac writes a ratio as a percentage with its counts, or "-" when nothing

@@ -68,13 +68,17 @@ func (r *Report) System(name string) *SystemReport {
 
 // SystemReport is how one system did.
 type SystemReport struct {
-	Name    string        `json:"name"`
-	Overall Metrics       `json:"overall"`
-	PerRule []RuleReport  `json:"per_rule"`
-	PerCase []CaseReport  `json:"per_case"`
-	Cost    Cost          `json:"cost"`
-	Spread  *Spread       `json:"spread,omitempty"`
-	Errors  []CaseFailure `json:"errors,omitempty"`
+	Name    string       `json:"name"`
+	Overall Metrics      `json:"overall"`
+	PerRule []RuleReport `json:"per_rule"`
+	PerCase []CaseReport `json:"per_case"`
+	Cost    Cost         `json:"cost"`
+	// Reasks counts the engine's corrective re-asks by reason (one per
+	// problem named in a correction); nil for the baseline, which re-asks
+	// nothing.
+	Reasks map[string]int `json:"reasks_by_reason,omitempty"`
+	Spread *Spread        `json:"spread,omitempty"`
+	Errors []CaseFailure  `json:"errors,omitempty"`
 	// Outcomes are the scored verdicts, case by case, run by run.
 	Outcomes []Outcome `json:"outcomes"`
 }
@@ -261,15 +265,34 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("eval: unknown baseline %q (known: %s)", opts.Baseline, BaselinePerRule)
 	}
 	m := &meter{llm: opts.LLM, attempts: opts.Attempts}
-	eng, err := engine.New(m, opts.Engine)
+	// Each engine counts its re-asks by reason; the caller's hook is kept.
+	reasks := make([]map[string]int, 1+len(opts.CompareEvidence))
+	newEngine := func(i int, mode engine.EvidenceMode) (*engine.Engine, error) {
+		cfg := opts.Engine
+		if mode != "" {
+			cfg.Evidence = mode
+		}
+		counts := map[string]int{}
+		reasks[i] = counts
+		caller := cfg.Hooks.OutputRetry
+		var mu sync.Mutex
+		cfg.Hooks.OutputRetry = func(reason string) {
+			mu.Lock()
+			counts[reason]++
+			mu.Unlock()
+			if caller != nil {
+				caller(reason)
+			}
+		}
+		return engine.New(m, cfg)
+	}
+	eng, err := newEngine(0, "")
 	if err != nil {
 		return nil, err
 	}
 	others := make([]*engine.Engine, len(opts.CompareEvidence))
 	for i, mode := range opts.CompareEvidence {
-		cfg := opts.Engine
-		cfg.Evidence = mode
-		if others[i], err = engine.New(m, cfg); err != nil {
+		if others[i], err = newEngine(i+1, mode); err != nil {
 			return nil, err
 		}
 	}
@@ -299,10 +322,13 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 			judge judge
 		}{SystemBaseline, b.judge})
 	}
-	for _, s := range systems {
+	for i, s := range systems {
 		sr, err := runSystem(ctx, ds, s.name, s.judge, m, opts)
 		if err != nil {
 			return nil, err
+		}
+		if i < len(reasks) {
+			sr.Reasks = reasks[i]
 		}
 		rep.Systems = append(rep.Systems, *sr)
 	}
