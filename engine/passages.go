@@ -61,6 +61,11 @@ type passageSet struct {
 	pages [][][]int
 	// others indexes the named inputs, the text input and the message.
 	others []int
+	// inputIDs are the ids of the named inputs, in request order; textID
+	// and messageID those of the text input and the message ("" when
+	// absent).
+	inputIDs          []string
+	textID, messageID string
 }
 
 // lookup finds a passage by the id the model gave; ids compare as written,
@@ -99,29 +104,34 @@ func segmentInputs(in *Inputs) *passageSet {
 			at += utf8.RuneCountInString(page) + 1 // the form feed
 		}
 	}
-	addOther := func(id, origin, text string) {
-		if _, taken := s.byID[id]; taken {
-			return
+	// A name that another passage's id already has (a named input called
+	// "d1p1s1", or "message") is cited as "input:NAME", then numbered.
+	addOther := func(id, origin, text string) string {
+		for n := 1; ; n++ {
+			if _, taken := s.byID[id]; !taken {
+				break
+			}
+			id = "input:" + strings.TrimPrefix(id, "input:")
+			if n > 1 {
+				id += "#" + strconv.Itoa(n)
+			}
 		}
 		s.byID[id] = len(s.list)
 		s.others = append(s.others, len(s.list))
 		s.list = append(s.list, passage{id: id, doc: -1, origin: origin, text: text})
+		return id
 	}
 	for _, n := range in.NamedInputs {
-		addOther(namedInputID(n.Name), n.Name, renderValue(n.Value))
+		s.inputIDs = append(s.inputIDs, addOther(markerName(n.Name), n.Name, renderValue(n.Value)))
 	}
 	if in.TextInput != "" {
-		addOther(textInputID, textInputID, in.TextInput)
+		s.textID = addOther(textInputID, textInputID, in.TextInput)
 	}
 	if in.Message != "" {
-		addOther(messageID, messageID, in.Message)
+		s.messageID = addOther(messageID, messageID, in.Message)
 	}
 	return s
 }
-
-// namedInputID is the id a named input is cited by: its name as its marker
-// shows it.
-func namedInputID(name string) string { return markerName(name) }
 
 // piece is a passage being cut: byte offsets into its page.
 type piece struct{ from, to int }

@@ -93,3 +93,29 @@ func TestPassageIDsAreStable(t *testing.T) {
 		t.Error("an id of no passage resolved")
 	}
 }
+
+// TestInputIDsNeverCollide: a named input whose name is another passage's
+// id is cited by an id of its own, shown and resolved the same.
+func TestInputIDsNeverCollide(t *testing.T) {
+	in := &Inputs{
+		PrimaryDocs: []Document{{Name: "msa.pdf", Pages: []string{"Fees are due in 30 days."}}},
+		NamedInputs: []NamedInput{{Name: "d1p1s1", Value: "forged"}, {Name: "message", Value: "a named input"}},
+		Message:     "the message",
+	}
+	s := segmentInputs(in)
+	if got := strings.Join(append(append([]string{}, s.inputIDs...), s.messageID), " "); got != "input:d1p1s1 message input:message" {
+		t.Fatalf("ids %s", got)
+	}
+	m := renderer{in: in, ps: s}.whole()
+	for _, want := range []string{"[d1p1s1] Fees are due in 30 days.", "[input:d1p1s1] value: forged", "[message] value: a named input", "[input:message] the message"} {
+		if !strings.Contains(m.user, want) {
+			t.Errorf("material lacks %q:\n%s", want, m.user)
+		}
+	}
+	if p, _ := s.lookup("d1p1s1"); p.doc != 0 {
+		t.Errorf("the document's id resolves to %+v", p)
+	}
+	if p, _ := s.lookup("input:message"); p.text != "the message" {
+		t.Errorf("the message's id resolves to %+v", p)
+	}
+}

@@ -146,36 +146,38 @@ func (r renderer) others() (string, []string) {
 	var b strings.Builder
 	var ids []string
 	cite := func(id string) {
-		if r.ps != nil {
-			b.WriteString("[" + id + "] ")
-			ids = append(ids, id)
-		}
+		b.WriteString("[" + id + "] ")
+		ids = append(ids, id)
 	}
-	for _, n := range in.NamedInputs {
+	for i, n := range in.NamedInputs {
 		name := markerName(n.Name)
 		b.WriteString("\n" + startMarker("Named Input", name) + "\n")
-		cite(namedInputID(n.Name))
+		if r.ps != nil {
+			cite(r.ps.inputIDs[i])
+		}
 		if n.Description != "" {
 			b.WriteString("description: " + r.untrusted(oneLine(n.Description)) + "\n")
 		}
 		b.WriteString("value: " + r.untrusted(renderValue(n.Value)) + "\n")
 		b.WriteString(endMarker("Named Input", name) + "\n")
 	}
-	writeText := func(kind, id, text string) {
+	writeText := func(kind string, id func(*passageSet) string, text string) {
 		if text == "" {
 			return
 		}
 		b.WriteString("\n" + startMarker(kind, kind) + "\n")
-		cite(id)
+		if r.ps != nil {
+			cite(id(r.ps))
+		}
 		b.WriteString(r.untrusted(text))
 		if !strings.HasSuffix(text, "\n") {
 			b.WriteString("\n")
 		}
 		b.WriteString(endMarker(kind, kind) + "\n")
 	}
-	writeText("Text Input", textInputID, in.TextInput)
-	writeText("Message", messageID, in.Message)
-	return b.String(), dedupe(ids)
+	writeText("Text Input", func(s *passageSet) string { return s.textID }, in.TextInput)
+	writeText("Message", func(s *passageSet) string { return s.messageID }, in.Message)
+	return b.String(), ids
 }
 
 // untrusted neutralises text shown outside a document's passages: markers
@@ -203,8 +205,8 @@ func neutralizeIDs(s string) string {
 	})
 }
 
-// dedupe drops repeated ids, keeping the first: two named inputs whose
-// names show the same are one citation.
+// dedupe drops repeated names, keeping the first: two documents or inputs
+// whose names show the same are one source to cite.
 func dedupe(ids []string) []string {
 	seen := make(map[string]bool, len(ids))
 	out := ids[:0]
