@@ -48,7 +48,7 @@ const (
 // shape problem.
 func isContentReason(reason string) bool {
 	switch reason {
-	case ReasonPlaceholderRationale, ReasonPlaceholderEvidence, ReasonUnanchoredQuote, ReasonAlteredEvidence, ReasonUnsupportedVerdict,
+	case ReasonMissingRationale, ReasonPlaceholderRationale, ReasonPlaceholderEvidence, ReasonUnanchoredQuote, ReasonAlteredEvidence, ReasonUnsupportedVerdict,
 		ReasonUnknownPassage, ReasonUnfocusedEvidence:
 		return true
 	}
@@ -187,9 +187,9 @@ func checkRule(rule Rule, rr rawRule) (Verdict, []Problem) {
 		NotApplicable:   rr.NotApplicable != nil && *rr.NotApplicable,
 		Evidences:       []Evidence{},
 	}
-	if rr.Rationale == nil || strings.TrimSpace(*rr.Rationale) == "" {
-		add(ReasonMissingRationale, "rationale is missing or empty")
-	} else {
+	// A missing rationale is a content problem (checkContent): the verdict
+	// itself may stand, kept with a note, when re-asking does not help.
+	if rr.Rationale != nil {
 		v.Rationale = strings.TrimSpace(*rr.Rationale)
 	}
 	// A rule that does not apply and has no alternate has nothing to judge; a

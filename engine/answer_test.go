@@ -31,8 +31,8 @@ func TestCheckAnswer(t *testing.T) {
 		{name: "duplicate rule", content: answer(t, boolRule("cap", true), boolRule("cap", false), boolRule("term", true), numRule("score", 2)), wantGood: []string{"score", "term"}, wantReasons: []string{ReasonDuplicateRule}},
 		{name: "unknown rule", content: answer(t, append(good(), boolRule("bogus", true))...), wantGood: []string{"cap", "score", "term"}, wantReasons: []string{ReasonUnknownRule}, wantDetail: `rule_id "bogus"`},
 		{name: "missing rule id", content: answer(t, map[string]any{"rationale": "x", "boolean_output": true}, boolRule("cap", true), boolRule("term", true), numRule("score", 1)), wantGood: []string{"cap", "score", "term"}, wantReasons: []string{ReasonMissingRuleID}, wantDetail: "rules[0] has no rule_id"},
-		{name: "missing rationale", content: answer(t, func() map[string]any { r := boolRule("cap", true); delete(r, "rationale"); return r }(), boolRule("term", true), numRule("score", 1)), wantGood: []string{"score", "term"}, wantReasons: []string{ReasonMissingRationale}},
-		{name: "blank rationale", content: answer(t, func() map[string]any { r := boolRule("cap", true); r["rationale"] = "  "; return r }(), boolRule("term", true), numRule("score", 1)), wantGood: []string{"score", "term"}, wantReasons: []string{ReasonMissingRationale}},
+		{name: "missing rationale", content: answer(t, func() map[string]any { r := boolRule("cap", true); delete(r, "rationale"); return r }(), boolRule("term", true), numRule("score", 1)), wantGood: []string{"cap", "score", "term"}},
+		{name: "blank rationale", content: answer(t, func() map[string]any { r := boolRule("cap", true); r["rationale"] = "  "; return r }(), boolRule("term", true), numRule("score", 1)), wantGood: []string{"cap", "score", "term"}},
 		{name: "boolean without boolean_output", content: answer(t, func() map[string]any { r := boolRule("cap", true); delete(r, "boolean_output"); return r }(), boolRule("term", true), numRule("score", 1)), wantGood: []string{"score", "term"}, wantReasons: []string{ReasonMissingBoolean}},
 		{name: "boolean given a score", content: answer(t, func() map[string]any {
 			r := boolRule("cap", true)

@@ -179,3 +179,39 @@ func TestSystemPromptShowsNoPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingRationaleKeptWithItsNote: an answer with no rationale is
+// re-asked; when it never comes, the verdict stands, kept with the note a
+// reader needs, instead of failing the request.
+func TestMissingRationaleKeptWithItsNote(t *testing.T) {
+	silent := func(r map[string]any) map[string]any { r["rationale"] = " "; return r }
+	reply := answer(t, silent(boolRule("cap", true, cite("d1p1s2", ""))), boolRule("term", true, cite("d1p2s1", "")), numRule("score", 2, cite("d1p1s1", "")))
+	again := answer(t, silent(boolRule("cap", true, cite("d1p1s2", ""))))
+	llm := &scriptedLLM{replies: []scriptedReply{{content: reply}, {content: again}, {content: again}}}
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	if err != nil {
+		t.Fatalf("a missing rationale failed the request: %v", err)
+	}
+	cap := res.Rules[0]
+	if len(llm.calls) != 3 || cap.DataSufficiency || strings.Join(cap.Problems, "|") != "the model gave no rationale" || cap.Rationale != "" {
+		t.Errorf("%d calls; kept verdict %+v", len(llm.calls), cap)
+	}
+	if ev := cap.Evidences[0]; ev.PassageID != "d1p1s2" || !ev.Anchored {
+		t.Errorf("the kept verdict lost its cited evidence: %+v", ev)
+	}
+}
+
+// TestGrammarRationaleStartsWithAWord: on grammar servers a rationale can be
+// neither empty nor punctuation, and is bounded.
+func TestGrammarRationaleStartsWithAWord(t *testing.T) {
+	g, err := GrammarSchema(testRuleset().Rules, EvidenceCite, []string{"d1p1s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(g), `"rationale":{"type":"string","pattern":"^[A-Za-z0-9][^\"\\\\]{9,159}$"}`) {
+		t.Errorf("rationale not bounded by the pattern: %s", g)
+	}
+	if !strings.Contains(string(g), `"minItems":1,"maxItems":2`) {
+		t.Errorf("citations not bounded: %s", g)
+	}
+}

@@ -65,7 +65,10 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 	add := func(reason, note, format string, args ...any) {
 		problems = append(problems, Problem{RuleID: rule.RuleID, Reason: reason, Note: note, Detail: fmt.Sprintf(format, args...)})
 	}
-	if why := rationaleProblem(rule, v.Rationale); why != "" {
+	if v.Rationale == "" {
+		add(ReasonMissingRationale, "the model gave no rationale",
+			"rationale is missing or empty; explain the verdict in one to three sentences about the material")
+	} else if why := rationaleProblem(rule, v.Rationale); why != "" {
 		add(ReasonPlaceholderRationale, "the model gave no rationale that explains the verdict (it wrote "+clip(v.Rationale)+")",
 			"the rationale %s %s; explain the verdict in one to three sentences about the material", clip(v.Rationale), why)
 	}

@@ -11,9 +11,15 @@ import (
 // Bounds written into the grammar schema: they stop a small model from
 // looping inside a string, and keep answers short enough to be fast.
 const (
-	grammarMaxRationale = 300
-	grammarMaxQuote     = 300
-	grammarMaxEvidences = 3
+	// A rationale starts with a letter or digit, so a grammar-driven model
+	// cannot answer "" or "..."; its length is bounded because every token
+	// a grammar server samples inside a string costs several times a
+	// token's decoding (it checks the whole vocabulary).
+	grammarRationalePattern = `^[A-Za-z0-9][^"\\]{9,159}$`
+	grammarMaxQuote         = 300
+	grammarMaxEvidences     = 3
+	// grammarMaxCitations bounds the passages one rule cites in cite mode.
+	grammarMaxCitations = 2
 	// maxEnumCitable is the most passage ids or source names a schema lists
 	// as an enum; beyond it a pattern constrains their form and the content
 	// checks what was cited (strict structured-output servers cap an enum
@@ -167,18 +173,18 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded bool) obj {
 		}
 	}
 	evidences := obj{{"type", "array"}, {"items", evidence}}
-	if bounded {
-		evidences = append(evidences, kv{"maxItems", grammarMaxEvidences})
-	}
-	if bounded && mode == EvidenceCite {
+	switch {
+	case bounded && mode == EvidenceCite:
 		// Every verdict rests on a passage: a grammar-driven model otherwise
 		// leaves the list empty. A cited id always exists, so this costs no
 		// re-ask; in quote mode a forced quote the model cannot copy would.
-		evidences = append(evidences, kv{"minItems", 1})
+		evidences = append(evidences, kv{"minItems", 1}, kv{"maxItems", grammarMaxCitations})
+	case bounded:
+		evidences = append(evidences, kv{"maxItems", grammarMaxEvidences})
 	}
-	rationale := str(grammarMaxRationale)
+	rationale := obj{{"type", "string"}}
 	if bounded {
-		rationale = append(rationale, kv{"minLength", 1})
+		rationale = append(rationale, kv{"pattern", grammarRationalePattern})
 	}
 	// Think first, decide last: what is cited and why come before any
 	// judgement, so a grammar-driven model writes its verdict after them.
