@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -208,10 +211,64 @@ func TestGrammarRationaleStartsWithAWord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(g), `"rationale":{"type":"string","pattern":"^[A-Za-z0-9][^\"\\\\]{9,159}$"}`) {
+	if !strings.Contains(string(g), `"rationale":{"type":"string","pattern":"^[A-Za-z0-9][^\"\\\\]{9,119}$"}`) {
 		t.Errorf("rationale not bounded by the pattern: %s", g)
 	}
-	if !strings.Contains(string(g), `"minItems":1,"maxItems":2`) {
+	if !strings.Contains(string(g), `"minItems":1,"maxItems":1`) {
 		t.Errorf("citations not bounded: %s", g)
+	}
+}
+
+// ruleReader answers every rule the call names after the material, citing
+// the first passage: whatever the order its calls arrive in.
+type ruleReader struct {
+	mu    sync.Mutex
+	calls []ChatRequest
+}
+
+func (l *ruleReader) Chat(_ context.Context, req ChatRequest) (ChatResponse, error) {
+	l.mu.Lock()
+	l.calls = append(l.calls, req)
+	l.mu.Unlock()
+	user := req.Messages[len(req.Messages)-1].Content
+	var rules []map[string]any
+	for _, m := range regexp.MustCompile(`(?m)^\d+\. rule_id: "([^"]+)"`).FindAllStringSubmatch(user, -1) {
+		r := boolRule(m[1], true, cite("d1p1s1", ""))
+		if m[1] == "score" {
+			r = numRule(m[1], 2, cite("d1p1s1", ""))
+		}
+		rules = append(rules, r)
+	}
+	data, _ := json.Marshal(map[string]any{"rules": rules})
+	return ChatResponse{Content: string(data), Format: req.Format, Usage: Usage{PromptTokens: 100, CompletionTokens: 20, LLMCalls: 1}}, nil
+}
+
+// TestRulesPerCallShareTheMaterial: with one rule a call, every call starts
+// with the same instructions and material (the prefix a prompt cache keeps)
+// and names its own rule after it; the verdicts merge in ruleset order, as
+// judged on the whole material.
+func TestRulesPerCallShareTheMaterial(t *testing.T) {
+	llm := &ruleReader{}
+	var planned []int
+	e := newTestEngine(t, llm, Config{RulesPerCall: 1, Hooks: Hooks{PlannedCalls: func(_ string, n int) { planned = append(planned, n) }}})
+	res, err := e.Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(llm.calls) != 3 || res.Usage.PlannedCalls != 3 || fmt.Sprint(planned) != "[3]" {
+		t.Fatalf("%d calls, usage %+v, planned %v; want 3 calls of one rule", len(llm.calls), res.Usage, planned)
+	}
+	material := UserPrompt(citeInputs(), EvidenceCite)
+	system := llm.calls[0].Messages[0].Content
+	for i, c := range llm.calls {
+		user := c.Messages[1].Content
+		if c.Messages[0].Content != system || !strings.HasPrefix(user, material) || strings.Count(user, "rule_id:") != 1 {
+			t.Errorf("call %d does not start with the shared prefix and name one rule:\n%s", i, user)
+		}
+	}
+	for i, v := range res.Rules {
+		if v.RuleID != testRuleset().Rules[i].RuleID || v.PagesConsidered != nil || !v.DataSufficiency {
+			t.Errorf("verdict %d: %+v", i, v)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 // request.
 type compiled struct {
 	system string
+	rules  string // RulesPrompt of all the rules
 	// The schemas' bodies, for all of the ruleset's rules: what is citable
 	// is added per call (withCitable).
 	schema, grammar json.RawMessage
@@ -26,7 +27,7 @@ func compile(rs *Ruleset, mode EvidenceMode) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{system: SystemPrompt(rs, mode), schema: schema, grammar: grammar}, nil
+	return &compiled{system: SystemPrompt(rs, mode), rules: RulesPrompt(rs.Rules), schema: schema, grammar: grammar}, nil
 }
 
 // compiledCache remembers compiled rulesets by identity, least recently used

@@ -31,7 +31,9 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	if err != nil {
 		return nil, Usage{}, err
 	}
-	base := buildPrompt(mode, first.system, m.user)
+	// The material first, the rules after it: every call of a request
+	// shares the instructions and the material as a prefix.
+	base := buildPrompt(mode, first.system, m.user+first.rules)
 	messages := base
 	pending := rules
 	accepted := make(map[string]Verdict, len(rules))

@@ -42,6 +42,12 @@ type Config struct {
 	// DefaultContextTokens). A request that does not fit is judged in several
 	// calls, each on the passages most relevant to its rules.
 	ContextTokens int
+	// RulesPerCall is the most rules one call judges (0: as many as fit
+	// the budget). Calls of a request share the instructions and the
+	// material as a prefix, so on a server with a prompt cache more calls
+	// cost little more prompt; a small model judges one rule a call better
+	// than ten.
+	RulesPerCall int
 	// CallConcurrency caps the calls of one request that run at once
 	// (default DefaultCallConcurrency).
 	CallConcurrency int
@@ -132,6 +138,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ContextTokens > 0 && c.MaxTokens >= c.ContextTokens {
 		return fmt.Errorf("engine: MaxTokens %d must be below ContextTokens %d: the answer shares the context window with the prompt", c.MaxTokens, c.ContextTokens)
+	}
+	if c.RulesPerCall < 0 {
+		return fmt.Errorf("engine: RulesPerCall %d must not be negative", c.RulesPerCall)
 	}
 	if c.CallConcurrency < 0 {
 		return fmt.Errorf("engine: CallConcurrency %d must not be negative", c.CallConcurrency)

@@ -232,8 +232,8 @@ func TestConverseSubset(t *testing.T) {
 	if ev := verdicts[1].Evidences[0]; !ev.Anchored || ev.SourcePageNumber != 1 {
 		t.Errorf("a quote outside the excerpt did not anchor in the request's document: %+v", ev)
 	}
-	sys := llm.calls[0].Messages[0].Content
-	if strings.Contains(sys, `"term"`) || !strings.Contains(sys, `"score"`) || strings.Contains(llm.calls[0].Messages[1].Content, "Master Services Agreement") {
+	user := llm.calls[0].Messages[1].Content
+	if strings.Contains(user, `"term"`) || !strings.Contains(user, `"score"`) || strings.Contains(user, "Master Services Agreement") {
 		t.Error("the conversation's prompt is not limited to its rules and excerpt")
 	}
 	if strings.Contains(string(llm.calls[0].Schema), `"term"`) {

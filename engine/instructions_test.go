@@ -33,8 +33,8 @@ func TestFoldedInstructions(t *testing.T) {
 		t.Error("the user message does not start with the instructions and the separator")
 	}
 	data := strings.TrimPrefix(content, system+foldSeparator)
-	if data != UserPrompt(in, EvidenceCite) {
-		t.Error("after the instructions, the user message must be the data exactly as in system mode")
+	if data != UserPrompt(in, EvidenceCite)+RulesPrompt(testRuleset().Rules) {
+		t.Error("after the instructions, the user message must be the data and the rules exactly as in system mode")
 	}
 	if strings.Contains(system, "Master Services Agreement") {
 		t.Error("document text leaked into the instructions")

@@ -205,6 +205,7 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	if err != nil {
 		return nil, Usage{}, err
 	}
+	p.Calls = splitCalls(p.Calls, e.cfg.RulesPerCall)
 	e.observePlan(model, len(p.Calls))
 
 	docs := in.Documents()
@@ -252,7 +253,7 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 		// A verdict names the pages it was judged on only when the request
 		// was split: a single call saw everything.
 		var pages []DocumentPages
-		if len(p.Calls) > 1 {
+		if len(p.Chunks) > 0 {
 			pages = considered(docs, p.Pages(c))
 		}
 		for i, ri := range call.Rules {
@@ -279,8 +280,8 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 	whole = r.whole()
 	// plan.Count never exceeds a text's length in bytes: a request that
 	// fits by bytes needs no counting.
-	fitsBytes := b.fits(plan.Scale(len(first.system)+len(whole.user), b.ratio)+3*perMessageTokens, len(rs.Rules))
-	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.user)+3*perMessageTokens, len(rs.Rules)) {
+	fitsBytes := b.fits(plan.Scale(len(first.system)+len(whole.user)+len(first.rules), b.ratio)+3*perMessageTokens, len(rs.Rules))
+	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.user)+b.tokens(first.rules)+3*perMessageTokens, len(rs.Rules)) {
 		all := make([]int, len(rs.Rules))
 		for i := range all {
 			all[i] = i
@@ -297,6 +298,23 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 		}
 	}
 	return p, material{}, nil // let the whole rendering go: no call shows it
+}
+
+// splitCalls cuts every call into calls of at most n rules (n 0: as
+// planned), each on the same material.
+func splitCalls(calls []plan.Call, n int) []plan.Call {
+	if n <= 0 {
+		return calls
+	}
+	var out []plan.Call
+	for _, c := range calls {
+		for i := 0; i < len(c.Rules); i += n {
+			part := c
+			part.Rules = c.Rules[i:min(i+n, len(c.Rules))]
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 func (e *Engine) observePlan(model string, calls int) {
@@ -335,7 +353,7 @@ func considered(docs []Document, pages map[int][]int) []DocumentPages {
 // makePlan measures the parts of the prompt every call carries and plans the
 // calls.
 func (e *Engine) makePlan(rs *Ruleset, r renderer, docs []Document, b budget) (*plan.Plan, error) {
-	frame := SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version}, e.cfg.Evidence)
+	frame := SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version}, e.cfg.Evidence) + RulesPrompt(nil)
 	frameTokens := b.tokens(frame)
 	// A corrective re-ask sends the prompt again with the answer being
 	// corrected and the correction: each rule keeps room for its part of
@@ -346,7 +364,7 @@ func (e *Engine) makePlan(rs *Ruleset, r renderer, docs []Document, b budget) (*
 	}
 	rules := make([]plan.Rule, len(rs.Rules))
 	for i, rule := range rs.Rules {
-		entry := b.tokens(SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version, Rules: []Rule{rule}}, e.cfg.Evidence)) - frameTokens
+		entry := b.tokens(RulesPrompt([]Rule{rule}))
 		rules[i] = plan.Rule{ID: rule.RuleID, Query: rule.RuleText + "\n" + rule.NotApplicableText, PromptTokens: max(entry, 1) + reaskPerRule}
 	}
 	pdocs := make([]plan.Document, len(docs))

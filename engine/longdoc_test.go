@@ -27,7 +27,7 @@ var (
 )
 
 // reader is a scripted model that reads its prompt: for every rule in the
-// system message it looks in the user message for what the rule needs and
+// prompt (the rules follow the material) it looks in the material for what the rule needs and
 // quotes it with the page number the page markers give, or says the material
 // is insufficient.
 type reader struct {
@@ -36,7 +36,7 @@ type reader struct {
 	need   map[string]string
 	topics map[string]string // rule id → topic title
 	// flawFirst leaves the first rule's rationale out of the first answer
-	// to each distinct system prompt, so that every call is re-asked once.
+	// to each distinct call, so that every call is re-asked once.
 	flawFirst bool
 	flawed    map[string]bool
 
@@ -49,9 +49,9 @@ func (m *reader) answer(req llmfake.Request) llmfake.Reply {
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
 	m.mu.Unlock()
-	system, user := req.Messages[0].Content, req.Messages[1].Content
+	user := req.Messages[1].Content
 	var rules []map[string]any
-	for _, match := range ruleIDLine.FindAllStringSubmatch(system, -1) {
+	for _, match := range ruleIDLine.FindAllStringSubmatch(user, -1) {
 		id, _ := strconv.Unquote(match[1])
 		verdict := map[string]any{"rule_id": id, "not_applicable": false}
 		quote, page, passage := m.find(id, user)
@@ -73,11 +73,11 @@ func (m *reader) answer(req llmfake.Request) llmfake.Reply {
 		rules = append(rules, verdict)
 	}
 	m.mu.Lock()
-	if m.flawFirst && !m.flawed[system] && len(rules) > 0 {
+	if m.flawFirst && !m.flawed[user] && len(rules) > 0 {
 		if m.flawed == nil {
 			m.flawed = map[string]bool{}
 		}
-		m.flawed[system] = true
+		m.flawed[user] = true
 		delete(rules[0], "rationale")
 	}
 	m.mu.Unlock()
@@ -292,7 +292,7 @@ func TestManyRulesAreBatched(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for i, req := range m.requests {
-		ids := ruleIDLine.FindAllStringSubmatch(req.Messages[0].Content, -1)
+		ids := ruleIDLine.FindAllStringSubmatch(req.Messages[1].Content, -1)
 		if len(ids)*plan.DefaultAnswerTokensPerRule > maxTokens {
 			t.Errorf("call %d asks for %d rules: their answers do not fit %d tokens", i, len(ids), maxTokens)
 		}
@@ -350,7 +350,7 @@ func TestFittingRequestIsOneCall(t *testing.T) {
 	if req.Messages[0].Content != engine.SystemPrompt(rs, engine.EvidenceCite) {
 		t.Error("the system prompt differs from the ruleset's")
 	}
-	if req.Messages[1].Content != engine.UserPrompt(in, engine.EvidenceCite) {
+	if req.Messages[1].Content != engine.UserPrompt(in, engine.EvidenceCite)+engine.RulesPrompt(rs.Rules) {
 		t.Error("the user message differs from the whole-request one")
 	}
 	if res.Usage.PlannedCalls != 1 {

@@ -15,11 +15,12 @@ const (
 	// cannot answer "" or "..."; its length is bounded because every token
 	// a grammar server samples inside a string costs several times a
 	// token's decoding (it checks the whole vocabulary).
-	grammarRationalePattern = `^[A-Za-z0-9][^"\\]{9,159}$`
+	grammarRationalePattern = `^[A-Za-z0-9][^"\\]{9,119}$`
 	grammarMaxQuote         = 300
 	grammarMaxEvidences     = 3
-	// grammarMaxCitations bounds the passages one rule cites in cite mode.
-	grammarMaxCitations = 2
+	// grammarMaxCitations bounds the passages one rule cites in cite mode:
+	// the one that decides it.
+	grammarMaxCitations = 1
 	// maxEnumCitable is the most passage ids or source names a schema lists
 	// as an enum; beyond it a pattern constrains their form and the content
 	// checks what was cited (strict structured-output servers cap an enum

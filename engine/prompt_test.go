@@ -82,19 +82,25 @@ func TestUserPromptPagesAndValues(t *testing.T) {
 	}
 }
 
-func TestSystemPromptHoldsRulesNotInputs(t *testing.T) {
+// TestPromptsHoldRulesNotInputs: the instructions depend on the ruleset's id
+// and version alone, identical for every call; the rules follow the
+// material, with ids, types, scores and alternates, never display names.
+func TestPromptsHoldRulesNotInputs(t *testing.T) {
 	rs := testRuleset()
 	a := SystemPrompt(rs, EvidenceCite)
-	b := SystemPrompt(testRuleset(), EvidenceCite)
-	if a != b {
-		t.Fatal("system prompt differs between two renderings of the same ruleset")
+	if a != SystemPrompt(testRuleset(), EvidenceCite) || a != SystemPrompt(&Ruleset{ID: rs.ID, Version: rs.Version}, EvidenceCite) {
+		t.Fatal("the instructions differ between renderings of the same ruleset version, or with its rules")
 	}
-	for _, want := range []string{`rule_id: "cap"`, `rule_id: "score"`, "numerical_output must be exactly one of: 1, 2, 3", "judge this alternate rule instead: The contract names no liability at all.", "Ruleset: msa (version 7)"} {
-		if !strings.Contains(a, want) {
-			t.Errorf("system prompt lacks %q:\n%s", want, a)
+	if !strings.Contains(a, "Ruleset: msa (version 7)") || !strings.Contains(a, rulesHeading) {
+		t.Errorf("instructions lack the ruleset or where the rules are:\n%s", a)
+	}
+	rules := RulesPrompt(rs.Rules)
+	for _, want := range []string{rulesHeading, `1. rule_id: "cap"`, `3. rule_id: "score"`, "numerical_output must be exactly one of: 1, 2, 3", "judge this alternate rule instead: The contract names no liability at all."} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("rules lack %q:\n%s", want, rules)
 		}
 	}
-	if strings.Contains(a, "Liability cap label") {
+	if strings.Contains(a+rules, "Liability cap label") {
 		t.Error("a rule's display name reached the model")
 	}
 }

@@ -105,6 +105,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.integer(&cfg.llm.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")
 	s.integer(&cfg.llm.contextTokens, "llm-context-tokens", "RULEVALIDATOR_LLM_CONTEXT_TOKENS", "0", "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
 	s.integer(&cfg.llm.callsPerReq, "llm-calls-per-request", "RULEVALIDATOR_LLM_CALLS_PER_REQUEST", fmt.Sprint(engine.DefaultCallConcurrency), "calls of one split request that run at once")
+	s.integer(&cfg.llm.rulesPerCall, "llm-rules-per-call", "RULEVALIDATOR_LLM_RULES_PER_CALL", "0", rulesPerCallHelp)
 	s.integer(&cfg.llm.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; larger requests are dead-lettered as oversized")
 
 	s.str(&cfg.s3Endpoint, "s3-endpoint", "S3_ENDPOINT", "", "S3-compatible endpoint (host:port) for reports and documents by uri; empty disables both")

@@ -42,6 +42,7 @@ type llmFlags struct {
 	maxInputBytes int
 	contextTokens int
 	callsPerReq   int
+	rulesPerCall  int
 }
 
 func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
@@ -57,6 +58,7 @@ func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
 	fs.IntVar(&f.maxInputBytes, "max-input-bytes", 4<<20, "cap on the total text of the inputs")
 	fs.IntVar(&f.contextTokens, "llm-context-tokens", 0, "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
 	fs.IntVar(&f.callsPerReq, "llm-calls-per-request", engine.DefaultCallConcurrency, "calls of one split request that run at once")
+	fs.IntVar(&f.rulesPerCall, "llm-rules-per-call", 0, rulesPerCallHelp)
 }
 
 // newEngine builds the model client and the engine from the flags.
@@ -84,6 +86,10 @@ func (f *llmFlags) check() error {
 	}
 	return fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions)
 }
+
+// rulesPerCallHelp is the rules-per-call setting's help, the same on every
+// command.
+const rulesPerCallHelp = "the most rules one model call judges (0: as many as fit); calls share the instructions and the material as a prefix a server's prompt cache keeps"
 
 // evidenceModeHelp is the evidence-mode setting's help, the same on every
 // command.
@@ -123,6 +129,7 @@ func (f *llmFlags) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine.
 		MaxInputBytes:   f.maxInputBytes,
 		ContextTokens:   f.contextTokens,
 		CallConcurrency: f.callsPerReq,
+		RulesPerCall:    f.rulesPerCall,
 		Hooks:           hooks,
 	}
 }
