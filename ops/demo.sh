@@ -11,7 +11,8 @@
 #   ops/demo.sh status   say what runs
 #
 # Env: RULEVALIDATOR_HTTP_ADDR (127.0.0.1:8080), RULEVALIDATOR_OPS_ADDR
-# (127.0.0.1:9464), DEMO_TIMEOUT (15m: how long to wait for the model), and
+# (127.0.0.1:9464), DEMO_TIMEOUT (15m: how long to wait for the model),
+# RULEVALIDATOR_LLM_RULES_PER_CALL (1: rules judged per model call), and
 # the ports of the other scripts (KAFKA_PORT, S3_PORT, LLM_PORT, PROM_PORT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,9 +50,13 @@ start_serve() {
   done
   # shellcheck disable=SC2046
   eval "$(bash ops/s3.sh env)"
+  # One rule a call: the local 270M model judges one rule better than six at
+  # once, and the calls share the material through the server's prompt cache
+  # (README, Measuring verdict quality).
   nohup "$BIN" serve \
     --kafka-brokers "$(bash ops/kafka.sh bootstrap)" \
     --llm-base-url "$(bash ops/llm.sh url)" \
+    --llm-rules-per-call "${RULEVALIDATOR_LLM_RULES_PER_CALL:-1}" \
     --http-addr "$HTTP_ADDR" --ops-addr "$OPS_ADDR" \
     --jwt-pem-files "$KEYS/devtoken.pem" --jwt-issuer "$ISSUER" --jwt-audience rulevalidator \
     --s3-endpoint "$S3_ENDPOINT" --s3-access-key "$S3_ACCESS_KEY" --s3-secret-key "$S3_SECRET_KEY" \
