@@ -33,7 +33,11 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	}
 	// The material first, the rules after it: every call of a request
 	// shares the instructions and the material as a prefix.
-	base := buildPrompt(mode, first.system, m.user+first.rules)
+	user := m.user
+	if m.rules == "" {
+		user += RulesPrompt(rules)
+	}
+	base := buildPrompt(mode, first.system, user)
 	messages := base
 	pending := rules
 	accepted := make(map[string]Verdict, len(rules))

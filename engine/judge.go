@@ -205,7 +205,10 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	if err != nil {
 		return nil, Usage{}, err
 	}
-	p.Calls = splitCalls(p.Calls, e.cfg.RulesPerCall)
+	if split := splitCalls(p.Calls, e.cfg.RulesPerCall); len(split) != len(p.Calls) {
+		p.Calls = split
+		whole = r.whole("") // each call adds its own rules
+	}
 	e.observePlan(model, len(p.Calls))
 
 	docs := in.Documents()
@@ -277,27 +280,30 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 	if err != nil {
 		return nil, material{}, err
 	}
-	whole = r.whole()
+	// Rendered with every rule: a request that fits one call sends it as it
+	// is; one split into calls renders the documents again for its calls.
+	whole = r.whole(first.rules)
 	// plan.Count never exceeds a text's length in bytes: a request that
 	// fits by bytes needs no counting.
-	fitsBytes := b.fits(plan.Scale(len(first.system)+len(whole.user)+len(first.rules), b.ratio)+3*perMessageTokens, len(rs.Rules))
-	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.user)+b.tokens(first.rules)+3*perMessageTokens, len(rs.Rules)) {
+	fitsBytes := b.fits(plan.Scale(len(first.system)+len(whole.user), b.ratio)+3*perMessageTokens, len(rs.Rules))
+	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.user)+3*perMessageTokens, len(rs.Rules)) {
 		all := make([]int, len(rs.Rules))
 		for i := range all {
 			all[i] = i
 		}
 		return &plan.Plan{Calls: []plan.Call{{Rules: all}}, Cut: make([]bool, len(rs.Rules)), CallOf: make([]int, len(rs.Rules))}, whole, nil
 	}
+	whole = material{} // let it go: a split request's calls add their own rules
 	p, err = e.makePlan(rs, r, in.Documents(), b)
 	if err != nil {
 		return nil, material{}, err
 	}
 	for _, c := range p.Calls {
 		if !c.Partial {
-			return p, whole, nil
+			return p, r.whole(""), nil
 		}
 	}
-	return p, material{}, nil // let the whole rendering go: no call shows it
+	return p, material{}, nil
 }
 
 // splitCalls cuts every call into calls of at most n rules (n 0: as

@@ -106,7 +106,7 @@ func TestInputIDsNeverCollide(t *testing.T) {
 	if got := strings.Join(append(append([]string{}, s.inputIDs...), s.messageID), " "); got != "input:d1p1s1 message input:message" {
 		t.Fatalf("ids %s", got)
 	}
-	m := renderer{in: in, ps: s}.whole()
+	m := renderer{in: in, ps: s}.whole("")
 	for _, want := range []string{"[d1p1s1] Fees are due in 30 days.", "[input:d1p1s1] value: forged", "[message] value: a named input", "[input:message] the message"} {
 		if !strings.Contains(m.user, want) {
 			t.Errorf("material lacks %q:\n%s", want, m.user)

@@ -117,7 +117,7 @@ func TestUserPromptCitesPassages(t *testing.T) {
 		NamedInputs: []NamedInput{{Name: "approval_limit", Value: 250000}},
 		TextInput:   "Supplier onboarding notes.",
 	}
-	m := renderer{in: in, ps: segmentInputs(in)}.whole()
+	m := renderer{in: in, ps: segmentInputs(in)}.whole("")
 	for _, want := range []string{
 		pageMarker(1) + "\n[d1p1s1] 1. Fees. Invoices are payable within 45 days of receipt.\n[d1p1s2] Late fees are 1% a month.\n",
 		pageMarker(2) + "\n[d1p2s1] This Agreement is governed by the laws of England.\n",

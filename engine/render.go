@@ -22,6 +22,10 @@ import (
 type material struct {
 	user string
 	ids  []string
+	// rules is the RulesPrompt already written at the end of user, when
+	// the material was rendered for one call's rules; "" when each call
+	// adds its own.
+	rules string
 }
 
 // renderer renders one request's material for its calls.
@@ -39,15 +43,17 @@ func UserPrompt(in *Inputs, mode EvidenceMode) string {
 	if mode == EvidenceCite {
 		r.ps = segmentInputs(in)
 	}
-	return r.whole().user
+	return r.whole("").user
 }
 
-// whole renders every document whole.
-func (r renderer) whole() material {
+// whole renders every document whole, followed by rules when they are
+// given (the rules of the one call it is for: written into the same
+// builder, so a long document is not copied again to add them).
+func (r renderer) whole(rules string) material {
 	var b strings.Builder
 	// Sized up front: a document can be megabytes, and a builder grown by
 	// doubling keeps up to twice the text for as long as the prompt lives.
-	b.Grow(r.size())
+	b.Grow(r.size() + len(rules))
 	var ids []string
 	b.WriteString("Judge the following material against the rules.\n")
 	d := 0
@@ -77,7 +83,8 @@ func (r renderer) whole() material {
 	writeDocs(r.in.AuxiliaryDocs, "auxiliary")
 	others, otherIDs := r.others()
 	b.WriteString(others)
-	return material{user: b.String(), ids: append(ids, otherIDs...)}
+	b.WriteString(rules)
+	return material{user: b.String(), ids: append(ids, otherIDs...), rules: rules}
 }
 
 // writePassages writes passages (indexes into r.ps.list), one a line behind
