@@ -121,7 +121,7 @@ func citableSchema(mode EvidenceMode, citable []string) obj {
 	case mode == EvidenceCite:
 		alts := []string{`d[0-9]+p[0-9]+s[0-9]+`}
 		for _, id := range citable {
-			if !passageIDPattern.MatchString(id) {
+			if !isPassageID(id) {
 				alts = append(alts, regexp.QuoteMeta(id))
 			}
 		}
@@ -130,7 +130,25 @@ func citableSchema(mode EvidenceMode, citable []string) obj {
 	return obj{{"type", "string"}}
 }
 
-var passageIDPattern = regexp.MustCompile(`^d[0-9]+p[0-9]+s[0-9]+$`)
+// isPassageID reports whether id has the form of a document passage's id,
+// "d<n>p<n>s<n>".
+func isPassageID(id string) bool {
+	rest := id
+	for _, letter := range []byte{'d', 'p', 's'} {
+		if len(rest) < 2 || rest[0] != letter {
+			return false
+		}
+		j := 1
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j == 1 {
+			return false
+		}
+		rest = rest[j:]
+	}
+	return rest == ""
+}
 
 // ruleSchema is one rule's entry. Properties are in the order a model should
 // write them: what it cites, then why, then whether the rule applies and the

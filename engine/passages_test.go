@@ -119,3 +119,11 @@ func TestInputIDsNeverCollide(t *testing.T) {
 		t.Errorf("the message's id resolves to %+v", p)
 	}
 }
+
+func TestIsPassageID(t *testing.T) {
+	for id, want := range map[string]bool{"d1p2s3": true, "d10p200s3000": true, "d1p2": false, "dp2s3": false, "d1p2s3x": false, "budget": false, "": false, "d1p2s": false} {
+		if got := isPassageID(id); got != want {
+			t.Errorf("isPassageID(%q) = %v", id, got)
+		}
+	}
+}
