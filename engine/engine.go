@@ -60,7 +60,8 @@ type Config struct {
 	// id; quote: verbatim quotes, anchored to the documents).
 	Evidence EvidenceMode
 	// Instructions is how the instructions reach the model (default system;
-	// auto probes each model once, see InstructionsAuto).
+	// auto decides once per model from the server's prompt token count,
+	// see InstructionsAuto).
 	Instructions Instructions
 	// Logger receives the engine's rare notices, such as what a probe found
 	// (default slog.Default()).

@@ -16,10 +16,11 @@ var nonDocumentAliases = map[string][]string{
 	"message":    {"message", "Message"},
 }
 
-// anchoring is one request's evidence anchoring. It is built once per request
-// from all of the request's documents and shared by every conversation and
-// re-ask of that request, so each document is indexed at most once. It is
-// safe for concurrent use.
+// anchoring resolves one request's evidence: cited passages (cite) and
+// quotes anchored to verbatim spans (anchor). It is built once per request
+// from all of the request's inputs and shared by every conversation and
+// re-ask of that request, so each document is segmented and indexed at most
+// once. It is safe for concurrent use.
 type anchoring struct {
 	docs []Document
 	opts anchor.Options
