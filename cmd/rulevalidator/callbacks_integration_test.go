@@ -112,6 +112,7 @@ func groupCommitted(t *testing.T, bootstrap, group, topic string, partitions int
 // retried, and request B is judged during the drain; after the restart the
 // receiver answers 200 and gets both callbacks, signed, with the verdicts.
 func TestServeCallbacksSurviveSIGTERM(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 2)
 	callbacks := e.callbacks
 	callbackGroup := e.group + ".callbacks"

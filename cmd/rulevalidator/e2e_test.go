@@ -12,13 +12,18 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/testtier"
 )
 
 // TestValidateAgainstRealModel runs the example through a real
 // OpenAI-compatible server: the local llama.cpp server that ops/llm.sh starts
 // (ops/test.sh starts it and sets OPENAI_BASE_URL). It asserts the output
 // contract, not the model's judgement.
+//
+// It is in the real-model tier (bash ops/test.sh --real-model, testtier.RequireRealModel):
+// a release, and a change to the prompt, the local stack or the checks, must pass it.
 func TestValidateAgainstRealModel(t *testing.T) {
+	testtier.RequireRealModel(t)
 	realModelURL(t)
 
 	// A corrective re-ask carries the first answer back to the model, so its

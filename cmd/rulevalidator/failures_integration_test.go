@@ -79,6 +79,7 @@ func waitResumed(t *testing.T, ops, cause string) {
 // or published, /readyz names model_auth and the metric is 1; once the key is accepted
 // again, consumption resumes by itself and every request completes.
 func TestServeModelAuthFaultHolds(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	ops := freeAddr(t)
 	summaryLog := e.watch(t, e.summaries, 1)
@@ -133,6 +134,7 @@ func claimCheckedRequest(t *testing.T, id, uri string) (*schemas.Request, []byte
 // the request completes once the fault is fixed (the secret by a restart with the right one, the
 // bucket by creating it).
 func TestServeStorageFaultsHold(t *testing.T) {
+	t.Parallel()
 	endpoint, accessKey, secretKey := s3test.Endpoint(t)
 
 	t.Run("wrong secret", func(t *testing.T) {
@@ -215,6 +217,7 @@ func TestServeStorageFaultsHold(t *testing.T) {
 // --request-timeout is tried --request-timeout-attempts times, then dead-lettered as timeout
 // with a failed summary, and the request behind it on the partition is judged.
 func TestServeRequestTimeoutDeadLettered(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	summaryLog := e.watch(t, e.summaries, 1)
 	deadLog := e.watch(t, e.deadLetters, 1)
@@ -258,6 +261,7 @@ func TestServeRequestTimeoutDeadLettered(t *testing.T) {
 // sending one request_id are each judged (the second is not answered from the first's cached
 // result) and each get their own summary and verdicts, with tenant-scoped event ids.
 func TestServeTenantsShareARequestID(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	verdictLog := e.watch(t, e.verdicts, 1)
 	summaryLog := e.watch(t, e.summaries, 1)

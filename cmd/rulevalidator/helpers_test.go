@@ -102,7 +102,12 @@ type serveEnv struct {
 // exampleReply at once.
 func newServeEnv(t *testing.T, partitions int) *serveEnv {
 	t.Helper()
-	bootstrap := kafkatest.Broker(t)
+	return newServeEnvOn(t, kafkatest.Broker(t), partitions)
+}
+
+// newServeEnvOn is newServeEnv on the broker at bootstrap.
+func newServeEnvOn(t *testing.T, bootstrap string, partitions int) *serveEnv {
+	t.Helper()
 	e := &serveEnv{
 		bootstrap:   bootstrap,
 		group:       kafkatest.UniqueTopic(t, "group"),

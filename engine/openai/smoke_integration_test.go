@@ -1,0 +1,120 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/engine/openai"
+	"rulevalidator/internal/opsscript"
+)
+
+// smokeNDA is a short agreement that answers the smoke test's rule plainly.
+const smokeNDA = `MUTUAL NON-DISCLOSURE AGREEMENT
+
+1. Confidential Information. Each party shall keep the other party's Confidential Information secret and use it only to evaluate the proposed business relationship.
+
+2. Term. The obligations of this Agreement last three (3) years from the Effective Date.
+
+3. Governing Law. This Agreement is governed by the laws of the State of California.`
+
+// TestSmokeLocalModel is the integration tier's one test against the local model
+// (ops/llm.sh, which ops/test.sh starts): one rule judged in one call, with one corrective
+// re-ask at most. The prompt tokens the server reports for the first call must cover the
+// instructions and the document, as the server's own tokenizer counts them, and the answer
+// must pass the engine's checks: one verdict, for the ruleset's rule, with a rationale and no
+// problems left. The longer tests against the model are in the real-model tier
+// (bash ops/test.sh --real-model).
+func TestSmokeLocalModel(t *testing.T) {
+	baseURL := os.Getenv("OPENAI_BASE_URL")
+	if baseURL == "" {
+		opsscript.Unavailable(t, "Model server", "OPENAI_BASE_URL is not set (run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url))")
+		return
+	}
+	root := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
+	overhead, err := tokenize(root, "")
+	if err != nil {
+		opsscript.Unavailable(t, "Model server", "tokenizing at %s (llama-cpp-python's /extras/tokenize): %v", root, err)
+		return
+	}
+	model := os.Getenv("RULEVALIDATOR_MODEL")
+	if model == "" {
+		model = "gemma-3-270m"
+	}
+
+	// A rule the document plainly does not meet: a verdict that it is not met claims
+	// nothing, so it needs no verbatim quote from a 270M model to pass the checks.
+	rs, err := engine.ParseRuleset([]byte(`{"id":"nda-smoke","version":"1","rules":[
+		{"rule_id":"governing-law","rule_text":"The agreement is governed by the laws of New York."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "nda.txt", Pages: []string{smokeNDA}}}}
+	// Folded into the user message: the same prompt whatever the probe would decide, and no
+	// probe call.
+	const mode = engine.InstructionsUser
+	sysTokens, err := tokenize(root, engine.SystemPrompt(rs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	userTokens, err := tokenize(root, engine.UserPrompt(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sysTokens - overhead + userTokens - overhead
+
+	var mu sync.Mutex
+	var calls []engine.Usage
+	client, err := openai.New(openai.Config{BaseURL: baseURL, Timeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(client, engine.Config{
+		Model: model, Instructions: mode, OutputRetries: 1, MaxTokens: 400,
+		Hooks: engine.Hooks{LLMCall: func(_ string, _ time.Duration, u engine.Usage, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				calls = append(calls, u)
+			}
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := eng.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.MarshalIndent(res, "", "  ")
+	t.Logf("result:\n%s", out)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) == 0 || len(calls) > 2 {
+		t.Fatalf("%d successful model calls, want 1, or 2 with the re-ask", len(calls))
+	}
+	// A server that dropped the instructions would report about the document's count alone.
+	got := calls[0].PromptTokens
+	t.Logf("the server reported %d prompt tokens for the first call; instructions and document alone are %d", got, want)
+	if got < want-8 || got > want+80 {
+		t.Errorf("prompt tokens %d, want between %d and %d: the instructions and the document did not reach the model whole", got, want-8, want+80)
+	}
+	if len(res.Rules) != 1 {
+		t.Fatalf("%d verdicts for one rule", len(res.Rules))
+	}
+	v := res.Rules[0]
+	if v.RuleID != "governing-law" || strings.TrimSpace(v.Rationale) == "" {
+		t.Errorf("verdict %+v, want rule governing-law with a rationale", v)
+	}
+	if len(v.Problems) > 0 {
+		t.Errorf("the answer did not pass the checks after %d calls: %q", len(calls), v.Problems)
+	}
+}
