@@ -454,6 +454,8 @@ func TestRunDrainsOnShutdown(t *testing.T) {
 	cfg := e.config(t)
 	cfg.Concurrency = 4
 	cfg.DrainTimeout = time.Second
+	revoked := make(chan struct{})
+	cfg.Hooks.Revoked = func([]int) { close(revoked) }
 	cfg.Hooks.Handled = func(outcome string, _ time.Duration) {
 		n, _ := outcomes.LoadOrStore(outcome, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
@@ -479,7 +481,11 @@ func TestRunDrainsOnShutdown(t *testing.T) {
 	}
 
 	r.cancel()
-	time.Sleep(200 * time.Millisecond) // Run is draining now; fetching has stopped
+	select {
+	case <-revoked: // Run is draining now; fetching has stopped
+	case <-time.After(waitTimeout):
+		t.Fatal("Run did not start draining after the cancel")
+	}
 	close(release)
 	began := time.Now()
 	if err := r.wait(t); err != nil {

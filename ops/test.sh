@@ -69,5 +69,6 @@ else
   # (kafkatest.OwnBroker), and every other test has topics and groups of its own.
   unset RULEVALIDATOR_REAL_MODEL
   log "running go test -race ./..."
-  go test -race -count=1 -timeout 30m "$@" ./...
+  # -parallel: the tests that run in parallel mostly wait on the broker, not the CPU.
+  go test -race -count=1 -parallel 6 -timeout 30m "$@" ./...
 fi

@@ -161,6 +161,8 @@ func TestServeCallbacksSurviveSIGTERM(t *testing.T) {
 	if code := first.wait(t, 40*time.Second); code != exitOK {
 		t.Fatalf("exit status %d after SIGTERM, want %d", code, exitOK)
 	}
+	// Published before the exit; the watcher may read it a moment later.
+	waitUntil(t, waitLimit, "B's summary, published by the drain, is read", func() bool { return summaryLog.keys()[reqB.RequestID] > 0 })
 	if got := summaryLog.keys(); got[reqB.RequestID] != 1 {
 		t.Fatalf("B's summary published %d times by the drain, want once", got[reqB.RequestID])
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +44,29 @@ func metricLine(t *testing.T, ops, series string) string {
 		}
 	}
 	return ""
+}
+
+// retriesSeen is how many times the service has handed a request back to be retried
+// (rulevalidator_requests_consumed_total{outcome="retry"}).
+func retriesSeen(t *testing.T, ops string) int {
+	t.Helper()
+	const series = `rulevalidator_requests_consumed_total{outcome="retry"}`
+	line := metricLine(t, ops, series)
+	if line == "" {
+		return 0
+	}
+	n, err := strconv.ParseFloat(strings.TrimPrefix(line, series+" "), 64)
+	if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	return int(n)
+}
+
+// waitRetried waits until the held requests were retried n more times than now.
+func waitRetried(t *testing.T, ops string, n int) {
+	t.Helper()
+	from := retriesSeen(t, ops)
+	waitUntil(t, waitLimit, fmt.Sprintf("%d more retries of the held requests", n), func() bool { return retriesSeen(t, ops) >= from+n })
 }
 
 // waitHeld waits until /readyz fails naming cause and the metric says the cause holds.
@@ -90,7 +115,7 @@ func TestServeModelAuthFaultHolds(t *testing.T) {
 	p := e.startInProcess(t, "--ops-addr", ops)
 
 	waitHeld(t, "http://"+ops, "model_auth")
-	time.Sleep(3 * time.Second) // several retries of the held requests
+	waitRetried(t, "http://"+ops, 5)
 	if n, m := deadLog.len(), summaryLog.len(); n != 0 || m != 0 {
 		t.Fatalf("while the key was refused: %d dead letters and %d summaries, want none", n, m)
 	}
@@ -151,7 +176,7 @@ func TestServeStorageFaultsHold(t *testing.T) {
 		p := e.startInProcess(t, "--ops-addr", ops, "--s3-endpoint", endpoint, "--s3-access-key", accessKey,
 			"--s3-secret-key", secretKey+"-rotated", "--s3-bucket", store.Bucket())
 		waitHeld(t, "http://"+ops, "storage_auth")
-		time.Sleep(2 * time.Second)
+		waitRetried(t, "http://"+ops, 3)
 		if n, m := deadLog.len(), summaryLog.len(); n != 0 || m != 0 {
 			t.Fatalf("with the wrong secret: %d dead letters and %d summaries, want none", n, m)
 		}
@@ -185,7 +210,7 @@ func TestServeStorageFaultsHold(t *testing.T) {
 		e.startInProcess(t, "--ops-addr", ops, "--s3-endpoint", endpoint, "--s3-access-key", accessKey,
 			"--s3-secret-key", secretKey, "--s3-bucket", bucket)
 		waitHeld(t, "http://"+ops, "storage_bucket")
-		time.Sleep(2 * time.Second)
+		waitRetried(t, "http://"+ops, 3)
 		if n, m := deadLog.len(), summaryLog.len(); n != 0 || m != 0 {
 			t.Fatalf("with the bucket missing: %d dead letters and %d summaries, want none", n, m)
 		}

@@ -170,6 +170,11 @@ func (e *serveEnv) args(extra ...string) []string {
 		"--llm-instructions", "system", // scripted replies answer judging calls only
 		"--concurrency", "4",
 		"--drain-timeout", "20s",
+		// Production waits, shrunk: a killed member's partitions move after 6 s (the broker's
+		// least), and a request that failed transiently is tried again within half a second.
+		"--session-timeout", "6s",
+		"--retry-backoff", "20ms",
+		"--retry-backoff-max", "500ms",
 		"--log-format", "text",
 		// No public API (it needs token keys); the operations listener on any free port.
 		"--http-addr=",

@@ -761,6 +761,10 @@ func TestServeConfigErrors(t *testing.T) {
 		{"callbacks without a topic", []string{"--callback-secret", strings.Repeat("s", 32), "--callbacks-topic="}, []string{"--callback-secret is set but --callbacks-topic is empty"}},
 		{"callbacks on the summaries topic", []string{"--callback-secret", strings.Repeat("s", 32), "--callbacks-topic", "rulevalidator.summaries"}, []string{`--callbacks-topic "rulevalidator.summaries" must be a topic of its own`}},
 		{"callbacks in the requests' group", []string{"--callback-secret", strings.Repeat("s", 32), "--callback-group", "rulevalidator"}, []string{`--callback-group "rulevalidator" must differ from --group-id`}},
+		{"zero session timeout", []string{"--session-timeout", "0s"}, []string{"--session-timeout: 0s must be positive"}},
+		{"zero retry backoff", []string{"--retry-backoff", "0s"}, []string{"--retry-backoff: 0s must be positive"}},
+		{"retry backoff over its cap", []string{"--retry-backoff", "2s", "--retry-backoff-max", "1s"}, []string{"--retry-backoff-max: 1s must be at least --retry-backoff (2s)"}},
+		{"callback backoff over its cap", []string{"--callback-backoff", "0s", "--callback-backoff-max", "-1s"}, []string{"--callback-backoff: 0s must be positive", "--callback-backoff-max: -1s must be at least --callback-backoff (0s)"}},
 		{"zero callback attempts", []string{"--callback-attempts", "0", "--callback-concurrency", "0"}, []string{"--callback-attempts: 0 must be at least 1", "--callback-concurrency: 0 must be at least 1"}},
 	}
 	for _, tt := range tests {
