@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/xuri/excelize/v2"
@@ -261,12 +262,17 @@ func TestValidateExitCodes(t *testing.T) {
 	}
 }
 
+// TestValidateModelUnreachable: with nothing listening at the model's address, validate fails
+// (exit 1) naming the address, once the adapter's retries are spent. Their backoff runs on the
+// fake clock of a testing/synctest bubble: the refused connections are real, the waits are not.
 func TestValidateModelUnreachable(t *testing.T) {
 	t.Parallel()
-	code, _, stderr := runCLI(t, nil, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--llm-timeout", "1s")
-	if code != exitFailure || !strings.Contains(stderr, "could not reach the model at http://127.0.0.1:1/v1") {
-		t.Errorf("exit %d, stderr:\n%s", code, stderr)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		code, _, stderr := runCLI(t, nil, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--llm-timeout", "1s")
+		if code != exitFailure || !strings.Contains(stderr, "could not reach the model at http://127.0.0.1:1/v1") {
+			t.Errorf("exit %d, stderr:\n%s", code, stderr)
+		}
+	})
 }
 
 // TestValidateReadsRequestsAndWritesTheReport: validate reads a whole request
