@@ -139,10 +139,12 @@ func TestInstructionsReachTheLocalModel(t *testing.T) {
 }
 
 // tokenize counts text's tokens with the server's own tokenizer, which adds
-// the beginning-of-text token (count it with an empty text).
+// the beginning-of-text token (count it with an empty text). The server
+// answers one request at a time, so a tokenize waits for the generation in
+// progress, another test's or another user's of the same server.
 func tokenize(root, text string) (int, error) {
 	body, _ := json.Marshal(map[string]string{"input": text})
-	client := &http.Client{Timeout: 30 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Minute}
 	resp, err := client.Post(root+"/extras/tokenize", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
