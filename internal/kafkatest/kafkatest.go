@@ -110,10 +110,10 @@ func OwnBroker(t testing.TB) *Own {
 		},
 	}
 	began := time.Now()
-	if _, messages, err := opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "start"); err != nil {
-		// A half-started broker is stopped all the same.
+	if _, _, err := opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "start"); err != nil {
+		// A half-started broker is stopped all the same. The error quotes the script's output.
 		_, _, _ = opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "stop")
-		opsscript.Unavailable(t, "Kafka", "starting a broker of the test's own on %s: %v\n%s", b.Addr, err, opsscript.TailLines(messages, 20))
+		opsscript.Unavailable(t, "Kafka", "starting a broker of the test's own on %s: %v", b.Addr, err)
 	}
 	t.Logf("kafkatest: a broker of this test's own on %s, up in %s", b.Addr, time.Since(began).Round(time.Millisecond))
 	t.Cleanup(func() {
