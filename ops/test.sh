@@ -29,14 +29,24 @@ cleanup() {
 trap cleanup EXIT
 
 # start_service NAME: start ops/NAME.sh unless it already runs; stop it at exit
-# only if this script started it.
+# only if this script started it. A status check can fail for a service that runs
+# but is busy (the model server answers nothing while it generates), and its start
+# then finds it running: it is someone else's, and left alone at exit.
 start_service() {
   if bash "ops/$1.sh" status >/dev/null 2>&1; then
     log "$1 already running; using it"
+    return 0
+  fi
+  local messages
+  messages=$(mktemp)
+  # The script's progress is shown as it comes, and kept to see what it did.
+  bash "ops/$1.sh" start 2>&1 >/dev/null | tee "$messages" >&2
+  if grep -q 'already running' "$messages"; then
+    log "$1 already running (busy); using it"
   else
-    bash "ops/$1.sh" start
     started+=("$1")
   fi
+  rm -f "$messages"
 }
 
 log "go $(go version | awk '{print $3}'); checking formatting and vet"
