@@ -1,8 +1,14 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -25,8 +31,9 @@ const smokeNDA = `MUTUAL NON-DISCLOSURE AGREEMENT
 
 // TestSmokeLocalModel is the integration tier's one test against the local model
 // (ops/llm.sh, which ops/test.sh starts): one rule judged in one call, with one corrective
-// re-ask at most. The prompt tokens the server reports for the first call must cover the
-// instructions and the document, as the server's own tokenizer counts them; and the answer
+// re-ask at most. The messages the first call sent (recorded on the way) must hold the rule
+// and the document, and the prompt tokens the server reports for that call must cover them
+// all, as the server's own tokenizer counts them; and the answer
 // must pass the answer checks: the request completes with one verdict, for the ruleset's rule,
 // of its type, with a rationale. The content checks run on it as well; a verdict that fails
 // them (a 270M model seldom quotes verbatim) must be kept as the engine promises, with
@@ -60,19 +67,11 @@ func TestSmokeLocalModel(t *testing.T) {
 	// Folded into the user message: the same prompt whatever the probe would decide, and no
 	// probe call.
 	const mode = engine.InstructionsUser
-	sysTokens, err := tokenize(root, engine.SystemPrompt(rs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	userTokens, err := tokenize(root, engine.UserPrompt(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := sysTokens - overhead + userTokens - overhead
+	rec := newRecordingProxy(t, root)
 
 	var mu sync.Mutex
 	var calls []engine.Usage
-	client, err := openai.New(openai.Config{BaseURL: baseURL, Timeout: 5 * time.Minute})
+	client, err := openai.New(openai.Config{BaseURL: rec.URL + "/v1", Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +102,27 @@ func TestSmokeLocalModel(t *testing.T) {
 	if len(calls) == 0 || len(calls) > 2 {
 		t.Fatalf("%d successful model calls, want 1, or 2 with the re-ask", len(calls))
 	}
-	// A server that dropped the instructions would report about the document's count alone.
+	// What the first call sent holds the rule and the document, and the prompt the server
+	// counted covers every message: a chat template that dropped the instructions would
+	// report about the document's count alone.
+	sent := rec.first(t)
+	var text strings.Builder
+	want := 0
+	for _, m := range sent {
+		n, err := tokenize(root, m.Content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += n - overhead
+		text.WriteString(m.Content)
+	}
+	for _, part := range []string{"governed by the laws of New York", "laws of the State of California"} {
+		if !strings.Contains(text.String(), part) {
+			t.Errorf("the messages sent lack %q:\n%s", part, text.String())
+		}
+	}
 	got := calls[0].PromptTokens
-	t.Logf("the server reported %d prompt tokens for the first call; instructions and document alone are %d", got, want)
+	t.Logf("the server reported %d prompt tokens for the first call; its %d messages alone are %d", got, len(sent), want)
 	if got < want-8 || got > want+80 {
 		t.Errorf("prompt tokens %d, want between %d and %d: the instructions and the document did not reach the model whole", got, want-8, want+80)
 	}
@@ -127,4 +144,61 @@ func TestSmokeLocalModel(t *testing.T) {
 	default:
 		t.Logf("kept with problems after %d calls, as the engine promises: %q", len(calls), v.Problems)
 	}
+}
+
+// chatMessage is one message of a chat completion request, as sent.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// recordingProxy forwards every request to the model server and keeps the messages of each
+// chat completion request, so that a test can check what reached the server.
+type recordingProxy struct {
+	URL  string
+	mu   sync.Mutex
+	sent [][]chatMessage
+}
+
+func newRecordingProxy(t *testing.T, root string) *recordingProxy {
+	t.Helper()
+	target, err := url.Parse(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &recordingProxy{}
+	forward := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var req struct {
+				Messages []chatMessage `json:"messages"`
+			}
+			if err := json.Unmarshal(body, &req); err == nil {
+				p.mu.Lock()
+				p.sent = append(p.sent, req.Messages)
+				p.mu.Unlock()
+			}
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// first is the messages of the first chat completion request.
+func (p *recordingProxy) first(t *testing.T) []chatMessage {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.sent) == 0 {
+		t.Fatal("no chat completion request reached the server")
+	}
+	return p.sent[0]
 }
