@@ -70,10 +70,11 @@ export RULEVALIDATOR_REQUIRE_INTEGRATION=1
 if [ "$real_model" = 1 ]; then
   # The real-model tests (testtier.RequireRealModel) run, one package at a time: the local
   # model serves one call at a time, and calls queued behind another package's would run
-  # past their timeouts.
+  # past their timeouts. They are not parallel tests, so within a package they run first,
+  # before the parallel ones.
   export RULEVALIDATOR_REAL_MODEL=1
   log "running go test -race -p 1 ./... with the real-model tier"
-  go test -race -count=1 -p 1 -timeout 120m "$@" ./...
+  go test -race -count=1 -p 1 -parallel 6 -timeout 120m "$@" ./...
 else
   # Packages run side by side: the tests that restart a broker start one of their own
   # (kafkatest.OwnBroker), and every other test has topics and groups of its own.
