@@ -99,8 +99,10 @@ func TestValidateAgainstRealModel(t *testing.T) {
 	}
 }
 
+// ping asks the model server for its models. The local server answers one request at a time,
+// so the answer waits for any generation in progress, another test's or another user's.
 func ping(baseURL string) error {
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Minute}
 	resp, err := client.Get(strings.TrimSuffix(baseURL, "/") + "/models")
 	if err != nil {
 		return err
