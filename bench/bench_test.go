@@ -46,23 +46,28 @@ const (
 	waitLimit      = 5 * time.Minute
 )
 
-// exampleAnswer is a valid answer for the example ruleset and inputs: six verdicts, four
-// quotes to anchor (exact, normalised, fuzzy and one on the wrong page).
+// exampleAnswer is a valid answer for the example ruleset and inputs, one that passes the
+// answer and content checks, so that each request takes one model call: six verdicts, five
+// quotes to anchor (exact, normalised, fuzzy and one on the wrong page) and a citation of a
+// named input. The benchmarks that judge fail when a request takes another number of calls.
 const exampleAnswer = `{"rules":[
 {"rule_id":"governing-law","data_sufficiency":true,"rationale":"Governed by New York law, which the policy approves.","boolean_output":true,"not_applicable":false,"evidences":[{"text":"This Agreement is governed by the laws of the State of","source_origin":"northwind-msa.pdf","source_page_number":1}]},
 {"rule_id":"liability-cap","data_sufficiency":true,"rationale":"Capped at twelve months of fees; confidentiality carved out but not data protection.","boolean_output":false,"not_applicable":false,"evidences":[{"text":"“This limit does not apply to breach of clause 6 (Confidentiality).”","source_origin":"northwind-msa.pdf","source_page_number":3}]},
 {"rule_id":"subprocessors","data_sufficiency":true,"rationale":"Only notice is required, not approval.","boolean_output":false,"not_applicable":false,"evidences":[{"text":"Supplier may engage subprocessors, provided it notifies Customer at least thirty days in advance.","source_origin":"northwind-msa.pdf","source_page_number":2}]},
-{"rule_id":"contract-value","data_sufficiency":true,"rationale":"USD 240,000 a year.","boolean_output":true,"not_applicable":false,"evidences":[]},
+{"rule_id":"contract-value","data_sufficiency":true,"rationale":"USD 240,000 a year.","boolean_output":true,"not_applicable":false,"evidences":[{"text":"250000","source_origin":"approval_limit_usd","source_page_number":0}]},
 {"rule_id":"payment-terms","data_sufficiency":true,"rationale":"30 days with 1.5% monthly interest.","numerical_output":2,"not_applicable":false,"evidences":[{"text":"Invoices are payable within thirty (30) days of receipt.","source_origin":"northwind-msa.pdf","source_page_number":2}]},
-{"rule_id":"termination","data_sufficiency":true,"rationale":"Termination for convenience on 90 days' notice.","numerical_output":2,"not_applicable":false,"evidences":[]}]}`
+{"rule_id":"termination","data_sufficiency":true,"rationale":"Termination for convenience on 90 days' notice.","numerical_output":2,"not_applicable":false,"evidences":[{"text":"Customer may terminate for convenience on ninety (90) days' written notice.","source_origin":"northwind-msa.pdf","source_page_number":3}]}]}`
 
-// scriptedModel is an engine.LLM that answers every call with answer after latency.
+// scriptedModel is an engine.LLM that answers every call with answer after latency, and
+// counts the calls.
 type scriptedModel struct {
 	answer  string
 	latency time.Duration
+	calls   atomic.Int64
 }
 
-func (m scriptedModel) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatResponse, error) {
+func (m *scriptedModel) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatResponse, error) {
+	m.calls.Add(1)
 	if m.latency > 0 {
 		t := time.NewTimer(m.latency)
 		defer t.Stop()
@@ -74,6 +79,17 @@ func (m scriptedModel) Chat(ctx context.Context, req engine.ChatRequest) (engine
 	}
 	return engine.ChatResponse{Content: m.answer, Format: req.Format, Model: req.Model,
 		Usage: engine.Usage{PromptTokens: 900, CompletionTokens: 300, LLMCalls: 1}}, nil
+}
+
+// requireOneCallPerRequest fails b unless the model was called once per request judged, as
+// the benchmarks assume: a re-ask (an answer that no longer passes the checks) or a
+// redelivery judged again would measure something else.
+func (m *scriptedModel) requireOneCallPerRequest(b *testing.B, requests int64) {
+	b.Helper()
+	if calls := m.calls.Load(); calls != requests {
+		b.Fatalf("%d model calls for %d requests (%.2f a request), want one each: does the scripted answer still pass the checks?",
+			calls, requests, float64(calls)/float64(requests))
+	}
 }
 
 // fixture is one benchmark run's topics, consumer group and request records.
@@ -414,7 +430,8 @@ func startPassThrough(b *testing.B, f *fixture, out []kafka.Message) *running {
 // serviceEvents are the records the service publishes for one example request, encoded.
 func serviceEvents(b *testing.B, f *fixture) []kafka.Message {
 	b.Helper()
-	eng, err := engine.New(scriptedModel{answer: exampleAnswer}, engine.Config{Model: "bench-model"})
+	model := &scriptedModel{answer: exampleAnswer}
+	eng, err := engine.New(model, engine.Config{Model: "bench-model"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -481,8 +498,12 @@ func measure(b *testing.B, n int, start func(*fixture) *running) time.Duration {
 	return took
 }
 
-func serveRun(b *testing.B, n int, model engine.LLM) time.Duration {
-	return measure(b, n, func(f *fixture) *running { return startService(b, f, model) })
+// serveRun measures the service on n requests (after the warmup ones), judged by model, which
+// must have been called once per request.
+func serveRun(b *testing.B, n int, model *scriptedModel) time.Duration {
+	took := measure(b, n, func(f *fixture) *running { return startService(b, f, model) })
+	model.requireOneCallPerRequest(b, int64(warmup+n))
+	return took
 }
 
 func passThroughRun(b *testing.B, n int) time.Duration {
@@ -494,7 +515,7 @@ func perSecond(n int, d time.Duration) float64 { return float64(n) / d.Seconds()
 // BenchmarkServeEndToEnd is the service's throughput with an instant model: requests produced,
 // consumed, judged, their 7 events acknowledged by all replicas, and their offsets committed.
 func BenchmarkServeEndToEnd(b *testing.B) {
-	took := serveRun(b, b.N, scriptedModel{answer: exampleAnswer})
+	took := serveRun(b, b.N, &scriptedModel{answer: exampleAnswer})
 	b.ReportMetric(perSecond(b.N, took), "req/s")
 }
 
@@ -508,7 +529,7 @@ func BenchmarkPassThrough(b *testing.B) {
 // BenchmarkServeVsPassThrough runs both with b.N requests each and reports their ratio; its
 // ns/op covers both runs.
 func BenchmarkServeVsPassThrough(b *testing.B) {
-	serve := perSecond(b.N, serveRun(b, b.N, scriptedModel{answer: exampleAnswer}))
+	serve := perSecond(b.N, serveRun(b, b.N, &scriptedModel{answer: exampleAnswer}))
 	raw := perSecond(b.N, passThroughRun(b, b.N))
 	b.ReportMetric(serve, "serve_req/s")
 	b.ReportMetric(raw, "passthrough_req/s")
@@ -519,7 +540,7 @@ func BenchmarkServeVsPassThrough(b *testing.B) {
 // ideal is C/W requests a second, and efficiency is the share of it achieved.
 func BenchmarkConcurrencyEfficiency(b *testing.B) {
 	const latency = 100 * time.Millisecond
-	took := serveRun(b, b.N, scriptedModel{answer: exampleAnswer, latency: latency})
+	took := serveRun(b, b.N, &scriptedModel{answer: exampleAnswer, latency: latency})
 	achieved := perSecond(b.N, took)
 	ideal := float64(concurrency) / latency.Seconds()
 	b.ReportMetric(achieved, "req/s")
@@ -534,7 +555,8 @@ func BenchmarkConcurrencyEfficiency(b *testing.B) {
 func BenchmarkHandleCPU(b *testing.B) {
 	f := &fixture{bootstrap: "127.0.0.1:9", requests: "requests", verdicts: "verdicts", summaries: "summaries", deadLetters: "deadletter"}
 	f.load(b)
-	eng, err := engine.New(scriptedModel{answer: exampleAnswer}, engine.Config{Model: "bench-model"})
+	model := &scriptedModel{answer: exampleAnswer}
+	eng, err := engine.New(model, engine.Config{Model: "bench-model"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -560,7 +582,9 @@ func BenchmarkHandleCPU(b *testing.B) {
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
+	var judged int64
 	for b.Loop() {
+		judged++
 		ev, err := f.serde.Decode(ctx, f.requests, m.Value, headers)
 		if err != nil {
 			b.Fatal(err)
@@ -573,4 +597,5 @@ func BenchmarkHandleCPU(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	model.requireOneCallPerRequest(b, judged)
 }

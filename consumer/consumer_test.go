@@ -30,7 +30,12 @@ type env struct {
 
 func newEnv(t *testing.T, partitions int) env {
 	t.Helper()
-	bootstrap := kafkatest.Broker(t)
+	return newEnvOn(t, kafkatest.Broker(t), partitions)
+}
+
+// newEnvOn is newEnv on the broker at bootstrap.
+func newEnvOn(t *testing.T, bootstrap string, partitions int) env {
+	t.Helper()
 	topic := kafkatest.UniqueTopic(t, "consumer")
 	kafkatest.CreateTopic(t, bootstrap, topic, partitions)
 	return env{bootstrap: bootstrap, topic: topic, group: kafkatest.UniqueTopic(t, "group"), partitions: partitions}
@@ -449,6 +454,8 @@ func TestRunDrainsOnShutdown(t *testing.T) {
 	cfg := e.config(t)
 	cfg.Concurrency = 4
 	cfg.DrainTimeout = time.Second
+	revoked := make(chan struct{})
+	cfg.Hooks.Revoked = func([]int) { close(revoked) }
 	cfg.Hooks.Handled = func(outcome string, _ time.Duration) {
 		n, _ := outcomes.LoadOrStore(outcome, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
@@ -474,7 +481,11 @@ func TestRunDrainsOnShutdown(t *testing.T) {
 	}
 
 	r.cancel()
-	time.Sleep(200 * time.Millisecond) // Run is draining now; fetching has stopped
+	select {
+	case <-revoked: // Run is draining now; fetching has stopped
+	case <-time.After(waitTimeout):
+		t.Fatal("Run did not start draining after the cancel")
+	}
 	close(release)
 	began := time.Now()
 	if err := r.wait(t); err != nil {
@@ -702,10 +713,12 @@ func TestRunStopsOnHandlerFailure(t *testing.T) {
 	}
 }
 
-// TestRunSurvivesBrokerRestart restarts the shared broker between two halves of the stream.
-// Not parallel: the other tests of this package are paused meanwhile.
+// TestRunSurvivesBrokerRestart restarts the broker between two halves of the stream: a broker
+// of the test's own, so that the other tests run on meanwhile.
 func TestRunSurvivesBrokerRestart(t *testing.T) {
-	e := newEnv(t, 2)
+	t.Parallel()
+	broker := kafkatest.OwnBroker(t)
+	e := newEnvOn(t, broker.Addr, 2)
 	const half = 20
 	e.produce(t, e.spread(half)...)
 
@@ -717,7 +730,7 @@ func TestRunSurvivesBrokerRestart(t *testing.T) {
 	waitFor(t, "the first half is committed", func() bool { return commit.get(0) == half/2 && commit.get(1) == half/2 })
 
 	began := time.Now()
-	kafkatest.Restart(t)
+	broker.Restart(t)
 	t.Logf("broker restarted in %s", time.Since(began).Round(time.Millisecond))
 	e.produce(t, e.spread(half)...)
 	waitFor(t, "the second half is committed", func() bool { return commit.get(0) == half && commit.get(1) == half })

@@ -47,17 +47,18 @@ type RetryPolicy struct {
 	MaxElapsed time.Duration
 }
 
+// The defaults of RetryPolicy.
 const (
-	defaultRetryInitial = 500 * time.Millisecond
-	defaultRetryMax     = 30 * time.Second
+	DefaultRetryInitial = 500 * time.Millisecond
+	DefaultRetryMax     = 30 * time.Second
 )
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Initial <= 0 {
-		p.Initial = defaultRetryInitial
+		p.Initial = DefaultRetryInitial
 	}
 	if p.Max <= 0 {
-		p.Max = defaultRetryMax
+		p.Max = DefaultRetryMax
 	}
 	if p.Max < p.Initial {
 		p.Max = p.Initial

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -160,28 +161,37 @@ func TestRetry(t *testing.T) {
 		}
 	})
 	t.Run("a long backoff wakes when the consumer starts draining", func(t *testing.T) {
-		draining := make(chan struct{})
-		ctx := context.WithValue(context.Background(), drainingKey{}, (<-chan struct{})(draining))
-		calls := 0
-		h := func(context.Context, *Message) error { calls++; return errFlaky }
-		done := make(chan error, 1)
-		go func() { done <- Retry(RetryPolicy{Initial: time.Hour, Max: time.Hour}, nil)(h)(ctx, testMessage()) }()
-		time.Sleep(20 * time.Millisecond)
-		close(draining)
-		select {
-		case err := <-done:
+		// On a synctest clock: the drain begins once the retry is asleep in its hour-long
+		// backoff, and the retry must return without the clock moving on.
+		synctest.Test(t, func(t *testing.T) {
+			draining := make(chan struct{})
+			ctx := context.WithValue(context.Background(), drainingKey{}, (<-chan struct{})(draining))
+			calls := 0
+			h := func(context.Context, *Message) error { calls++; return errFlaky }
+			done := make(chan error, 1)
+			go func() { done <- Retry(RetryPolicy{Initial: time.Hour, Max: time.Hour}, nil)(h)(ctx, testMessage()) }()
+			synctest.Wait()
+			began := time.Now()
+			close(draining)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("the retry kept sleeping after the drain began")
+			}
 			if !errors.Is(err, errFlaky) || !errors.Is(err, ErrDraining) {
 				t.Fatalf("err = %v, want it to wrap %v and ErrDraining", err, errFlaky)
 			}
 			if _, ok := PermanentReason(err); ok {
 				t.Error("the drain made the error permanent")
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("the retry kept sleeping after the drain began")
-		}
-		if calls != 1 {
-			t.Errorf("calls = %d, want 1", calls)
-		}
+			if slept := time.Since(began); slept != 0 {
+				t.Errorf("the retry slept %s after the drain began", slept)
+			}
+			if calls != 1 {
+				t.Errorf("calls = %d, want 1", calls)
+			}
+		})
 	})
 	t.Run("MaxElapsed gives up", func(t *testing.T) {
 		calls := 0

@@ -13,6 +13,7 @@ import (
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/opsscript"
 	"rulevalidator/internal/synthdoc"
+	"rulevalidator/internal/testtier"
 )
 
 // TestRealServerWindowIsLearned runs against the local model server
@@ -22,7 +23,11 @@ import (
 // names its window, and the engine judges again within it. A second request
 // then makes no refused call. A server whose window holds the default judges
 // without a refusal.
+//
+// It is in the real-model tier (bash ops/test.sh --real-model, testtier.RequireRealModel):
+// a release, and a change to the prompt, the local stack or the checks, must pass it.
 func TestRealServerWindowIsLearned(t *testing.T) {
+	testtier.RequireRealModel(t)
 	baseURL := os.Getenv("OPENAI_BASE_URL")
 	if baseURL == "" {
 		opsscript.Unavailable(t, "Model server", "OPENAI_BASE_URL is not set (run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url))")

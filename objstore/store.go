@@ -161,20 +161,18 @@ func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, Obj
 	if err := checkKey(key); err != nil {
 		return nil, ObjectInfo{}, &OpError{Op: "get", URI: uri, Err: err}
 	}
-	var obj *minio.Object
+	// One GET whose headers and body are the same version: minio.Object would ask for the
+	// headers with a HEAD and then the body with a GET conditional on the HEAD's ETag, which
+	// fails (412) when the object is replaced between the two, before its first byte.
+	core := minio.Core{Client: s.client}
+	var body io.ReadCloser
 	var stat minio.ObjectInfo
 	err := s.retry(ctx, "get", uri, func() error {
-		o, err := s.client.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
+		b, st, _, err := core.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
 		if err != nil {
 			return err
 		}
-		// Stat sends the GET and waits for its headers, so a missing object shows here.
-		st, err := o.Stat()
-		if err != nil {
-			o.Close()
-			return err
-		}
-		obj, stat = o, st
+		body, stat = b, st
 		return nil
 	})
 	if errors.Is(err, ErrNotFound) && !s.bucketExists(ctx, bucket) {
@@ -185,7 +183,7 @@ func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, Obj
 	if err != nil {
 		return nil, ObjectInfo{}, err
 	}
-	return obj, ObjectInfo{
+	return body, ObjectInfo{
 		Bucket:       bucket,
 		Key:          key,
 		URI:          uri,
@@ -216,20 +214,9 @@ func (s *Store) GetBytesInfo(ctx context.Context, key string) ([]byte, ObjectInf
 	return s.getBytes(ctx, s.cfg.Bucket, key)
 }
 
-// getBytes reads an object whole. An object replaced while it is read (the body's later
-// requests carry If-Match, and fail) is read again, so that the bytes are one version's.
+// getBytes reads an object whole, from one response: the bytes are one version's, the
+// version current when the read began, even while the object is being replaced.
 func (s *Store) getBytes(ctx context.Context, bucket, key string) ([]byte, ObjectInfo, error) {
-	for attempt := 1; ; attempt++ {
-		data, info, err := s.readWhole(ctx, bucket, key)
-		var resp minio.ErrorResponse
-		if err == nil || attempt >= s.cfg.MaxAttempts || !errors.As(err, &resp) || resp.Code != "PreconditionFailed" {
-			return data, info, err
-		}
-		s.log.InfoContext(ctx, "object storage object replaced while it was read; reading it again", "uri", info.URI, "attempt", attempt)
-	}
-}
-
-func (s *Store) readWhole(ctx context.Context, bucket, key string) ([]byte, ObjectInfo, error) {
 	body, info, err := s.get(ctx, bucket, key)
 	if err != nil {
 		return nil, info, err

@@ -176,7 +176,9 @@ tool() {
 wait_ready() {
   local deadline=$((SECONDS + KAFKA_START_TIMEOUT))
   until port_busy "$KAFKA_PORT" && grep -q 'Kafka Server started' "$LOGFILE" 2>/dev/null; do
-    if ! running; then
+    # Alive is enough here: until nohup and setsid have exec'd java, the pid's command line
+    # is theirs, and running (which checks for kafka.Kafka) would call a starting broker dead.
+    if ! pid_alive "$PIDFILE"; then
       tail -30 "$LOGFILE" >&2 || true
       die "the broker exited while starting (full log: $LOGFILE)"
     fi

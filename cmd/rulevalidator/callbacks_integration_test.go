@@ -112,6 +112,7 @@ func groupCommitted(t *testing.T, bootstrap, group, topic string, partitions int
 // retried, and request B is judged during the drain; after the restart the
 // receiver answers 200 and gets both callbacks, signed, with the verdicts.
 func TestServeCallbacksSurviveSIGTERM(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 2)
 	callbacks := e.callbacks
 	callbackGroup := e.group + ".callbacks"
@@ -160,6 +161,8 @@ func TestServeCallbacksSurviveSIGTERM(t *testing.T) {
 	if code := first.wait(t, 40*time.Second); code != exitOK {
 		t.Fatalf("exit status %d after SIGTERM, want %d", code, exitOK)
 	}
+	// Published before the exit; the watcher may read it a moment later.
+	waitUntil(t, waitLimit, "B's summary, published by the drain, is read", func() bool { return summaryLog.keys()[reqB.RequestID] > 0 })
 	if got := summaryLog.keys(); got[reqB.RequestID] != 1 {
 		t.Fatalf("B's summary published %d times by the drain, want once", got[reqB.RequestID])
 	}

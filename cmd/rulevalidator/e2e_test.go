@@ -12,13 +12,18 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/testtier"
 )
 
 // TestValidateAgainstRealModel runs the example through a real
 // OpenAI-compatible server: the local llama.cpp server that ops/llm.sh starts
 // (ops/test.sh starts it and sets OPENAI_BASE_URL). It asserts the output
 // contract, not the model's judgement.
+//
+// It is in the real-model tier (bash ops/test.sh --real-model, testtier.RequireRealModel):
+// a release, and a change to the prompt, the local stack or the checks, must pass it.
 func TestValidateAgainstRealModel(t *testing.T) {
+	testtier.RequireRealModel(t)
 	realModelURL(t)
 
 	// A corrective re-ask carries the first answer back to the model, so its
@@ -94,8 +99,10 @@ func TestValidateAgainstRealModel(t *testing.T) {
 	}
 }
 
+// ping asks the model server for its models. The local server answers one request at a time,
+// so the answer waits for any generation in progress, another test's or another user's.
 func ping(baseURL string) error {
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Minute}
 	resp, err := client.Get(strings.TrimSuffix(baseURL, "/") + "/models")
 	if err != nil {
 		return err

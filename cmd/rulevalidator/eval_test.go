@@ -11,6 +11,7 @@ import (
 
 	"rulevalidator/eval"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/testtier"
 )
 
 const evalDataset = "../../examples/eval/edgar-nda"
@@ -86,6 +87,7 @@ func runEvalCLI(t *testing.T, fake *llmfake.Server, args ...string) (code int, s
 }
 
 func TestEvalCLIReportsAndGates(t *testing.T) {
+	t.Parallel()
 	fake := llmfake.New()
 	defer fake.Close()
 	fake.Enqueue(labelledReplies(t, evalCases, false)...)
@@ -170,6 +172,7 @@ func TestEvalCLICountsEveryHTTPAttempt(t *testing.T) {
 }
 
 func TestEvalCLIRejectsBadArguments(t *testing.T) {
+	t.Parallel()
 	bad := t.TempDir()
 	manifest := "name: x\ncases:\n  - id: c\n    input: missing.yaml\n    labels: [{rule_id: r, boolean_output: true}]\n"
 	if err := os.WriteFile(filepath.Join(bad, "dataset.yaml"), []byte(manifest), 0o644); err != nil {
@@ -213,7 +216,11 @@ func TestEvalCLIRejectsBadArguments(t *testing.T) {
 // TestEvalAgainstRealModel runs eval with the baseline on part of the shipped
 // dataset against the local model (ops/test.sh starts it and sets
 // OPENAI_BASE_URL). It asserts that the scoring works, not a level.
+//
+// It is in the real-model tier (bash ops/test.sh --real-model, testtier.RequireRealModel):
+// a release, and a change to the prompt, the local stack or the checks, must pass it.
 func TestEvalAgainstRealModel(t *testing.T) {
+	testtier.RequireRealModel(t)
 	realModelURL(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,29 @@ func metricLine(t *testing.T, ops, series string) string {
 	return ""
 }
 
+// retriesSeen is how many times the service has handed a request back to be retried
+// (rulevalidator_requests_consumed_total{outcome="retry"}).
+func retriesSeen(t *testing.T, ops string) int {
+	t.Helper()
+	const series = `rulevalidator_requests_consumed_total{outcome="retry"}`
+	line := metricLine(t, ops, series)
+	if line == "" {
+		return 0
+	}
+	n, err := strconv.ParseFloat(strings.TrimPrefix(line, series+" "), 64)
+	if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	return int(n)
+}
+
+// waitRetried waits until the held requests were retried n more times than now.
+func waitRetried(t *testing.T, ops string, n int) {
+	t.Helper()
+	from := retriesSeen(t, ops)
+	waitUntil(t, waitLimit, fmt.Sprintf("%d more retries of the held requests", n), func() bool { return retriesSeen(t, ops) >= from+n })
+}
+
 // waitHeld waits until /readyz fails naming cause and the metric says the cause holds.
 func waitHeld(t *testing.T, ops, cause string) {
 	t.Helper()
@@ -79,6 +104,7 @@ func waitResumed(t *testing.T, ops, cause string) {
 // or published, /readyz names model_auth and the metric is 1; once the key is accepted
 // again, consumption resumes by itself and every request completes.
 func TestServeModelAuthFaultHolds(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	ops := freeAddr(t)
 	summaryLog := e.watch(t, e.summaries, 1)
@@ -89,7 +115,7 @@ func TestServeModelAuthFaultHolds(t *testing.T) {
 	p := e.startInProcess(t, "--ops-addr", ops)
 
 	waitHeld(t, "http://"+ops, "model_auth")
-	time.Sleep(3 * time.Second) // several retries of the held requests
+	waitRetried(t, "http://"+ops, 5)
 	if n, m := deadLog.len(), summaryLog.len(); n != 0 || m != 0 {
 		t.Fatalf("while the key was refused: %d dead letters and %d summaries, want none", n, m)
 	}
@@ -133,6 +159,7 @@ func claimCheckedRequest(t *testing.T, id, uri string) (*schemas.Request, []byte
 // the request completes once the fault is fixed (the secret by a restart with the right one, the
 // bucket by creating it).
 func TestServeStorageFaultsHold(t *testing.T) {
+	t.Parallel()
 	endpoint, accessKey, secretKey := s3test.Endpoint(t)
 
 	t.Run("wrong secret", func(t *testing.T) {
@@ -149,7 +176,7 @@ func TestServeStorageFaultsHold(t *testing.T) {
 		p := e.startInProcess(t, "--ops-addr", ops, "--s3-endpoint", endpoint, "--s3-access-key", accessKey,
 			"--s3-secret-key", secretKey+"-rotated", "--s3-bucket", store.Bucket())
 		waitHeld(t, "http://"+ops, "storage_auth")
-		time.Sleep(2 * time.Second)
+		waitRetried(t, "http://"+ops, 3)
 		if n, m := deadLog.len(), summaryLog.len(); n != 0 || m != 0 {
 			t.Fatalf("with the wrong secret: %d dead letters and %d summaries, want none", n, m)
 		}
@@ -183,7 +210,7 @@ func TestServeStorageFaultsHold(t *testing.T) {
 		e.startInProcess(t, "--ops-addr", ops, "--s3-endpoint", endpoint, "--s3-access-key", accessKey,
 			"--s3-secret-key", secretKey, "--s3-bucket", bucket)
 		waitHeld(t, "http://"+ops, "storage_bucket")
-		time.Sleep(2 * time.Second)
+		waitRetried(t, "http://"+ops, 3)
 		if n, m := deadLog.len(), summaryLog.len(); n != 0 || m != 0 {
 			t.Fatalf("with the bucket missing: %d dead letters and %d summaries, want none", n, m)
 		}
@@ -215,6 +242,7 @@ func TestServeStorageFaultsHold(t *testing.T) {
 // --request-timeout is tried --request-timeout-attempts times, then dead-lettered as timeout
 // with a failed summary, and the request behind it on the partition is judged.
 func TestServeRequestTimeoutDeadLettered(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	summaryLog := e.watch(t, e.summaries, 1)
 	deadLog := e.watch(t, e.deadLetters, 1)
@@ -258,6 +286,7 @@ func TestServeRequestTimeoutDeadLettered(t *testing.T) {
 // sending one request_id are each judged (the second is not answered from the first's cached
 // result) and each get their own summary and verdicts, with tenant-scoped event ids.
 func TestServeTenantsShareARequestID(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	verdictLog := e.watch(t, e.verdicts, 1)
 	summaryLog := e.watch(t, e.summaries, 1)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestHealthcheck(t *testing.T) {
+	t.Parallel()
 	status := http.StatusOK
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/readyz" {

@@ -102,7 +102,12 @@ type serveEnv struct {
 // exampleReply at once.
 func newServeEnv(t *testing.T, partitions int) *serveEnv {
 	t.Helper()
-	bootstrap := kafkatest.Broker(t)
+	return newServeEnvOn(t, kafkatest.Broker(t), partitions)
+}
+
+// newServeEnvOn is newServeEnv on the broker at bootstrap.
+func newServeEnvOn(t *testing.T, bootstrap string, partitions int) *serveEnv {
+	t.Helper()
 	e := &serveEnv{
 		bootstrap:   bootstrap,
 		group:       kafkatest.UniqueTopic(t, "group"),
@@ -165,6 +170,11 @@ func (e *serveEnv) args(extra ...string) []string {
 		"--llm-instructions", "system", // scripted replies answer judging calls only
 		"--concurrency", "4",
 		"--drain-timeout", "20s",
+		// Production waits, shrunk: a killed member's partitions move after 6 s (the broker's
+		// least), and a request that failed transiently is tried again within half a second.
+		"--session-timeout", "6s",
+		"--retry-backoff", "20ms",
+		"--retry-backoff-max", "500ms",
 		"--log-format", "text",
 		// No public API (it needs token keys); the operations listener on any free port.
 		"--http-addr=",

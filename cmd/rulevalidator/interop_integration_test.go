@@ -23,6 +23,7 @@ import (
 // verdicts and the summary and fastavro decodes them, choosing the schema by that header.
 // Both sides must read every field alike.
 func TestInteropServePythonClients(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 3)
 	python := pythonClients(t)
 	requestLog := e.watch(t, e.requests, e.partitions)

@@ -17,6 +17,7 @@ import (
 // completed with its verdicts, byte for byte as A answers it, on the public
 // and the internal route. Both stop; one starts again and answers the same.
 func TestServeJobStatusSharedAndDurable(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	// Slow enough to see the job pending on the other replica first.
 	e.llm.SetDefault(exampleReply(t, 2*time.Second))
@@ -127,6 +128,7 @@ func TestServeJobStatusSharedAndDurable(t *testing.T) {
 // says at start that job status is per replica and lost on restart, and
 // answers its own submissions from the events it reads back.
 func TestServeJobStatusInMemoryWithoutStorage(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	p := e.startInProcess(t, append(e.serveArgs(), "--s3-endpoint=")...)
 	waitUntil(t, waitLimit, "the public listener", func() bool {

@@ -13,6 +13,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/plan"
 	"rulevalidator/internal/synthdoc"
+	"rulevalidator/internal/testtier"
 )
 
 // TestValidateLongDocumentAgainstRealModel judges, with the real local
@@ -22,7 +23,11 @@ import (
 // declared with --llm-context-tokens, so any server whose own window is at
 // least that large will do (ops/llm.sh start with LLM_CTX=2048 runs one that
 // is exactly that large).
+//
+// It is in the real-model tier (bash ops/test.sh --real-model, testtier.RequireRealModel):
+// a release, and a change to the prompt, the local stack or the checks, must pass it.
 func TestValidateLongDocumentAgainstRealModel(t *testing.T) {
+	testtier.RequireRealModel(t)
 	realModelURL(t)
 
 	full, err := readFile(exampleRuleset, engine.ParseRuleset)

@@ -40,6 +40,7 @@ func insufficientAnswers(req llmfake.Request) llmfake.Reply {
 // a document too long for the window in several calls, each within it, and
 // the JSON result says how many and on which pages each rule was judged.
 func TestValidateSplitsALongDocument(t *testing.T) {
+	t.Parallel()
 	example, err := readFile(exampleInput, engine.ParseInputs)
 	if err != nil {
 		t.Fatal(err)

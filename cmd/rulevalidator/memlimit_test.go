@@ -8,6 +8,7 @@ import (
 )
 
 func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		configured int

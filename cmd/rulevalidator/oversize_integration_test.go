@@ -23,6 +23,7 @@ import (
 // the original's copy in object storage, with its length and SHA-256. The request behind it
 // on the partition is judged and everything is committed.
 func TestServeOversizedRequestDeadLettered(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	kafkatest.SetTopicConfig(t, e.bootstrap, e.requests, map[string]string{"max.message.bytes": strconv.Itoa(8 << 20)})
 	store := s3test.Store(t)

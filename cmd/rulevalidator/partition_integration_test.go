@@ -21,6 +21,7 @@ import (
 // partitioner lands on one partition, the one the Java client's default partitioner picks, so
 // that per-key order holds however a request was sent.
 func TestOneRequestIDOnePartition(t *testing.T) {
+	t.Parallel()
 	bootstrap := kafkatest.Broker(t)
 	python := pythonClients(t)
 	const partitions = 12

@@ -186,6 +186,7 @@ func wantRequest(id, tenant string, submitted time.Time) *schemas.Request {
 }
 
 func TestProduceReadsYAMLAsJSON(t *testing.T) {
+	t.Parallel()
 	fromJSON, err := readRequestFile(opWriteFile(t, "r.json", requestDoc))
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +222,7 @@ func TestProduceReadsYAMLAsJSON(t *testing.T) {
 }
 
 func TestProduceRequestCopies(t *testing.T) {
+	t.Parallel()
 	base := wantRequest("", "t", time.Now())
 	ids := func(reqs []*schemas.Request) []string {
 		var out []string
@@ -248,6 +250,7 @@ func TestProduceRequestCopies(t *testing.T) {
 }
 
 func TestProduceTraceparent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in    string
 		valid bool
@@ -273,6 +276,7 @@ func TestProduceTraceparent(t *testing.T) {
 
 // TestProduceInvalid runs without a broker: every check happens before Kafka is contacted.
 func TestProduceInvalid(t *testing.T) {
+	t.Parallel()
 	badInline := strings.Replace(requestDoc, `"ruleset_ref": {"id": "contract-review", "version": "1.0.0"},`,
 		`"inline_ruleset": {"id": "x", "rules": [{"rule_id": "a", "rule_text": "t", "type": "numerical", "weight": -1}]},`, 1)
 	unreachable := []string{"--brokers", "127.0.0.1:1"}
@@ -322,6 +326,7 @@ func TestProduceInvalid(t *testing.T) {
 }
 
 func TestProduceWritesTheRequest(t *testing.T) {
+	t.Parallel()
 	bootstrap := kafkatest.Broker(t)
 	topic := kafkatest.UniqueTopic(t, "requests")
 	kafkatest.CreateTopic(t, bootstrap, topic, 3)
@@ -371,6 +376,7 @@ func TestProduceWritesTheRequest(t *testing.T) {
 }
 
 func TestProduceCount(t *testing.T) {
+	t.Parallel()
 	bootstrap := kafkatest.Broker(t)
 	topic := kafkatest.UniqueTopic(t, "requests")
 	kafkatest.CreateTopic(t, bootstrap, topic, 2)
@@ -407,6 +413,7 @@ func TestProduceCount(t *testing.T) {
 }
 
 func TestProduceInvalidWritesNothing(t *testing.T) {
+	t.Parallel()
 	bootstrap := kafkatest.Broker(t)
 	topic := kafkatest.UniqueTopic(t, "requests")
 	kafkatest.CreateTopic(t, bootstrap, topic, 1)
@@ -437,6 +444,7 @@ func TestProduceInvalidWritesNothing(t *testing.T) {
 // TestProduceAndTailConfluent writes a request in the Confluent wire format and reads it back
 // with tail, with the registry (decoded) and without it (printed as undecodable).
 func TestProduceAndTailConfluent(t *testing.T) {
+	t.Parallel()
 	bootstrap := kafkatest.Broker(t)
 	topic := kafkatest.UniqueTopic(t, "requests")
 	kafkatest.CreateTopic(t, bootstrap, topic, 1)

@@ -12,6 +12,7 @@ import (
 // them, and nothing else. RULEVALIDATOR_PRINT_REFERENCE=1 prints the table
 // to paste.
 func TestREADMEListsEveryServeSetting(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func configurationRows(t *testing.T, readme string) []string {
 // TestConfigurationRowsCatchMistakes: the check above sees a duplicated
 // row and a row the code does not define.
 func TestConfigurationRowsCatchMistakes(t *testing.T) {
+	t.Parallel()
 	readme := "text\n\n| flag / config key | environment | default | meaning |\n| --- | --- | --- | --- |\n| `--a` | A | `1` | a |\n| `--a` | A | `1` | a |\n\nafter\n| `--b` | B | `2` | b |\n"
 	rows := configurationRows(t, readme)
 	if len(rows) != 2 || rows[0] != rows[1] || strings.Contains(strings.Join(rows, ""), "--b") {

@@ -55,6 +55,7 @@ func inputVariants(t *testing.T) []struct{ name, inputs string } {
 // its status route; and that reports asked for (the example ruleset asks)
 // are skipped, not failed, without storage.
 func TestRequestShapesOnEveryPath(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	var args []string
 	for i := 0; i < len(e.serveArgs()); i++ {
@@ -296,6 +297,7 @@ func verdictsOf(t *testing.T, rules []engine.Verdict, agg engine.Aggregate) []by
 // on the status route, and stores the report the ruleset asks for, which the
 // internal download route serves for the job's tenant only.
 func TestServeExecuteAsyncEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	e.startInProcess(t, e.serveArgs()...)
 	public := "http://" + e.httpAddr

@@ -25,6 +25,7 @@ rules:
 `
 
 func TestRulesetsCheck(t *testing.T) {
+	t.Parallel()
 	bad := opWriteFile(t, "broken.yaml", invalidRuleset)
 	noID := opWriteFile(t, "inline.yaml", "rules:\n  - {rule_id: a, rule_text: Say hi.}\n")
 	for _, tc := range []struct {
@@ -72,6 +73,7 @@ func TestRulesetsCheck(t *testing.T) {
 }
 
 func TestRulesetsUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args   []string
 		code   int
@@ -96,6 +98,7 @@ func TestRulesetsUsage(t *testing.T) {
 }
 
 func TestRulesetsPublishAndList(t *testing.T) {
+	t.Parallel()
 	bootstrap := kafkatest.Broker(t)
 	topic := kafkatest.UniqueTopic(t, "rulesets")
 	kafkatest.CreateTopic(t, bootstrap, topic, 2)

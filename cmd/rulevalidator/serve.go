@@ -46,6 +46,9 @@ type serveConfig struct {
 	maxBytesInFlight  int
 	memoryLimit       int
 	drainTimeout      time.Duration
+	sessionTimeout    time.Duration
+	retryBackoff      time.Duration
+	retryBackoffMax   time.Duration
 	requestTimeout    time.Duration
 	timeoutAttempts   int
 	cacheEntries      int
@@ -90,6 +93,9 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", "67108864", "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3x its record (record, decoded request, prompt); a larger request is taken on alone. 64 MiB keeps a process under 256 MB RSS with 1 MB documents (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
+	s.duration(&cfg.sessionTimeout, "session-timeout", "RULEVALIDATOR_SESSION_TIMEOUT", consumer.DefaultSessionTimeout.String(), "how long the consumer groups wait for a member that stopped heartbeating (a killed replica) before its partitions go to the others; within the broker's group.min/max.session.timeout.ms (6s to 30m by default)")
+	s.duration(&cfg.retryBackoff, "retry-backoff", "RULEVALIDATOR_RETRY_BACKOFF", consumer.DefaultRetryInitial.String(), "pause before a request that failed transiently (model, broker or object storage unavailable, an environment fault) is handled again; doubled after each failure, up to --retry-backoff-max")
+	s.duration(&cfg.retryBackoffMax, "retry-backoff-max", "RULEVALIDATOR_RETRY_BACKOFF_MAX", consumer.DefaultRetryMax.String(), "longest pause between two attempts at a request that fails transiently")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
 	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", "3", "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
 	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", "1024", "recent results kept to answer redeliveries without the model (0 disables)")
@@ -149,6 +155,15 @@ func (c *serveConfig) validate() error {
 	}
 	if c.requestsTopic == "" {
 		errs = append(errs, errors.New("--requests-topic is required"))
+	}
+	if c.sessionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--session-timeout: %s must be positive", c.sessionTimeout))
+	}
+	if c.retryBackoff <= 0 {
+		errs = append(errs, fmt.Errorf("--retry-backoff: %s must be positive", c.retryBackoff))
+	}
+	if c.retryBackoffMax < c.retryBackoff {
+		errs = append(errs, fmt.Errorf("--retry-backoff-max: %s must be at least --retry-backoff (%s)", c.retryBackoffMax, c.retryBackoff))
 	}
 	if c.requestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout: %s must be positive", c.requestTimeout))
@@ -375,7 +390,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 
 	handler := consumer.Chain(pipe.Handle,
 		pipe.ReleaseHolds,
-		consumer.Retry(consumer.RetryPolicy{}, logger),
+		consumer.Retry(consumer.RetryPolicy{Initial: cfg.retryBackoff, Max: cfg.retryBackoffMax}, logger),
 		consumer.DeadLetter(svc.metrics.CountDeadLetters(prod), logger),
 		consumer.Recover(logger),
 	)
@@ -387,6 +402,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		MaxBytesInFlight: int64(cfg.maxBytesInFlight),
 		Cost:             pipeline.Cost,
 		DrainTimeout:     cfg.drainTimeout,
+		SessionTimeout:   cfg.sessionTimeout,
 		Logger:           logger,
 		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
 	}, handler)
@@ -418,13 +434,14 @@ func callbackConsumer(cfg serveConfig, svc *services, logger *slog.Logger) (*con
 	hooks := svc.metrics.ConsumerHooks(cfg.callbacksTopic)
 	hooks.InFlight, hooks.Handled = nil, nil
 	c, err := consumer.New(consumer.Config{
-		Client:       svc.kafka,
-		GroupID:      cfg.callbackGroupID(),
-		Topic:        cfg.callbacksTopic,
-		Concurrency:  cfg.http.callbackConcurrency,
-		DrainTimeout: cfg.drainTimeout,
-		Logger:       logger,
-		Hooks:        hooks,
+		Client:         svc.kafka,
+		GroupID:        cfg.callbackGroupID(),
+		Topic:          cfg.callbacksTopic,
+		Concurrency:    cfg.http.callbackConcurrency,
+		DrainTimeout:   cfg.drainTimeout,
+		SessionTimeout: cfg.sessionTimeout,
+		Logger:         logger,
+		Hooks:          hooks,
 	}, outbox.Handler(svc.notifier, logger))
 	if err != nil {
 		return nil, fmt.Errorf("%w: callbacks: %v", errConfig, err)

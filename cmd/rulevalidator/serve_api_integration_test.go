@@ -150,6 +150,7 @@ func httpDo(t *testing.T, method, url, token string, body []byte) (int, http.Hea
 // Kafka, polled to completion, report stored in S3 and downloaded through the
 // API (and refused to another tenant), callback signed, metrics moving.
 func TestServeHTTPSubmitPollReportCallbackMetrics(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	e.startInProcess(t, e.serveArgs()...)
 	ops := "http://" + e.opsAddr
@@ -268,6 +269,7 @@ func TestServeHTTPSubmitPollReportCallbackMetrics(t *testing.T) {
 
 // A broken dependency shows on /readyz while /healthz stays up.
 func TestServeReadinessReportsBrokenModel(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	e.startInProcess(t, append(e.serveArgs(), "--llm-base-url", "http://127.0.0.1:1/v1")...)
 	ops := "http://" + e.opsAddr
@@ -288,6 +290,7 @@ func TestServeReadinessReportsBrokenModel(t *testing.T) {
 // (pages split at form feeds) and judged like an inline one; a missing object
 // or another bucket dead-letters the request as invalid input.
 func TestServeClaimCheckedDocuments(t *testing.T) {
+	t.Parallel()
 	e := newAPIEnv(t)
 	ctx := t.Context()
 	store := s3test.Store(t)

@@ -46,6 +46,10 @@ type httpConfig struct {
 	// callback topic; callbackAttempts is each one's retry budget.
 	callbackConcurrency int
 	callbackAttempts    int
+	// callbackBackoff is the wait after a callback's first failed attempt,
+	// doubled after each further one up to callbackBackoffMax.
+	callbackBackoff    time.Duration
+	callbackBackoffMax time.Duration
 }
 
 // httpSettings binds the HTTP-side settings of serve.
@@ -66,7 +70,9 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.boolean(&c.callbackLocal, "callback-allow-private", "RULEVALIDATOR_CALLBACK_ALLOW_PRIVATE", "false", "allow callbacks to loopback and private addresses (local development only)")
 	s.str(&c.callbackGroup, "callback-group", "RULEVALIDATOR_CALLBACK_GROUP", "", "consumer group that delivers the callbacks topic; empty: the --group-id followed by .callbacks")
 	s.integer(&c.callbackConcurrency, "callback-concurrency", "RULEVALIDATOR_CALLBACK_CONCURRENCY", "16", "callbacks delivered at once by this process; one waiting to retry holds its place")
-	s.integer(&c.callbackAttempts, "callback-attempts", "RULEVALIDATOR_CALLBACK_ATTEMPTS", "6", "attempts per callback (backoff 1s doubling to 1m) before it is given up and committed")
+	s.integer(&c.callbackAttempts, "callback-attempts", "RULEVALIDATOR_CALLBACK_ATTEMPTS", "6", "attempts per callback (with --callback-backoff between them) before it is given up and committed")
+	s.duration(&c.callbackBackoff, "callback-backoff", "RULEVALIDATOR_CALLBACK_BACKOFF", "1s", "wait after a callback's first failed attempt; doubled after each further one, up to --callback-backoff-max")
+	s.duration(&c.callbackBackoffMax, "callback-backoff-max", "RULEVALIDATOR_CALLBACK_BACKOFF_MAX", "1m", "longest wait between two attempts at a callback, a longer Retry-After included")
 }
 
 func (c *httpConfig) validate() error {
@@ -91,6 +97,12 @@ func (c *httpConfig) validate() error {
 	}
 	if c.callbackAttempts < 1 {
 		errs = append(errs, fmt.Errorf("--callback-attempts: %d must be at least 1", c.callbackAttempts))
+	}
+	if c.callbackBackoff <= 0 {
+		errs = append(errs, fmt.Errorf("--callback-backoff: %s must be positive", c.callbackBackoff))
+	}
+	if c.callbackBackoffMax < c.callbackBackoff {
+		errs = append(errs, fmt.Errorf("--callback-backoff-max: %s must be at least --callback-backoff (%s)", c.callbackBackoffMax, c.callbackBackoff))
 	}
 	return errors.Join(errs...)
 }
@@ -124,6 +136,8 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 			AllowHosts:   cfg.http.callbackHosts,
 			AllowPrivate: cfg.http.callbackLocal,
 			MaxAttempts:  cfg.http.callbackAttempts,
+			BaseDelay:    cfg.http.callbackBackoff,
+			MaxDelay:     cfg.http.callbackBackoffMax,
 			Logger:       logger,
 			OnDone:       m.ObserveCallback,
 		})

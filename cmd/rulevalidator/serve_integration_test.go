@@ -29,6 +29,7 @@ import (
 // TestServeEndToEnd produces requests, runs the service and checks every field and header of
 // what it publishes, where it publishes it, and that the group's offsets reach the end.
 func TestServeEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 3)
 	verdictLog := e.watch(t, e.verdicts, e.partitions)
 	summaryLog := e.watch(t, e.summaries, e.partitions)
@@ -308,6 +309,7 @@ func equalPtr[T comparable](a, b *T) bool {
 // lands in the dead-letter topic, byte for byte, with its position and reason; decodable
 // ones also get a failed summary; the good requests are judged all the same.
 func TestServeDeadLetters(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	requestLog := e.watch(t, e.requests, 1)
 	verdictLog := e.watch(t, e.verdicts, 1)
@@ -447,6 +449,7 @@ func TestServeDeadLetters(t *testing.T) {
 // TestServeRedeliveryAnsweredFromCache produces one request twice: the model is asked once
 // and both publications are the same bytes.
 func TestServeRedeliveryAnsweredFromCache(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 3)
 	verdictLog := e.watch(t, e.verdicts, e.partitions)
 	summaryLog := e.watch(t, e.summaries, e.partitions)
@@ -486,6 +489,7 @@ func TestServeRedeliveryAnsweredFromCache(t *testing.T) {
 // TestServeRequestTimeout bounds a request's work by --request-timeout: a model call that
 // outlasts it is abandoned and retried, and the retry's answer is published.
 func TestServeRequestTimeout(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	summaryLog := e.watch(t, e.summaries, 1)
 	e.llm.Enqueue(exampleReply(t, 20*time.Second))
@@ -508,6 +512,7 @@ func TestServeRequestTimeout(t *testing.T) {
 // TestServeRulesetFromTopic resolves rulesets published to the compacted rulesets topic:
 // the latest version, a pinned one, and a version nobody published.
 func TestServeRulesetFromTopic(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 1)
 	rulesets := kafkatest.UniqueTopic(t, "rulesets")
 	kafkatest.CreateTopic(t, e.bootstrap, rulesets, 1)
@@ -578,6 +583,7 @@ func TestServeRulesetFromTopic(t *testing.T) {
 // restarts it: every request gets its summary, and an event published twice (its request was
 // judged again because its offset was not committed yet) is the same event both times.
 func TestServeSIGKILLLosesNothing(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 3)
 	e.llm.SetDefault(exampleReply(t, 200*time.Millisecond))
 	verdictLog := e.watch(t, e.verdicts, e.partitions)
@@ -629,6 +635,7 @@ func TestServeSIGKILLLosesNothing(t *testing.T) {
 // finish, their offsets are committed, the exit status is 0, and a restart judges only the
 // requests that had not been taken on.
 func TestServeSIGTERMDrains(t *testing.T) {
+	t.Parallel()
 	e := newServeEnv(t, 3)
 	e.llm.SetDefault(exampleReply(t, 1500*time.Millisecond))
 	summaryLog := e.watch(t, e.summaries, e.partitions)
@@ -687,9 +694,11 @@ func TestServeSIGTERMDrains(t *testing.T) {
 
 // TestServeSurvivesBrokerRestart restarts the broker while the service works through a batch;
 // every request is judged afterwards, those produced after the restart included. The broker
-// is shared with every test running at the time, so this is the only test that restarts it.
+// is the test's own, so that the other tests run on meanwhile.
 func TestServeSurvivesBrokerRestart(t *testing.T) {
-	e := newServeEnv(t, 3)
+	t.Parallel()
+	broker := kafkatest.OwnBroker(t)
+	e := newServeEnvOn(t, broker.Addr, 3)
 	e.llm.SetDefault(exampleReply(t, 100*time.Millisecond))
 	verdictLog := e.watch(t, e.verdicts, e.partitions)
 	summaryLog := e.watch(t, e.summaries, e.partitions)
@@ -703,7 +712,7 @@ func TestServeSurvivesBrokerRestart(t *testing.T) {
 	svc := e.startInProcess(t, "--concurrency", "2")
 	waitUntil(t, waitLimit, "5 summaries", func() bool { return summaryLog.len() >= 5 })
 	beforeRestart := summaryLog.len()
-	kafkatest.Restart(t)
+	broker.Restart(t)
 	afterRestart := summaryLog.len()
 	ids = append(ids, batch("after", 10)...)
 
@@ -720,6 +729,7 @@ func TestServeSurvivesBrokerRestart(t *testing.T) {
 // TestServeConfigErrors checks that bad settings stop `serve` at start with exit status 2 and
 // a message naming the setting.
 func TestServeConfigErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	configFile := filepath.Join(dir, "serve.yaml")
 	if err := os.WriteFile(configFile, []byte("concurrency: 4\nconcurrancy: 8\n"), 0o600); err != nil {
@@ -753,6 +763,10 @@ func TestServeConfigErrors(t *testing.T) {
 		{"callbacks without a topic", []string{"--callback-secret", strings.Repeat("s", 32), "--callbacks-topic="}, []string{"--callback-secret is set but --callbacks-topic is empty"}},
 		{"callbacks on the summaries topic", []string{"--callback-secret", strings.Repeat("s", 32), "--callbacks-topic", "rulevalidator.summaries"}, []string{`--callbacks-topic "rulevalidator.summaries" must be a topic of its own`}},
 		{"callbacks in the requests' group", []string{"--callback-secret", strings.Repeat("s", 32), "--callback-group", "rulevalidator"}, []string{`--callback-group "rulevalidator" must differ from --group-id`}},
+		{"zero session timeout", []string{"--session-timeout", "0s"}, []string{"--session-timeout: 0s must be positive"}},
+		{"zero retry backoff", []string{"--retry-backoff", "0s"}, []string{"--retry-backoff: 0s must be positive"}},
+		{"retry backoff over its cap", []string{"--retry-backoff", "2s", "--retry-backoff-max", "1s"}, []string{"--retry-backoff-max: 1s must be at least --retry-backoff (2s)"}},
+		{"callback backoff over its cap", []string{"--callback-backoff", "0s", "--callback-backoff-max", "-1s"}, []string{"--callback-backoff: 0s must be positive", "--callback-backoff-max: -1s must be at least --callback-backoff (0s)"}},
 		{"zero callback attempts", []string{"--callback-attempts", "0", "--callback-concurrency", "0"}, []string{"--callback-attempts: 0 must be at least 1", "--callback-concurrency: 0 must be at least 1"}},
 	}
 	for _, tt := range tests {

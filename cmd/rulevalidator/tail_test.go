@@ -86,6 +86,7 @@ func tailDeadLetter() schemas.DeadLetter {
 }
 
 func TestTailLines(t *testing.T) {
+	t.Parallel()
 	v := tailVerdicts("r-1")
 	failed := schemas.SummaryEvent{RequestID: "r-3", RulesetID: "contract-review", Status: schemas.StatusFailed,
 		Error: &schemas.SummaryError{Code: schemas.ReasonUnknownRuleset, Message: `unknown ruleset "contract-review" version "9"`}}
@@ -139,6 +140,7 @@ func TestTailLines(t *testing.T) {
 }
 
 func TestTailJSONForm(t *testing.T) {
+	t.Parallel()
 	v := tailVerdicts("r-1")[0]
 	msg := stream.Record{Topic: "verdicts", Partition: 2, Offset: 9, Key: []byte("r-1"), Time: tailStarted,
 		Headers: []stream.Header{{Key: "ce_id", Value: []byte(v.EventID)}, {Key: "rv-schema", Value: []byte(schemas.VerdictSchema)}}}
@@ -198,6 +200,7 @@ func tailDeref(s *string) string {
 }
 
 func TestTailRecordConcerns(t *testing.T) {
+	t.Parallel()
 	v := tailVerdicts("r-1")[0]
 	s := tailSummary("r-1")
 	dl := tailDeadLetter()
@@ -223,6 +226,7 @@ func TestTailRecordConcerns(t *testing.T) {
 }
 
 func TestTailTopicNames(t *testing.T) {
+	t.Parallel()
 	getenv := func(k string) string {
 		if k == "RULEVALIDATOR_TOPIC_VERDICTS" {
 			return "prod.verdicts"
@@ -237,6 +241,7 @@ func TestTailTopicNames(t *testing.T) {
 }
 
 func TestTailFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -338,6 +343,7 @@ func (e *tailTopicsEnv) args(extra ...string) []string {
 }
 
 func TestTailPrintsEveryKindOfRecord(t *testing.T) {
+	t.Parallel()
 	e := newTailTopicsEnv(t)
 	e.writeGarbage(t, e.verdicts, "r-1", "garbage")
 	e.publish(t, "r-1")
@@ -437,6 +443,7 @@ func TestTailPrintsEveryKindOfRecord(t *testing.T) {
 }
 
 func TestTailFiltersByRequestAndStopsWhenIdle(t *testing.T) {
+	t.Parallel()
 	e := newTailTopicsEnv(t)
 	e.publish(t, "r-1")
 	e.publish(t, "r-2")
@@ -463,6 +470,7 @@ func TestTailFiltersByRequestAndStopsWhenIdle(t *testing.T) {
 }
 
 func TestTailFromEnd(t *testing.T) {
+	t.Parallel()
 	e := newTailTopicsEnv(t)
 	e.publish(t, "old")
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/xuri/excelize/v2"
@@ -80,6 +81,7 @@ func runCLI(t *testing.T, fake *llmfake.Server, args ...string) (code int, stdou
 }
 
 func TestValidateJSON(t *testing.T) {
+	t.Parallel()
 	fake := llmfake.New()
 	defer fake.Close()
 	fake.Enqueue(llmfake.Reply{Content: exampleAnswer(t, nil), PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512})
@@ -139,6 +141,7 @@ func TestValidateJSON(t *testing.T) {
 }
 
 func TestValidateTable(t *testing.T) {
+	t.Parallel()
 	fake := llmfake.New()
 	defer fake.Close()
 	fake.Enqueue(llmfake.Reply{Content: exampleAnswer(t, nil)})
@@ -167,6 +170,7 @@ func TestValidateTable(t *testing.T) {
 // The whole repair path over HTTP: a 429 with Retry-After, then a fenced but
 // broken answer, then an answer with a score outside the set, then the fix.
 func TestValidateRetriesAndRepairsOverHTTP(t *testing.T) {
+	t.Parallel()
 	fake := llmfake.New()
 	defer fake.Close()
 	fake.Enqueue(
@@ -212,6 +216,7 @@ func TestValidateRetriesAndRepairsOverHTTP(t *testing.T) {
 }
 
 func TestValidateExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -264,17 +269,24 @@ func TestValidateExitCodes(t *testing.T) {
 	}
 }
 
+// TestValidateModelUnreachable: with nothing listening at the model's address, validate fails
+// (exit 1) naming the address, once the adapter's retries are spent. Their backoff runs on the
+// fake clock of a testing/synctest bubble: the refused connections are real, the waits are not.
 func TestValidateModelUnreachable(t *testing.T) {
-	code, _, stderr := runCLI(t, nil, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--llm-timeout", "1s")
-	if code != exitFailure || !strings.Contains(stderr, "could not reach the model at http://127.0.0.1:1/v1") {
-		t.Errorf("exit %d, stderr:\n%s", code, stderr)
-	}
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		code, _, stderr := runCLI(t, nil, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--llm-timeout", "1s")
+		if code != exitFailure || !strings.Contains(stderr, "could not reach the model at http://127.0.0.1:1/v1") {
+			t.Errorf("exit %d, stderr:\n%s", code, stderr)
+		}
+	})
 }
 
 // TestValidateReadsRequestsAndWritesTheReport: validate reads a whole request
 // in its JSON form, as the service does, and --report writes the workbook the
 // service would store.
 func TestValidateReadsRequestsAndWritesTheReport(t *testing.T) {
+	t.Parallel()
 	fake := llmfake.New()
 	defer fake.Close()
 	fake.SetDefault(llmfake.Reply{Content: exampleAnswer(t, nil)})
@@ -320,6 +332,7 @@ func TestValidateReadsRequestsAndWritesTheReport(t *testing.T) {
 // TestValidateAutoInstructions: by default the model is probed once; a server
 // that drops system messages gets the rules folded into the user message.
 func TestValidateAutoInstructions(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		// withSystem is the prompt tokens the server counts for the question
@@ -366,6 +379,7 @@ func TestValidateAutoInstructions(t *testing.T) {
 // TestPrintResultShowsAlteredAndUnfoundEvidence: evidence that does not back
 // its verdict is plain to see in the terminal output.
 func TestPrintResultShowsAlteredAndUnfoundEvidence(t *testing.T) {
+	t.Parallel()
 	start, end := 10, 40
 	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
 		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",

@@ -82,13 +82,15 @@ func TestCountAgainstRealTokenizer(t *testing.T) {
 	}
 }
 
-// tokenize counts text's tokens with the server's tokenizer.
+// tokenize counts text's tokens with the server's tokenizer. The server answers one request at
+// a time, so a count waits for the generation in progress: the smoke test's, in the package
+// running alongside, or another user's of the same server.
 func tokenize(root, text string) (int, error) {
 	body, err := json.Marshal(map[string]string{"input": text})
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/extras/tokenize/count", bytes.NewReader(body))
 	if err != nil {

@@ -1,5 +1,7 @@
 // Package kafkatest gives integration tests a real Apache Kafka broker: the single local node
-// that ops/kafka.sh runs on 127.0.0.1, or the cluster named by RULEVALIDATOR_KAFKA.
+// that ops/kafka.sh runs on 127.0.0.1, or the cluster named by RULEVALIDATOR_KAFKA, shared by
+// the tests; and, for a test that restarts its broker, a local broker of the test's own
+// (OwnBroker), so that the shared one is never restarted under the other tests.
 //
 // When no broker can be had the test is skipped with the reason, so that a plain `go test ./...`
 // stays green on a machine without Java; RULEVALIDATOR_REQUIRE_INTEGRATION=1 turns those skips
@@ -12,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -70,18 +73,83 @@ func Broker(t testing.TB) string {
 	return addr
 }
 
-// Restart restarts the local broker, keeping its data, and waits until it answers again.
-// The broker is shared with every test package that runs at the same time, and their clients
-// see the restart too, so keep restart tests few. A broker from RULEVALIDATOR_KAFKA is not
-// ours to restart: the test is skipped (or fails, with RULEVALIDATOR_REQUIRE_INTEGRATION=1).
-func Restart(t testing.TB) {
+// Own is a local broker of one test's own, started through ops/kafka.sh on free ports with its
+// data in the test's temporary directory, for tests that restart the broker: the broker the
+// other tests share is never restarted, so they run alongside.
+type Own struct {
+	// Addr is the broker's bootstrap address.
+	Addr string
+	env  []string
+}
+
+// OwnBroker starts a broker of t's own and stops it when t ends. It needs what Broker's local
+// broker needs (Java, the jars ops/kafka.sh fetches once); without them the test is skipped
+// with the reason, or fails with RULEVALIDATOR_REQUIRE_INTEGRATION=1. A plain `go test ./...`
+// skips it as it skips Broker.
+func OwnBroker(t testing.TB) *Own {
 	t.Helper()
-	if addr := os.Getenv(EnvBroker); addr != "" {
-		opsscript.Unavailable(t, "Kafka", "%s=%s names an external broker, which this test can't restart", EnvBroker, addr)
+	if testing.Short() && !opsscript.Required() {
+		t.Skip("Kafka integration test skipped under -short")
 	}
-	if _, _, err := opsscript.Run(startTimeout, "kafka.sh", "restart"); err != nil {
-		t.Fatalf("restarting the local Kafka broker: %v", err)
+	if !opsscript.Required() {
+		t.Skipf("Kafka integration test skipped: it starts a broker of its own (run ops/test.sh, or set %s=1 to start it from the test)", EnvRequire)
 	}
+	ports, err := freePorts(2)
+	if err != nil {
+		opsscript.Unavailable(t, "Kafka", "no free ports for a broker of the test's own: %v", err)
+	}
+	b := &Own{
+		Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		env: []string{
+			fmt.Sprintf("KAFKA_PORT=%d", ports[0]),
+			fmt.Sprintf("KAFKA_CONTROLLER_PORT=%d", ports[1]),
+			// The data, pid, lock and log files of this broker alone; the jars stay shared.
+			"RULEVALIDATOR_RUN=" + t.TempDir(),
+			// A small heap: the broker holds a few test topics.
+			"KAFKA_HEAP_OPTS=-Xms128m -Xmx384m",
+		},
+	}
+	began := time.Now()
+	if _, _, err := opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "start"); err != nil {
+		// A half-started broker is stopped all the same. The error quotes the script's output.
+		_, _, _ = opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "stop")
+		opsscript.Unavailable(t, "Kafka", "starting a broker of the test's own on %s: %v", b.Addr, err)
+	}
+	t.Logf("kafkatest: a broker of this test's own on %s, up in %s", b.Addr, time.Since(began).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if _, _, err := opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "stop"); err != nil {
+			t.Errorf("stopping the test's broker on %s: %v", b.Addr, err)
+		}
+	})
+	return b
+}
+
+// Restart restarts the broker, keeping its data, and waits until it answers again.
+func (b *Own) Restart(t testing.TB) {
+	t.Helper()
+	if _, _, err := opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "restart"); err != nil {
+		t.Fatalf("restarting the test's broker on %s: %v", b.Addr, err)
+	}
+}
+
+// freePorts returns n ports on 127.0.0.1 that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // CreateTopic creates topic name with the given number of partitions (replication factor 1)

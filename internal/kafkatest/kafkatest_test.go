@@ -87,9 +87,12 @@ func TestProduceConsume(t *testing.T) {
 }
 
 // TestRestartKeepsDataAndOffsets produces before a broker restart and consumes after it: the
-// messages and the consumer group's committed offset must both survive.
+// messages and the consumer group's committed offset must both survive. The broker is the
+// test's own, started and restarted by ops/kafka.sh as the shared one is.
 func TestRestartKeepsDataAndOffsets(t *testing.T) {
-	bootstrap := kafkatest.Broker(t)
+	t.Parallel()
+	broker := kafkatest.OwnBroker(t)
+	bootstrap := broker.Addr
 	topic := kafkatest.UniqueTopic(t, "kafkatest")
 	group := kafkatest.UniqueTopic(t, "group")
 	kafkatest.CreateTopic(t, bootstrap, topic, 1)
@@ -116,7 +119,7 @@ func TestRestartKeepsDataAndOffsets(t *testing.T) {
 	}
 	reader.Close()
 
-	kafkatest.Restart(t)
+	broker.Restart(t)
 
 	writer = newWriter(bootstrap, topic)
 	defer writer.Close()

@@ -37,6 +37,12 @@ func Unavailable(t testing.TB, what, format string, args ...any) {
 // standard output (results such as an address) and standard error (progress
 // messages, quoted in the error on failure).
 func Run(timeout time.Duration, script string, args ...string) (stdout, stderr string, err error) {
+	return RunEnv(timeout, nil, script, args...)
+}
+
+// RunEnv is Run with env (KEY=value entries) added to the script's environment, such as
+// another port or run directory for a service of a test's own.
+func RunEnv(timeout time.Duration, env []string, script string, args ...string) (stdout, stderr string, err error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", "", err
@@ -50,6 +56,9 @@ func Run(timeout time.Duration, script string, args ...string) (stdout, stderr s
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bash, append([]string{filepath.Join(root, "ops", script)}, args...)...)
 	cmd.Dir = root
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, messages bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &messages
 	// Services run on in the background with their output sent to log files,

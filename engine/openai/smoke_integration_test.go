@@ -1,0 +1,204 @@
+package openai_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/engine/openai"
+	"rulevalidator/internal/opsscript"
+)
+
+// smokeNDA is a short agreement that answers the smoke test's rule plainly.
+const smokeNDA = `MUTUAL NON-DISCLOSURE AGREEMENT
+
+1. Confidential Information. Each party shall keep the other party's Confidential Information secret and use it only to evaluate the proposed business relationship.
+
+2. Term. The obligations of this Agreement last three (3) years from the Effective Date.
+
+3. Governing Law. This Agreement is governed by the laws of the State of California.`
+
+// TestSmokeLocalModel is the integration tier's one test against the local model
+// (ops/llm.sh, which ops/test.sh starts): one rule judged in one call, with one corrective
+// re-ask at most. The messages the first call sent (recorded on the way) must hold the rule
+// and the document, and the prompt tokens the server reports for that call must cover them
+// all, as the server's own tokenizer counts them; and the answer
+// must pass the answer checks: the request completes with one verdict, for the ruleset's rule,
+// of its type, with a rationale. The content checks run on it as well; a verdict that fails
+// them (a 270M model seldom quotes verbatim) must be kept as the engine promises, with
+// data_sufficiency false and its problems named, never as a sufficient answer. The longer
+// tests against the model are in the real-model tier (bash ops/test.sh --real-model).
+func TestSmokeLocalModel(t *testing.T) {
+	baseURL := os.Getenv("OPENAI_BASE_URL")
+	if baseURL == "" {
+		opsscript.Unavailable(t, "Model server", "OPENAI_BASE_URL is not set (run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url))")
+		return
+	}
+	root := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
+	overhead, err := tokenize(root, "")
+	if err != nil {
+		opsscript.Unavailable(t, "Model server", "tokenizing at %s (llama-cpp-python's /extras/tokenize): %v", root, err)
+		return
+	}
+	model := os.Getenv("RULEVALIDATOR_MODEL")
+	if model == "" {
+		model = "gemma-3-270m"
+	}
+
+	// A rule the document plainly does not meet: a verdict that it is not met claims
+	// nothing, so it needs no verbatim quote from a 270M model to pass the checks.
+	rs, err := engine.ParseRuleset([]byte(`{"id":"nda-smoke","version":"1","rules":[
+		{"rule_id":"governing-law","rule_text":"The agreement is governed by the laws of New York."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "nda.txt", Pages: []string{smokeNDA}}}}
+	// Folded into the user message: the same prompt whatever the probe would decide, and no
+	// probe call.
+	const mode = engine.InstructionsUser
+	rec := newRecordingProxy(t, root)
+
+	var mu sync.Mutex
+	var calls []engine.Usage
+	client, err := openai.New(openai.Config{BaseURL: rec.URL + "/v1", Timeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(client, engine.Config{
+		Model: model, Instructions: mode, OutputRetries: 1, MaxTokens: 400,
+		Hooks: engine.Hooks{LLMCall: func(_ string, _ time.Duration, u engine.Usage, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				calls = append(calls, u)
+			}
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	res, err := eng.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.MarshalIndent(res, "", "  ")
+	t.Logf("result:\n%s", out)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) == 0 || len(calls) > 2 {
+		t.Fatalf("%d successful model calls, want 1, or 2 with the re-ask", len(calls))
+	}
+	// What the first call sent holds the rule and the document, and the prompt the server
+	// counted covers every message: a chat template that dropped the instructions would
+	// report about the document's count alone.
+	sent := rec.first(t)
+	var text strings.Builder
+	want := 0
+	for _, m := range sent {
+		n, err := tokenize(root, m.Content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += n - overhead
+		text.WriteString(m.Content)
+	}
+	for _, part := range []string{"governed by the laws of New York", "laws of the State of California"} {
+		if !strings.Contains(text.String(), part) {
+			t.Errorf("the messages sent lack %q:\n%s", part, text.String())
+		}
+	}
+	got := calls[0].PromptTokens
+	t.Logf("the server reported %d prompt tokens for the first call; its %d messages alone are %d", got, len(sent), want)
+	if got < want-8 || got > want+80 {
+		t.Errorf("prompt tokens %d, want between %d and %d: the instructions and the document did not reach the model whole", got, want-8, want+80)
+	}
+	if len(res.Rules) != 1 {
+		t.Fatalf("%d verdicts for one rule", len(res.Rules))
+	}
+	v := res.Rules[0]
+	if v.RuleID != "governing-law" || v.Type != engine.Boolean || strings.TrimSpace(v.Rationale) == "" {
+		t.Errorf("verdict %+v, want rule governing-law, boolean, with a rationale", v)
+	}
+	if v.BooleanOutput == nil && !v.NotApplicable {
+		t.Errorf("verdict %+v has no boolean_output", v)
+	}
+	switch {
+	case len(v.Problems) == 0:
+		t.Logf("the answer passed the content checks too, after %d calls", len(calls))
+	case v.DataSufficiency || v.SufficiencyNote == "":
+		t.Errorf("a verdict kept with problems %q claims sufficiency %v with note %q: want false, with a note", v.Problems, v.DataSufficiency, v.SufficiencyNote)
+	default:
+		t.Logf("kept with problems after %d calls, as the engine promises: %q", len(calls), v.Problems)
+	}
+}
+
+// chatMessage is one message of a chat completion request, as sent.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// recordingProxy forwards every request to the model server and keeps the messages of each
+// chat completion request, so that a test can check what reached the server.
+type recordingProxy struct {
+	URL  string
+	mu   sync.Mutex
+	sent [][]chatMessage
+}
+
+func newRecordingProxy(t *testing.T, root string) *recordingProxy {
+	t.Helper()
+	target, err := url.Parse(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &recordingProxy{}
+	forward := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var req struct {
+				Messages []chatMessage `json:"messages"`
+			}
+			if err := json.Unmarshal(body, &req); err == nil {
+				p.mu.Lock()
+				p.sent = append(p.sent, req.Messages)
+				p.mu.Unlock()
+			}
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// first is the messages of the first chat completion request.
+func (p *recordingProxy) first(t *testing.T) []chatMessage {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.sent) == 0 {
+		t.Fatal("no chat completion request reached the server")
+	}
+	return p.sent[0]
+}
