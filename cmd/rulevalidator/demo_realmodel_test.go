@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/testtier"
 )
 
 // TestDemoRequestCitesRealPassages judges the demo's contract request (the
@@ -25,9 +26,7 @@ import (
 // any change to the prompt, the local model stack (ops/llm.sh, ops/llm/) or
 // the checks, must pass it.
 func TestDemoRequestCitesRealPassages(t *testing.T) {
-	if os.Getenv("RULEVALIDATOR_REAL_MODEL") != "1" {
-		t.Skip("real-model tier: set RULEVALIDATOR_REAL_MODEL=1 (ops/test.sh --real-model) to judge the demo's request with the local model")
-	}
+	testtier.RequireRealModel(t)
 	baseURL := os.Getenv("OPENAI_BASE_URL")
 	if baseURL == "" {
 		t.Fatal("RULEVALIDATOR_REAL_MODEL=1 but OPENAI_BASE_URL is not set: run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url)")

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"rulevalidator/internal/testtier"
 )
 
 // decisionLine is the log line of the instruction decision in auto mode.
@@ -39,9 +41,7 @@ var decisionLine = regexp.MustCompile(`msg="[^"]*" model=\S+ instructions=(\w+) 
 // any change to the prompt, the local model stack (ops/llm.sh, ops/llm/) or
 // the checks, must pass it.
 func TestInstructionModeSameEveryValidateRun(t *testing.T) {
-	if os.Getenv("RULEVALIDATOR_REAL_MODEL") != "1" {
-		t.Skip("real-model tier: set RULEVALIDATOR_REAL_MODEL=1 (ops/test.sh --real-model) to run ten validate runs against the local model")
-	}
+	testtier.RequireRealModel(t)
 	baseURL := os.Getenv("OPENAI_BASE_URL")
 	if baseURL == "" {
 		t.Fatal("RULEVALIDATOR_REAL_MODEL=1 but OPENAI_BASE_URL is not set: run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url)")

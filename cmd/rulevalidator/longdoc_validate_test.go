@@ -17,11 +17,11 @@ import (
 
 var ruleEntry = regexp.MustCompile(`(?m)^\d+\. rule_id: ("(?:[^"\\]|\\.)*")\n   type: (boolean|numerical)`)
 
-// insufficientAnswers answers every rule of a request's system prompt as
-// judged on insufficient data.
+// insufficientAnswers answers every rule the request names after its
+// material as judged on insufficient data.
 func insufficientAnswers(req llmfake.Request) llmfake.Reply {
 	var rules []map[string]any
-	for _, m := range ruleEntry.FindAllStringSubmatch(req.Messages[0].Content, -1) {
+	for _, m := range ruleEntry.FindAllStringSubmatch(req.Messages[len(req.Messages)-1].Content, -1) {
 		id, _ := strconv.Unquote(m[1])
 		v := map[string]any{"rule_id": id, "data_sufficiency": false, "not_applicable": false, "evidences": []any{},
 			"rationale": "The passages shown do not address this rule."}
