@@ -27,13 +27,7 @@ import (
 // the checks, must pass it.
 func TestDemoRequestCitesRealPassages(t *testing.T) {
 	testtier.RequireRealModel(t)
-	baseURL := os.Getenv("OPENAI_BASE_URL")
-	if baseURL == "" {
-		t.Fatal("RULEVALIDATOR_REAL_MODEL=1 but OPENAI_BASE_URL is not set: run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url)")
-	}
-	if err := ping(baseURL); err != nil {
-		t.Fatalf("RULEVALIDATOR_REAL_MODEL=1 but the model server at %s does not answer: %v", baseURL, err)
-	}
+	baseURL := realModelURL(t)
 	const request = "../../examples/contract-review/request.json"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -113,3 +107,4 @@ func ptrString[T any](p *T) any {
 	}
 	return *p
 }
+

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -42,13 +41,7 @@ var decisionLine = regexp.MustCompile(`msg="[^"]*" model=\S+ instructions=(\w+) 
 // the checks, must pass it.
 func TestInstructionModeSameEveryValidateRun(t *testing.T) {
 	testtier.RequireRealModel(t)
-	baseURL := os.Getenv("OPENAI_BASE_URL")
-	if baseURL == "" {
-		t.Fatal("RULEVALIDATOR_REAL_MODEL=1 but OPENAI_BASE_URL is not set: run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url)")
-	}
-	if err := ping(baseURL); err != nil {
-		t.Fatalf("RULEVALIDATOR_REAL_MODEL=1 but the model server at %s does not answer: %v", baseURL, err)
-	}
+	baseURL := realModelURL(t)
 	rec := newChatRecorder(t, baseURL)
 	bin := serviceBinary(t)
 
