@@ -107,4 +107,3 @@ func ptrString[T any](p *T) any {
 	}
 	return *p
 }
-
