@@ -272,3 +272,23 @@ func TestRulesPerCallShareTheMaterial(t *testing.T) {
 		}
 	}
 }
+
+// TestGrammarFixesNotApplicableWithoutAlternate: on grammar servers only a
+// rule with an alternate can be flagged not applicable.
+func TestGrammarFixesNotApplicableWithoutAlternate(t *testing.T) {
+	rules := testRuleset().Rules // cap has an alternate, term and score none
+	for i, r := range rules {
+		g, err := GrammarSchema([]Rule{r}, EvidenceCite, []string{"d1p1s1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixed := strings.Contains(string(g), `"not_applicable":{"type":"boolean","enum":[false]}`)
+		if fixed != (rules[i].NotApplicableText == "") {
+			t.Errorf("%s: not_applicable fixed to false = %v: %s", r.RuleID, fixed, g)
+		}
+		s, _ := OutputSchema([]Rule{r}, EvidenceCite, []string{"d1p1s1"})
+		if strings.Contains(string(s), `"enum":[false]`) {
+			t.Errorf("%s: the strict schema fixes not_applicable", r.RuleID)
+		}
+	}
+}

@@ -205,13 +205,20 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded bool) obj {
 	if bounded {
 		rationale = append(rationale, kv{"pattern", grammarRationalePattern})
 	}
+	// A rule without an alternate is judged as stated: on grammar servers
+	// (small models) its not_applicable is false, which such a model
+	// otherwise sets at random; a strict-schema server may still flag it.
+	notApplicable := obj{{"type", "boolean"}}
+	if bounded && r.NotApplicableText == "" {
+		notApplicable = obj{{"type", "boolean"}, {"enum", []any{false}}}
+	}
 	// Think first, decide last: what is cited and why come before any
 	// judgement, so a grammar-driven model writes its verdict after them.
 	props := obj{
 		{"rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}}},
 		{"evidences", evidences},
 		{"rationale", rationale},
-		{"not_applicable", obj{{"type", "boolean"}}},
+		{"not_applicable", notApplicable},
 		{"data_sufficiency", obj{{"type", "boolean"}}},
 	}
 	required := []string{"rule_id", "evidences", "rationale", "not_applicable", "data_sufficiency"}
