@@ -32,17 +32,17 @@ type anchoring struct {
 	matcher *anchor.Matcher
 	err     error
 
-	// ps is the request's passages: what cite mode shows and evidence
-	// cites, and what tells a focused quote from one too long.
-	ps lazyPassages
-	in *Inputs
+	// ps is the request's passages, what cite mode shows and evidence
+	// cites: segmented on first use.
+	in     *Inputs
+	psOnce sync.Once
+	ps     *passageSet
 }
 
 // newAnchoring prepares anchoring for a request's inputs. The matcher itself
 // is built on first use: most requests quote something, some don't.
 func (e *Engine) newAnchoring(in *Inputs) *anchoring {
 	a := &anchoring{docs: in.Documents(), opts: e.anchorOptions(), nonDocument: make(map[string]bool, len(in.NamedInputs)+4), in: in}
-	a.ps.in = in
 	for _, n := range in.NamedInputs {
 		a.nonDocument[foldOrigin(n.Name)] = true
 	}
@@ -70,7 +70,10 @@ func (a *anchoring) hasDocuments() bool { return len(a.docs) > 0 }
 func (a *anchoring) citesInput(origin string) bool { return a.nonDocument[foldOrigin(origin)] }
 
 // passages is the request's passage set, segmented on first use.
-func (a *anchoring) passages() *passageSet { return a.ps.get() }
+func (a *anchoring) passages() *passageSet {
+	a.psOnce.Do(func() { a.ps = segmentInputs(a.in) })
+	return a.ps
+}
 
 // origins are the source names a quote may give, as the markers show them:
 // the documents', the named inputs', "Text Input" and "Message".

@@ -205,8 +205,7 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	if err != nil {
 		return nil, Usage{}, err
 	}
-	if split := splitCalls(p.Calls, e.cfg.RulesPerCall); len(split) != len(p.Calls) {
-		p.Calls = split
+	if splitCalls(p, e.cfg.RulesPerCall) {
 		whole = r.whole("") // each call adds its own rules
 	}
 	e.observePlan(model, len(p.Calls))
@@ -306,21 +305,27 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 	return p, material{}, nil
 }
 
-// splitCalls cuts every call into calls of at most n rules (n 0: as
-// planned), each on the same material.
-func splitCalls(calls []plan.Call, n int) []plan.Call {
+// splitCalls cuts every call of p into calls of at most n rules (n 0: as
+// planned), each on the same material, keeping p.CallOf right. It reports
+// whether any call was cut.
+func splitCalls(p *plan.Plan, n int) bool {
 	if n <= 0 {
-		return calls
+		return false
 	}
 	var out []plan.Call
-	for _, c := range calls {
+	for _, c := range p.Calls {
 		for i := 0; i < len(c.Rules); i += n {
 			part := c
 			part.Rules = c.Rules[i:min(i+n, len(c.Rules))]
+			for _, r := range part.Rules {
+				p.CallOf[r] = len(out)
+			}
 			out = append(out, part)
 		}
 	}
-	return out
+	cut := len(out) != len(p.Calls)
+	p.Calls = out
+	return cut
 }
 
 func (e *Engine) observePlan(model string, calls int) {

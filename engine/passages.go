@@ -3,7 +3,6 @@ package engine
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -421,16 +420,4 @@ func sentenceEndsAt(page string, from, i int) bool {
 		return false // a clause number opening the passage
 	}
 	return true
-}
-
-// passages are segmented once per request, on first need.
-type lazyPassages struct {
-	once sync.Once
-	in   *Inputs
-	set  *passageSet
-}
-
-func (l *lazyPassages) get() *passageSet {
-	l.once.Do(func() { l.set = segmentInputs(l.in) })
-	return l.set
 }
