@@ -50,10 +50,39 @@ func rationaleProblem(rule Rule, rationale string) string {
 		(rule.NotApplicableText != "" && slices.Equal(w, words(rule.NotApplicableText))) {
 		return "repeats the rule instead of explaining the verdict"
 	}
-	if len(w) < minRationaleWords {
-		return fmt.Sprintf("has fewer than %d words", minRationaleWords)
+	if explainingWords(w) < minRationaleWords {
+		return fmt.Sprintf("has fewer than %d distinct words", minRationaleWords)
 	}
 	return ""
+}
+
+// explainingWords counts the distinct words of w that can say something:
+// two letters or more and not a placeholder, so "n/a, n/a, n/a" and
+// "1, 2, 3 (0-5)" explain nothing. A word of a script written without
+// spaces (Chinese, Japanese, Thai) counts one for every two letters.
+func explainingWords(w []string) int {
+	seen := make(map[string]bool, len(w))
+	n := 0
+	for _, word := range w {
+		letters := 0
+		unspaced := false
+		for _, r := range word {
+			if unicode.IsLetter(r) {
+				letters++
+				unspaced = unspaced || unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar)
+			}
+		}
+		if letters < 2 || placeholders[word] || seen[word] {
+			continue
+		}
+		seen[word] = true
+		if unspaced {
+			n += letters / 2
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 // checkContent anchors v's evidence in place and says what is wrong with

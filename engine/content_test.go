@@ -55,7 +55,25 @@ func TestContentChecksTriggerReask(t *testing.T) {
 			name:       "rule id as rationale",
 			first:      answer(t, withRationale(boolRule("cap", true, capQuote), "C-11"), boolRule("term", true, termQuote), numRule("score", 1)),
 			reason:     ReasonPlaceholderRationale,
-			correction: `the rationale "C-11" has fewer than 3 words`,
+			correction: `the rationale "C-11" has fewer than 3 distinct words`,
+		},
+		{
+			name:       "rationale of repeated placeholders",
+			first:      answer(t, withRationale(boolRule("cap", true, capQuote), "n/a, n/a, n/a, n/a"), boolRule("term", true, termQuote), numRule("score", 1)),
+			reason:     ReasonPlaceholderRationale,
+			correction: `the rationale "n/a, n/a, n/a, n/a" has fewer than 3 distinct words`,
+		},
+		{
+			name:       "rationale of numbers",
+			first:      answer(t, boolRule("cap", true, capQuote), boolRule("term", true, termQuote), withRationale(numRule("score", 1), "1, 2, 3 (0-5)")),
+			reason:     ReasonPlaceholderRationale,
+			correction: `rule "score": the rationale "1, 2, 3 (0-5)" has fewer than 3 distinct words`,
+		},
+		{
+			name:       "rationale of one word repeated",
+			first:      answer(t, withRationale(boolRule("cap", true, capQuote), "pass pass pass pass"), boolRule("term", true, termQuote), numRule("score", 1)),
+			reason:     ReasonPlaceholderRationale,
+			correction: "has fewer than 3 distinct words",
 		},
 		{
 			name: "placeholder evidence text",
@@ -353,5 +371,28 @@ func TestEvidenceKindsThroughTheEngine(t *testing.T) {
 				t.Errorf("an elided quote must support the verdict: %+v after %d calls", v, len(llm.calls))
 			}
 		})
+	}
+}
+
+func TestRationaleProblem(t *testing.T) {
+	rule := Rule{RuleID: "governing-law", RuleText: "The agreement is governed by an approved law."}
+	tests := []struct {
+		rationale string
+		ok        bool
+	}{
+		{"The agreement is governed by the laws of England, an approved jurisdiction.", true},
+		{"Payment is due in 30 days.", true},
+		{"n/a, n/a, n/a, n/a", false},
+		{"1, 2, 3 (0-5)", false},
+		{"yes yes yes", false},
+		{"The agreement is governed by an approved law.", false}, // the rule itself
+		{"本契約は英国法に準拠する。", true},                                  // a script written without spaces
+		{"准拠", false},
+	}
+	for _, tt := range tests {
+		why := rationaleProblem(rule, tt.rationale)
+		if (why == "") != tt.ok {
+			t.Errorf("rationaleProblem(%q) = %q, want ok %v", tt.rationale, why, tt.ok)
+		}
 	}
 }

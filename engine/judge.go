@@ -211,7 +211,15 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	e.observePlan(model, len(p.Calls))
 
 	docs := in.Documents()
-	bounds := pageBounds(docs)
+	// Page bounds are for excerpts only: counting every page's code points
+	// is a pass over the documents that a single call does not need.
+	var bounds [][][2]int
+	for _, call := range p.Calls {
+		if call.Partial {
+			bounds = pageBounds(docs)
+			break
+		}
+	}
 	type outcome struct {
 		verdicts []Verdict
 		usage    Usage
@@ -424,10 +432,12 @@ func (e *Engine) makePlan(rs *Ruleset, r renderer, docs []Document, b budget) (*
 // observeUsage teaches the estimator how the model's tokenizer compares with
 // the estimate and how long its answers run.
 func (e *Engine) observeUsage(model string, messages []Message, rules int, u Usage) {
-	counted := 0
-	for _, m := range messages {
-		counted += plan.Count(m.Content) + perMessageTokens
+	if u.PromptTokens > 0 && e.est.WantsPrompt(model) {
+		counted := 0
+		for _, m := range messages {
+			counted += plan.Count(m.Content) + perMessageTokens
+		}
+		e.est.ObservePrompt(model, counted, u.PromptTokens)
 	}
-	e.est.ObservePrompt(model, counted, u.PromptTokens)
 	e.est.ObserveAnswer(model, rules, u.CompletionTokens)
 }

@@ -91,7 +91,8 @@ func segmentInputs(in *Inputs) *passageSet {
 		s.pages[d] = make([][]int, len(doc.Pages))
 		at := 0 // code points of the document's text before this page
 		for p, page := range doc.Pages {
-			for n, sp := range segmentPage(page) {
+			spans, runes := segmentPageCounted(page)
+			for n, sp := range spans {
 				id := passageID(d+1, p+1, n+1)
 				s.byID[id] = len(s.list)
 				s.pages[d][p] = append(s.pages[d][p], len(s.list))
@@ -100,7 +101,7 @@ func segmentInputs(in *Inputs) *passageSet {
 					start: at + sp.start, end: at + sp.end, text: sp.text,
 				})
 			}
-			at += utf8.RuneCountInString(page) + 1 // the form feed
+			at += runes + 1 // the form feed
 		}
 	}
 	// A name that another passage's id already has (a named input called
@@ -145,6 +146,13 @@ type span struct {
 // segmentPage cuts one page into passages. Every passage is a verbatim
 // substring of the page; white space between passages belongs to none.
 func segmentPage(page string) []span {
+	spans, _ := segmentPageCounted(page)
+	return spans
+}
+
+// segmentPageCounted is segmentPage, and the page's length in code points,
+// counted on the way.
+func segmentPageCounted(page string) ([]span, int) {
 	var out []span
 	// Byte offsets of the pieces, then converted to code points once.
 	var pieces []piece
@@ -206,7 +214,7 @@ func segmentPage(page string) []span {
 	var joined []piece
 	for i := 0; i < len(pieces); i++ {
 		p := pieces[i]
-		for i+1 < len(pieces) && utf8.RuneCountInString(page[p.from:p.to]) < minPassageRunes {
+		for i+1 < len(pieces) && shorterThan(page[p.from:p.to], minPassageRunes) {
 			i++
 			p.to = pieces[i].to
 		}
@@ -226,7 +234,19 @@ func segmentPage(page string) []span {
 		at = p.to
 		out = append(out, span{start: start, end: runes, text: page[p.from:p.to]})
 	}
-	return out
+	return out, runes + utf8.RuneCountInString(page[at:])
+}
+
+// shorterThan reports whether s has fewer than n code points, counting them
+// only when its length in bytes leaves it open.
+func shorterThan(s string, n int) bool {
+	switch {
+	case len(s) < n:
+		return true
+	case len(s) >= n*utf8.UTFMax:
+		return false
+	}
+	return utf8.RuneCountInString(s) < n
 }
 
 // firstNonSpace is the offset of the first character of page[from:to] that

@@ -54,8 +54,12 @@ func (r renderer) whole(rules string) material {
 	// Sized up front: a document can be megabytes, and a builder grown by
 	// doubling keeps up to twice the text for as long as the prompt lives.
 	b.Grow(r.size() + len(rules))
-	var ids []string
 	b.WriteString("Judge the following material against the rules.\n")
+	// The named inputs, the text input and the message come first, the
+	// documents after them: a small model cites what it read last, and the
+	// passages a rule rests on are mostly the documents'.
+	others, ids := r.others()
+	b.WriteString(others)
 	d := 0
 	writeDocs := func(docs []Document, role string) {
 		for _, doc := range docs {
@@ -81,10 +85,8 @@ func (r renderer) whole(rules string) material {
 	}
 	writeDocs(r.in.PrimaryDocs, "primary")
 	writeDocs(r.in.AuxiliaryDocs, "auxiliary")
-	others, otherIDs := r.others()
-	b.WriteString(others)
 	b.WriteString(rules)
-	return material{user: b.String(), ids: append(ids, otherIDs...), rules: rules}
+	return material{user: b.String(), ids: ids, rules: rules}
 }
 
 // writePassages writes passages (indexes into r.ps.list), one a line behind
@@ -97,15 +99,60 @@ func (r renderer) writePassages(b *strings.Builder, passages []int, ids []string
 		b.WriteByte('[')
 		b.WriteString(p.id)
 		b.WriteString("] ")
-		if strings.ContainsAny(p.text, "<[") {
-			b.WriteString(neutralizeIDs(neutralize(oneLine(p.text))))
-		} else {
+		switch shownAs(p.text) {
+		case shownVerbatim:
+			b.WriteString(p.text)
+		case shownOneLine:
 			writeOneLine(b, p.text)
+		default:
+			b.WriteString(neutralizeIDs(neutralize(oneLine(p.text))))
 		}
 		b.WriteByte('\n')
 		ids = append(ids, p.id)
 	}
 	return ids
+}
+
+// How a passage's text is shown.
+const (
+	shownVerbatim    = iota // as it is: one line, single spaces
+	shownOneLine            // its white space made single spaces
+	shownNeutralised        // it may hold a marker or an id
+)
+
+// passageByte classifies the bytes of a passage's text for shownAs: 1 for
+// white space other than a space, 2 for the first byte of a marker or an id.
+var passageByte = func() (t [256]uint8) {
+	for _, c := range "\n\t\r\v\f" {
+		t[c] = 1
+	}
+	t['<'], t['['] = 2, 2
+	return t
+}()
+
+// shownAs says how a passage's text (trimmed, as segmentation cuts it) is
+// shown, in one pass: most are shown as they are.
+func shownAs(s string) int {
+	shown := shownVerbatim
+	space := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch passageByte[c] {
+		case 2:
+			return shownNeutralised
+		case 1:
+			shown = shownOneLine
+		}
+		if c == ' ' {
+			if space {
+				shown = shownOneLine
+			}
+			space = true
+		} else {
+			space = false
+		}
+	}
+	return shown
 }
 
 // writeOneLine writes s, trimmed, with every run of white space as one
@@ -268,8 +315,11 @@ func (r renderer) excerpt(docs []Document, p *plan.Plan, c int, bounds [][][2]in
 		return "auxiliary"
 	}
 	var b strings.Builder
-	var ids []string
 	b.WriteString("Judge the following material against the rules.\n")
+	// As in whole: what every call of the request carries first, which
+	// also keeps the prefix the calls share as long as it can be.
+	others, ids := r.others()
+	b.WriteString(others)
 	b.WriteString(excerptHeader)
 	for d, doc := range docs {
 		b.WriteString(excerptDocLine(markerName(doc.Name), role(d), len(doc.Pages), pages[d]))
@@ -321,9 +371,7 @@ func (r renderer) excerpt(docs []Document, p *plan.Plan, c int, bounds [][][2]in
 		}
 		b.WriteString(endMarker("Document", name) + "\n")
 	}
-	others, otherIDs := r.others()
-	b.WriteString(others)
-	return material{user: b.String(), ids: append(ids, otherIDs...)}
+	return material{user: b.String(), ids: ids}
 }
 
 // pageBounds is where each page of each document starts and ends, in code

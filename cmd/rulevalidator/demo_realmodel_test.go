@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/testtier"
@@ -49,8 +51,8 @@ func TestDemoRequestCitesRealPassages(t *testing.T) {
 	}
 	for _, v := range res.Rules {
 		t.Logf("%s: %v/%v, rationale %q, %d evidence(s), problems %q", v.RuleID, ptrString(v.BooleanOutput), ptrString(v.NumericalOutput), v.Rationale, len(v.Evidences), v.Problems)
-		if r := strings.TrimSpace(v.Rationale); len(strings.Fields(r)) < 3 || !strings.ContainsFunc(r, func(c rune) bool { return c >= 'A' && c <= 'z' }) {
-			t.Errorf("%s: rationale %q is a placeholder", v.RuleID, v.Rationale)
+		if n := distinctWords(v.Rationale); n < 3 {
+			t.Errorf("%s: rationale %q is a placeholder (%d distinct words of two letters or more)", v.RuleID, v.Rationale, n)
 		}
 		real := 0
 		for _, ev := range v.Evidences {
@@ -71,6 +73,18 @@ func TestDemoRequestCitesRealPassages(t *testing.T) {
 			t.Errorf("%s: no evidence is a passage of a supplied document", v.RuleID)
 		}
 	}
+}
+
+// distinctWords counts the distinct words of s made of two letters or more:
+// "n/a, n/a, n/a" and "1, 2, 3 (0-5)" have none.
+func distinctWords(s string) int {
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		if utf8.RuneCountInString(w) >= 2 {
+			seen[w] = true
+		}
+	}
+	return len(seen)
 }
 
 // requestPages reads the documents of a request file: name to pages.

@@ -99,6 +99,27 @@ type modelStats struct {
 	promptSeen   int
 	answerTokens float64 // reported completion tokens per rule answered
 	answerSeen   int
+	// promptsOffered counts the prompts WantsPrompt was asked about.
+	promptsOffered int
+}
+
+// Once a model's prompt ratio has settled, one prompt in settledSampleEvery
+// is counted to keep it current: counting is a pass over the whole prompt,
+// a long document's on every call.
+const (
+	settledAfter       = 16
+	settledSampleEvery = 8
+)
+
+// WantsPrompt reports whether a prompt the server reported for model is
+// worth counting and observing: every one until the ratio has settled,
+// then a sample.
+func (e *Estimator) WantsPrompt(model string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.stats(model)
+	st.promptsOffered++
+	return st.promptSeen < settledAfter || st.promptsOffered%settledSampleEvery == 0
 }
 
 // Bounds on what is learned: one odd reply must not make the plan reckless.
