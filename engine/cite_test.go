@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -273,22 +274,37 @@ func TestRulesPerCallShareTheMaterial(t *testing.T) {
 	}
 }
 
-// TestGrammarFixesNotApplicableWithoutAlternate: on grammar servers only a
-// rule with an alternate can be flagged not applicable.
-func TestGrammarFixesNotApplicableWithoutAlternate(t *testing.T) {
+// TestGrammarLeavesOutWhatIsForced: on grammar servers only a rule with an
+// alternate can be flagged not applicable, and the only rule of a call is
+// named by its position, so neither costs the tokens of a forced key; the
+// strict schema keeps both, and an answer without them reads the same.
+func TestGrammarLeavesOutWhatIsForced(t *testing.T) {
 	rules := testRuleset().Rules // cap has an alternate, term and score none
-	for i, r := range rules {
+	for _, r := range rules {
 		g, err := GrammarSchema([]Rule{r}, EvidenceCite, []string{"d1p1s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		fixed := strings.Contains(string(g), `"not_applicable":{"type":"boolean","enum":[false]}`)
-		if fixed != (rules[i].NotApplicableText == "") {
-			t.Errorf("%s: not_applicable fixed to false = %v: %s", r.RuleID, fixed, g)
+		if has := strings.Contains(string(g), `"not_applicable"`); has != (r.NotApplicableText != "") {
+			t.Errorf("%s: grammar has not_applicable = %v: %s", r.RuleID, has, g)
+		}
+		if strings.Contains(string(g), `"rule_id"`) {
+			t.Errorf("%s: the grammar of one rule forces its id: %s", r.RuleID, g)
 		}
 		s, _ := OutputSchema([]Rule{r}, EvidenceCite, []string{"d1p1s1"})
-		if strings.Contains(string(s), `"enum":[false]`) {
-			t.Errorf("%s: the strict schema fixes not_applicable", r.RuleID)
+		if !strings.Contains(string(s), `"not_applicable"`) || !strings.Contains(string(s), `"rule_id"`) {
+			t.Errorf("%s: the strict schema lacks rule_id or not_applicable: %s", r.RuleID, s)
 		}
+	}
+	if g, _ := GrammarSchema(rules, EvidenceCite, []string{"d1p1s1"}); strings.Count(string(g), `"rule_id":{`) != len(rules) {
+		t.Errorf("the grammar of several rules does not name each: %s", g)
+	}
+
+	good, problems := checkAnswer(`{"rules":[{"evidences":[{"passage_id":"d1p1s1"}],"rationale":"Invoices are payable within 45 days.","data_sufficiency":true,"boolean_output":true}]}`, rules[1:2])
+	if v, ok := good[rules[1].RuleID]; !ok || len(problems) > 0 || v.NotApplicable {
+		t.Errorf("an answer of one rule without its id and not_applicable: %+v, problems %v", good, problems)
+	}
+	if _, problems := checkAnswer(`{"rules":[{"evidences":[],"rationale":"Invoices are payable within 45 days.","data_sufficiency":true,"boolean_output":true}]}`, rules[1:3]); !slices.ContainsFunc(problems, func(p Problem) bool { return p.Reason == ReasonMissingRuleID }) {
+		t.Errorf("an entry without an id among several rules is not a problem: %v", problems)
 	}
 }

@@ -51,7 +51,7 @@ func OutputSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawMe
 func outputBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 	variants := make([]any, 0, len(rules))
 	for _, r := range rules {
-		variants = append(variants, ruleSchema(r, mode, false))
+		variants = append(variants, ruleSchema(r, mode, false, false))
 	}
 	var items any = obj{{"anyOf", variants}}
 	if len(variants) == 1 {
@@ -82,7 +82,7 @@ func GrammarSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawM
 func grammarBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 	items := make([]any, 0, len(rules))
 	for _, r := range rules {
-		items = append(items, ruleSchema(r, mode, true))
+		items = append(items, ruleSchema(r, mode, true, len(rules) == 1))
 	}
 	return marshalSchema(obj{
 		{"type", "object"},
@@ -152,8 +152,12 @@ func isPassageID(id string) bool {
 
 // ruleSchema is one rule's entry. Properties are in the order a model should
 // write them: what it cites, then why, then whether the rule applies and the
-// data suffice, then the verdict.
-func ruleSchema(r Rule, mode EvidenceMode, bounded bool) obj {
+// data suffice, then the verdict. A grammar server generates every token of
+// a key the schema forces, each as slow as a free one: an entry that is the
+// only one of its answer (alone) needs no rule_id, its position names the
+// rule, and a rule without an alternate needs no not_applicable, which is
+// false.
+func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	str := func(maxLen int) obj {
 		if !bounded {
 			return obj{{"type", "string"}}
@@ -205,29 +209,31 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded bool) obj {
 	if bounded {
 		rationale = append(rationale, kv{"pattern", grammarRationalePattern})
 	}
-	// A rule without an alternate is judged as stated: on grammar servers
-	// (small models) its not_applicable is false, which such a model
-	// otherwise sets at random; a strict-schema server may still flag it.
-	notApplicable := obj{{"type", "boolean"}}
-	if bounded && r.NotApplicableText == "" {
-		notApplicable = obj{{"type", "boolean"}, {"enum", []any{false}}}
-	}
 	// Think first, decide last: what is cited and why come before any
 	// judgement, so a grammar-driven model writes its verdict after them.
-	props := obj{
-		{"rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}}},
-		{"evidences", evidences},
-		{"rationale", rationale},
-		{"not_applicable", notApplicable},
-		{"data_sufficiency", obj{{"type", "boolean"}}},
+	var props obj
+	var required []string
+	add := func(key string, schema obj) {
+		props = append(props, kv{key, schema})
+		required = append(required, key)
 	}
-	required := []string{"rule_id", "evidences", "rationale", "not_applicable", "data_sufficiency"}
+	if !bounded || !alone {
+		add("rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}})
+	}
+	add("evidences", evidences)
+	add("rationale", rationale)
+	// A rule without an alternate is judged as stated: on grammar servers
+	// (small models) its not_applicable is left out, false, which such a
+	// model otherwise sets at random; a strict-schema server may still flag
+	// it.
+	if !bounded || r.NotApplicableText != "" {
+		add("not_applicable", obj{{"type", "boolean"}})
+	}
+	add("data_sufficiency", obj{{"type", "boolean"}})
 	if r.Type == Numerical {
-		props = append(props, kv{"numerical_output", obj{{"type", "integer"}, {"enum", r.AllowedScores()}}})
-		required = append(required, "numerical_output")
+		add("numerical_output", obj{{"type", "integer"}, {"enum", r.AllowedScores()}})
 	} else {
-		props = append(props, kv{"boolean_output", obj{{"type", "boolean"}}})
-		required = append(required, "boolean_output")
+		add("boolean_output", obj{{"type", "boolean"}})
 	}
 	return obj{
 		{"type", "object"},

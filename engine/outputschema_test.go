@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,8 +82,16 @@ func TestSchemasThinkFirstDecideLast(t *testing.T) {
 				verdict = `"numerical_output"`
 			}
 			text := string(data)
-			props := text[strings.Index(text, `"rule_id":{`):]
+			// The grammar of one rule leaves out its id (the position names
+			// it) and the not_applicable of a rule without an alternate.
 			order := []string{`"rule_id"`, `"evidences"`, `"rationale"`, `"not_applicable"`, `"data_sufficiency"`, verdict}
+			if name == "grammar" {
+				order = order[1:]
+				if rule.NotApplicableText == "" {
+					order = slices.Delete(slices.Clone(order), 2, 3)
+				}
+			}
+			props := text[strings.Index(text, order[0]+`:{`):]
 			last := -1
 			for _, key := range order {
 				at := strings.Index(props, key)
@@ -91,8 +100,8 @@ func TestSchemasThinkFirstDecideLast(t *testing.T) {
 				}
 				last = at
 			}
-			req := text[strings.Index(text, `"required":["rule_id"`):]
-			if want := `"required":["rule_id","evidences","rationale","not_applicable","data_sufficiency",` + verdict + `]`; !strings.HasPrefix(req, want) {
+			req := text[strings.Index(text, `"required":[`+order[0]):]
+			if want := `"required":[` + strings.Join(order, ",") + `]`; !strings.HasPrefix(req, want) {
 				t.Errorf("%s schema of %s: required = %.120s, want %s", name, rule.RuleID, req, want)
 			}
 		}
