@@ -38,6 +38,14 @@ LOGFILE="$RV_RUN/llm.log"
 
 install() {
   mkdir -p "$DIR" "$WHEELS"
+  # One install at a time: a second one (a test run starting the server while the
+  # first build runs) waits for it and then finds everything in place, instead of
+  # building llama.cpp again beside it into the same wheel folder.
+  exec 8>"$DIR/install.lock"
+  if ! flock -n 8; then
+    log "another install is under way; waiting for it"
+    flock 8
+  fi
   if [ ! -x "$VENV/bin/python" ]; then
     log "creating virtualenv in $VENV"
     python3 -m venv "$VENV"
