@@ -74,6 +74,7 @@ install() {
     mv "$MODEL.tmp" "$MODEL"
   fi
   log "installed: $MODEL"
+  exec 8>&- # the server started next must not hold the lock
 }
 
 start() {
