@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -391,16 +392,20 @@ func TestStepDistance(t *testing.T) {
 
 func TestBaselineScoredTheSameWayAndDocumentsStayData(t *testing.T) {
 	ds := loadTest(t)
-	replies := append(allCorrect(),
+	// The systems take turns case by case: the engine's answer, then the
+	// baseline's three.
+	engine := allCorrect()
+	replies := []llmfake.Reply{engine[0],
 		// Case a: right, wrong, right (in a code fence, as weak models answer).
 		rubricReply(`{"reason": "Ohio law governs.", "pass": true, "score": 1}`),
 		rubricReply(`{"reason": "No term.", "pass": false, "score": 0}`),
 		rubricReply("```json\n{\"reason\": \"Three years.\", \"pass\": true, \"score\": 3}\n```"),
+		engine[1],
 		// Case b: unreadable, right, right.
 		rubricReply(`I think it passes.`),
 		rubricReply(`{"reason": "Forever.", "pass": false, "score": 0}`),
 		rubricReply(`{"reason": "No fixed length.", "pass": true, "score": 0, "not_applicable": true}`),
-	)
+	}
 	fake, llm := newFake(t, replies...)
 	rep := run(t, ds, llm, 1, BaselinePerRule)
 
@@ -428,7 +433,7 @@ func TestBaselineScoredTheSameWayAndDocumentsStayData(t *testing.T) {
 	if len(reqs) != 8 {
 		t.Fatalf("%d requests, want 2 engine and 6 baseline calls", len(reqs))
 	}
-	for i, req := range reqs[2:] {
+	for i, req := range append(slices.Clone(reqs[1:4]), reqs[5:]...) {
 		if len(req.Messages) != 2 || req.Messages[0].Role != "system" || req.Messages[0].Content != baselineSystem {
 			t.Fatalf("baseline call %d: messages %+v, want the fixed system prompt then the user message", i, req.Messages)
 		}
@@ -595,9 +600,12 @@ func TestGoldSpanOffsetsCountCodePointsAcrossPages(t *testing.T) {
 
 func TestReportRendersAndEncodes(t *testing.T) {
 	ds := loadTest(t)
-	replies := append(allCorrect(), allCorrect()...)
-	for range 2 * 3 {
-		replies = append(replies, rubricReply(`{"reason": "r", "pass": true, "score": 0}`))
+	var replies []llmfake.Reply
+	for _, engine := range allCorrect() { // each case: the engine, then the baseline's three
+		replies = append(replies, engine)
+		for range 3 {
+			replies = append(replies, rubricReply(`{"reason": "r", "pass": true, "score": 0}`))
+		}
 	}
 	_, llm := newFake(t, replies...)
 	rep := run(t, ds, llm, 1, BaselinePerRule)

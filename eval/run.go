@@ -322,11 +322,26 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 			judge judge
 		}{SystemBaseline, b.judge})
 	}
+	// The systems take turns on every case, so the time each spends is
+	// measured under the same load on a shared machine (and the same warm
+	// or cold server), case by case.
+	srs := make([]*SystemReport, len(systems))
+	caseCosts := make([]map[string]Cost, len(systems))
 	for i, s := range systems {
-		sr, err := runSystem(ctx, ds, s.name, s.judge, m, opts)
-		if err != nil {
-			return nil, err
+		srs[i] = &SystemReport{Name: s.name}
+		caseCosts[i] = map[string]Cost{}
+	}
+	for run := 1; run <= opts.Runs; run++ {
+		for _, c := range ds.Cases {
+			for i, s := range systems {
+				if err := judgeCase(ctx, c, run, s.name, s.judge, m, opts, srs[i], caseCosts[i]); err != nil {
+					return nil, err
+				}
+			}
 		}
+	}
+	for i, sr := range srs {
+		summariseSystem(ds, sr, caseCosts[i], opts.Runs)
 		if i < len(reasks) {
 			sr.Reasks = reasks[i]
 		}
@@ -349,36 +364,38 @@ func engineJudge(eng *engine.Engine) judge {
 	}
 }
 
-func runSystem(ctx context.Context, ds *Dataset, name string, j judge, m *meter, opts Options) (*SystemReport, error) {
-	sr := &SystemReport{Name: name}
-	caseCost := map[string]Cost{}
-	for run := 1; run <= opts.Runs; run++ {
-		for _, c := range ds.Cases {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			m.take()
-			start := time.Now()
-			verdicts, err := j(ctx, c)
-			took := time.Since(start)
-			cost := m.take()
-			cost.Wall = took
-			caseCost[c.ID] = caseCost[c.ID].add(cost)
-			sr.Cost = sr.Cost.add(cost)
-			if opts.Progress != nil {
-				opts.Progress(name, run, c.ID, took, err)
-			}
-			if err != nil {
-				if errors.Is(err, engine.ErrLLMUnavailable) || ctx.Err() != nil {
-					return nil, fmt.Errorf("%s: case %q: %w", name, c.ID, err)
-				}
-				sr.Errors = append(sr.Errors, CaseFailure{Case: c.ID, Run: run, Error: err.Error()})
-			}
-			for _, lab := range c.Labels {
-				sr.Outcomes = append(sr.Outcomes, scoreVerdict(c.ID, run, lab, verdicts[lab.RuleID]))
-			}
-		}
+// judgeCase has system name judge case c once (run run), adding the cost
+// and the scored outcomes to sr and caseCost.
+func judgeCase(ctx context.Context, c *Case, run int, name string, j judge, m *meter, opts Options, sr *SystemReport, caseCost map[string]Cost) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
+	m.take()
+	start := time.Now()
+	verdicts, err := j(ctx, c)
+	took := time.Since(start)
+	cost := m.take()
+	cost.Wall = took
+	caseCost[c.ID] = caseCost[c.ID].add(cost)
+	sr.Cost = sr.Cost.add(cost)
+	if opts.Progress != nil {
+		opts.Progress(name, run, c.ID, took, err)
+	}
+	if err != nil {
+		if errors.Is(err, engine.ErrLLMUnavailable) || ctx.Err() != nil {
+			return fmt.Errorf("%s: case %q: %w", name, c.ID, err)
+		}
+		sr.Errors = append(sr.Errors, CaseFailure{Case: c.ID, Run: run, Error: err.Error()})
+	}
+	for _, lab := range c.Labels {
+		sr.Outcomes = append(sr.Outcomes, scoreVerdict(c.ID, run, lab, verdicts[lab.RuleID]))
+	}
+	return nil
+}
+
+// summariseSystem fills sr's overall, per-rule, per-case and spread figures
+// from its outcomes.
+func summariseSystem(ds *Dataset, sr *SystemReport, caseCost map[string]Cost, runs int) {
 	sr.Overall = summarise(sr.Outcomes)
 	for _, id := range ruleOrder(ds) {
 		outs := filter(sr.Outcomes, func(o Outcome) bool { return o.RuleID == id.id })
@@ -388,10 +405,9 @@ func runSystem(ctx context.Context, ds *Dataset, name string, j judge, m *meter,
 		outs := filter(sr.Outcomes, func(o Outcome) bool { return o.Case == c.ID })
 		sr.PerCase = append(sr.PerCase, CaseReport{Case: c.ID, Metrics: summarise(outs), Cost: caseCost[c.ID]})
 	}
-	if opts.Runs > 1 {
-		sr.Spread = spread(sr.Outcomes, opts.Runs)
+	if runs > 1 {
+		sr.Spread = spread(sr.Outcomes, runs)
 	}
-	return sr, nil
 }
 
 type ruleKey struct {
