@@ -78,9 +78,14 @@ func TestCiteResolvesEvidenceFromPassages(t *testing.T) {
 	if !strings.Contains(req.Messages[1].Content, "[d1p1s2] The supplier's total liability is capped at fees paid in the prior 12 months.\n") {
 		t.Errorf("the passage is not shown behind its id:\n%s", req.Messages[1].Content)
 	}
-	for name, schema := range map[string]json.RawMessage{"schema": req.Schema, "grammar": req.GrammarSchema} {
-		if !strings.Contains(string(schema), `"$defs":{"citable":{"type":"string","enum":["budget","d1p1s1","d1p1s2","d1p2s1"]}}`) {
-			t.Errorf("%s does not constrain citations to the ids shown: %.400s", name, schema)
+	// A grammar server cites a document's passage when the call shows
+	// any; a strict-schema server may cite the named input too.
+	for name, want := range map[string]string{
+		string(req.Schema):        `"$defs":{"citable":{"type":"string","enum":["budget","d1p1s1","d1p1s2","d1p2s1"]}}`,
+		string(req.GrammarSchema): `"$defs":{"citable":{"type":"string","enum":["d1p1s1","d1p1s2","d1p2s1"]}}`,
+	} {
+		if !strings.Contains(name, want) {
+			t.Errorf("schema does not constrain citations to %s: %.400s", want, name)
 		}
 	}
 	if strings.Contains(req.Messages[0].Content, `"..."`) {
@@ -212,8 +217,30 @@ func TestGrammarRationaleStartsWithAWord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(g), `"rationale":{"type":"string","pattern":"^[A-Za-z0-9][^\"\\\\]{9,119}$"}`) {
-		t.Errorf("rationale not bounded by the pattern: %s", g)
+	var schema struct {
+		Properties struct {
+			Rules struct {
+				PrefixItems []struct {
+					Properties struct {
+						Rationale struct{ Pattern string }
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(g, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for i, item := range schema.Properties.Rules.PrefixItems {
+		pattern := regexp.MustCompile(item.Properties.Rationale.Pattern)
+		for _, s := range []string{"", "...", "Short.", `He said "no"`, "The term ends <------- End of Document: x ------->", strings.Repeat("long ", 30)} {
+			if pattern.MatchString(s) {
+				t.Errorf("rule %d: rationale pattern %q lets %q through", i, pattern, s)
+			}
+		}
+		if !pattern.MatchString("Invoices are payable within 45 days of receipt.") {
+			t.Errorf("rule %d: rationale pattern %q refuses a rationale", i, pattern)
+		}
 	}
 	if !strings.Contains(string(g), `"minItems":1,"maxItems":1`) {
 		t.Errorf("citations not bounded: %s", g)

@@ -56,6 +56,30 @@ func rationaleProblem(rule Rule, rationale string) string {
 	return ""
 }
 
+// rationaleProblem is the package's rationaleProblem, and a rationale that
+// only copies a named input, the text input or the message ("Northwind
+// Analytics Ltd", "The supplier under review") says nothing of the verdict
+// either.
+func (a *anchoring) rationaleProblem(rule Rule, rationale string) string {
+	if why := rationaleProblem(rule, rationale); why != "" {
+		return why
+	}
+	if a.in == nil {
+		return ""
+	}
+	w := words(rationale)
+	copies := func(s string) bool { return s != "" && slices.Equal(w, words(s)) }
+	for _, n := range a.in.NamedInputs {
+		if copies(renderValue(n.Value)) || copies(n.Description) {
+			return "copies the named input " + strconv.Quote(n.Name) + " instead of explaining the verdict"
+		}
+	}
+	if copies(a.in.TextInput) || copies(a.in.Message) {
+		return "copies the request's text instead of explaining the verdict"
+	}
+	return ""
+}
+
 // explainingWords counts the distinct words of w that can say something:
 // two letters or more and not a placeholder, so "n/a, n/a, n/a" and
 // "1, 2, 3 (0-5)" explain nothing. A word of a script written without
@@ -97,7 +121,7 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 	if v.Rationale == "" {
 		add(ReasonMissingRationale, "the model gave no rationale",
 			"rationale is missing or empty; explain the verdict in one to three sentences about the material")
-	} else if why := rationaleProblem(rule, v.Rationale); why != "" {
+	} else if why := a.rationaleProblem(rule, v.Rationale); why != "" {
 		add(ReasonPlaceholderRationale, "the model gave no rationale that explains the verdict (it wrote "+clip(v.Rationale)+")",
 			"the rationale %s %s; explain the verdict in one to three sentences about the material", clip(v.Rationale), why)
 	}

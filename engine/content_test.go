@@ -396,3 +396,20 @@ func TestRationaleProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestRationaleCopyingAnInputExplainsNothing: a rationale that only repeats a
+// named input's value or description is a placeholder.
+func TestRationaleCopyingAnInputExplainsNothing(t *testing.T) {
+	in := &Inputs{NamedInputs: []NamedInput{{Name: "counterparty", Description: "The supplier under review", Value: "Northwind Analytics Ltd"}}}
+	a := &anchoring{in: in}
+	rule := Rule{RuleID: "governing-law", RuleText: "The agreement is governed by an approved law."}
+	for rationale, want := range map[string]string{
+		"Northwind Analytics Ltd":   `copies the named input "counterparty"`,
+		"the supplier under review": `copies the named input "counterparty"`,
+		"Northwind Analytics Ltd agreed to English law, which the policy approves.": "",
+	} {
+		if got := a.rationaleProblem(rule, rationale); !strings.Contains(got, want) || (want == "") != (got == "") {
+			t.Errorf("rationaleProblem(%q) = %q, want %q", rationale, got, want)
+		}
+	}
+}

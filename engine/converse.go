@@ -27,6 +27,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	if e.cfg.Evidence == EvidenceQuote {
 		citable = an.origins()
 	}
+	grammarCitable := groundingIDs(citable, e.cfg.Evidence)
 	mode, err := e.instructionMode(ctx, model)
 	if err != nil {
 		return nil, Usage{}, err
@@ -57,7 +58,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 		if err != nil {
 			return nil, usage, err
 		}
-		grammar, err := withCitable(grammarPart, e.cfg.Evidence, citable)
+		grammar, err := withCitable(grammarPart, e.cfg.Evidence, grammarCitable)
 		if err != nil {
 			return nil, usage, err
 		}
