@@ -84,6 +84,31 @@ func TestHelpListsEachSettingTheSameWay(t *testing.T) {
 	}
 }
 
+// Every command whose --help lists settings is in the table's list of
+// commands, so that the README and the checks above see its settings.
+func TestEveryCommandWithSettingsIsListed(t *testing.T) {
+	t.Parallel()
+	listed := map[string]bool{}
+	for _, c := range commandSettings() {
+		listed[c.command] = true
+	}
+	var names []string
+	for _, c := range commands() {
+		if c.name != "rulesets" {
+			names = append(names, c.name)
+		}
+	}
+	for _, c := range rulesetsCommands() {
+		names = append(names, "rulesets "+c.name)
+	}
+	for _, name := range names {
+		_, stdout, stderr := opRun(t, append(strings.Fields(name), "--help")...)
+		if strings.Contains(stdout+stderr, "\nSettings: ") && !listed[name] {
+			t.Errorf("%s --help lists settings, but commandSettings does not list %s", name, name)
+		}
+	}
+}
+
 var settingLine = regexp.MustCompile(`^  --([a-z0-9-]+)`)
 
 // settingBlocks are the settings of a --help output, each flag's line with
