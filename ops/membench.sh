@@ -77,7 +77,7 @@ cp examples/contract-review/ruleset.yaml "$WORK/rulesets/"
 "$HELPER" request -base examples/contract-review/request.json -bytes "$DOC_BYTES" >"$WORK/request.json"
 log "producing $REQUESTS requests of $(stat -c %s "$WORK/request.json") bytes to $(topic requests)"
 for ((sent = 0; sent < REQUESTS; sent += BATCH)); do
-  "$BIN" produce --brokers "$bootstrap" --topic "$(topic requests)" --file "$WORK/request.json" \
+  "$BIN" produce --kafka-brokers "$bootstrap" --requests-topic "$(topic requests)" --file "$WORK/request.json" \
     --request-id "$RUN_ID-$sent" --count "$((REQUESTS - sent < BATCH ? REQUESTS - sent : BATCH))" >/dev/null
 done
 
@@ -133,7 +133,7 @@ bash ops/kafka.sh start >/dev/null
 wait_judged "$REQUESTS" 900 || log "not every request was judged within 15 minutes after the restart"
 end_ms=$(date +%s%3N)
 
-"$BIN" tail --brokers "$bootstrap" --topics "$(topic summaries),$(topic deadletter)" --from beginning --json --timeout 10s >"$WORK/events.jsonl" 2>"$WORK/tail.log" || true
+"$BIN" tail --kafka-brokers "$bootstrap" --topics "$(topic summaries),$(topic deadletter)" --from beginning --json --timeout 10s >"$WORK/events.jsonl" 2>"$WORK/tail.log" || true
 read -r summarised completed dead <<<"$(python3 - "$WORK/events.jsonl" "$RUN_ID" <<'PY'
 import json, sys
 ids, done, dead = set(), set(), 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,9 +20,25 @@ import (
 // exitBelowMinimum: the evaluation ran but accuracy is under --min-accuracy.
 const exitBelowMinimum = 3
 
+// evalDoc is eval's --help.
+var evalDoc = commandDoc{
+	synopsis: "eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--min-accuracy X] [settings]",
+	about: []string{
+		"Judges every case of a labelled dataset with the model and scores the verdicts and their " +
+			"evidence against the labels; with --baseline per-rule, also a naive judge on the same model.",
+	},
+	exit: "0 done, 2 invalid flags, settings or dataset (no model call made), 1 the model could not be " +
+		"reached, 3 accuracy below --min-accuracy.",
+	examples: []string{
+		"rulevalidator eval --dataset examples/eval/edgar-nda --baseline per-rule",
+		"rulevalidator eval --dataset DIR --min-accuracy 0.9",
+	},
+}
+
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var llm llmConfig
+	cl := newCommandLine("eval", evalDoc, judgeSettings(&llm), stderr)
+	fs := cl.fs
 	var (
 		dir         = fs.String("dataset", "", "dataset directory holding dataset.yaml (required)")
 		asJSON      = fs.Bool("json", false, "print exactly one JSON object on stdout")
@@ -33,33 +48,18 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		cases       = fs.String("cases", "", "comma-separated case ids to judge (default: all)")
 		compare     = fs.String("compare-evidence-mode", "", "also judge with the engine in this evidence mode (cite or quote), reported beside the engine as engine:MODE")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
-		llm         llmFlags
 	)
 	fs.Var(&minAccuracy, "min-accuracy", "exit 3 when the engine's verdict accuracy is below this `share` (0 to 1; 0.9 for 90%); unset, no gate")
-	llm.register(fs, getenv)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--min-accuracy X] [--model NAME]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Judges every case of a labelled dataset with the model and scores the verdicts")
-		fmt.Fprintln(stderr, "and their evidence against the labels. Exit status: 0 done, 2 invalid flags or")
-		fmt.Fprintln(stderr, "dataset (no model call made), 1 the model could not be reached, 3 accuracy")
-		fmt.Fprintln(stderr, "below --min-accuracy.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
+	if code, ok := cl.parse(args, getenv); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
+	if err := llm.check(); err != nil {
+		return cl.invalid(err)
 	}
 	switch {
 	case *dir == "":
 		fmt.Fprintln(stderr, "eval: --dataset is required")
 		fs.Usage()
-		return exitInvalid
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "eval: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
 		return exitInvalid
 	case *baseline != "" && *baseline != eval.BaselinePerRule:
 		fmt.Fprintf(stderr, "eval: --baseline %q: the only baseline is %q\n", *baseline, eval.BaselinePerRule)
@@ -92,10 +92,6 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := llm.check(); err != nil {
-		fmt.Fprintf(stderr, "eval: %v\n", err)
-		return exitInvalid
-	}
 	// Every HTTP attempt is counted, retries and format fallbacks included.
 	attempts := &eval.Attempts{}
 	clientCfg := llm.clientConfig(logger)

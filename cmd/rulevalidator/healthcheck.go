@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,23 +11,19 @@ import (
 // runHealthcheck probes the service's readiness endpoint: container images
 // without a shell or curl use it as their health check.
 func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := orEnv(getenv, "RULEVALIDATOR_OPS_ADDR", "127.0.0.1:9464")
-	url := fs.String("url", "http://"+addr+"/readyz", "endpoint to probe (default from RULEVALIDATOR_OPS_ADDR)")
-	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for the answer")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator healthcheck [--url URL] [--timeout D]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "GETs the service's readiness endpoint; exit 0 when it answers 2xx, 1 otherwise.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
+	var opsAddr string
+	cl := newCommandLine("healthcheck", commandDoc{
+		synopsis: "healthcheck [--url URL] [--timeout D] [settings]",
+		about:    []string{"GETs the service's readiness endpoint, http://OPS-ADDR/readyz unless --url says otherwise."},
+		exit:     "0 it answered 2xx, 1 otherwise, 2 invalid flags or settings.",
+	}, healthcheckSettings(&opsAddr), stderr)
+	url := cl.fs.String("url", "", "endpoint to probe (default: /readyz on --ops-addr)")
+	timeout := cl.fs.Duration("timeout", 2*time.Second, "how long to wait for the answer")
+	if code, ok := cl.parse(args, getenv); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
+	if *url == "" {
+		*url = "http://" + opsAddr + "/readyz"
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

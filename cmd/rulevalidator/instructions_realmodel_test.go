@@ -51,7 +51,7 @@ func TestInstructionModeSameEveryValidateRun(t *testing.T) {
 		rec.reset()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		cmd := exec.CommandContext(ctx, bin, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--json", "-v",
-			"--base-url", rec.url, "--llm-instructions", "auto", "--output-retries", "0", "--max-tokens", "1")
+			"--llm-base-url", rec.url, "--llm-instructions", "auto", "--output-retries", "0", "--max-tokens", "1")
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 		err := cmd.Run()

@@ -50,7 +50,7 @@ func TestOneRequestIDOnePartition(t *testing.T) {
 	ids := []string{"order-1", "order-2", "invoice-2026-0042", "f47ac10b-58cc-4372-a567-0e02b2c3d479", "x"}
 	requestFile := opWriteFile(t, "request.json", requestDoc)
 	for _, id := range ids {
-		if code, _, stderr := opRun(t, "produce", "--file", requestFile, "--brokers", bootstrap, "--topic", topic, "--request-id", id); code != exitOK {
+		if code, _, stderr := opRun(t, "produce", "--file", requestFile, "--kafka-brokers", bootstrap, "--requests-topic", topic, "--request-id", id); code != exitOK {
 			t.Fatalf("produce --request-id %s: exit %d\n%s", id, code, stderr)
 		}
 		if err := submitter.Submit(ctx, exampleRequest(t, id)); err != nil {

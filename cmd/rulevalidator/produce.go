@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,12 +29,35 @@ import (
 // large --count does not hold every message in memory.
 const produceBatch = 500
 
+// produceDoc is produce's --help.
+var produceDoc = commandDoc{
+	synopsis: "produce --file REQUEST.json|yaml [--tenant T] [--request-id ID] [--count N] [--json] [settings]",
+	about: []string{
+		"Sends a validation request to the requests topic, as an upstream pipeline would: Avro in the " +
+			"chosen wire format, keyed by request_id, acknowledged by every in-sync replica, with a W3C " +
+			"traceparent header. A missing request_id is generated and a missing submitted_at set to now. " +
+			"Prints each request_id sent.",
+		"The file holds the request's JSON form (YAML is read as the same structure):",
+		`  {"tenant_id": "contoso", "ruleset_ref": {"id": "contract-review"},` + "\n" +
+			`   "primary_docs": [{"name": "msa.pdf", "pages": ["page 1", "page 2"]}],` + "\n" +
+			`   "named_inputs": [{"name": "approval_limit", "value": 250000}]}`,
+	},
+	exit: "0 sent, 2 invalid flags, settings or request (nothing sent), 1 Kafka failed.",
+	examples: []string{
+		"rulevalidator produce --file request.json --tenant contoso",
+		"rulevalidator tail --request-id <the printed id>",
+	},
+}
+
 func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var (
+		kf    kafkaConfig
+		topic string
+	)
+	cl := newCommandLine("produce", produceDoc, produceSettings(&kf, &topic), stderr)
+	fs := cl.fs
 	var (
 		file        = fs.String("file", "", "the request, JSON or YAML, in the JSON form of a validation request (required)")
-		topic       = fs.String("topic", topicRequests.name(getenv), "topic to write to (env "+topicRequests.env+")")
 		tenant      = fs.String("tenant", "", "tenant_id, overriding the file's")
 		requestID   = fs.String("request-id", "", "request_id, overriding the file's; with --count, the prefix of the ids")
 		traceparent = fs.String("traceparent", "", "W3C traceparent header to send (default: a new trace per request)")
@@ -43,33 +65,8 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		asJSON      = fs.Bool("json", false, "print one JSON object per request: request_id, topic, partition, offset")
 		strict      = fs.Bool("strict", true, "also check the inline ruleset and the inputs as the service will; false sends requests the service rejects (dead-letter demos)")
 		timeout     = fs.Duration("timeout", 30*time.Second, "bound on each write, acknowledgements included")
-		kf          kafkaFlags
 	)
-	kf.registerBrokers(fs, getenv)
-	kf.registerWireFormat(fs, getenv)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator produce --file REQUEST.json|yaml [--topic T] [--tenant T] [--request-id ID] [--count N] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Sends a validation request to the requests topic, as an upstream pipeline would:")
-		fmt.Fprintln(stderr, "Avro in the chosen wire format, keyed by request_id, acknowledged by every in-sync")
-		fmt.Fprintln(stderr, "replica, with a W3C traceparent header. A missing request_id is generated and a")
-		fmt.Fprintln(stderr, "missing submitted_at set to now. Prints each request_id sent.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "The file holds the request's JSON form (YAML is read as the same structure):")
-		fmt.Fprintln(stderr, `  {"tenant_id": "contoso", "ruleset_ref": {"id": "contract-review"},`)
-		fmt.Fprintln(stderr, `   "primary_docs": [{"name": "msa.pdf", "pages": ["page 1", "page 2"]}],`)
-		fmt.Fprintln(stderr, `   "named_inputs": [{"name": "approval_limit", "value": 250000}]}`)
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Example:")
-		fmt.Fprintln(stderr, "  rulevalidator produce --file request.json --tenant contoso")
-		fmt.Fprintln(stderr, "  rulevalidator tail --request-id <the printed id>")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Exit status: 0 sent, 2 invalid flags or request (nothing sent), 1 Kafka failed.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Flags:")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
 	invalid := func(format string, a ...any) int {
@@ -83,13 +80,13 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		return exitInvalid
 	case *count < 1:
 		return invalid("--count: %d must be at least 1", *count)
-	case *topic == "":
-		return invalid("--topic is required")
+	case topic == "":
+		return invalid("--requests-topic is required")
 	case *timeout <= 0:
 		return invalid("--timeout: %s must be positive", *timeout)
 	}
 	if err := kf.check(); err != nil {
-		return invalid("%v", err)
+		return cl.invalid(err)
 	}
 	if *traceparent != "" {
 		if err := checkTraceparent(*traceparent); err != nil {
@@ -125,17 +122,17 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		return invalid("%v", err)
 	}
 	defer client.Close()
-	if _, err := client.Partitions(ctx, *topic); err != nil {
+	if _, err := client.Partitions(ctx, topic); err != nil {
 		fmt.Fprintf(stderr, "produce: %v\n", err)
 		return exitFailure
 	}
-	serde, err := kf.serde(ctx, map[string]string{*topic: schemas.RequestSchema})
+	serde, err := kf.serde(ctx, map[string]string{topic: schemas.RequestSchema})
 	if err != nil {
 		fmt.Fprintf(stderr, "produce: %v\n", err)
 		return exitFailure
 	}
 	w := &requestWriter{
-		topic:     *topic,
+		topic:     topic,
 		serde:     serde,
 		trace:     *traceparent,
 		positions: map[string]stream.Record{},
@@ -145,7 +142,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	// on the same partition.
 	w.kw, err = stream.NewWriter(ctx, stream.WriterConfig{
 		Client:       client,
-		Topics:       []string{*topic},
+		Topics:       []string{topic},
 		WriteTimeout: *timeout,
 		Completed:    w.completed,
 	})

@@ -279,7 +279,7 @@ func TestProduceInvalid(t *testing.T) {
 	t.Parallel()
 	badInline := strings.Replace(requestDoc, `"ruleset_ref": {"id": "contract-review", "version": "1.0.0"},`,
 		`"inline_ruleset": {"id": "x", "rules": [{"rule_id": "a", "rule_text": "t", "type": "numerical", "weight": -1}]},`, 1)
-	unreachable := []string{"--brokers", "127.0.0.1:1"}
+	unreachable := []string{"--kafka-brokers", "127.0.0.1:1"}
 	for _, tc := range []struct {
 		name    string
 		file    string
@@ -318,7 +318,7 @@ func TestProduceInvalid(t *testing.T) {
 
 	t.Run("non-strict sends what the service will reject", func(t *testing.T) {
 		path := opWriteFile(t, "request.json", `{"tenant_id": "t", "ruleset_ref": {"id": "x"}}`)
-		code, _, stderr := opRun(t, "produce", "--file", path, "--strict=false", "--brokers", "127.0.0.1:1")
+		code, _, stderr := opRun(t, "produce", "--file", path, "--strict=false", "--kafka-brokers", "127.0.0.1:1")
 		if code != exitFailure || !strings.Contains(stderr, "127.0.0.1:1") {
 			t.Errorf("exit %d (want %d: the checks pass, then the broker is unreachable); stderr:\n%s", code, exitFailure, stderr)
 		}
@@ -334,7 +334,7 @@ func TestProduceWritesTheRequest(t *testing.T) {
 	const trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 	before := time.Now().UTC().Truncate(time.Millisecond)
-	code, stdout, stderr := opRun(t, "produce", "--file", path, "--brokers", bootstrap, "--topic", topic,
+	code, stdout, stderr := opRun(t, "produce", "--file", path, "--kafka-brokers", bootstrap, "--requests-topic", topic,
 		"--tenant", "contoso", "--traceparent", trace, "--json")
 	after := time.Now().UTC()
 	if code != exitOK {
@@ -382,7 +382,7 @@ func TestProduceCount(t *testing.T) {
 	kafkatest.CreateTopic(t, bootstrap, topic, 2)
 	path := opWriteFile(t, "request.yaml", requestDocYAML)
 
-	code, stdout, stderr := opRun(t, "produce", "--file", path, "--brokers", bootstrap, "--topic", topic,
+	code, stdout, stderr := opRun(t, "produce", "--file", path, "--kafka-brokers", bootstrap, "--requests-topic", topic,
 		"--request-id", "load", "--count", "12")
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
@@ -419,7 +419,7 @@ func TestProduceInvalidWritesNothing(t *testing.T) {
 	kafkatest.CreateTopic(t, bootstrap, topic, 1)
 	path := opWriteFile(t, "request.json", `{"ruleset_ref": {"id": "x"}, "primary_docs": [{"name": "a.pdf", "content": "x", "pages": ["x"]}]}`)
 
-	code, stdout, stderr := opRun(t, "produce", "--file", path, "--brokers", bootstrap, "--topic", topic)
+	code, stdout, stderr := opRun(t, "produce", "--file", path, "--kafka-brokers", bootstrap, "--requests-topic", topic)
 	if code != exitInvalid {
 		t.Errorf("exit %d, want %d; stderr:\n%s", code, exitInvalid, stderr)
 	}
@@ -435,7 +435,7 @@ func TestProduceInvalidWritesNothing(t *testing.T) {
 		t.Errorf("%d records written, want none", end[0])
 	}
 
-	code, _, stderr = opRun(t, "produce", "--file", opWriteFile(t, "ok.json", requestDoc), "--brokers", bootstrap, "--topic", topic+"-missing")
+	code, _, stderr = opRun(t, "produce", "--file", opWriteFile(t, "ok.json", requestDoc), "--kafka-brokers", bootstrap, "--requests-topic", topic+"-missing")
 	if code != exitFailure || !strings.Contains(stderr, "no such topic") {
 		t.Errorf("missing topic: exit %d, stderr:\n%s", code, stderr)
 	}
@@ -451,8 +451,8 @@ func TestProduceAndTailConfluent(t *testing.T) {
 	reg := srfake.New()
 	t.Cleanup(reg.Close)
 
-	code, stdout, stderr := opRun(t, "produce", "--file", opWriteFile(t, "request.json", requestDoc), "--brokers", bootstrap,
-		"--topic", topic, "--request-id", "conf-1", "--wire-format", "confluent", "--schema-registry", reg.URL())
+	code, stdout, stderr := opRun(t, "produce", "--file", opWriteFile(t, "request.json", requestDoc), "--kafka-brokers", bootstrap,
+		"--requests-topic", topic, "--request-id", "conf-1", "--wire-format", "confluent", "--schema-registry", reg.URL())
 	if code != exitOK || stdout != "conf-1\n" {
 		t.Fatalf("produce: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}
@@ -464,7 +464,7 @@ func TestProduceAndTailConfluent(t *testing.T) {
 		t.Errorf("the Confluent format carries no %s header", schemas.HeaderFingerprint)
 	}
 
-	code, stdout, stderr = opRun(t, "tail", "--brokers", bootstrap, "--topics", topic, "--schema-registry", reg.URL(), "--max", "1", "--json")
+	code, stdout, stderr = opRun(t, "tail", "--kafka-brokers", bootstrap, "--topics", topic, "--schema-registry", reg.URL(), "--max", "1", "--json")
 	if code != exitOK {
 		t.Fatalf("tail: exit %d, stderr:\n%s", code, stderr)
 	}
@@ -483,7 +483,7 @@ func TestProduceAndTailConfluent(t *testing.T) {
 		t.Errorf("tail read %s\n%s\nwant\n%s", line.Schema, opJSON(t, got), opJSON(t, want))
 	}
 
-	code, stdout, stderr = opRun(t, "tail", "--brokers", bootstrap, "--topics", topic, "--max", "1")
+	code, stdout, stderr = opRun(t, "tail", "--kafka-brokers", bootstrap, "--topics", topic, "--max", "1")
 	if code != exitOK || !strings.Contains(stdout, "UNDECODABLE") || !strings.Contains(stdout, "no schema registry is configured") {
 		t.Errorf("tail without a registry: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}

@@ -7,19 +7,18 @@ import (
 	"testing"
 )
 
-// The README's configuration reference lists every setting of serve once,
-// with its environment variable, default and meaning as the code defines
-// them, and nothing else. RULEVALIDATOR_PRINT_REFERENCE=1 prints the table
-// to paste.
-func TestREADMEListsEveryServeSetting(t *testing.T) {
+// The README's configuration reference lists every setting of every command
+// once, with its environment variable, default, the commands that read it
+// and its meaning as the table defines them, and nothing else.
+// RULEVALIDATOR_PRINT_REFERENCE=1 prints the table to paste.
+func TestREADMEListsEverySetting(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg serveConfig
 	var table bytes.Buffer
-	serveSettings(&cfg).reference(&table)
+	writeReference(&table)
 	if os.Getenv("RULEVALIDATOR_PRINT_REFERENCE") == "1" {
 		t.Logf("\n%s", table.String())
 	}
@@ -34,7 +33,7 @@ func TestREADMEListsEveryServeSetting(t *testing.T) {
 		case seen[row]:
 			t.Errorf("README.md lists a configuration row twice:\n%s", row)
 		case !want[row]:
-			t.Errorf("README.md has a configuration row that is not a setting of serve as the code defines it:\n%s", row)
+			t.Errorf("README.md has a configuration row that is not a setting as the code defines it:\n%s", row)
 		}
 		seen[row] = true
 	}
@@ -48,10 +47,9 @@ func TestREADMEListsEveryServeSetting(t *testing.T) {
 // configurationRows are the body rows of the README's configuration table.
 func configurationRows(t *testing.T, readme string) []string {
 	t.Helper()
-	const header = "| flag / config key |"
-	start := strings.Index(readme, header)
+	start := strings.Index(readme, referenceHeader)
 	if start < 0 {
-		t.Fatalf("README.md has no configuration table (a table whose header starts %q)", header)
+		t.Fatalf("README.md has no configuration table (a table whose header is %q)", referenceHeader)
 	}
 	var rows []string
 	for i, line := range strings.Split(readme[start:], "\n") {
@@ -69,7 +67,7 @@ func configurationRows(t *testing.T, readme string) []string {
 // row and a row the code does not define.
 func TestConfigurationRowsCatchMistakes(t *testing.T) {
 	t.Parallel()
-	readme := "text\n\n| flag / config key | environment | default | meaning |\n| --- | --- | --- | --- |\n| `--a` | A | `1` | a |\n| `--a` | A | `1` | a |\n\nafter\n| `--b` | B | `2` | b |\n"
+	readme := "text\n\n" + referenceHeader + "\n| --- | --- | --- | --- | --- |\n| `--a` | A | `1` | serve | a |\n| `--a` | A | `1` | serve | a |\n\nafter\n| `--b` | B | `2` | serve | b |\n"
 	rows := configurationRows(t, readme)
 	if len(rows) != 2 || rows[0] != rows[1] || strings.Contains(strings.Join(rows, ""), "--b") {
 		t.Errorf("rows %q: want the two rows of the table and nothing after it", rows)

@@ -144,7 +144,7 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 		if err := os.WriteFile(file, []byte(`{"request_id":"`+id+`","tenant_id":"acme","ruleset_ref":{"id":"contract-review"},`+v.inputs+`}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if code, _, stderr := opRun(t, "produce", "--file", file, "--brokers", e.bootstrap, "--topic", e.requests); code != exitOK {
+		if code, _, stderr := opRun(t, "produce", "--file", file, "--kafka-brokers", e.bootstrap, "--requests-topic", e.requests); code != exitOK {
 			t.Fatalf("%s: produce exit %d: %s", v.name, code, stderr)
 		}
 		// The job feed mirrors every event, so the public GET answers for it too.

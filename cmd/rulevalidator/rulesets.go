@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -32,7 +31,7 @@ func runRulesets(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		fmt.Fprintln(w, "usage: rulevalidator rulesets <publish|list|check> [flags]")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Manages the rulesets the service resolves by reference: a compacted topic keyed by")
-		fmt.Fprintln(w, "ruleset id (env "+topicRulesets.env+", default "+topicRulesets.def+").")
+		fmt.Fprintln(w, "ruleset id (--rulesets-topic).")
 		fmt.Fprintln(w)
 		for _, c := range rulesetsCommands() {
 			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
@@ -59,49 +58,45 @@ func runRulesets(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	return exitInvalid
 }
 
+// rulesetsPublishDoc is rulesets publish's --help.
+var rulesetsPublishDoc = commandDoc{
+	synopsis: "rulesets publish --file RULESET.yaml [settings]",
+	about: []string{
+		"Checks the ruleset as the service will and publishes it to the rulesets topic, keyed by its id, " +
+			"acknowledged by every in-sync replica. Running services pick it up at once; its version becomes " +
+			"the id's latest. An invalid ruleset is not published.",
+	},
+	exit:     "0 published, 2 invalid flags, settings or ruleset (nothing published), 1 Kafka failed.",
+	examples: []string{"rulevalidator rulesets publish --file examples/contract-review/ruleset.yaml"},
+}
+
 func runRulesetsPublish(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	fs := flag.NewFlagSet("rulesets publish", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
-		file    = fs.String("file", "", "the ruleset, YAML or JSON, with an id (required)")
-		topic   = fs.String("topic", topicRulesets.name(getenv), "the compacted rulesets topic (env "+topicRulesets.env+")")
-		timeout = fs.Duration("timeout", 30*time.Second, "bound on the write, acknowledgements included")
-		kf      kafkaFlags
+		kf    kafkaConfig
+		topic string
 	)
-	kf.registerBrokers(fs, getenv)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator rulesets publish --file RULESET.yaml [--topic T] [--brokers B]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Checks the ruleset as the service will and publishes it to the rulesets topic,")
-		fmt.Fprintln(stderr, "keyed by its id, acknowledged by every in-sync replica. Running services pick it")
-		fmt.Fprintln(stderr, "up at once; its version becomes the id's latest. An invalid ruleset is not published.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Example:")
-		fmt.Fprintln(stderr, "  rulevalidator rulesets publish --file examples/contract-review/ruleset.yaml")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Exit status: 0 published, 2 invalid flags or ruleset (nothing published), 1 Kafka failed.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Flags:")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+	cl := newCommandLine("rulesets publish", rulesetsPublishDoc, rulesetsTopicSettings(&kf, &topic), stderr)
+	var (
+		file    = cl.fs.String("file", "", "the ruleset, YAML or JSON, with an id (required)")
+		timeout = cl.fs.Duration("timeout", 30*time.Second, "bound on the write, acknowledgements included")
+	)
+	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
 	switch {
 	case *file == "":
 		fmt.Fprintln(stderr, "rulesets publish: --file is required")
-		fs.Usage()
+		cl.fs.Usage()
 		return exitInvalid
-	case *topic == "":
-		fmt.Fprintln(stderr, "rulesets publish: --topic is required")
+	case topic == "":
+		fmt.Fprintln(stderr, "rulesets publish: --rulesets-topic is required")
 		return exitInvalid
 	case *timeout <= 0:
 		fmt.Fprintf(stderr, "rulesets publish: --timeout: %s must be positive\n", *timeout)
 		return exitInvalid
 	}
-	if err := kf.check(); err != nil {
-		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
-		return exitInvalid
+	if err := checkKafka(kf.brokers, kf.conn); err != nil {
+		return cl.invalid(err)
 	}
 	rs, err := readPublishableRuleset(*file, false)
 	if err != nil {
@@ -117,61 +112,56 @@ func runRulesetsPublish(ctx context.Context, args []string, stdout, stderr io.Wr
 		return exitInvalid
 	}
 	defer client.Close()
-	if _, err := client.Partitions(ctx, *topic); err != nil {
+	if _, err := client.Partitions(ctx, topic); err != nil {
 		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
 		return exitFailure
 	}
-	if err := registry.Publish(ctx, client, *topic, rs); err != nil {
+	if err := registry.Publish(ctx, client, topic, rs); err != nil {
 		fmt.Fprintf(stderr, "rulesets publish: %v\n", err)
 		if errors.Is(err, engine.ErrInvalidRuleset) {
 			return exitInvalid
 		}
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "published ruleset %s version %s (%d rules) to topic %s\n", rs.ID, orDash(rs.Version), len(rs.Rules), *topic)
+	fmt.Fprintf(stdout, "published ruleset %s version %s (%d rules) to topic %s\n", rs.ID, orDash(rs.Version), len(rs.Rules), topic)
 	return exitOK
 }
 
+// rulesetsListDoc is rulesets list's --help.
+var rulesetsListDoc = commandDoc{
+	synopsis: "rulesets list [--json] [settings]",
+	about: []string{
+		"Reads the rulesets topic to its end, as the service does at start-up, and lists every ruleset " +
+			"version it holds: id, version, whether it is the id's latest, rule count and the record it came " +
+			"from (topic/partition/offset). Records the service would skip are reported on stderr.",
+	},
+	exit:     "0 listed, 2 invalid flags or settings, 1 the topic could not be read.",
+	examples: []string{"rulevalidator rulesets list --kafka-brokers kafka-1:9092,kafka-2:9092"},
+}
+
 func runRulesetsList(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	fs := flag.NewFlagSet("rulesets list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
-		topic   = fs.String("topic", topicRulesets.name(getenv), "the compacted rulesets topic (env "+topicRulesets.env+")")
-		asJSON  = fs.Bool("json", false, "print a JSON array of {id, version, latest, rules, source}")
-		timeout = fs.Duration("timeout", 30*time.Second, "how long to wait for the topic to be read to its end")
-		kf      kafkaFlags
+		kf    kafkaConfig
+		topic string
 	)
-	kf.registerBrokers(fs, getenv)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator rulesets list [--topic T] [--brokers B] [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Reads the rulesets topic to its end, as the service does at start-up, and lists")
-		fmt.Fprintln(stderr, "every ruleset version it holds: id, version, whether it is the id's latest, rule")
-		fmt.Fprintln(stderr, "count and the record it came from (topic/partition/offset). Records the service")
-		fmt.Fprintln(stderr, "would skip are reported on stderr.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Example:")
-		fmt.Fprintln(stderr, "  rulevalidator rulesets list --brokers kafka-1:9092,kafka-2:9092")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Exit status: 0 listed, 2 invalid flags, 1 the topic could not be read.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Flags:")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+	cl := newCommandLine("rulesets list", rulesetsListDoc, rulesetsTopicSettings(&kf, &topic), stderr)
+	var (
+		asJSON  = cl.fs.Bool("json", false, "print a JSON array of {id, version, latest, rules, source}")
+		timeout = cl.fs.Duration("timeout", 30*time.Second, "how long to wait for the topic to be read to its end")
+	)
+	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
 	switch {
-	case *topic == "":
-		fmt.Fprintln(stderr, "rulesets list: --topic is required")
+	case topic == "":
+		fmt.Fprintln(stderr, "rulesets list: --rulesets-topic is required")
 		return exitInvalid
 	case *timeout <= 0:
 		fmt.Fprintf(stderr, "rulesets list: --timeout: %s must be positive\n", *timeout)
 		return exitInvalid
 	}
-	if err := kf.check(); err != nil {
-		fmt.Fprintf(stderr, "rulesets list: %v\n", err)
-		return exitInvalid
+	if err := checkKafka(kf.brokers, kf.conn); err != nil {
+		return cl.invalid(err)
 	}
 	client, err := kf.client()
 	if err != nil {
@@ -179,7 +169,7 @@ func runRulesetsList(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitInvalid
 	}
 	defer client.Close()
-	rows, err := listRulesets(ctx, client, *topic, *timeout, stderr)
+	rows, err := listRulesets(ctx, client, topic, *timeout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rulesets list: %v\n", err)
 		return exitFailure
@@ -196,7 +186,7 @@ func runRulesetsList(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		return exitOK
 	}
-	printRulesetRows(stdout, rows, *topic)
+	printRulesetRows(stdout, rows, topic)
 	return exitOK
 }
 
@@ -268,34 +258,32 @@ func printRulesetRows(w io.Writer, rows []rulesetRow, topic string) {
 	tw.Flush()
 }
 
-func runRulesetsCheck(_ context.Context, args []string, stdout, stderr io.Writer, _ env) int {
-	fs := flag.NewFlagSet("rulesets check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// rulesetsCheckDoc is rulesets check's --help.
+var rulesetsCheckDoc = commandDoc{
+	synopsis: "rulesets check [--inline] --file RULESET.yaml | FILE...",
+	about: []string{
+		"Checks ruleset files exactly as the service and `rulesets publish` do, without Kafka or a model, " +
+			"and prints every problem with its place (rule index and id, field). A ruleset to publish needs an " +
+			"id; --inline checks rulesets sent inside requests, which need none. Meant for the CI of teams that " +
+			"write rulesets.",
+	},
+	exit:     "0 every file is valid, 2 a file is invalid or unreadable.",
+	examples: []string{"rulevalidator rulesets check rulesets/*.yaml"},
+}
+
+func runRulesetsCheck(_ context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	cl := newCommandLine("rulesets check", rulesetsCheckDoc, nil, stderr)
+	cl.allowArgs = true
+	fs := cl.fs
 	var (
 		files  []string
 		inline = fs.Bool("inline", false, "the files are inline rulesets of requests: no id needed")
 	)
-	fs.Func("file", "a ruleset file, YAML or JSON; repeat the flag or list files as arguments", func(v string) error {
+	fs.Func("file", "a ruleset `file`, YAML or JSON; repeat the flag or list files as arguments", func(v string) error {
 		files = append(files, v)
 		return nil
 	})
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator rulesets check [--inline] --file RULESET.yaml | FILE...")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Checks ruleset files exactly as the service and `rulesets publish` do, without")
-		fmt.Fprintln(stderr, "Kafka or a model, and prints every problem with its place (rule index and id,")
-		fmt.Fprintln(stderr, "field). A ruleset to publish needs an id; --inline checks rulesets sent inside")
-		fmt.Fprintln(stderr, "requests, which need none. Meant for the CI of teams that write rulesets.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Example:")
-		fmt.Fprintln(stderr, "  rulevalidator rulesets check rulesets/*.yaml")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Exit status: 0 every file is valid, 2 a file is invalid or unreadable.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Flags:")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args, stderr, true); !ok {
+	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
 	files = append(files, fs.Args()...)

@@ -86,8 +86,8 @@ func TestRulesetsUsage(t *testing.T) {
 		{[]string{"rulesets", "list", "--help"}, exitOK, "RULEVALIDATOR_KAFKA_BROKERS"},
 		{[]string{"rulesets", "publish"}, exitInvalid, "--file is required"},
 		{[]string{"rulesets", "publish", "--file", exampleRuleset, "--timeout", "0s"}, exitInvalid, "--timeout: 0s must be positive"},
-		{[]string{"rulesets", "list", "--brokers", " , "}, exitInvalid, "--brokers: at least one broker is required"},
-		{[]string{"rulesets", "list", "--brokers", "127.0.0.1:1"}, exitFailure, "127.0.0.1:1"},
+		{[]string{"rulesets", "list", "--kafka-brokers", " , "}, exitInvalid, "--kafka-brokers: at least one broker is required"},
+		{[]string{"rulesets", "list", "--kafka-brokers", "127.0.0.1:1"}, exitFailure, "127.0.0.1:1"},
 		{[]string{"help"}, exitOK, "rulesets   publish, list and check rulesets"},
 	} {
 		code, stdout, stderr := opRun(t, tc.args...)
@@ -102,7 +102,7 @@ func TestRulesetsPublishAndList(t *testing.T) {
 	bootstrap := kafkatest.Broker(t)
 	topic := kafkatest.UniqueTopic(t, "rulesets")
 	kafkatest.CreateTopic(t, bootstrap, topic, 2)
-	conn := []string{"--brokers", bootstrap, "--topic", topic}
+	conn := []string{"--kafka-brokers", bootstrap, "--rulesets-topic", topic}
 
 	code, stdout, stderr := opRun(t, append([]string{"rulesets", "list"}, conn...)...)
 	if code != exitOK || stdout != "no rulesets on topic "+topic+"\n" {
@@ -182,7 +182,7 @@ func TestRulesetsPublishAndList(t *testing.T) {
 		}
 	}
 
-	code, _, stderr = opRun(t, "rulesets", "list", "--brokers", bootstrap, "--topic", topic+"-missing")
+	code, _, stderr = opRun(t, "rulesets", "list", "--kafka-brokers", bootstrap, "--rulesets-topic", topic+"-missing")
 	if code != exitFailure || !strings.Contains(stderr, "no such topic") {
 		t.Errorf("missing topic: exit %d, stderr:\n%s", code, stderr)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,7 +16,6 @@ import (
 
 	"rulevalidator/api"
 	"rulevalidator/consumer"
-	"rulevalidator/engine"
 	"rulevalidator/objstore"
 	"rulevalidator/outbox"
 	"rulevalidator/pipeline"
@@ -54,7 +52,7 @@ type serveConfig struct {
 	cacheEntries      int
 	rulesetsReadyWait time.Duration
 
-	llm llmFlags
+	llm llmConfig
 
 	s3Endpoint  string
 	s3AccessKey string
@@ -73,22 +71,26 @@ type serveConfig struct {
 	gomemlimit string
 }
 
-// serveSettings binds every setting of `serve` to cfg.
+// serveSettings binds every setting of `serve` to cfg; those other commands
+// read too are declared in the table (table.go).
 func serveSettings(cfg *serveConfig) *settings {
 	s := &settings{}
-	s.strList(&cfg.brokers, "kafka-brokers", "RULEVALIDATOR_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma-separated")
-	kafkaSettings(s, &cfg.kafka)
-	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
-	s.str(&cfg.requestsTopic, "requests-topic", "RULEVALIDATOR_TOPIC_REQUESTS", "rulevalidator.requests", "topic of validation requests")
-	s.str(&cfg.verdictsTopic, "verdicts-topic", "RULEVALIDATOR_TOPIC_VERDICTS", "rulevalidator.verdicts", "topic of rule verdict events")
-	s.str(&cfg.summariesTopic, "summaries-topic", "RULEVALIDATOR_TOPIC_SUMMARIES", "rulevalidator.summaries", "topic of summary events")
-	s.str(&cfg.deadLetterTopic, "deadletter-topic", "RULEVALIDATOR_TOPIC_DEADLETTER", "rulevalidator.deadletter", "topic of dead letters")
-	s.str(&cfg.callbacksTopic, "callbacks-topic", "RULEVALIDATOR_TOPIC_CALLBACKS", "rulevalidator.callbacks", "topic of callbacks waiting for delivery (an outbox with its own consumer group); used when --callback-secret is set")
-	s.str(&cfg.rulesetsTopic, "rulesets-topic", "RULEVALIDATOR_TOPIC_RULESETS", "rulevalidator.rulesets", "compacted topic of published rulesets; empty disables it")
+	kafkaSettings(s, &cfg.brokers, &cfg.kafka)
+	s.section("Topics")
+	requestsTopicSetting(s, &cfg.requestsTopic)
+	verdictsTopicSetting(s, &cfg.verdictsTopic)
+	summariesTopicSetting(s, &cfg.summariesTopic)
+	deadLetterTopicSetting(s, &cfg.deadLetterTopic)
+	callbacksTopicSetting(s, &cfg.callbacksTopic)
+	rulesetsTopicSetting(s, &cfg.rulesetsTopic)
+	s.section("Rulesets")
 	s.str(&cfg.rulesetsDir, "rulesets-dir", "RULEVALIDATOR_RULESETS_DIR", "", "directory of ruleset files (YAML/JSON), reloaded on change; consulted before the topic")
 	s.duration(&cfg.rulesetsReadyWait, "rulesets-ready-timeout", "RULEVALIDATOR_RULESETS_READY_TIMEOUT", "60s", "how long start-up waits for the rulesets topic to be read to its end")
-	s.str(&cfg.wireFormat, "wire-format", "RULEVALIDATOR_WIRE_FORMAT", "plain", "how events are framed: plain (Avro, fingerprint header) or confluent (schema registry ids); both are read")
-	s.strList(&cfg.schemaRegistry, "schema-registry", "RULEVALIDATOR_SCHEMA_REGISTRY", "", "schema registry URLs, comma-separated (needed by the confluent format)")
+	s.section("Wire format")
+	wireFormatSetting(s, &cfg.wireFormat)
+	schemaRegistrySetting(s, &cfg.schemaRegistry)
+	s.section("Consumer")
+	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
 	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", "67108864", "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3x its record (record, decoded request, prompt); a larger request is taken on alone. 64 MiB keeps a process under 256 MB RSS with 1 MB documents (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
@@ -100,20 +102,9 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", "3", "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
 	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", "1024", "recent results kept to answer redeliveries without the model (0 disables)")
 
-	s.str(&cfg.llm.baseURL, "llm-base-url", "OPENAI_BASE_URL", defaultBaseURL, "OpenAI-compatible API base URL")
-	s.secret(&cfg.llm.apiKey, "llm-api-key", "OPENAI_API_KEY", "API key (empty for local servers)")
-	s.str(&cfg.llm.model, "model", "RULEVALIDATOR_MODEL", defaultModel, "model name")
-	s.str(&cfg.llm.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, json_object or text")
-	s.str(&cfg.llm.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
-	s.str(&cfg.llm.evidence, "evidence-mode", "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite), evidenceModeHelp)
-	s.integer(&cfg.llm.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request (0: none)")
-	s.duration(&cfg.llm.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
-	s.integer(&cfg.llm.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")
-	s.integer(&cfg.llm.contextTokens, "llm-context-tokens", "RULEVALIDATOR_LLM_CONTEXT_TOKENS", "0", "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
-	s.integer(&cfg.llm.callsPerReq, "llm-calls-per-request", "RULEVALIDATOR_LLM_CALLS_PER_REQUEST", fmt.Sprint(engine.DefaultCallConcurrency), "calls of one split request that run at once")
-	s.integer(&cfg.llm.rulesPerCall, "llm-rules-per-call", "RULEVALIDATOR_LLM_RULES_PER_CALL", "0", rulesPerCallHelp)
-	s.integer(&cfg.llm.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; larger requests are dead-lettered as oversized")
+	llmSettings(s, &cfg.llm)
 
+	s.section("Object storage")
 	s.str(&cfg.s3Endpoint, "s3-endpoint", "S3_ENDPOINT", "", "S3-compatible endpoint (host:port) for reports and documents by uri; empty disables both")
 	s.secret(&cfg.s3AccessKey, "s3-access-key", "S3_ACCESS_KEY", "S3 access key")
 	s.secret(&cfg.s3SecretKey, "s3-secret-key", "S3_SECRET_KEY", "S3 secret key")
@@ -122,6 +113,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.integer(&cfg.s3MaxObject, "s3-max-object-bytes", "S3_MAX_OBJECT_BYTES", "67108864", "largest document read from object storage")
 
 	httpSettings(s, &cfg.http)
+	s.section("Logging")
 	s.str(&cfg.logLevel, "log-level", "RULEVALIDATOR_LOG_LEVEL", "info", "debug, info, warn or error")
 	s.str(&cfg.logFormat, "log-format", "RULEVALIDATOR_LOG_FORMAT", "json", "json or text")
 	return s
@@ -130,9 +122,7 @@ func serveSettings(cfg *serveConfig) *settings {
 // validate checks the settings that the components do not check themselves.
 func (c *serveConfig) validate() error {
 	var errs []error
-	if len(c.brokers) == 0 {
-		errs = append(errs, errors.New("--kafka-brokers: at least one broker is required"))
-	} else if _, err := c.kafka.client(c.brokers); err != nil {
+	if err := checkKafka(c.brokers, c.kafka); err != nil {
 		errs = append(errs, err)
 	}
 	if c.concurrency < 1 {
@@ -144,14 +134,8 @@ func (c *serveConfig) validate() error {
 	if c.memoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("--memory-limit: %d must not be negative", c.memoryLimit))
 	}
-	switch schemas.Format(c.wireFormat) {
-	case schemas.FormatPlain:
-	case schemas.FormatConfluent:
-		if len(c.schemaRegistry) == 0 {
-			errs = append(errs, errors.New("--wire-format confluent needs --schema-registry"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("--wire-format: %q is not plain or confluent", c.wireFormat))
+	if err := checkWireFormat(c.wireFormat, c.schemaRegistry); err != nil {
+		errs = append(errs, err)
 	}
 	if c.requestsTopic == "" {
 		errs = append(errs, errors.New("--requests-topic is required"))
@@ -174,14 +158,8 @@ func (c *serveConfig) validate() error {
 	if c.cacheEntries < 0 {
 		errs = append(errs, fmt.Errorf("--result-cache: %d must not be negative", c.cacheEntries))
 	}
-	if c.llm.contextTokens < 0 {
-		errs = append(errs, fmt.Errorf("--llm-context-tokens: %d must not be negative", c.llm.contextTokens))
-	}
-	if c.llm.callsPerReq < 1 {
-		errs = append(errs, fmt.Errorf("--llm-calls-per-request: %d must be at least 1", c.llm.callsPerReq))
-	}
-	if c.llm.maxInputBytes < 1 {
-		errs = append(errs, fmt.Errorf("--max-input-bytes: %d must be positive", c.llm.maxInputBytes))
+	if err := c.llm.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.rulesetsDir != "" {
 		if st, err := os.Stat(c.rulesetsDir); err != nil || !st.IsDir() {
@@ -240,30 +218,28 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
+// serveDoc is serve's --help.
+var serveDoc = commandDoc{
+	synopsis: "serve [--config FILE] [settings]",
+	about: []string{
+		"Consumes validation requests from Kafka, judges them and publishes one verdict event per rule " +
+			"plus a summary. SIGTERM drains in-flight requests.",
+	},
+	exit: "0 stopped cleanly, 2 invalid settings, 1 a failure while serving.",
+	examples: []string{
+		"rulevalidator serve --config serve.yaml",
+		"rulevalidator serve --kafka-brokers kafka-1:9092 --rulesets-dir rulesets/ --llm-base-url http://llm:8000/v1",
+	},
+}
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
 	var cfg serveConfig
-	set := serveSettings(&cfg)
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator serve [--config FILE] [flags]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Consumes validation requests from Kafka, judges them and publishes one verdict")
-		fmt.Fprintln(stderr, "event per rule plus a summary. Settings come from the defaults, then the config")
-		fmt.Fprintln(stderr, "file, then the environment, then the flags. SIGTERM drains in-flight requests.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := set.load(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "serve: %v\n", err)
-		return exitInvalid
+	cl := newCommandLine("serve", serveDoc, serveSettings(&cfg), stderr)
+	if code, ok := cl.parse(args, getenv); !ok {
+		return code
 	}
 	if err := cfg.validate(); err != nil {
-		fmt.Fprintf(stderr, "serve: invalid configuration:\n%v\n", err)
-		return exitInvalid
+		return cl.invalid(err)
 	}
 	cfg.gomemlimit = getenv("GOMEMLIMIT")
 	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)

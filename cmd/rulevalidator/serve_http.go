@@ -54,8 +54,9 @@ type httpConfig struct {
 
 // httpSettings binds the HTTP-side settings of serve.
 func httpSettings(s *settings, c *httpConfig) {
+	s.section("HTTP")
 	s.str(&c.httpAddr, "http-addr", "RULEVALIDATOR_HTTP_ADDR", "", "public HTTP API listener (reports, validations), e.g. 127.0.0.1:8080; needs token keys; empty disables it")
-	s.str(&c.opsAddr, "ops-addr", "RULEVALIDATOR_OPS_ADDR", "127.0.0.1:9464", "operations listener: /metrics, /healthz, /readyz")
+	opsAddrSetting(s, &c.opsAddr)
 	s.str(&c.jwksURL, "jwks-url", "RULEVALIDATOR_JWKS_URL", "", "JWKS URL with the keys that sign API tokens")
 	s.strList(&c.jwtPEMFiles, "jwt-pem-files", "RULEVALIDATOR_JWT_PEM_FILES", "", "PEM public keys that sign API tokens, comma-separated (kid = file base name)")
 	s.str(&c.jwtIssuer, "jwt-issuer", "RULEVALIDATOR_JWT_ISSUER", "", "required iss of API tokens")
@@ -63,8 +64,10 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.str(&c.jwtTenantClaim, "jwt-tenant-claim", "RULEVALIDATOR_JWT_TENANT_CLAIM", auth.DefaultTenantClaim, "claim that names the caller's tenant")
 	s.strList(&c.jwtAlgorithms, "jwt-algorithms", "RULEVALIDATOR_JWT_ALGORITHMS", strings.Join(auth.DefaultAlgorithms, ","), "accepted signature algorithms (asymmetric only)")
 	s.secret(&c.internalToken, "internal-token", "RULEVALIDATOR_INTERNAL_TOKEN", "credential of internal callers (at least 32 characters); empty disables /internal routes")
+	s.section("Reports and jobs")
 	s.str(&c.reportPrefix, "report-prefix", "RULEVALIDATOR_REPORT_PREFIX", report.DefaultPrefix, "object key prefix of reports")
 	s.str(&c.jobPrefix, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", api.DefaultJobPrefix, "object key prefix of job status documents (with --s3-endpoint)")
+	s.section("Callbacks")
 	s.secret(&c.callbackSecret, "callback-secret", "RULEVALIDATOR_CALLBACK_SECRET", "HMAC key that signs callbacks (at least 32 bytes); empty disables callbacks")
 	s.strList(&c.callbackHosts, "callback-hosts", "RULEVALIDATOR_CALLBACK_HOSTS", "", "hosts callbacks may go to (host or *.suffix), comma-separated; empty allows any public host")
 	s.boolean(&c.callbackLocal, "callback-allow-private", "RULEVALIDATOR_CALLBACK_ALLOW_PRIVATE", "false", "allow callbacks to loopback and private addresses (local development only)")

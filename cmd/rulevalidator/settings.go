@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -14,50 +13,71 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// setting is one configuration value of a long-running command. Values come,
-// lowest precedence first, from the default, the config file (key name), the
-// environment (env) and the command line (--name).
+// setting is one configuration value a command reads. Values come, lowest
+// precedence first, from the default, the config file (key name), the
+// environment (env) and the command line (--name). A setting read by several
+// commands is declared once (table.go), so that it has the same name,
+// variable, default and help on each.
 type setting struct {
-	name  string // flag name and config-file key
-	env   string // environment variable; empty for none
-	def   string // default, as text
-	help  string
-	apply func(value string) error
-	// isBool lets the flag stand alone (--name means --name=true).
-	isBool bool
+	name    string // flag name and config-file key
+	env     string // environment variable; empty for none
+	def     string // default, as text
+	help    string
+	section string // the heading it is listed under in --help
+	kind    string // what the value is, for --help; empty for a boolean
+	secret  bool   // a credential
+	// aliases are deprecated flag spellings, still accepted with a warning
+	// where removing them would break what the README documented.
+	aliases []string
+	apply   func(value string) error
 }
 
-// settings is a command's configuration surface.
+// describe is the setting's help with what every command says of it besides.
+func (st *setting) describe() string {
+	text := st.help
+	if st.secret {
+		text += "; better given by the environment or --config than by a flag, which ps shows"
+	}
+	for _, a := range st.aliases {
+		text += "; --" + a + " is a deprecated spelling of it"
+	}
+	return text
+}
+
+// settings is the configuration surface of one command, in the order --help
+// lists it.
 type settings struct {
-	list []setting
+	list    []setting
+	current string // section of the settings added next
 }
 
-func (s *settings) add(name, env, def, help string, apply func(string) error) {
-	s.list = append(s.list, setting{name: name, env: env, def: def, help: help, apply: apply})
+// section starts the heading the next settings are listed under.
+func (s *settings) section(name string) { s.current = name }
+
+func (s *settings) add(name, env, def, kind, help string, apply func(string) error) {
+	s.list = append(s.list, setting{name: name, env: env, def: def, help: help, section: s.current, kind: kind, apply: apply})
+}
+
+// deprecated gives the setting added last an old flag spelling.
+func (s *settings) deprecated(alias string) {
+	s.list[len(s.list)-1].aliases = append(s.list[len(s.list)-1].aliases, alias)
 }
 
 func (s *settings) str(p *string, name, env, def, help string) {
-	s.add(name, env, def, help, func(v string) error { *p = v; return nil })
+	s.add(name, env, def, "string", help, func(v string) error { *p = v; return nil })
 }
 
 func (s *settings) secret(p *string, name, env, help string) {
-	s.add(name, env, "", help, func(v string) error { *p = v; return nil })
+	s.str(p, name, env, "", help)
+	s.list[len(s.list)-1].secret = true
 }
 
 func (s *settings) strList(p *[]string, name, env, def, help string) {
-	s.add(name, env, def, help, func(v string) error {
-		*p = nil
-		for _, part := range strings.Split(v, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				*p = append(*p, part)
-			}
-		}
-		return nil
-	})
+	s.add(name, env, def, "list", help, func(v string) error { *p = splitList(v); return nil })
 }
 
 func (s *settings) integer(p *int, name, env, def, help string) {
-	s.add(name, env, def, help, func(v string) error {
+	s.add(name, env, def, "int", help, func(v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
 			return fmt.Errorf("%q is not an integer", v)
@@ -68,7 +88,7 @@ func (s *settings) integer(p *int, name, env, def, help string) {
 }
 
 func (s *settings) duration(p *time.Duration, name, env, def, help string) {
-	s.add(name, env, def, help, func(v string) error {
+	s.add(name, env, def, "duration", help, func(v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil {
 			return fmt.Errorf("%q is not a duration (like 500ms, 30s, 5m)", v)
@@ -79,7 +99,7 @@ func (s *settings) duration(p *time.Duration, name, env, def, help string) {
 }
 
 func (s *settings) boolean(p *bool, name, env, def, help string) {
-	s.add(name, env, def, help, func(v string) error {
+	s.add(name, env, def, "", help, func(v string) error {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
 			return fmt.Errorf("%q is not true or false", v)
@@ -87,7 +107,6 @@ func (s *settings) boolean(p *bool, name, env, def, help string) {
 		*p = b
 		return nil
 	})
-	s.list[len(s.list)-1].isBool = true
 }
 
 // textFlag holds a flag's raw text until the settings are applied in order.
@@ -100,93 +119,105 @@ func (f *textFlag) String() string     { return f.value }
 func (f *textFlag) Set(v string) error { f.value = v; return nil }
 func (f *textFlag) IsBoolFlag() bool   { return f.isBool }
 
-// load applies defaults, then the config file named by --config, then the
-// environment, then the flags. Every error names the setting and where its
-// value came from.
-func (s *settings) load(fs *flag.FlagSet, args []string, getenv env) error {
-	byName := map[string]*setting{}
-	flagValues := map[string]*textFlag{}
+// configFlag is the flag naming the config file, on every command with settings.
+const configFlag = "config"
+
+// sources is where a command's settings are read from once its flags are
+// parsed: register adds the flags, resolve applies every source in order.
+type sources struct {
+	set    *settings
+	byFlag map[string]*setting // names and deprecated spellings
+	raw    map[string]*textFlag
+	config *string
+}
+
+// register adds every setting, its deprecated spellings and --config to fs.
+func (s *settings) register(fs *flag.FlagSet) *sources {
+	src := &sources{set: s, byFlag: map[string]*setting{}, raw: map[string]*textFlag{}}
+	if len(s.list) == 0 {
+		return src
+	}
 	for i := range s.list {
 		st := &s.list[i]
-		byName[st.name] = st
-		flagValues[st.name] = &textFlag{value: st.def, isBool: st.isBool}
-		fs.Var(flagValues[st.name], st.name, s.usage(st))
-	}
-	configPath := fs.String("config", "", "config file (YAML or JSON) with any of the settings below, by name")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	for _, st := range s.list {
-		if err := st.apply(st.def); err != nil {
-			return fmt.Errorf("default of %s: %w", st.name, err)
+		raw := &textFlag{value: st.def, isBool: st.kind == ""}
+		for _, name := range append([]string{st.name}, st.aliases...) {
+			src.byFlag[name], src.raw[name] = st, raw
+			fs.Var(raw, name, st.describe())
 		}
 	}
-	if *configPath != "" {
-		values, err := readConfigFile(*configPath)
+	src.config = fs.String(configFlag, "", "a YAML or JSON file of settings, keyed by their flag names")
+	return src
+}
+
+// resolve applies the defaults, then the config file named by --config, then
+// the environment, then the flags fs was given. Config keys that are settings
+// of other commands (known) are left to them, so that one file can serve
+// every command; any other key is refused. Every error names the setting and
+// where its value came from. It returns the deprecated spellings used.
+func (src *sources) resolve(fs *flag.FlagSet, getenv env, known func(name string) bool) (deprecated []string, err error) {
+	for _, st := range src.set.list {
+		if err := st.apply(st.def); err != nil {
+			return nil, fmt.Errorf("default of --%s: %w", st.name, err)
+		}
+	}
+	if src.config != nil && *src.config != "" {
+		values, err := readConfigFile(*src.config)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, key := range sortedKeys(values) {
-			st, ok := byName[key]
-			if !ok {
-				return fmt.Errorf("%s: unknown setting %q", *configPath, key)
-			}
-			if err := st.apply(values[key]); err != nil {
-				return fmt.Errorf("%s: %s: %w", *configPath, key, err)
+			st, ok := src.byFlag[key]
+			switch {
+			case ok && st.name == key:
+				if err := st.apply(values[key]); err != nil {
+					return nil, fmt.Errorf("%s: %s: %w", *src.config, key, err)
+				}
+			case known(key):
+			default:
+				return nil, fmt.Errorf("%s: unknown setting %q", *src.config, key)
 			}
 		}
 	}
-	for _, st := range s.list {
+	for _, st := range src.set.list {
 		if st.env == "" {
 			continue
 		}
 		if v, ok := lookup(getenv, st.env); ok {
 			if err := st.apply(v); err != nil {
-				return fmt.Errorf("environment %s: %w", st.env, err)
+				return nil, fmt.Errorf("environment %s: %w", st.env, err)
 			}
 		}
 	}
-	var err error
 	fs.Visit(func(f *flag.Flag) {
-		if st, ok := byName[f.Name]; ok && err == nil {
-			if e := st.apply(flagValues[f.Name].value); e != nil {
-				err = fmt.Errorf("--%s: %w", f.Name, e)
-			}
+		st, ok := src.byFlag[f.Name]
+		if !ok || err != nil {
+			return
+		}
+		if f.Name != st.name {
+			deprecated = append(deprecated, fmt.Sprintf("--%s is deprecated: use --%s", f.Name, st.name))
+		}
+		if e := st.apply(src.raw[f.Name].value); e != nil {
+			err = fmt.Errorf("--%s: %w", f.Name, e)
 		}
 	})
-	return err
-}
-
-func (s *settings) usage(st *setting) string {
-	if st.env == "" {
-		return st.help
-	}
-	return st.help + " (env " + st.env + ")"
-}
-
-// reference writes every setting as a Markdown table row, for the README.
-func (s *settings) reference(w io.Writer) {
-	fmt.Fprintln(w, "| flag / config key | environment | default | meaning |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- |")
-	for _, st := range s.list {
-		env, def := st.env, st.def
-		if env == "" {
-			env = "-"
-		}
-		if def == "" {
-			def = "-"
-		}
-		fmt.Fprintf(w, "| `--%s` | `%s` | `%s` | %s |\n", st.name, env, def, st.help)
-	}
+	return deprecated, err
 }
 
 // lookup reads an environment variable; an empty value counts as unset.
 func lookup(getenv env, key string) (string, bool) {
 	v := getenv(key)
 	return v, v != ""
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 // readConfigFile reads a flat map of setting names to values.

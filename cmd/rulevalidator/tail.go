@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,40 +16,45 @@ import (
 	"rulevalidator/stream"
 )
 
+// tailDoc is tail's --help.
+var tailDoc = commandDoc{
+	synopsis: "tail [--topics verdicts,summaries,deadletter] [--from beginning|end] [--request-id ID] [--json] [--follow] [--max N] [settings]",
+	about: []string{
+		"Reads the service's topics, every partition, without a consumer group (nothing is committed), " +
+			"decodes each record in either wire format and prints it: one line per verdict, summary, dead " +
+			"letter or request, or with --json one JSON object per line. A record that cannot be decoded is " +
+			"printed with the reason, and reading goes on. Stops after --max records, after --timeout without " +
+			"a new one, or with --follow on Ctrl-C.",
+	},
+	exit: "0 done, 2 invalid flags or settings, 1 a topic could not be read.",
+	examples: []string{
+		"rulevalidator tail --request-id r-1",
+		"rulevalidator tail --topics deadletter --from end --follow --json",
+	},
+}
+
+// tailTopicNames are the service's topics that tail knows by short name.
+type tailTopicNames struct {
+	requests, verdicts, summaries, deadLetter string
+}
+
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
-		topics    = fs.String("topics", "verdicts,summaries,deadletter", "topics to read, comma-separated: requests, verdicts, summaries, deadletter (the service's topics, named by env "+topicVerdicts.env+" and the like) or any topic name")
+		kf    kafkaConfig
+		names tailTopicNames
+	)
+	cl := newCommandLine("tail", tailDoc, tailSettings(&kf, &names), stderr)
+	fs := cl.fs
+	var (
+		topics    = fs.String("topics", "verdicts,summaries,deadletter", "topics to read, comma-separated: requests, verdicts, summaries, deadletter (the service's topics, as --requests-topic and the like name them) or any topic name")
 		from      = fs.String("from", "beginning", "where to start in each partition: beginning or end")
 		requestID = fs.String("request-id", "", "print only the events of this request (by event or record key)")
 		asJSON    = fs.Bool("json", false, "print one JSON object per record: topic, partition, offset, key, headers, event")
 		follow    = fs.Bool("follow", false, "keep waiting for new records until Ctrl-C (or --max)")
 		idle      = fs.Duration("timeout", 5*time.Second, "without --follow, stop after this long with no new record")
 		maxEvents = fs.Int("max", 0, "stop after printing this many records (0: no limit)")
-		kf        kafkaFlags
 	)
-	kf.registerBrokers(fs, getenv)
-	kf.registerSchemaRegistry(fs, getenv)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator tail [--topics verdicts,summaries,deadletter] [--from beginning|end] [--request-id ID] [--json] [--follow] [--max N]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Reads the service's topics, every partition, without a consumer group (nothing is")
-		fmt.Fprintln(stderr, "committed), decodes each record in either wire format and prints it: one line per")
-		fmt.Fprintln(stderr, "verdict, summary, dead letter or request, or with --json one JSON object per line.")
-		fmt.Fprintln(stderr, "A record that cannot be decoded is printed with the reason, and reading goes on.")
-		fmt.Fprintln(stderr, "Stops after --max records, after --timeout without a new one, or with --follow on Ctrl-C.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Example:")
-		fmt.Fprintln(stderr, "  rulevalidator tail --request-id r-1")
-		fmt.Fprintln(stderr, "  rulevalidator tail --topics deadletter --from end --follow --json")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Exit status: 0 done, 2 invalid flags, 1 a topic could not be read.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Flags:")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args, stderr, false); !ok {
+	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
 	invalid := func(format string, a ...any) int {
@@ -66,17 +70,17 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	default:
 		return invalid("--from: %q is not beginning or end", *from)
 	}
-	names := tailTopics(*topics, getenv)
+	toRead := tailTopics(*topics, names)
 	switch {
-	case len(names) == 0:
+	case len(toRead) == 0:
 		return invalid("--topics: no topic given")
 	case *maxEvents < 0:
 		return invalid("--max: %d must not be negative", *maxEvents)
 	case !*follow && *idle <= 0:
 		return invalid("--timeout: %s must be positive", *idle)
 	}
-	if err := kf.check(); err != nil {
-		return invalid("%v", err)
+	if err := checkKafka(kf.brokers, kf.conn); err != nil {
+		return cl.invalid(err)
 	}
 	serde, err := kf.serde(ctx, nil)
 	if err != nil {
@@ -88,7 +92,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return invalid("%v", err)
 	}
 	defer client.Close()
-	for _, name := range names {
+	for _, name := range toRead {
 		if _, err := client.Partitions(ctx, name); err != nil {
 			fmt.Fprintf(stderr, "tail: %v\n", err)
 			return exitFailure
@@ -96,7 +100,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	}
 
 	readCtx, stopReading := context.WithCancel(ctx)
-	records, readErrs, wait := readTopics(readCtx, client, names, start)
+	records, readErrs, wait := readTopics(readCtx, client, toRead, start)
 	defer func() {
 		stopReading()
 		wait()
@@ -141,15 +145,13 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 }
 
 // tailTopics resolves the --topics list: the service's topics by their short
-// names, in this environment; anything else as a topic name.
-func tailTopics(list string, getenv env) []string {
+// names, as the settings name them; anything else as a topic name.
+func tailTopics(list string, t tailTopicNames) []string {
+	short := map[string]string{"requests": t.requests, "verdicts": t.verdicts, "summaries": t.summaries, "deadletter": t.deadLetter}
 	var out []string
 	for _, name := range splitList(list) {
-		for _, t := range []serviceTopic{topicRequests, topicVerdicts, topicSummaries, topicDeadLetter} {
-			if name == t.alias {
-				name = t.name(getenv)
-				break
-			}
+		if full, ok := short[name]; ok {
+			name = full
 		}
 		out = append(out, name)
 	}

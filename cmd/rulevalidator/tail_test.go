@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -227,14 +228,20 @@ func TestTailRecordConcerns(t *testing.T) {
 
 func TestTailTopicNames(t *testing.T) {
 	t.Parallel()
+	var kf kafkaConfig
+	var names tailTopicNames
+	cl := newCommandLine("tail", tailDoc, tailSettings(&kf, &names), io.Discard)
 	getenv := func(k string) string {
 		if k == "RULEVALIDATOR_TOPIC_VERDICTS" {
 			return "prod.verdicts"
 		}
 		return ""
 	}
-	got := tailTopics("verdicts, summaries,deadletter,requests,,custom.topic", getenv)
-	want := []string{"prod.verdicts", "rulevalidator.summaries", "rulevalidator.deadletter", "rulevalidator.requests", "custom.topic"}
+	if code, ok := cl.parse([]string{"--deadletter-topic", "prod.deadletter"}, getenv); !ok {
+		t.Fatalf("parse: exit %d", code)
+	}
+	got := tailTopics("verdicts, summaries,deadletter,requests,,custom.topic", names)
+	want := []string{"prod.verdicts", "rulevalidator.summaries", "prod.deadletter", "rulevalidator.requests", "custom.topic"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("tailTopics = %v, want %v", got, want)
 	}
@@ -252,7 +259,7 @@ func TestTailFlags(t *testing.T) {
 		{[]string{"tail", "--max", "-1"}, exitInvalid, "--max: -1 must not be negative"},
 		{[]string{"tail", "--topics", ","}, exitInvalid, "--topics: no topic given"},
 		{[]string{"tail", "extra"}, exitInvalid, "unexpected arguments: extra"},
-		{[]string{"tail", "--brokers", "127.0.0.1:1", "--topics", "x"}, exitFailure, "127.0.0.1:1"},
+		{[]string{"tail", "--kafka-brokers", "127.0.0.1:1", "--topics", "x"}, exitFailure, "127.0.0.1:1"},
 	} {
 		code, _, stderr := opRun(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.say) {
@@ -339,7 +346,7 @@ func (e *tailTopicsEnv) writeGarbage(t *testing.T, topic, key, value string) {
 }
 
 func (e *tailTopicsEnv) args(extra ...string) []string {
-	return append([]string{"tail", "--brokers", e.bootstrap, "--topics", strings.Join([]string{e.verdicts, e.summaries, e.deadLetter}, ",")}, extra...)
+	return append([]string{"tail", "--kafka-brokers", e.bootstrap, "--topics", strings.Join([]string{e.verdicts, e.summaries, e.deadLetter}, ",")}, extra...)
 }
 
 func TestTailPrintsEveryKindOfRecord(t *testing.T) {

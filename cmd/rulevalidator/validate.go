@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,157 +14,45 @@ import (
 	"time"
 
 	"rulevalidator/engine"
-	"rulevalidator/engine/openai"
 	"rulevalidator/pipeline"
 	"rulevalidator/report"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
-// Defaults for reaching a model; the local server is the one ops/llm.sh runs.
-const (
-	defaultBaseURL = "http://127.0.0.1:8081/v1"
-	defaultModel   = "gemma-3-270m"
-)
-
-// llmFlags are the flags every subcommand that talks to a model shares.
-type llmFlags struct {
-	baseURL       string
-	apiKey        string
-	model         string
-	format        string
-	instructions  string
-	evidence      string
-	outputRetries int
-	timeout       time.Duration
-	maxTokens     int
-	maxInputBytes int
-	contextTokens int
-	callsPerReq   int
-	rulesPerCall  int
-}
-
-func (f *llmFlags) register(fs *flag.FlagSet, getenv env) {
-	fs.StringVar(&f.baseURL, "base-url", orEnv(getenv, "OPENAI_BASE_URL", defaultBaseURL), "OpenAI-compatible API base URL (env OPENAI_BASE_URL)")
-	f.apiKey = getenv("OPENAI_API_KEY")
-	fs.StringVar(&f.model, "model", orEnv(getenv, "RULEVALIDATOR_MODEL", defaultModel), "model name (env RULEVALIDATOR_MODEL)")
-	fs.StringVar(&f.format, "format", orEnv(getenv, "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema)), "preferred response format: json_schema, json_object or text; weaker ones are tried when the server refuses (env RULEVALIDATOR_LLM_FORMAT)")
-	fs.StringVar(&f.instructions, "llm-instructions", orEnv(getenv, "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto)), "how the rules reach the model: system, user (folded into the user message) or auto (probe the model once) (env RULEVALIDATOR_LLM_INSTRUCTIONS)")
-	fs.StringVar(&f.evidence, "evidence-mode", orEnv(getenv, "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite)), evidenceModeHelp+" (env RULEVALIDATOR_EVIDENCE_MODE)")
-	fs.IntVar(&f.outputRetries, "output-retries", 2, "corrective re-asks per request when the answer fails the checks (-1: none)")
-	fs.DurationVar(&f.timeout, "llm-timeout", 120*time.Second, "timeout of one model call")
-	fs.IntVar(&f.maxTokens, "max-tokens", 0, "cap on the tokens of each answer (0: the server's default)")
-	fs.IntVar(&f.maxInputBytes, "max-input-bytes", 4<<20, "cap on the total text of the inputs")
-	fs.IntVar(&f.contextTokens, "llm-context-tokens", 0, "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
-	fs.IntVar(&f.callsPerReq, "llm-calls-per-request", engine.DefaultCallConcurrency, "calls of one split request that run at once")
-	fs.IntVar(&f.rulesPerCall, "llm-rules-per-call", 0, rulesPerCallHelp)
-}
-
-// newEngine builds the model client and the engine from the flags.
-func (f *llmFlags) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.Engine, error) {
-	if err := f.check(); err != nil {
-		return nil, err
-	}
-	client, err := f.newClient(logger)
-	if err != nil {
-		return nil, err
-	}
-	return engine.New(client, f.engineConfig(logger, hooks))
-}
-
-// check reports a flag value the engine would refuse, named as the flag.
-func (f *llmFlags) check() error {
-	switch engine.EvidenceMode(f.evidence) {
-	case engine.EvidenceCite, engine.EvidenceQuote:
-	default:
-		return fmt.Errorf("--evidence-mode: %q is not cite or quote", f.evidence)
-	}
-	switch engine.Instructions(f.instructions) {
-	case engine.InstructionsSystem, engine.InstructionsUser, engine.InstructionsAuto:
-		return nil
-	}
-	return fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions)
-}
-
-// rulesPerCallHelp is the rules-per-call setting's help, the same on every
-// command.
-const rulesPerCallHelp = "the most rules one model call judges (0: as many as fit); calls share the instructions and the material as a prefix a server's prompt cache keeps"
-
-// evidenceModeHelp is the evidence-mode setting's help, the same on every
-// command.
-const evidenceModeHelp = "how the model gives evidence: cite (the id of a passage shown in the material; the text is copied from it, verbatim by construction) or quote (verbatim quotes, anchored to the documents)"
-
-// newClient builds the model client from the flags.
-func (f *llmFlags) newClient(logger *slog.Logger) (*openai.Client, error) {
-	return openai.New(f.clientConfig(logger))
-}
-
-// clientConfig is the model client configuration the flags describe.
-func (f *llmFlags) clientConfig(logger *slog.Logger) openai.Config {
-	return openai.Config{
-		BaseURL: f.baseURL,
-		APIKey:  f.apiKey,
-		Model:   f.model,
-		Timeout: f.timeout,
-		Format:  engine.ResponseFormat(f.format),
-		Logger:  logger,
-	}
-}
-
-// engineConfig is the engine configuration the flags describe.
-func (f *llmFlags) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine.Config {
-	retries := f.outputRetries
-	if retries == 0 {
-		retries = -1 // the flag's 0 means none; the engine's zero means default
-	}
-	return engine.Config{
-		Model:           f.model,
-		Format:          engine.ResponseFormat(f.format),
-		Instructions:    engine.Instructions(f.instructions),
-		Evidence:        engine.EvidenceMode(f.evidence),
-		Logger:          logger,
-		OutputRetries:   retries,
-		MaxTokens:       f.maxTokens,
-		MaxInputBytes:   f.maxInputBytes,
-		ContextTokens:   f.contextTokens,
-		CallConcurrency: f.callsPerReq,
-		RulesPerCall:    f.rulesPerCall,
-		Hooks:           hooks,
-	}
+// validateDoc is validate's --help.
+var validateDoc = commandDoc{
+	synopsis: "validate --ruleset FILE --input FILE [--json] [--report FILE.xlsx] [settings]",
+	about: []string{
+		"Judges the input against every rule of the ruleset with the model and prints the verdicts. " +
+			"The input is read as the service reads a request's JSON form (POST /v1/validations, produce), " +
+			"in the same shapes. It may be a whole request: its inline_ruleset then stands in for --ruleset, " +
+			"its request_id and tenant_id name the report, and its other keys are not used here.",
+	},
+	exit: "0 done, 2 invalid ruleset, input or settings (no model call made), 1 the model could not be " +
+		"reached or gave no valid answer, or the report could not be written.",
+	examples: []string{
+		"rulevalidator validate --ruleset examples/contract-review/ruleset.yaml --input examples/contract-review/input.json",
+		"rulevalidator validate --input examples/contract-review/request.json --json --llm-rules-per-call 1",
+	},
 }
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var llm llmConfig
+	cl := newCommandLine("validate", validateDoc, judgeSettings(&llm), stderr)
+	fs := cl.fs
 	var (
 		rulesetPath = fs.String("ruleset", "", "ruleset file, YAML or JSON (required unless the input has inline_ruleset)")
 		inputPath   = fs.String("input", "", "input file, YAML or JSON: the inputs, or a whole request in its JSON form (required)")
 		reportPath  = fs.String("report", "", "also write the Excel report (.xlsx) to this file")
 		asJSON      = fs.Bool("json", false, "print exactly one JSON object on stdout")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
-		llm         llmFlags
 	)
-	llm.register(fs, getenv)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rulevalidator validate --ruleset FILE --input FILE [--json] [--report FILE.xlsx] [--model NAME]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Judges the input against every rule of the ruleset with the model and prints")
-		fmt.Fprintln(stderr, "the verdicts. The input is read as the service reads a request's JSON form")
-		fmt.Fprintln(stderr, "(POST /v1/validations, produce), in the same shapes. It may be a whole request:")
-		fmt.Fprintln(stderr, "its inline_ruleset then stands in for --ruleset, its request_id and tenant_id")
-		fmt.Fprintln(stderr, "name the report, and its other keys are not used here.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Exit status: 0 done, 2 invalid ruleset or input (no model call made), 1 the")
-		fmt.Fprintln(stderr, "model could not be reached or gave no valid answer, or the report could not")
-		fmt.Fprintln(stderr, "be written.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
+	if code, ok := cl.parse(args, getenv); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
+	if err := llm.check(); err != nil {
+		return cl.invalid(err)
 	}
 	if *inputPath == "" {
 		fmt.Fprintln(stderr, "validate: --input is required")
@@ -300,13 +187,6 @@ func describeEvalError(err error, baseURL string) string {
 		return fmt.Sprintf("the model did not produce a valid answer: %v", err)
 	}
 	return err.Error()
-}
-
-func orEnv(getenv env, key, def string) string {
-	if v := getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // printResult renders a result as a table and details for a person.

@@ -66,7 +66,8 @@ func run(t *testing.T, timeout time.Duration, env []string, name string, args ..
 }
 
 // serveSettings is what `rulevalidator serve` reads from the environment, as
-// its source binds it: s.str(&cfg.x, "flag", "ENV", "default", "help").
+// its source binds it: s.str(&cfg.x, "flag", "ENV", "default", "help"), or
+// s.str(p, ...) in the functions of the settings table.
 type serveSettings struct {
 	env      map[string]bool   // every variable
 	secret   map[string]bool   // variables bound with s.secret: credentials
@@ -74,7 +75,7 @@ type serveSettings struct {
 }
 
 var settingCall = regexp.MustCompile(
-	`s\.(str|strList|integer|duration|boolean|secret)\(&[^,]+,\s*"[a-z0-9-]+",\s*"([A-Z][A-Z0-9_]*)"(?:,\s*"([^"]*)")?`)
+	`s\.(str|strList|integer|duration|boolean|secret)\(&?[^,]+,\s*"[a-z0-9-]+",\s*"([A-Z][A-Z0-9_]*)"(?:,\s*"([^"]*)")?`)
 
 // readServeSettings parses the settings out of cmd/rulevalidator's sources,
 // so that the assets are checked against what the binary actually reads.

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/engine/openai"
+)
+
+// llmConfig is how a command reaches the model and judges with it: the
+// settings of llmSettings, the same on serve, validate and eval.
+type llmConfig struct {
+	baseURL       string
+	apiKey        string
+	model         string
+	format        string
+	instructions  string
+	evidence      string
+	outputRetries int
+	timeout       time.Duration
+	maxTokens     int
+	maxInputBytes int
+	contextTokens int
+	callsPerReq   int
+	rulesPerCall  int
+}
+
+// newEngine builds the model client and the engine from the settings.
+func (f *llmConfig) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.Engine, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	client, err := f.newClient(logger)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(client, f.engineConfig(logger, hooks))
+}
+
+// check reports every value the client or the engine would refuse, named as
+// the setting.
+func (f *llmConfig) check() error {
+	var errs []error
+	switch engine.EvidenceMode(f.evidence) {
+	case engine.EvidenceCite, engine.EvidenceQuote:
+	default:
+		errs = append(errs, fmt.Errorf("--evidence-mode: %q is not cite or quote", f.evidence))
+	}
+	switch engine.Instructions(f.instructions) {
+	case engine.InstructionsSystem, engine.InstructionsUser, engine.InstructionsAuto:
+	default:
+		errs = append(errs, fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions))
+	}
+	switch engine.ResponseFormat(f.format) {
+	case engine.FormatJSONSchema, engine.FormatJSONObject, engine.FormatText:
+	default:
+		errs = append(errs, fmt.Errorf("--llm-format: %q is not json_schema, json_object or text", f.format))
+	}
+	if f.outputRetries < 0 {
+		errs = append(errs, fmt.Errorf("--output-retries: %d must not be negative (0: none)", f.outputRetries))
+	}
+	if f.timeout < 0 {
+		errs = append(errs, fmt.Errorf("--llm-timeout: %s must not be negative", f.timeout))
+	}
+	if f.maxTokens < 0 {
+		errs = append(errs, fmt.Errorf("--max-tokens: %d must not be negative", f.maxTokens))
+	}
+	if f.contextTokens < 0 {
+		errs = append(errs, fmt.Errorf("--llm-context-tokens: %d must not be negative", f.contextTokens))
+	}
+	if f.callsPerReq < 1 {
+		errs = append(errs, fmt.Errorf("--llm-calls-per-request: %d must be at least 1", f.callsPerReq))
+	}
+	if f.rulesPerCall < 0 {
+		errs = append(errs, fmt.Errorf("--llm-rules-per-call: %d must not be negative (0: as many as fit)", f.rulesPerCall))
+	}
+	if f.maxInputBytes < 1 {
+		errs = append(errs, fmt.Errorf("--max-input-bytes: %d must be positive", f.maxInputBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// newClient builds the model client from the settings.
+func (f *llmConfig) newClient(logger *slog.Logger) (*openai.Client, error) {
+	return openai.New(f.clientConfig(logger))
+}
+
+// clientConfig is the model client configuration the settings describe.
+func (f *llmConfig) clientConfig(logger *slog.Logger) openai.Config {
+	return openai.Config{
+		BaseURL: f.baseURL,
+		APIKey:  f.apiKey,
+		Model:   f.model,
+		Timeout: f.timeout,
+		Format:  engine.ResponseFormat(f.format),
+		Logger:  logger,
+	}
+}
+
+// engineConfig is the engine configuration the settings describe.
+func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine.Config {
+	retries := f.outputRetries
+	if retries == 0 {
+		retries = -1 // the setting's 0 means none; the engine's zero means its default
+	}
+	return engine.Config{
+		Model:           f.model,
+		Format:          engine.ResponseFormat(f.format),
+		Instructions:    engine.Instructions(f.instructions),
+		Evidence:        engine.EvidenceMode(f.evidence),
+		Logger:          logger,
+		OutputRetries:   retries,
+		MaxTokens:       f.maxTokens,
+		MaxInputBytes:   f.maxInputBytes,
+		ContextTokens:   f.contextTokens,
+		CallConcurrency: f.callsPerReq,
+		RulesPerCall:    f.rulesPerCall,
+		Hooks:           hooks,
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"rulevalidator/engine"
+	"rulevalidator/stream"
+)
+
+// The settings table. Every setting that more than one command reads is
+// declared here, once, so that it has the same name, environment variable,
+// default and help on each; a command's own settings are declared with the
+// command (serveSettings, httpSettings). commandSettings says which command
+// reads which, for --help, the README's configuration reference and its test.
+
+// Defaults for reaching a model; the local server is the one ops/llm.sh runs.
+const (
+	defaultBaseURL = "http://127.0.0.1:8081/v1"
+	defaultModel   = "gemma-3-270m"
+)
+
+// kafkaSettings binds the brokers and how to reach them: client id, TLS, SASL.
+func kafkaSettings(s *settings, brokers *[]string, k *kafkaConn) {
+	s.section("Kafka")
+	s.strList(brokers, "kafka-brokers", "RULEVALIDATOR_KAFKA_BROKERS", "127.0.0.1:9092", "Kafka bootstrap brokers, comma-separated")
+	s.str(&k.clientID, "kafka-client-id", "RULEVALIDATOR_KAFKA_CLIENT_ID", stream.DefaultClientID, "client id the brokers see (logs, quotas)")
+	s.boolean(&k.tls, "kafka-tls", "RULEVALIDATOR_KAFKA_TLS", "false", "connect to the brokers over TLS (system roots unless --kafka-tls-ca)")
+	s.str(&k.tlsCAFile, "kafka-tls-ca", "RULEVALIDATOR_KAFKA_TLS_CA", "", "PEM file of the CA that signs the brokers' certificates; implies --kafka-tls")
+	s.str(&k.saslMechanism, "kafka-sasl-mechanism", "RULEVALIDATOR_KAFKA_SASL_MECHANISM", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty: none")
+	s.str(&k.saslUsername, "kafka-sasl-username", "RULEVALIDATOR_KAFKA_SASL_USERNAME", "", "SASL user name")
+	s.secret(&k.saslPassword, "kafka-sasl-password", "RULEVALIDATOR_KAFKA_SASL_PASSWORD", "SASL password")
+}
+
+// The service's topics, one setting each.
+
+func requestsTopicSetting(s *settings, p *string) {
+	s.str(p, "requests-topic", "RULEVALIDATOR_TOPIC_REQUESTS", "rulevalidator.requests", "topic of validation requests")
+}
+
+func verdictsTopicSetting(s *settings, p *string) {
+	s.str(p, "verdicts-topic", "RULEVALIDATOR_TOPIC_VERDICTS", "rulevalidator.verdicts", "topic of rule verdict events")
+}
+
+func summariesTopicSetting(s *settings, p *string) {
+	s.str(p, "summaries-topic", "RULEVALIDATOR_TOPIC_SUMMARIES", "rulevalidator.summaries", "topic of summary events")
+}
+
+func deadLetterTopicSetting(s *settings, p *string) {
+	s.str(p, "deadletter-topic", "RULEVALIDATOR_TOPIC_DEADLETTER", "rulevalidator.deadletter", "topic of dead letters")
+}
+
+func callbacksTopicSetting(s *settings, p *string) {
+	s.str(p, "callbacks-topic", "RULEVALIDATOR_TOPIC_CALLBACKS", "rulevalidator.callbacks", "topic of callbacks waiting for delivery (an outbox with its own consumer group); used when --callback-secret is set")
+}
+
+func rulesetsTopicSetting(s *settings, p *string) {
+	s.str(p, "rulesets-topic", "RULEVALIDATOR_TOPIC_RULESETS", "rulevalidator.rulesets", "compacted topic of published rulesets; empty: serve reads none")
+}
+
+// wireFormatSetting is how the events a command writes are framed.
+func wireFormatSetting(s *settings, p *string) {
+	s.str(p, "wire-format", "RULEVALIDATOR_WIRE_FORMAT", "plain", "how the records written are framed: plain (Avro, fingerprint header) or confluent (schema registry ids); both are read")
+}
+
+// schemaRegistrySetting is the registry behind the confluent wire format,
+// for commands that write it or read it.
+func schemaRegistrySetting(s *settings, p *[]string) {
+	s.strList(p, "schema-registry", "RULEVALIDATOR_SCHEMA_REGISTRY", "", "schema registry URLs, comma-separated (needed by the confluent format)")
+}
+
+// llmSettings binds how a command reaches the model and judges with it.
+func llmSettings(s *settings, f *llmConfig) {
+	s.section("Model")
+	s.str(&f.baseURL, "llm-base-url", "OPENAI_BASE_URL", defaultBaseURL, "OpenAI-compatible API base URL")
+	s.deprecated("base-url") // validate's and eval's name, documented in the README
+	s.secret(&f.apiKey, "llm-api-key", "OPENAI_API_KEY", "API key (empty for local servers)")
+	s.str(&f.model, "model", "RULEVALIDATOR_MODEL", defaultModel, "model name")
+	s.str(&f.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, json_object or text; weaker ones are tried when the server refuses")
+	s.deprecated("format") // validate's and eval's name, documented in the README
+	s.str(&f.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
+	s.str(&f.evidence, "evidence-mode", "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite), "how the model gives evidence: cite (the id of a passage shown in the material; the text is copied from it, verbatim by construction) or quote (verbatim quotes, anchored to the documents)")
+	s.integer(&f.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request when an answer fails the checks (0: none)")
+	s.duration(&f.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
+	s.integer(&f.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")
+	s.integer(&f.contextTokens, "llm-context-tokens", "RULEVALIDATOR_LLM_CONTEXT_TOKENS", "0", "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
+	s.integer(&f.callsPerReq, "llm-calls-per-request", "RULEVALIDATOR_LLM_CALLS_PER_REQUEST", fmt.Sprint(engine.DefaultCallConcurrency), "calls of one split request that run at once")
+	s.integer(&f.rulesPerCall, "llm-rules-per-call", "RULEVALIDATOR_LLM_RULES_PER_CALL", "0", "the most rules one model call judges (0: as many as fit); calls share the instructions and the material as a prefix a server's prompt cache keeps")
+	s.integer(&f.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; a larger request is refused (serve dead-letters it as oversized)")
+}
+
+// opsAddrSetting is where serve answers /metrics, /healthz and /readyz, and
+// where healthcheck asks.
+func opsAddrSetting(s *settings, p *string) {
+	s.str(p, "ops-addr", "RULEVALIDATOR_OPS_ADDR", "127.0.0.1:9464", "operations listener: /metrics, /healthz, /readyz")
+}
+
+// judgeSettings are the settings of validate and eval.
+func judgeSettings(llm *llmConfig) *settings {
+	s := &settings{}
+	llmSettings(s, llm)
+	return s
+}
+
+// produceSettings are the settings of produce.
+func produceSettings(k *kafkaConfig, topic *string) *settings {
+	s := &settings{}
+	kafkaSettings(s, &k.brokers, &k.conn)
+	s.section("Topics")
+	requestsTopicSetting(s, topic)
+	s.section("Wire format")
+	wireFormatSetting(s, &k.wireFormat)
+	schemaRegistrySetting(s, &k.schemaRegistry)
+	return s
+}
+
+// tailSettings are the settings of tail: it decodes both wire formats, and
+// reads the topics it names by their short names under these settings.
+func tailSettings(k *kafkaConfig, t *tailTopicNames) *settings {
+	s := &settings{}
+	kafkaSettings(s, &k.brokers, &k.conn)
+	s.section("Topics")
+	requestsTopicSetting(s, &t.requests)
+	verdictsTopicSetting(s, &t.verdicts)
+	summariesTopicSetting(s, &t.summaries)
+	deadLetterTopicSetting(s, &t.deadLetter)
+	s.section("Wire format")
+	schemaRegistrySetting(s, &k.schemaRegistry)
+	return s
+}
+
+// rulesetsTopicSettings are the settings of rulesets publish and list.
+func rulesetsTopicSettings(k *kafkaConfig, topic *string) *settings {
+	s := &settings{}
+	kafkaSettings(s, &k.brokers, &k.conn)
+	s.section("Topics")
+	rulesetsTopicSetting(s, topic)
+	return s
+}
+
+// healthcheckSettings are the settings of healthcheck.
+func healthcheckSettings(opsAddr *string) *settings {
+	s := &settings{}
+	s.section("HTTP")
+	opsAddrSetting(s, opsAddr)
+	return s
+}
+
+// commandSettings is every command's settings, bound to values nobody
+// reads: what each command reads, with the same functions the commands
+// call.
+func commandSettings() []commandSettingsEntry {
+	return []commandSettingsEntry{
+		{"serve", serveSettings(&serveConfig{})},
+		{"validate", judgeSettings(&llmConfig{})},
+		{"eval", judgeSettings(&llmConfig{})},
+		{"produce", produceSettings(&kafkaConfig{}, new(string))},
+		{"tail", tailSettings(&kafkaConfig{}, &tailTopicNames{})},
+		{"rulesets publish", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
+		{"rulesets list", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
+		{"healthcheck", healthcheckSettings(new(string))},
+	}
+}
+
+type commandSettingsEntry struct {
+	command string
+	set     *settings
+}
+
+// isSetting says whether some command reads the setting name.
+func isSetting(name string) bool {
+	for _, c := range commandSettings() {
+		for _, st := range c.set.list {
+			if st.name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// referenceHeader starts the README's configuration reference.
+const referenceHeader = "| flag / config key | environment | default | commands | meaning |"
+
+// writeReference writes every setting of every command once, as a Markdown
+// table row with the commands that read it, for the README.
+func writeReference(w io.Writer) {
+	var order []*setting
+	readers := map[string][]string{}
+	for _, c := range commandSettings() {
+		for i := range c.set.list {
+			st := &c.set.list[i]
+			if readers[st.name] == nil {
+				order = append(order, st)
+			}
+			readers[st.name] = append(readers[st.name], c.command)
+		}
+	}
+	fmt.Fprintln(w, referenceHeader)
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+	for _, st := range order {
+		env, def := st.env, st.def
+		if env == "" {
+			env = "-"
+		}
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(w, "| `--%s` | `%s` | `%s` | %s | %s |\n", st.name, env, def, strings.Join(readers[st.name], ", "), st.describe())
+	}
+}
