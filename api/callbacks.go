@@ -14,7 +14,7 @@ import (
 // are and the status_url that serves them. It fits pipeline.Config's
 // CallbackPayload.
 func CallbackPayloads(req *schemas.Request, out pipeline.Outcome) (payload, withoutVerdicts []byte, err error) {
-	body := newJobBody(finishedJob(req, out, false))
+	body := newJobBody(finishedJob(req, out))
 	if payload, err = json.Marshal(body); err != nil {
 		return nil, nil, err
 	}

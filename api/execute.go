@@ -57,7 +57,7 @@ func executeStatusURL(tenant, jobID string) string {
 
 // executeAsync accepts an execution request from an internal caller.
 func (s *Server) executeAsync(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Internal == nil || (s.cfg.Submitter == nil && s.cfg.Runner == nil) {
+	if s.cfg.Internal == nil || s.cfg.Submitter == nil {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
 		return
 	}

@@ -39,9 +39,6 @@ type Job struct {
 	Summary *schemas.SummaryEvent
 	// Verdicts are in rule order, de-duplicated by event id.
 	Verdicts []schemas.VerdictEvent
-	// Retryable marks a job that failed without being judged (the model or
-	// storage was unavailable): submitting its request id again starts over.
-	Retryable bool
 	// version is the stored document's ETag as Create wrote it.
 	version string
 }
@@ -53,9 +50,9 @@ func (j Job) Done() bool { return j.Status == JobCompleted || j.Status == JobFai
 // that one tenant can never address another's job: a *JobStore in memory, or
 // a *StoredJobs in object storage. It is safe for concurrent use.
 type Jobs interface {
-	// Create records job unless the tenant has a job with its request id
-	// that is not Retryable, which is returned instead with created false:
-	// submitting a request id twice does not run it twice.
+	// Create records job unless the tenant has a job with its request id,
+	// which is returned instead with created false: submitting a request id
+	// twice does not run it twice.
 	Create(ctx context.Context, job Job) (_ Job, created bool, _ error)
 	// Get returns the tenant's job; ok is false when there is none.
 	Get(ctx context.Context, tenant, requestID string) (_ Job, ok bool, _ error)
@@ -63,8 +60,6 @@ type Jobs interface {
 	// acknowledged by the broker: a pending job never marked queued may be
 	// submitted again once its submission must have ended.
 	Queued(ctx context.Context, job Job) error
-	// Save records job as it now stands (running, or finished in process).
-	Save(ctx context.Context, job Job) error
 	// Delete forgets a job whose submission failed, so that it may be
 	// submitted again.
 	Delete(ctx context.Context, tenant, requestID string) error
@@ -124,17 +119,13 @@ func NewJobStore(cfg JobStoreConfig) *JobStore {
 }
 
 // Create adds job unless one with its tenant and request id exists, in
-// which case that one is returned with created false. A Retryable job is
-// replaced. It never fails.
+// which case that one is returned with created false. It never fails.
 func (s *JobStore) Create(_ context.Context, job Job) (Job, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := jobKey{job.TenantID, job.RequestID}
 	if e := s.live(key); e != nil {
-		if !e.job.Retryable {
-			return e.snapshot(), false, nil
-		}
-		s.remove(key, e)
+		return e.snapshot(), false, nil
 	}
 	e := s.insert(key)
 	e.job = job
@@ -166,25 +157,6 @@ func (s *JobStore) Delete(_ context.Context, tenant, requestID string) error {
 // Queued does nothing: a job in memory goes with the process that would
 // have published it.
 func (s *JobStore) Queued(context.Context, Job) error { return nil }
-
-// Save records job as given, its verdicts included, keeping the entry's age
-// when it exists. It never fails.
-func (s *JobStore) Save(_ context.Context, job Job) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.entry(jobKey{job.TenantID, job.RequestID})
-	e.job = job
-	e.job.Verdicts = nil
-	if job.Summary != nil {
-		summary := *job.Summary
-		e.job.Summary = &summary
-	}
-	clear(e.verdicts)
-	for _, v := range job.Verdicts {
-		e.verdicts[v.EventID] = v
-	}
-	return nil
-}
 
 // RecordVerdict adds a verdict event as read from the verdicts topic;
 // redeliveries are ignored. A job not yet known is created.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
 
@@ -78,13 +79,21 @@ func TestJobStoreEventsSettleStatus(t *testing.T) {
 }
 
 func TestJobStoreCreateIsIdempotent(t *testing.T) {
-	testCreateIsIdempotent(t, NewJobStore(JobStoreConfig{}))
+	s := NewJobStore(JobStoreConfig{})
+	testCreateIsIdempotent(t, s, func(_ *schemas.Request, out pipeline.Outcome) {
+		// What the job feed does with the events.
+		for _, v := range out.Verdicts {
+			s.RecordVerdict(v)
+		}
+		s.RecordSummary(out.Summary)
+	})
 }
 
 // testCreateIsIdempotent checks what every Jobs must do: a request id is
-// created once per tenant, another tenant's id is its own, a retryable job is
-// replaced, Save records what Get answers and Delete forgets.
-func testCreateIsIdempotent(t *testing.T, s Jobs) {
+// created once per tenant, another tenant's id is its own, the result the
+// pipeline records (finish) is what Get answers, a finished job is not
+// created again, and Delete forgets.
+func testCreateIsIdempotent(t *testing.T, s Jobs, finish func(*schemas.Request, pipeline.Outcome)) {
 	t.Helper()
 	ctx := context.Background()
 	at := time.Now().UTC().Truncate(time.Millisecond)
@@ -99,30 +108,22 @@ func testCreateIsIdempotent(t *testing.T, s Jobs) {
 	if _, created, err := s.Create(ctx, Job{TenantID: "globex", RequestID: "r1", Status: JobPending}); err != nil || !created {
 		t.Errorf("the same request id for another tenant: created=%v, %v", created, err)
 	}
-	failed := summary("acme", "r1", schemas.StatusFailed, 0)
-	if err := s.Save(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobFailed, Summary: &failed, Retryable: true}); err != nil {
-		t.Fatal(err)
-	}
-	if j, ok, err := s.Get(ctx, "acme", "r1"); err != nil || !ok || j.Status != JobFailed || !j.Retryable || j.Summary == nil || j.Summary.Status != schemas.StatusFailed {
-		t.Errorf("after Save: %+v (ok %v, %v)", j, ok, err)
-	}
-	if _, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending}); err != nil || !created {
-		t.Errorf("a retryable failed job was not replaced: created=%v, %v", created, err)
-	}
-	if j, _, _ := s.Get(ctx, "globex", "r1"); j.Status != JobPending || j.Summary != nil {
-		t.Errorf("globex's job changed with acme's: %+v", j)
-	}
-	done := summary("acme", "r1", schemas.StatusCompleted, 2)
-	verdicts := []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)}
-	if err := s.Save(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobCompleted, Summary: &done, Verdicts: verdicts}); err != nil {
-		t.Fatal(err)
-	}
+	cb := first.CallbackURL
+	req := &schemas.Request{TenantID: "acme", RequestID: "r1", SubmittedAt: at, Options: schemas.Options{CallbackURL: &cb}}
+	finish(req, pipeline.Outcome{
+		Summary:  summary("acme", "r1", schemas.StatusCompleted, 2),
+		Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)},
+	})
 	j, ok, err := s.Get(ctx, "acme", "r1")
-	if err != nil || !ok || j.Status != JobCompleted || len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
+	if err != nil || !ok || j.Status != JobCompleted || j.Summary == nil || j.CallbackURL != cb || !j.SubmittedAt.Equal(at) ||
+		len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
 		t.Errorf("completed job: %+v (ok %v, %v)", j, ok, err)
 	}
 	if _, created, _ := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending}); created {
 		t.Error("a completed job was replaced")
+	}
+	if j, _, _ := s.Get(ctx, "globex", "r1"); j.Status != JobPending || j.Summary != nil {
+		t.Errorf("globex's job changed with acme's: %+v", j)
 	}
 	if err := s.Delete(ctx, "acme", "r1"); err != nil {
 		t.Fatal(err)

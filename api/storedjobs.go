@@ -93,7 +93,6 @@ type jobDocument struct {
 	Status      JobStatus `json:"status"`
 	SubmittedAt time.Time `json:"submitted_at,omitzero"`
 	CallbackURL string    `json:"callback_url,omitempty"`
-	Retryable   bool      `json:"retryable,omitempty"`
 	// Queued: the broker acknowledged the request (pending jobs only).
 	Queued bool        `json:"queued,omitempty"`
 	Result *resultBody `json:"result,omitempty"`
@@ -104,7 +103,7 @@ type jobDocument struct {
 
 func newJobDocument(j Job) jobDocument {
 	d := jobDocument{TenantID: j.TenantID, RequestID: j.RequestID, Status: j.Status, SubmittedAt: j.SubmittedAt,
-		CallbackURL: j.CallbackURL, Retryable: j.Retryable}
+		CallbackURL: j.CallbackURL}
 	if j.Summary != nil {
 		verdicts := j.Verdicts
 		if verdicts == nil {
@@ -117,7 +116,7 @@ func newJobDocument(j Job) jobDocument {
 
 func (d jobDocument) job() Job {
 	j := Job{TenantID: d.TenantID, RequestID: d.RequestID, Status: d.Status, SubmittedAt: d.SubmittedAt,
-		CallbackURL: d.CallbackURL, Retryable: d.Retryable}
+		CallbackURL: d.CallbackURL}
 	if d.Result != nil {
 		summary := d.Result.Summary
 		j.Summary = &summary
@@ -165,9 +164,9 @@ func keySegment(s string) string {
 
 // Create writes the pending document unless the tenant has the job already.
 // It is a conditional write (If-None-Match: *): of two replicas creating one
-// job, one creates it and the other answers it. A Retryable job, or an
-// abandoned one (pending, never queued, past UnqueuedAfter), is replaced
-// with a write conditional on the version read (If-Match).
+// job, one creates it and the other answers it. An abandoned job (pending,
+// never queued, past UnqueuedAfter) is replaced with a write conditional on
+// the version read (If-Match).
 func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
 	job.Verdicts = nil
 	doc := newJobDocument(job)
@@ -196,7 +195,7 @@ func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
 		case existing.Token == doc.Token:
 			job.version = etag
 			return job, true, nil // written by an attempt of ours whose answer was lost
-		case !existing.Retryable && !s.abandoned(existing):
+		case !s.abandoned(existing):
 			return existing.job(), false, nil
 		}
 		info, err = s.objects.PutIfMatch(ctx, key, etag, body, jobContentType, nil)
@@ -246,8 +245,8 @@ func (s *StoredJobs) Get(ctx context.Context, tenant, requestID string) (Job, bo
 	return doc.job(), true, nil
 }
 
-// Save replaces the job's document.
-func (s *StoredJobs) Save(ctx context.Context, job Job) error {
+// save replaces the job's document.
+func (s *StoredJobs) save(ctx context.Context, job Job) error {
 	body, err := json.Marshal(newJobDocument(job))
 	if err != nil {
 		return fmt.Errorf("api: encoding job %q: %w", job.RequestID, err)
@@ -271,7 +270,7 @@ func (s *StoredJobs) Delete(ctx context.Context, tenant, requestID string) error
 // submitted_at and callback URL are the ones the API recorded), so no read
 // comes first.
 func (s *StoredJobs) StoreResult(ctx context.Context, req *schemas.Request, out pipeline.Outcome) error {
-	return s.Save(ctx, finishedJob(req, out, false))
+	return s.save(ctx, finishedJob(req, out))
 }
 
 // read fetches and decodes a job document with its ETag. A document naming

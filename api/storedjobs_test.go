@@ -118,7 +118,11 @@ func storedJobs(t *testing.T) (*StoredJobs, *objstore.Store) {
 
 func TestStoredJobsCreateIsIdempotent(t *testing.T) {
 	jobs, _ := storedJobs(t)
-	testCreateIsIdempotent(t, jobs)
+	testCreateIsIdempotent(t, jobs, func(req *schemas.Request, out pipeline.Outcome) {
+		if err := jobs.StoreResult(t.Context(), req, out); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestStoredJobsTenantIsolation: tenant B, and ids that try to reach A's
@@ -126,9 +130,8 @@ func TestStoredJobsCreateIsIdempotent(t *testing.T) {
 func TestStoredJobsTenantIsolation(t *testing.T) {
 	jobs, store := storedJobs(t)
 	ctx := t.Context()
-	done := summary("acme", "r1", schemas.StatusCompleted, 1)
-	acme := Job{TenantID: "acme", RequestID: "r1", Status: JobCompleted, Summary: &done, Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
-	if err := jobs.Save(ctx, acme); err != nil {
+	out := pipeline.Outcome{Summary: summary("acme", "r1", schemas.StatusCompleted, 1), Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
+	if err := jobs.StoreResult(ctx, &schemas.Request{TenantID: "acme", RequestID: "r1"}, out); err != nil {
 		t.Fatal(err)
 	}
 	probes := [][2]string{
@@ -280,19 +283,24 @@ func TestStoredJobsStorageDown(t *testing.T) {
 }
 
 // TestStoredJobsAcrossServers: servers sharing stored jobs answer the same
-// job, whichever accepted it; a request id re-posted to another server runs
-// nothing; a new server (a restart) answers the finished job; a transient
-// failure may be submitted again.
+// job, whichever accepted it; a request id re-posted to another server
+// queues nothing; a new server (a restart) answers the finished job.
 func TestStoredJobsAcrossServers(t *testing.T) {
 	jobs, store := storedJobs(t)
-	id := newIdentity(t)
-	runner := &scriptedRunner{gate: make(chan struct{})}
-	_, a := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: jobs})
 	other, err := NewStoredJobs(store, StoredJobsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, b := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: other})
+	// The serve pipeline stores results with a job store of its own.
+	results, err := NewStoredJobs(store, StoredJobsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := newStandIn(t, results)
+	runner.gate = make(chan struct{})
+	id := newIdentity(t)
+	_, a := serve(t, Config{Verifier: id.verifier, Submitter: runner, Jobs: jobs})
+	_, b := serve(t, Config{Verifier: id.verifier, Submitter: runner, Jobs: other})
 	acme := id.token(t, "acme")
 
 	posted := call(t, http.MethodPost, a.URL+"/v1/validations", acme, validationBody("req-s1"))
@@ -300,7 +308,7 @@ func TestStoredJobsAcrossServers(t *testing.T) {
 		t.Fatalf("POST on A: %s", posted)
 	}
 	onB := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", acme, nil)
-	if j := decodeJob(t, onB); onB.status != http.StatusOK || (j.Status != "pending" && j.Status != "running") || *j.SubmittedAt != *decodeJob(t, posted).SubmittedAt {
+	if j := decodeJob(t, onB); onB.status != http.StatusOK || j.Status != "pending" || *j.SubmittedAt != *decodeJob(t, posted).SubmittedAt {
 		t.Fatalf("GET on B before the result: %s", onB)
 	}
 	if r := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", id.token(t, "globex"), nil); r.status != http.StatusNotFound {
@@ -315,34 +323,18 @@ func TestStoredJobsAcrossServers(t *testing.T) {
 		t.Fatalf("job on B: %+v", done)
 	}
 	if n := len(runner.requests()); n != 1 {
-		t.Errorf("the request ran %d times, want once", n)
+		t.Errorf("the request was submitted %d times, want once", n)
 	}
 
 	restarted, err := NewStoredJobs(store, StoredJobsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, c := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: restarted})
+	_, c := serve(t, Config{Verifier: id.verifier, Submitter: runner, Jobs: restarted})
 	again := call(t, http.MethodGet, c.URL+"/v1/validations/req-s1", acme, nil)
 	fromB := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", acme, nil)
 	if again.status != http.StatusOK || string(again.body) != string(fromB.body) {
 		t.Errorf("after a restart: %s\nwant B's answer: %s", again, fromB)
-	}
-
-	failing := &scriptedRunner{fail: errors.New("model unavailable: connection refused")}
-	_, d := serve(t, Config{Verifier: id.verifier, Runner: failing, Jobs: jobs})
-	if r := call(t, http.MethodPost, d.URL+"/v1/validations", acme, validationBody("req-s2")); r.status != http.StatusAccepted {
-		t.Fatalf("POST: %s", r)
-	}
-	if j := pollDone(t, d.URL+"/v1/validations/req-s2", acme); j.Status != "failed" {
-		t.Fatalf("transient failure: %+v", j)
-	}
-	if r := call(t, http.MethodPost, d.URL+"/v1/validations", acme, validationBody("req-s2")); r.status != http.StatusAccepted {
-		t.Fatalf("POST again: %s", r)
-	}
-	pollDone(t, d.URL+"/v1/validations/req-s2", acme)
-	if n := len(failing.requests()); n != 2 {
-		t.Errorf("runner ran %d times, want 2: a transient failure may be submitted again", n)
 	}
 }
 
@@ -359,8 +351,7 @@ func TestStoredJobsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := newIdentity(t)
-	runner := &scriptedRunner{}
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: runner, Jobs: jobs})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Jobs: jobs})
 	acme := id.token(t, "acme")
 	for _, r := range []response{
 		call(t, http.MethodPost, ts.URL+"/v1/validations", acme, validationBody("req-u")),
@@ -371,7 +362,7 @@ func TestStoredJobsUnavailable(t *testing.T) {
 		}
 	}
 	if n := len(runner.requests()); n != 0 {
-		t.Errorf("runner ran %d times with job storage down, want 0", n)
+		t.Errorf("%d requests submitted with job storage down, want 0", n)
 	}
 }
 

@@ -338,7 +338,7 @@ type Outcome struct {
 
 // Judge resolves, judges and reports one decoded request without publishing
 // anything; it is what Handle does between decoding and publishing, and what
-// callers without a broker run in-process. An environment fault (model or
+// the benchmarks run without a broker. An environment fault (model or
 // storage misconfigured or unavailable, or the request timeout, wrapping
 // errRequestTimeout) returns no outcome; a message fault returns the failed
 // summary with a consumer.Permanent error carrying its reason.

@@ -411,7 +411,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
 		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
-	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe, pipe.EnvironmentCheck, logger); err != nil {
+	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe.EnvironmentCheck, logger); err != nil {
 		return err
 	}
 	g.Go(func() error { return cons.Run(gctx) })

@@ -170,12 +170,9 @@ func (r *meteredReports) WriteReport(ctx context.Context, req *schemas.Request, 
 	return d, err
 }
 
-// startHTTP starts the notifier (in-process callbacks), the job feed and both
-// listeners in g. They stop when ctx ends.
-func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, runner api.Runner, environment func(context.Context) error, logger *slog.Logger) error {
-	if svc.notifier != nil {
-		g.Go(func() error { return svc.notifier.Run(ctx) })
-	}
+// startHTTP starts the job feed and both listeners in g. They stop when ctx
+// ends.
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, environment func(context.Context) error, logger *slog.Logger) error {
 	checks := readinessChecks(cfg, store)
 	// An environment fault holding consumption makes the replica unready,
 	// naming the cause and what to fix.
@@ -191,11 +188,12 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 	}
 	acfg := api.Config{
 		Jobs:      jobs,
-		Callbacks: svc.notifier,
 		Readiness: checks,
 		Metrics:   svc.metrics,
-		Runner:    runner,
 		Logger:    logger,
+	}
+	if svc.notifier != nil {
+		acfg.Callbacks = svc.notifier
 	}
 	if cfg.http.httpAddr != "" {
 		verifier, err := auth.NewVerifier(ctx, auth.Config{
