@@ -16,9 +16,10 @@
 // errors.go; 401 carries a Bearer challenge, 405 an Allow header.
 //
 // Validations go to the requests topic through the Submitter; the serve
-// pipeline judges them and stores the result in StoredJobs, or a JobFeed
-// brings their events back into a JobStore, for GET to answer. Callbacks are
-// the pipeline's (package outbox delivers them); the API only checks the URL.
+// pipeline judges them and stores the result in a jobs.ObjectStore, or a
+// jobs.Feed brings their events back into a jobs.MemoryStore, for GET to
+// answer. Callbacks are the pipeline's (package outbox delivers them); the
+// API only checks the URL.
 package api
 
 import (
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"rulevalidator/auth"
+	"rulevalidator/jobs"
 	"rulevalidator/schemas"
 )
 
@@ -77,10 +79,10 @@ type Config struct {
 	// Submitter publishes validations to Kafka; nil disables the routes
 	// that submit them (404).
 	Submitter Submitter
-	// Jobs tracks validations: a *StoredJobs (durable, shared by every
-	// replica) or a *JobStore (in memory, per process; the default, with its
-	// defaults).
-	Jobs Jobs
+	// Jobs tracks validations: a *jobs.ObjectStore (durable, shared by
+	// every replica) or a *jobs.MemoryStore (per process; the default, with
+	// its defaults).
+	Jobs jobs.Store
 	// Callbacks checks options.callback_url at submission; the serve
 	// pipeline writes the callback to the callbacks topic, delivered from
 	// there (package outbox). Nil refuses requests that ask for a callback.
@@ -104,7 +106,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Jobs == nil {
-		c.Jobs = NewJobStore(JobStoreConfig{})
+		c.Jobs = jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 2 * time.Second
@@ -159,17 +161,16 @@ func New(cfg Config) (*Server, error) {
 
 // Route patterns, also the routes' metric labels.
 const (
-	RouteReport          = "GET /rule-validation-reports/{reference_id}"
-	RouteInternalReport  = "GET /internal/rule-validation-reports/{reference_id}"
-	RouteSubmit          = "POST /v1/validations"
-	RouteValidation      = "GET /v1/validations/{request_id}"
-	RouteHealth          = "GET /healthz"
-	RouteReady           = "GET /readyz"
-	RouteMetrics         = "GET /metrics"
-	RouteExecuteAsync    = "POST /internal/execute-async"
-	RouteExecution       = "GET /internal/execute-async/{job_id}"
-	validationPathPrefix = "/v1/validations/"
-	executePathPrefix    = "/internal/execute-async/"
+	RouteReport         = "GET /rule-validation-reports/{reference_id}"
+	RouteInternalReport = "GET /internal/rule-validation-reports/{reference_id}"
+	RouteSubmit         = "POST /v1/validations"
+	RouteValidation     = "GET " + jobs.StatusPath + "{request_id}"
+	RouteHealth         = "GET /healthz"
+	RouteReady          = "GET /readyz"
+	RouteMetrics        = "GET /metrics"
+	RouteExecuteAsync   = "POST /internal/execute-async"
+	RouteExecution      = "GET /internal/execute-async/{job_id}"
+	executePathPrefix   = "/internal/execute-async/"
 )
 
 // Handler serves the public and internal routes.

@@ -25,6 +25,7 @@ import (
 	"rulevalidator/auth"
 	"rulevalidator/callback"
 	"rulevalidator/engine"
+	"rulevalidator/jobs"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
 	"rulevalidator/pipeline"
@@ -155,12 +156,12 @@ func serve(t *testing.T, cfg Config) (*Server, *httptest.Server) {
 }
 
 // serveWithPipeline serves cfg with a stand-in serve pipeline behind it,
-// feeding cfg.Jobs (a new JobStore when nil); edit sets the stand-in up
+// feeding cfg.Jobs (a new jobs.MemoryStore when nil); edit sets the stand-in up
 // before anything is submitted.
 func serveWithPipeline(t *testing.T, cfg Config, edit ...func(*standIn)) (*standIn, *httptest.Server) {
 	t.Helper()
 	if cfg.Jobs == nil {
-		cfg.Jobs = NewJobStore(JobStoreConfig{})
+		cfg.Jobs = jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
 	}
 	p := newStandIn(t, cfg.Jobs)
 	for _, e := range edit {
@@ -233,10 +234,10 @@ func call(t *testing.T, method, url, bearer string, body []byte, headers ...stri
 // status as it does in serve: through StoreResult for jobs in object
 // storage, through the job feed's RecordVerdict and RecordSummary for jobs in
 // memory. The callback of a request that asks for one is the pipeline's
-// payload (CallbackPayloads), kept for the test to read.
+// payload (jobs.CallbackPayloads), kept for the test to read.
 type standIn struct {
 	t       *testing.T
-	results Jobs // a *StoredJobs or a *JobStore
+	results jobs.Store // a *jobs.ObjectStore or a *jobs.MemoryStore
 	judge   func(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error)
 	gate    chan struct{} // nil: judge at once
 
@@ -255,7 +256,7 @@ type sentCallback struct {
 	payload []byte
 }
 
-func newStandIn(t *testing.T, results Jobs) *standIn {
+func newStandIn(t *testing.T, results jobs.Store) *standIn {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &standIn{t: t, results: results, judge: passAll, ctx: ctx}
@@ -297,7 +298,7 @@ func (p *standIn) handle(req *schemas.Request) {
 		return
 	}
 	if cb := req.Options.CallbackURL; cb != nil {
-		payload, _, err := CallbackPayloads(req, out)
+		payload, _, err := jobs.CallbackPayloads(req, out)
 		if err != nil {
 			p.t.Errorf("callback payload of %s: %v", req.RequestID, err)
 		}
@@ -305,16 +306,16 @@ func (p *standIn) handle(req *schemas.Request) {
 		p.callbacks = append(p.callbacks, sentCallback{url: *cb, payload: payload})
 		p.mu.Unlock()
 	}
-	switch jobs := p.results.(type) {
-	case *StoredJobs:
-		if err := jobs.StoreResult(p.ctx, req, out); err != nil {
+	switch store := p.results.(type) {
+	case *jobs.ObjectStore:
+		if err := store.StoreResult(p.ctx, req, out); err != nil {
 			p.t.Errorf("storing the result of %s: %v", req.RequestID, err)
 		}
-	case *JobStore:
+	case *jobs.MemoryStore:
 		for _, v := range out.Verdicts {
-			jobs.RecordVerdict(v)
+			store.RecordVerdict(v)
 		}
-		jobs.RecordSummary(out.Summary)
+		store.RecordSummary(out.Summary)
 	}
 }
 

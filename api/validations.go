@@ -4,58 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
 
 	"rulevalidator/engine"
-	"rulevalidator/pipeline"
+	"rulevalidator/jobs"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
-
-// jobBody is a validation as POST and GET answer it and as callbacks carry
-// it. Result is null until the job is done; its summary and verdicts are the
-// events' JSON form (schemas.SummaryEvent.MarshalJSON).
-type jobBody struct {
-	RequestID   string      `json:"request_id"`
-	Status      JobStatus   `json:"status"`
-	SubmittedAt *string     `json:"submitted_at"`
-	StatusURL   string      `json:"status_url"`
-	Result      *resultBody `json:"result"`
-}
-
-type resultBody struct {
-	Summary  schemas.SummaryEvent   `json:"summary"`
-	Verdicts []schemas.VerdictEvent `json:"verdicts"`
-}
-
-func newJobBody(j Job) jobBody {
-	b := jobBody{RequestID: j.RequestID, Status: j.Status, StatusURL: statusURL(j.RequestID)}
-	if !j.SubmittedAt.IsZero() {
-		at := j.SubmittedAt.UTC().Format(schemas.TimeLayout)
-		b.SubmittedAt = &at
-	}
-	if j.Done() && j.Summary != nil {
-		verdicts := j.Verdicts
-		if verdicts == nil {
-			verdicts = []schemas.VerdictEvent{}
-		}
-		b.Result = &resultBody{Summary: *j.Summary, Verdicts: verdicts}
-	}
-	return b
-}
-
-// statusURL is where a validation's status is polled.
-func statusURL(requestID string) string {
-	return validationPathPrefix + url.PathEscape(requestID)
-}
 
 // requestIDPattern is what a client-chosen request_id may look like: it
 // becomes a Kafka key, an event id prefix and a URL path segment.
@@ -125,7 +86,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 // queues it; every way into the service goes through here.
 // readErr is what reading the request found wrong, reported with the rest;
 // respond answers 202 with the job.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, readErr error, respond func(http.ResponseWriter, Job)) {
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, readErr error, respond func(http.ResponseWriter, jobs.Job)) {
 	var idErr error
 	if req.RequestID == "" {
 		req.RequestID = newRequestID()
@@ -148,10 +109,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 
 	// The job is recorded before the request is published, so that a
 	// replica answering GET knows it from the moment POST answers.
-	job, created, err := s.cfg.Jobs.Create(r.Context(), Job{
+	job, created, err := s.cfg.Jobs.Create(r.Context(), jobs.Job{
 		TenantID:    req.TenantID,
 		RequestID:   req.RequestID,
-		Status:      JobPending,
+		Status:      jobs.Pending,
 		SubmittedAt: req.SubmittedAt,
 		CallbackURL: callbackURL,
 	})
@@ -195,9 +156,9 @@ func (s *Server) forget(ctx context.Context, req *schemas.Request) {
 	}
 }
 
-func (s *Server) accepted(w http.ResponseWriter, job Job) {
-	w.Header().Set("Location", statusURL(job.RequestID))
-	writeJSON(w, http.StatusAccepted, newJobBody(job))
+func (s *Server) accepted(w http.ResponseWriter, job jobs.Job) {
+	w.Header().Set("Location", jobs.StatusURL(job.RequestID))
+	writeJSON(w, http.StatusAccepted, jobs.NewBody(job))
 }
 
 // checkCallback says what is wrong with a callback URL, "" when nothing.
@@ -235,22 +196,22 @@ func (s *Server) getValidation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, newJobBody(job))
+	writeJSON(w, http.StatusOK, jobs.NewBody(job))
 }
 
 // lookup reads the tenant's job, answering 404 (missing, or another
 // tenant's) or 503 (storage unavailable) itself.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestID string) (Job, bool) {
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestID string) (jobs.Job, bool) {
 	job, ok, err := s.cfg.Jobs.Get(r.Context(), tenant, requestID)
 	switch {
 	case err != nil:
 		s.log.Warn("api: reading a job failed", "tenant_id", tenant, "request_id", requestID, "error", err)
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "job status storage is unavailable; try again shortly")
-		return Job{}, false
+		return jobs.Job{}, false
 	case !ok:
 		writeError(w, http.StatusNotFound, CodeNotFound, msgValidationNotFound)
-		return Job{}, false
+		return jobs.Job{}, false
 	}
 	return job, true
 }
@@ -279,31 +240,4 @@ func withTrace(ctx context.Context, h http.Header) context.Context {
 func traceFrom(ctx context.Context) (traceContext, bool) {
 	tc, ok := ctx.Value(traceKey{}).(traceContext)
 	return tc, ok
-}
-
-// ResultPayload is the body of a finished validation, in the shape GET
-// /v1/validations/{request_id} answers and callbacks carry.
-func ResultPayload(req *schemas.Request, out pipeline.Outcome) ([]byte, error) {
-	return json.Marshal(newJobBody(finishedJob(req, out)))
-}
-
-// finishedJob is the job of a request with its outcome.
-func finishedJob(req *schemas.Request, out pipeline.Outcome) Job {
-	job := requestJob(req)
-	job.Status = JobCompleted
-	if out.Summary.Status == schemas.StatusFailed {
-		job.Status = JobFailed
-	}
-	summary := out.Summary
-	job.Summary, job.Verdicts = &summary, out.Verdicts
-	return job
-}
-
-// requestJob is the pending job of a request: what the request itself says.
-func requestJob(req *schemas.Request) Job {
-	job := Job{TenantID: req.TenantID, RequestID: req.RequestID, Status: JobPending, SubmittedAt: req.SubmittedAt}
-	if cb := req.Options.CallbackURL; cb != nil {
-		job.CallbackURL = *cb
-	}
-	return job
 }

@@ -48,7 +48,7 @@ type ReportWriter interface {
 }
 
 // ResultStore keeps the final result of a request where the API reads job
-// status (an *api.StoredJobs). Storing is idempotent: the same request may be
+// status (a *jobs.ObjectStore). Storing is idempotent: the same request may be
 // stored again after a redelivery.
 type ResultStore interface {
 	StoreResult(ctx context.Context, req *schemas.Request, out Outcome) error

@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"golang.org/x/sync/errgroup"
 
-	"rulevalidator/api"
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/jobs"
 	"rulevalidator/objstore"
 	"rulevalidator/outbox"
 	"rulevalidator/pipeline"
@@ -368,7 +368,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if svc.notifier != nil {
 		// Callbacks are written with the events and delivered by the outbox
 		// consumer below, so that none is lost to a restart or a drain.
-		pipeCfg.CallbackPayload = api.CallbackPayloads
+		pipeCfg.CallbackPayload = jobs.CallbackPayloads
 	}
 	if svc.reports != nil {
 		pipeCfg.Reports = svc.reports

@@ -17,6 +17,7 @@ import (
 	"rulevalidator/auth"
 	"rulevalidator/callback"
 	"rulevalidator/engine"
+	"rulevalidator/jobs"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
 	"rulevalidator/report"
@@ -64,7 +65,7 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.strList(&c.jwtAlgorithms, "jwt-algorithms", "RULEVALIDATOR_JWT_ALGORITHMS", strings.Join(auth.DefaultAlgorithms, ","), "accepted signature algorithms (asymmetric only)")
 	s.secret(&c.internalToken, "internal-token", "RULEVALIDATOR_INTERNAL_TOKEN", "credential of internal callers (at least 32 characters); empty disables /internal routes")
 	s.str(&c.reportPrefix, "report-prefix", "RULEVALIDATOR_REPORT_PREFIX", report.DefaultPrefix, "object key prefix of reports")
-	s.str(&c.jobPrefix, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", api.DefaultJobPrefix, "object key prefix of job status documents (with --s3-endpoint)")
+	s.str(&c.jobPrefix, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", jobs.DefaultPrefix, "object key prefix of job status documents (with --s3-endpoint)")
 	s.secret(&c.callbackSecret, "callback-secret", "RULEVALIDATOR_CALLBACK_SECRET", "HMAC key that signs callbacks (at least 32 bytes); empty disables callbacks")
 	s.strList(&c.callbackHosts, "callback-hosts", "RULEVALIDATOR_CALLBACK_HOSTS", "", "hosts callbacks may go to (host or *.suffix), comma-separated; empty allows any public host")
 	s.boolean(&c.callbackLocal, "callback-allow-private", "RULEVALIDATOR_CALLBACK_ALLOW_PRIVATE", "false", "allow callbacks to loopback and private addresses (local development only)")
@@ -114,7 +115,7 @@ type services struct {
 	notifier *callback.Notifier
 	reports  *meteredReports
 	// jobs keeps job status in object storage; nil without it.
-	jobs *api.StoredJobs
+	jobs *jobs.ObjectStore
 	// kafka is the one checked Kafka client every Kafka part is built on.
 	kafka *stream.Client
 }
@@ -150,7 +151,7 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 			w: report.NewWriter(store, report.WriterOptions{Prefix: cfg.http.reportPrefix}),
 			m: m,
 		}
-		if s.jobs, err = api.NewStoredJobs(store, api.StoredJobsConfig{Prefix: cfg.http.jobPrefix}); err != nil {
+		if s.jobs, err = jobs.NewObjectStore(store, jobs.ObjectStoreConfig{Prefix: cfg.http.jobPrefix}); err != nil {
 			return nil, fmt.Errorf("%w: --job-prefix: %v", errConfig, err)
 		}
 	}
@@ -180,14 +181,14 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 	// Job status lives in object storage when there is one: every replica
 	// reads the same documents. Otherwise each replica keeps its own, in
 	// memory, fed from the event topics.
-	var memJobs *api.JobStore
-	var jobs api.Jobs = svc.jobs
+	var memJobs *jobs.MemoryStore
+	var jobStore jobs.Store = svc.jobs
 	if svc.jobs == nil {
-		memJobs = api.NewJobStore(api.JobStoreConfig{})
-		jobs = memJobs
+		memJobs = jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
+		jobStore = memJobs
 	}
 	acfg := api.Config{
-		Jobs:      jobs,
+		Jobs:      jobStore,
 		Readiness: checks,
 		Metrics:   svc.metrics,
 		Logger:    logger,
@@ -232,9 +233,9 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			logger.Info("job status is kept in object storage, shared by every replica and durable", "bucket", store.Bucket(), "prefix", cfg.http.jobPrefix)
 		} else {
 			logger.Warn("job status is kept in memory: it is per replica (a replica answers GET for a request once it has read its events) and lost on restart; set --s3-endpoint to keep it in object storage, shared and durable")
-			feed, err := api.NewJobFeed(api.JobFeedConfig{
+			feed, err := jobs.NewFeed(jobs.FeedConfig{
 				Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
-				Serde: serde, Jobs: memJobs, Logger: logger,
+				Serde: serde, Store: memJobs, Logger: logger,
 			})
 			if err != nil {
 				return fmt.Errorf("%w: %v", errConfig, err)

@@ -1,10 +1,9 @@
-package api
+package jobs
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +56,7 @@ func TestKeySegment(t *testing.T) {
 // prefix, every key is one object storage accepts, and pairs that plain
 // concatenation would confuse get different keys.
 func TestJobKeysAreTenantScoped(t *testing.T) {
-	jobs, err := NewStoredJobs(noObjects{}, StoredJobsConfig{})
+	jobs, err := NewObjectStore(noObjects{}, ObjectStoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,33 +90,33 @@ func TestJobKeysAreTenantScoped(t *testing.T) {
 			t.Errorf("tenant %q id %q: key %q is not a valid key: %v", p[0], p[1], key, err)
 		}
 		segs := strings.Split(key, "/")
-		if len(segs) != 3 || segs[0] != DefaultJobPrefix || segs[1] != keySegment(p[0]) || !strings.HasSuffix(segs[2], ".json") {
-			t.Errorf("tenant %q id %q: key %q is not %s/<tenant>/<id>.json", p[0], p[1], key, DefaultJobPrefix)
+		if len(segs) != 3 || segs[0] != DefaultPrefix || segs[1] != keySegment(p[0]) || !strings.HasSuffix(segs[2], ".json") {
+			t.Errorf("tenant %q id %q: key %q is not %s/<tenant>/<id>.json", p[0], p[1], key, DefaultPrefix)
 		}
 		if len(key) > 1024 {
 			t.Errorf("key %q is over S3's 1024 bytes", key)
 		}
 	}
-	if _, err := NewStoredJobs(noObjects{}, StoredJobsConfig{Prefix: "jobs/../reports"}); err == nil {
+	if _, err := NewObjectStore(noObjects{}, ObjectStoreConfig{Prefix: "jobs/../reports"}); err == nil {
 		t.Error("a prefix with .. was accepted")
 	}
 }
 
 // noObjects is object storage that is never called (keys only).
-type noObjects struct{ JobObjects }
+type noObjects struct{ Objects }
 
-func storedJobs(t *testing.T) (*StoredJobs, *objstore.Store) {
+func objectStore(t *testing.T) (*ObjectStore, *objstore.Store) {
 	t.Helper()
 	store := s3test.Store(t)
-	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
+	jobs, err := NewObjectStore(store, ObjectStoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return jobs, store
 }
 
-func TestStoredJobsCreateIsIdempotent(t *testing.T) {
-	jobs, _ := storedJobs(t)
+func TestObjectStoreCreateIsIdempotent(t *testing.T) {
+	jobs, _ := objectStore(t)
 	testCreateIsIdempotent(t, jobs, func(req *schemas.Request, out pipeline.Outcome) {
 		if err := jobs.StoreResult(t.Context(), req, out); err != nil {
 			t.Fatal(err)
@@ -125,10 +124,10 @@ func TestStoredJobsCreateIsIdempotent(t *testing.T) {
 	})
 }
 
-// TestStoredJobsTenantIsolation: tenant B, and ids that try to reach A's
+// TestObjectStoreTenantIsolation: tenant B, and ids that try to reach A's
 // document through the key, never read or replace A's job.
-func TestStoredJobsTenantIsolation(t *testing.T) {
-	jobs, store := storedJobs(t)
+func TestObjectStoreTenantIsolation(t *testing.T) {
+	jobs, store := objectStore(t)
 	ctx := t.Context()
 	out := pipeline.Outcome{Summary: summary("acme", "r1", schemas.StatusCompleted, 1), Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
 	if err := jobs.StoreResult(ctx, &schemas.Request{TenantID: "acme", RequestID: "r1"}, out); err != nil {
@@ -156,18 +155,18 @@ func TestStoredJobsTenantIsolation(t *testing.T) {
 		if j, ok, err := jobs.Get(ctx, p[0], p[1]); ok || err != nil {
 			t.Errorf("Get(%q, %q) = %+v, ok %v, %v; want not found", p[0], p[1], j, ok, err)
 		}
-		if _, created, err := jobs.Create(ctx, Job{TenantID: p[0], RequestID: p[1], Status: JobPending}); err != nil || !created {
+		if _, created, err := jobs.Create(ctx, Job{TenantID: p[0], RequestID: p[1], Status: Pending}); err != nil || !created {
 			t.Errorf("Create(%q, %q): created=%v, %v; want a job of its own", p[0], p[1], created, err)
 		}
 	}
 	got, ok, err := jobs.Get(ctx, "acme", "r1")
-	if err != nil || !ok || got.Status != JobCompleted || len(got.Verdicts) != 1 {
+	if err != nil || !ok || got.Status != Completed || len(got.Verdicts) != 1 {
 		t.Fatalf("acme's job after the probes: %+v, ok %v, %v", got, ok, err)
 	}
 
 	// A document at a tenant's key that names another job (tampering) is
 	// refused, not answered.
-	forged, _ := json.Marshal(newJobDocument(Job{TenantID: "acme", RequestID: "r1", Status: JobCompleted}))
+	forged, _ := json.Marshal(newJobDocument(Job{TenantID: "acme", RequestID: "r1", Status: Completed}))
 	if _, err := store.Put(ctx, jobs.Key("globex", "r1"), forged, jobContentType, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -176,14 +175,14 @@ func TestStoredJobsTenantIsolation(t *testing.T) {
 	}
 }
 
-// TestStoredJobsCreateRace: replicas creating one job at once agree on one
+// TestObjectStoreCreateRace: replicas creating one job at once agree on one
 // winner, whose job every replica then answers.
-func TestStoredJobsCreateRace(t *testing.T) {
-	jobs, store := storedJobs(t)
-	replicas := make([]*StoredJobs, 6)
+func TestObjectStoreCreateRace(t *testing.T) {
+	jobs, store := objectStore(t)
+	replicas := make([]*ObjectStore, 6)
 	for i := range replicas {
 		var err error
-		if replicas[i], err = NewStoredJobs(store, StoredJobsConfig{}); err != nil {
+		if replicas[i], err = NewObjectStore(store, ObjectStoreConfig{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,7 +192,7 @@ func TestStoredJobsCreateRace(t *testing.T) {
 	errs := make([]error, len(replicas))
 	for i, r := range replicas {
 		wg.Go(func() {
-			_, created[i], errs[i] = r.Create(ctx, Job{TenantID: "acme", RequestID: "race", Status: JobPending,
+			_, created[i], errs[i] = r.Create(ctx, Job{TenantID: "acme", RequestID: "race", Status: Pending,
 				CallbackURL: "https://hooks.example/" + string(rune('a'+i))})
 		})
 	}
@@ -219,19 +218,19 @@ func TestStoredJobsCreateRace(t *testing.T) {
 	}
 }
 
-// TestStoredJobsStoreResult: the pipeline's result replaces the pending
+// TestObjectStoreStoreResult: the pipeline's result replaces the pending
 // document; GET's body is then the callback's.
-func TestStoredJobsStoreResult(t *testing.T) {
-	jobs, _ := storedJobs(t)
+func TestObjectStoreStoreResult(t *testing.T) {
+	jobs, _ := objectStore(t)
 	ctx := t.Context()
 	at := time.Date(2026, 3, 1, 9, 0, 0, 123e6, time.UTC)
 	cb := "https://hooks.example/rv"
 	req := &schemas.Request{RequestID: "r1", TenantID: "acme", SubmittedAt: at, Options: schemas.Options{CallbackURL: &cb}}
-	if _, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending, SubmittedAt: at, CallbackURL: cb}); err != nil || !created {
+	if _, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: Pending, SubmittedAt: at, CallbackURL: cb}); err != nil || !created {
 		t.Fatalf("Create: %v, %v", created, err)
 	}
 	pending, _, err := jobs.Get(ctx, "acme", "r1")
-	if err != nil || pending.Status != JobPending || pending.Summary != nil {
+	if err != nil || pending.Status != Pending || pending.Summary != nil {
 		t.Fatalf("pending job %+v, %v", pending, err)
 	}
 	out := pipeline.Outcome{
@@ -245,25 +244,25 @@ func TestStoredJobsStoreResult(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("Get: ok %v, %v", ok, err)
 	}
-	if j.Status != JobCompleted || !j.SubmittedAt.Equal(at) || j.CallbackURL != cb || len(j.Verdicts) != 2 {
+	if j.Status != Completed || !j.SubmittedAt.Equal(at) || j.CallbackURL != cb || len(j.Verdicts) != 2 {
 		t.Errorf("stored result %+v", j)
 	}
-	body, _ := json.Marshal(newJobBody(j))
+	body, _ := json.Marshal(NewBody(j))
 	payload, err := ResultPayload(req, out)
 	if err != nil || string(body) != string(payload) {
 		t.Errorf("GET body\n%s\nis not the callback payload\n%s (%v)", body, payload, err)
 	}
 }
 
-// TestStoredJobsStorageDown: a store that does not answer is an error (503 at
+// TestObjectStoreStorageDown: a store that does not answer is an error (503 at
 // the API), never "not found".
-func TestStoredJobsStorageDown(t *testing.T) {
+func TestObjectStoreStorageDown(t *testing.T) {
 	endpoint, access, secret := s3test.Endpoint(t)
 	store, err := objstore.New(objstore.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret + "-wrong", Bucket: s3test.UniqueBucket(t), MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
+	jobs, err := NewObjectStore(store, ObjectStoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +271,7 @@ func TestStoredJobsStorageDown(t *testing.T) {
 	if _, ok, err := jobs.Get(ctx, "acme", "r1"); ok || err == nil {
 		t.Errorf("Get with refused credentials: ok %v, %v; want an error", ok, err)
 	}
-	_, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending})
+	_, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: Pending})
 	var op *objstore.OpError
 	if created || !errors.As(err, &op) || op.FaultCause() != objstore.CauseStorageAuth {
 		t.Errorf("Create with refused credentials: created=%v, %v; want a storage_auth error", created, err)
@@ -282,104 +281,20 @@ func TestStoredJobsStorageDown(t *testing.T) {
 	}
 }
 
-// TestStoredJobsAcrossServers: servers sharing stored jobs answer the same
-// job, whichever accepted it; a request id re-posted to another server
-// queues nothing; a new server (a restart) answers the finished job.
-func TestStoredJobsAcrossServers(t *testing.T) {
-	jobs, store := storedJobs(t)
-	other, err := NewStoredJobs(store, StoredJobsConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The serve pipeline stores results with a job store of its own.
-	results, err := NewStoredJobs(store, StoredJobsConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner := newStandIn(t, results)
-	runner.gate = make(chan struct{})
-	id := newIdentity(t)
-	_, a := serve(t, Config{Verifier: id.verifier, Submitter: runner, Jobs: jobs})
-	_, b := serve(t, Config{Verifier: id.verifier, Submitter: runner, Jobs: other})
-	acme := id.token(t, "acme")
-
-	posted := call(t, http.MethodPost, a.URL+"/v1/validations", acme, validationBody("req-s1"))
-	if posted.status != http.StatusAccepted {
-		t.Fatalf("POST on A: %s", posted)
-	}
-	onB := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", acme, nil)
-	if j := decodeJob(t, onB); onB.status != http.StatusOK || j.Status != "pending" || *j.SubmittedAt != *decodeJob(t, posted).SubmittedAt {
-		t.Fatalf("GET on B before the result: %s", onB)
-	}
-	if r := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", id.token(t, "globex"), nil); r.status != http.StatusNotFound {
-		t.Errorf("another tenant's GET on B: %s, want 404", r)
-	}
-	if r := call(t, http.MethodPost, b.URL+"/v1/validations", acme, validationBody("req-s1")); r.status != http.StatusAccepted || *decodeJob(t, r).SubmittedAt != *decodeJob(t, posted).SubmittedAt {
-		t.Errorf("POST of the same id on B: %s, want 202 with A's job", r)
-	}
-	close(runner.gate)
-	done := pollDone(t, b.URL+"/v1/validations/req-s1", acme)
-	if done.Status != "completed" || done.Result == nil || len(done.Result.Verdicts) != 2 {
-		t.Fatalf("job on B: %+v", done)
-	}
-	if n := len(runner.requests()); n != 1 {
-		t.Errorf("the request was submitted %d times, want once", n)
-	}
-
-	restarted, err := NewStoredJobs(store, StoredJobsConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, c := serve(t, Config{Verifier: id.verifier, Submitter: runner, Jobs: restarted})
-	again := call(t, http.MethodGet, c.URL+"/v1/validations/req-s1", acme, nil)
-	fromB := call(t, http.MethodGet, b.URL+"/v1/validations/req-s1", acme, nil)
-	if again.status != http.StatusOK || string(again.body) != string(fromB.body) {
-		t.Errorf("after a restart: %s\nwant B's answer: %s", again, fromB)
-	}
-}
-
-// TestStoredJobsUnavailable: with job storage refusing, POST and GET answer
-// 503 with Retry-After, and nothing runs.
-func TestStoredJobsUnavailable(t *testing.T) {
-	endpoint, access, secret := s3test.Endpoint(t)
-	store, err := objstore.New(objstore.Config{Endpoint: endpoint, AccessKey: access, SecretKey: secret + "-wrong", Bucket: s3test.UniqueBucket(t), MaxAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := NewStoredJobs(store, StoredJobsConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := newIdentity(t)
-	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Jobs: jobs})
-	acme := id.token(t, "acme")
-	for _, r := range []response{
-		call(t, http.MethodPost, ts.URL+"/v1/validations", acme, validationBody("req-u")),
-		call(t, http.MethodGet, ts.URL+"/v1/validations/req-u", acme, nil),
-	} {
-		if r.status != http.StatusServiceUnavailable || r.errorCode() != CodeUnavailable || r.header.Get("Retry-After") == "" {
-			t.Errorf("%s, want 503 unavailable with Retry-After", r)
-		}
-	}
-	if n := len(runner.requests()); n != 0 {
-		t.Errorf("%d requests submitted with job storage down, want 0", n)
-	}
-}
-
-// TestStoredJobsAbandonedPendingJob: a pending job whose replica stopped
+// TestObjectStoreAbandonedPendingJob: a pending job whose replica stopped
 // before publishing it (never marked queued) blocks its request id only
 // until UnqueuedAfter; a queued one, or a young one, keeps it.
-func TestStoredJobsAbandonedPendingJob(t *testing.T) {
+func TestObjectStoreAbandonedPendingJob(t *testing.T) {
 	store := s3test.Store(t)
 	c := &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
-	jobs, err := NewStoredJobs(store, StoredJobsConfig{UnqueuedAfter: time.Minute, Now: c.Now})
+	jobs, err := NewObjectStore(store, ObjectStoreConfig{UnqueuedAfter: time.Minute, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
 	create := func(id string) (Job, bool) {
 		t.Helper()
-		j, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: id, Status: JobPending, SubmittedAt: c.Now()})
+		j, created, err := jobs.Create(ctx, Job{TenantID: "acme", RequestID: id, Status: Pending, SubmittedAt: c.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -390,7 +305,7 @@ func TestStoredJobsAbandonedPendingJob(t *testing.T) {
 	if err := jobs.Queued(ctx, queued); err != nil {
 		t.Fatal(err)
 	}
-	if j, _, _ := jobs.Get(ctx, "acme", "queued"); j.Status != JobPending {
+	if j, _, _ := jobs.Get(ctx, "acme", "queued"); j.Status != Pending {
 		t.Fatalf("queued job %+v, want pending", j)
 	}
 	if _, created := create("abandoned"); created {
@@ -413,7 +328,7 @@ func TestStoredJobsAbandonedPendingJob(t *testing.T) {
 	if err := jobs.Queued(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
-	if j, _, _ := jobs.Get(ctx, "acme", "quick"); j.Status != JobCompleted {
+	if j, _, _ := jobs.Get(ctx, "acme", "quick"); j.Status != Completed {
 		t.Errorf("Queued after the result: %s, want completed", j.Status)
 	}
 }
