@@ -3,8 +3,6 @@ package jobs
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +28,7 @@ type Objects interface {
 }
 
 // ObjectStore keeps jobs in object storage, one JSON document per job at
-// <prefix>/<tenant>/<request id>.json (both escaped, see keySegment), read
+// <prefix>/<tenant>/<request id>.json (both escaped, see Key), read
 // on demand: every replica answers the same status, it survives restarts,
 // and no replica holds anything per job in memory. The submitting replica
 // creates the pending document with a conditional write, so that of two
@@ -68,9 +66,14 @@ func NewObjectStore(objects Objects, cfg ObjectStoreConfig) (*ObjectStore, error
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	// The key of a valid segment pair shows whether the prefix can hold keys.
-	if _, err := objstore.TenantKey(prefix, "t", "id", "f"); err != nil {
+	// The longest key shows whether the prefix can hold every key.
+	longest := strings.Repeat("x", objstore.MaxSegmentBytes)
+	key, err := objstore.TenantKey(prefix, longest, longest)
+	if err != nil {
 		return nil, fmt.Errorf("jobs: job prefix %q: %w", prefix, err)
+	}
+	if len(key)+len(jobSuffix) > objstore.MaxKeyBytes {
+		return nil, fmt.Errorf("jobs: job prefix %q is too long: the longest job key would be over S3's %d bytes", prefix, objstore.MaxKeyBytes)
 	}
 	if cfg.UnqueuedAfter < 0 {
 		return nil, fmt.Errorf("jobs: ObjectStoreConfig.UnqueuedAfter %v must not be negative", cfg.UnqueuedAfter)
@@ -125,41 +128,17 @@ func (d jobDocument) job() Job {
 	return j
 }
 
-// Key is the object key of a tenant's job.
-func (s *ObjectStore) Key(tenant, requestID string) string {
-	return s.prefix + "/" + keySegment(tenant) + "/" + keySegment(requestID) + ".json"
-}
+// jobSuffix ends every job document's key.
+const jobSuffix = ".json"
 
-// maxSegmentBytes keeps a segment, ".json" included, within the 255 bytes a
-// file name may have on posix-backed stores.
-const maxSegmentBytes = 200
-
-// keySegment maps s one to one onto a key segment that cannot leave its
-// place in the key: bytes other than A-Z a-z 0-9 - _ . : ~ are written %XX,
-// and so is a leading '.' (no "." or ".." segments, no hidden files); an
-// escaped form longer than maxSegmentBytes becomes "%%" and the SHA-256 of s
-// in hex, and the empty string "%": no escaped form can be either (escaping
-// writes '%' only before two hex digits).
-func keySegment(s string) string {
-	if s == "" {
-		return "%"
+// Key is the object key of a tenant's job: objstore.TenantKey's, the one
+// scheme of tenant-scoped keys, with jobSuffix.
+func (s *ObjectStore) Key(tenant, requestID string) (string, error) {
+	key, err := objstore.TenantKey(s.prefix, tenant, requestID)
+	if err != nil {
+		return "", fmt.Errorf("jobs: job %q of tenant %q: %w", requestID, tenant, err)
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9',
-			c == '-', c == '_', c == ':', c == '~', c == '.' && i > 0:
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	if b.Len() > maxSegmentBytes {
-		sum := sha256.Sum256([]byte(s))
-		return "%%" + hex.EncodeToString(sum[:])
-	}
-	return b.String()
+	return key + jobSuffix, nil
 }
 
 // Create writes the pending document unless the tenant has the job already.
@@ -175,7 +154,10 @@ func (s *ObjectStore) Create(ctx context.Context, job Job) (Job, bool, error) {
 	if err != nil {
 		return Job{}, false, fmt.Errorf("jobs: encoding job %q: %w", job.RequestID, err)
 	}
-	key := s.Key(job.TenantID, job.RequestID)
+	key, err := s.Key(job.TenantID, job.RequestID)
+	if err != nil {
+		return Job{}, false, err
+	}
 	// Each round loses at most to a writer that changed the document meanwhile.
 	for range 3 {
 		info, err := s.objects.PutNew(ctx, key, body, jobContentType, nil)
@@ -229,7 +211,11 @@ func (s *ObjectStore) Queued(ctx context.Context, job Job) error {
 	if err != nil {
 		return fmt.Errorf("jobs: encoding job %q: %w", job.RequestID, err)
 	}
-	_, err = s.objects.PutIfMatch(ctx, s.Key(job.TenantID, job.RequestID), job.version, body, jobContentType, nil)
+	key, err := s.Key(job.TenantID, job.RequestID)
+	if err != nil {
+		return err
+	}
+	_, err = s.objects.PutIfMatch(ctx, key, job.version, body, jobContentType, nil)
 	if err != nil && !errors.Is(err, objstore.ErrConditionFailed) && !errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("jobs: marking job %q of tenant %q queued: %w", job.RequestID, job.TenantID, err)
 	}
@@ -251,7 +237,11 @@ func (s *ObjectStore) save(ctx context.Context, job Job) error {
 	if err != nil {
 		return fmt.Errorf("jobs: encoding job %q: %w", job.RequestID, err)
 	}
-	if _, err := s.objects.Put(ctx, s.Key(job.TenantID, job.RequestID), body, jobContentType, nil); err != nil {
+	key, err := s.Key(job.TenantID, job.RequestID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.objects.Put(ctx, key, body, jobContentType, nil); err != nil {
 		return fmt.Errorf("jobs: storing job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
 	}
 	return nil
@@ -259,7 +249,11 @@ func (s *ObjectStore) save(ctx context.Context, job Job) error {
 
 // Delete removes the job's document.
 func (s *ObjectStore) Delete(ctx context.Context, tenant, requestID string) error {
-	if err := s.objects.Delete(ctx, s.Key(tenant, requestID)); err != nil {
+	key, err := s.Key(tenant, requestID)
+	if err != nil {
+		return err
+	}
+	if err := s.objects.Delete(ctx, key); err != nil {
 		return fmt.Errorf("jobs: deleting job %q of tenant %q: %w", requestID, tenant, err)
 	}
 	return nil
@@ -277,7 +271,10 @@ func (s *ObjectStore) StoreResult(ctx context.Context, req *schemas.Request, out
 // another tenant or request id than its key was asked for is refused: keys
 // are one to one, so only tampering or a hash collision could make one.
 func (s *ObjectStore) read(ctx context.Context, tenant, requestID string) (jobDocument, string, bool, error) {
-	key := s.Key(tenant, requestID)
+	key, err := s.Key(tenant, requestID)
+	if err != nil {
+		return jobDocument{}, "", false, err
+	}
 	data, info, err := s.objects.GetBytesInfo(ctx, key)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return jobDocument{}, "", false, nil
