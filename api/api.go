@@ -31,7 +31,7 @@ import (
 
 	"rulevalidator/auth"
 	"rulevalidator/jobs"
-	"rulevalidator/schemas"
+	"rulevalidator/producer"
 )
 
 // TokenVerifier checks public bearer tokens (an *auth.Verifier).
@@ -44,10 +44,10 @@ type InternalVerifier interface {
 	Verify(token string) error
 }
 
-// Submitter publishes a validation request for the serve pipeline (a
-// *KafkaSubmitter).
+// Submitter publishes validation requests for the serve pipeline (a
+// *producer.RequestWriter on the requests topic).
 type Submitter interface {
-	Submit(ctx context.Context, req *schemas.Request) error
+	Write(ctx context.Context, subs ...producer.Submission) error
 }
 
 // CallbackChecker says whether a callback URL may receive callbacks (a

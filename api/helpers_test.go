@@ -29,8 +29,10 @@ import (
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
 	"rulevalidator/pipeline"
+	"rulevalidator/producer"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 const (
@@ -44,7 +46,7 @@ const (
 var (
 	_ TokenVerifier    = (*auth.Verifier)(nil)
 	_ InternalVerifier = (*auth.StaticToken)(nil)
-	_ Submitter        = (*KafkaSubmitter)(nil)
+	_ Submitter        = (*producer.RequestWriter)(nil)
 	_ CallbackChecker  = (*callback.Notifier)(nil)
 	_ Instrumenter     = (*metrics.Metrics)(nil)
 	_ ReportSource     = StoredReports{}
@@ -228,8 +230,8 @@ func call(t *testing.T, method, url, bearer string, body []byte, headers ...stri
 }
 
 // standIn is the serve pipeline as the API meets it, without a broker.
-// Submit takes a request as the requests topic does, or fails as a broker
-// that is down does (refuse). Each request is then judged (judge; every
+// Write takes requests as the requests topic does, or fails as a broker that
+// is down does (refuse). Each request is then judged (judge; every
 // rule passed by default) once gate opens, and its outcome reaches job
 // status as it does in serve: through StoreResult for jobs in object
 // storage, through the job feed's RecordVerdict and RecordSummary for jobs in
@@ -247,6 +249,7 @@ type standIn struct {
 	mu        sync.Mutex
 	refuse    error
 	seen      []*schemas.Request
+	traces    [][]stream.Header
 	callbacks []sentCallback
 }
 
@@ -267,18 +270,21 @@ func newStandIn(t *testing.T, results jobs.Store) *standIn {
 	return p
 }
 
-func (p *standIn) Submit(_ context.Context, req *schemas.Request) error {
+func (p *standIn) Write(_ context.Context, subs ...producer.Submission) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.refuse != nil {
 		return p.refuse
 	}
-	p.seen = append(p.seen, req)
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.handle(req)
-	}()
+	for _, s := range subs {
+		p.seen = append(p.seen, s.Request)
+		p.traces = append(p.traces, s.Trace)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.handle(s.Request)
+		}()
+	}
 	return nil
 }
 
@@ -330,6 +336,17 @@ func (p *standIn) requests() []*schemas.Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]*schemas.Request(nil), p.seen...)
+}
+
+// trace is the trace context the i-th request was written with.
+func (p *standIn) trace(i int) map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := map[string]string{}
+	for _, e := range p.traces[i] {
+		h[e.Key] = string(e.Value)
+	}
+	return h
 }
 
 func (p *standIn) sentCallbacks() []sentCallback {

@@ -36,7 +36,7 @@ func TestSubmitThroughKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := testClient(t, broker)
-	submitter, err := NewKafkaSubmitter(ctx, KafkaSubmitterConfig{Client: client, Topic: requests}, serde)
+	submitter, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: client, Topic: requests}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestSubmitBrokerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitter, err := NewKafkaSubmitter(context.Background(), KafkaSubmitterConfig{Client: testClient(t, "127.0.0.1:1"), WriteTimeout: 500 * time.Millisecond}, serde)
+	submitter, err := producer.NewRequestWriter(context.Background(), producer.RequestWriterConfig{Client: testClient(t, "127.0.0.1:1"), WriteTimeout: 500 * time.Millisecond}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,10 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/jobs"
+	"rulevalidator/producer"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // requestIDPattern is what a client-chosen request_id may look like: it
@@ -127,7 +129,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		respond(w, job)
 		return
 	}
-	if err := s.cfg.Submitter.Submit(withTrace(r.Context(), r.Header), req); err != nil {
+	if err := s.cfg.Submitter.Write(r.Context(), producer.Submission{Request: req, Trace: traceHeaders(r.Header)}); err != nil {
 		s.forget(r.Context(), req)
 		s.log.Warn("api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
 		w.Header().Set("Retry-After", "5")
@@ -216,28 +218,20 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestI
 	return job, true
 }
 
-// Trace context travels from the HTTP request to the Kafka message.
-type traceKey struct{}
-
-type traceContext struct{ traceparent, tracestate string }
-
 // traceparentPattern is the W3C trace-context header, version 00 and up.
 var traceparentPattern = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
 
-// withTrace keeps a well-formed traceparent (and its tracestate) of h in ctx.
-func withTrace(ctx context.Context, h http.Header) context.Context {
+// traceHeaders carry a well-formed traceparent of h (and its tracestate, up
+// to 512 bytes) from the HTTP request onto the request's record; none for a
+// malformed one.
+func traceHeaders(h http.Header) []stream.Header {
 	tp := h.Get("traceparent")
 	if !traceparentPattern.MatchString(tp) {
-		return ctx
+		return nil
 	}
 	ts := h.Get("tracestate")
 	if len(ts) > 512 {
 		ts = ""
 	}
-	return context.WithValue(ctx, traceKey{}, traceContext{traceparent: tp, tracestate: ts})
-}
-
-func traceFrom(ctx context.Context) (traceContext, bool) {
-	tc, ok := ctx.Value(traceKey{}).(traceContext)
-	return tc, ok
+	return producer.TraceHeaders(tp, ts)
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -64,6 +66,33 @@ func TestSubmitPollResult(t *testing.T) {
 	}
 	if seen[0].TenantID != "acme" || seen[0].SubmittedAt.IsZero() || seen[0].SubmittedAt.Format(schemas.TimeLayout) != *accepted.SubmittedAt {
 		t.Errorf("submitted tenant %q, submitted_at %v (202 said %s)", seen[0].TenantID, seen[0].SubmittedAt, *accepted.SubmittedAt)
+	}
+}
+
+// TestSubmitCarriesTraceContext: a well-formed W3C traceparent (with its
+// tracestate) of the HTTP request goes along with the request; a malformed
+// one, or an overlong tracestate, does not.
+func TestSubmitCarriesTraceContext(t *testing.T) {
+	id := newIdentity(t)
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
+	token := id.token(t, "acme")
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for i, tc := range []struct {
+		headers []string
+		want    map[string]string
+	}{
+		{[]string{"traceparent", tp, "tracestate", "vendor=1"}, map[string]string{"traceparent": tp, "tracestate": "vendor=1"}},
+		{[]string{"traceparent", tp, "tracestate", strings.Repeat("x", 513)}, map[string]string{"traceparent": tp}},
+		{[]string{"traceparent", "00-not-a-trace-01", "tracestate", "vendor=1"}, map[string]string{}},
+		{nil, map[string]string{}},
+	} {
+		r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody(fmt.Sprint("req-tc-", i)), tc.headers...)
+		if r.status != http.StatusAccepted {
+			t.Fatalf("POST %d: %s", i, r)
+		}
+		if got := runner.trace(i); !maps.Equal(got, tc.want) {
+			t.Errorf("headers %q: the request carries %v, want %v", tc.headers, got, tc.want)
+		}
 	}
 }
 

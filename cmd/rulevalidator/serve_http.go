@@ -20,6 +20,7 @@ import (
 	"rulevalidator/jobs"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
+	"rulevalidator/producer"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -220,7 +221,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		if store != nil {
 			acfg.Reports = api.StoredReports{Store: store, Prefix: cfg.http.reportPrefix}
 		}
-		sub, err := api.NewKafkaSubmitter(ctx, api.KafkaSubmitterConfig{Client: svc.kafka, Topic: cfg.requestsTopic}, serde)
+		sub, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: svc.kafka, Topic: cfg.requestsTopic}, serde)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errConfig, err)
 		}
