@@ -94,12 +94,11 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 	if !s.internalCaller(w, r) {
 		return
 	}
-	query := r.URL.Query()
-	if n := len(query["tenant_id"]); n != 1 {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("give the tenant_id query parameter exactly once (got it %d times)", n))
+	tenant, ok := queryTenant(w, r)
+	if !ok {
 		return
 	}
-	job, ok := s.lookup(w, r, query.Get("tenant_id"), r.PathValue("job_id"))
+	job, ok := s.lookup(w, r, tenant, r.PathValue("job_id"))
 	if !ok {
 		return
 	}
