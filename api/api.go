@@ -15,10 +15,11 @@
 // Errors are JSON, {"error":{"code","message"}}, with the codes listed in
 // errors.go; 401 carries a Bearer challenge, 405 an Allow header.
 //
-// Validations run through Kafka when a Submitter is configured (the serve
-// pipeline judges them and stores the result in StoredJobs, or a JobFeed
-// brings their events back into a JobStore for GET), or in this process
-// through a Runner otherwise.
+// Validations go to the requests topic through the Submitter; the serve
+// pipeline judges them and stores the result in a jobs.ObjectStore, or a
+// jobs.Feed brings their events back into a jobs.MemoryStore, for GET to
+// answer. Callbacks are the pipeline's (package outbox delivers them); the
+// API only checks the URL.
 package api
 
 import (
@@ -26,13 +27,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"rulevalidator/auth"
-	"rulevalidator/callback"
-	"rulevalidator/pipeline"
-	"rulevalidator/schemas"
+	"rulevalidator/jobs"
+	"rulevalidator/producer"
 )
 
 // TokenVerifier checks public bearer tokens (an *auth.Verifier).
@@ -45,15 +44,16 @@ type InternalVerifier interface {
 	Verify(token string) error
 }
 
-// Submitter publishes a validation request for the serve pipeline (a
-// *KafkaSubmitter).
+// Submitter publishes validation requests for the serve pipeline (a
+// *producer.RequestWriter on the requests topic).
 type Submitter interface {
-	Submit(ctx context.Context, req *schemas.Request) error
+	Write(ctx context.Context, subs ...producer.Submission) error
 }
 
-// Runner judges a request in this process (a *pipeline.Pipeline).
-type Runner interface {
-	Judge(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error)
+// CallbackChecker says whether a callback URL may receive callbacks (a
+// *callback.Notifier).
+type CallbackChecker interface {
+	CheckURL(rawURL string) error
 }
 
 // Instrumenter counts and times requests per route (a *metrics.Metrics).
@@ -76,25 +76,17 @@ type Config struct {
 	Internal InternalVerifier
 	// Reports serves report downloads; nil disables them (404).
 	Reports ReportSource
-	// Submitter publishes validations to Kafka; nil runs them in-process
-	// with Runner.
+	// Submitter publishes validations to Kafka; nil disables the routes
+	// that submit them (404).
 	Submitter Submitter
-	// Runner judges validations in-process when Submitter is nil. One of
-	// Submitter and Runner is required for POST /v1/validations.
-	Runner Runner
-	// MaxInFlight bounds in-process runs (default 4); past it a submission
-	// is answered 503 busy.
-	MaxInFlight int
-	// Jobs tracks validations: a *StoredJobs (durable, shared by every
-	// replica) or a *JobStore (in memory, per process; the default, with its
-	// defaults).
-	Jobs Jobs
-	// Callbacks checks options.callback_url at submission and, in-process,
-	// delivers the result there. In broker mode the serve pipeline writes
-	// callbacks to the callbacks topic, delivered from there (package outbox);
-	// this process only checks the URL. Nil refuses requests that
-	// ask for a callback.
-	Callbacks *callback.Notifier
+	// Jobs tracks validations: a *jobs.ObjectStore (durable, shared by
+	// every replica) or a *jobs.MemoryStore (per process; the default, with
+	// its defaults).
+	Jobs jobs.Store
+	// Callbacks checks options.callback_url at submission; the serve
+	// pipeline writes the callback to the callbacks topic, delivered from
+	// there (package outbox). Nil refuses requests that ask for a callback.
+	Callbacks CallbackChecker
 	// Readiness lists what /readyz probes, each with ReadyTimeout (default 2s).
 	Readiness    []Check
 	ReadyTimeout time.Duration
@@ -113,11 +105,8 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 4
-	}
 	if c.Jobs == nil {
-		c.Jobs = NewJobStore(JobStoreConfig{})
+		c.Jobs = jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
 	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 2 * time.Second
@@ -142,8 +131,6 @@ func (c *Config) setDefaults() {
 // Validate reports the first problem with the configuration.
 func (c *Config) Validate() error {
 	switch {
-	case c.MaxInFlight < 1:
-		return fmt.Errorf("api: MaxInFlight %d must be at least 1", c.MaxInFlight)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("api: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
 	case c.RequestTimeout <= 0 || c.DownloadTimeout <= 0 || c.ReadyTimeout <= 0:
@@ -159,17 +146,8 @@ func (c *Config) Validate() error {
 
 // Server serves the API. It is safe for concurrent use.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	slots chan struct{} // in-process runs
-
-	// runs tracks in-process runs so Shutdown can wait for them; runCtx is
-	// their context, cancelled when Shutdown gives up waiting.
-	mu        sync.Mutex
-	closed    bool
-	runs      sync.WaitGroup
-	runCtx    context.Context
-	cancelRun context.CancelFunc
+	cfg Config
+	log *slog.Logger
 }
 
 // New checks cfg (after filling in defaults) and returns a Server.
@@ -178,29 +156,21 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	return &Server{
-		cfg:       cfg,
-		log:       cfg.Logger.With("component", "api"),
-		slots:     make(chan struct{}, cfg.MaxInFlight),
-		runCtx:    runCtx,
-		cancelRun: cancel,
-	}, nil
+	return &Server{cfg: cfg, log: cfg.Logger.With("component", "api")}, nil
 }
 
 // Route patterns, also the routes' metric labels.
 const (
-	RouteReport          = "GET /rule-validation-reports/{reference_id}"
-	RouteInternalReport  = "GET /internal/rule-validation-reports/{reference_id}"
-	RouteSubmit          = "POST /v1/validations"
-	RouteValidation      = "GET /v1/validations/{request_id}"
-	RouteHealth          = "GET /healthz"
-	RouteReady           = "GET /readyz"
-	RouteMetrics         = "GET /metrics"
-	RouteExecuteAsync    = "POST /internal/execute-async"
-	RouteExecution       = "GET /internal/execute-async/{job_id}"
-	validationPathPrefix = "/v1/validations/"
-	executePathPrefix    = "/internal/execute-async/"
+	RouteReport         = "GET /rule-validation-reports/{reference_id}"
+	RouteInternalReport = "GET /internal/rule-validation-reports/{reference_id}"
+	RouteSubmit         = "POST /v1/validations"
+	RouteValidation     = "GET " + jobs.StatusPath + "{request_id}"
+	RouteHealth         = "GET /healthz"
+	RouteReady          = "GET /readyz"
+	RouteMetrics        = "GET /metrics"
+	RouteExecuteAsync   = "POST /internal/execute-async"
+	RouteExecution      = "GET /internal/execute-async/{job_id}"
+	executePathPrefix   = "/internal/execute-async/"
 )
 
 // Handler serves the public and internal routes.
@@ -238,29 +208,6 @@ func (s *Server) instrument(route string, h http.Handler) http.Handler {
 		return h
 	}
 	return s.cfg.Metrics.InstrumentHTTP(route, h)
-}
-
-// Shutdown stops accepting in-process runs and waits for those under way
-// until ctx ends, then cancels them (their jobs are marked failed). Call it
-// after http.Server.Shutdown.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		s.runs.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		s.cancelRun()
-		return nil
-	case <-ctx.Done():
-		s.cancelRun()
-		<-done
-		return fmt.Errorf("api: in-process validations cancelled at shutdown: %w", ctx.Err())
-	}
 }
 
 // NewHTTPServer returns an http.Server for h with timeouts fit for this API:

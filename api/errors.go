@@ -15,7 +15,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed" // 405: see the Allow header
 	CodeInvalidRequest   = "invalid_request"    // 400: the message names the problem
 	CodeTooLarge         = "too_large"          // 413: body over the limit
-	CodeBusy             = "busy"               // 503: at capacity or timed out; see Retry-After
+	CodeBusy             = "busy"               // 503: at capacity; see Retry-After (not answered now; kept, as codes are never withdrawn)
 	CodeUnavailable      = "unavailable"        // 503: a dependency (broker, storage) is down
 	CodeInternal         = "internal"           // 500: a bug; logged
 )
@@ -67,10 +67,4 @@ func writeUnauthorized(w http.ResponseWriter, tokenGiven bool) {
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
 	writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
-}
-
-// writeBusy answers 503 busy, asking the client to come back later.
-func writeBusy(w http.ResponseWriter, retryAfter int, message string) {
-	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-	writeError(w, http.StatusServiceUnavailable, CodeBusy, message)
 }

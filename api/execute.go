@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"rulevalidator/jobs"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
@@ -36,16 +37,16 @@ var executeKeys = []string{"job_id", "tenant_id", "agent_config", "type_config",
 // executeBody is the job handle and status of an asynchronous execution.
 // JobID is the request id of the validation it runs.
 type executeBody struct {
-	JobID       string      `json:"job_id"`
-	TenantID    string      `json:"tenant_id"`
-	Status      JobStatus   `json:"status"`
-	SubmittedAt *string     `json:"submitted_at"`
-	StatusURL   string      `json:"status_url"`
-	Result      *resultBody `json:"result"`
+	JobID       string       `json:"job_id"`
+	TenantID    string       `json:"tenant_id"`
+	Status      jobs.Status  `json:"status"`
+	SubmittedAt *string      `json:"submitted_at"`
+	StatusURL   string       `json:"status_url"`
+	Result      *jobs.Result `json:"result"`
 }
 
-func newExecuteBody(j Job) executeBody {
-	b := newJobBody(j)
+func newExecuteBody(j jobs.Job) executeBody {
+	b := jobs.NewBody(j)
 	return executeBody{JobID: j.RequestID, TenantID: j.TenantID, Status: b.Status, SubmittedAt: b.SubmittedAt,
 		StatusURL: executeStatusURL(j.TenantID, j.RequestID), Result: b.Result}
 }
@@ -57,7 +58,7 @@ func executeStatusURL(tenant, jobID string) string {
 
 // executeAsync accepts an execution request from an internal caller.
 func (s *Server) executeAsync(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Internal == nil || (s.cfg.Submitter == nil && s.cfg.Runner == nil) {
+	if s.cfg.Internal == nil || s.cfg.Submitter == nil {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
 		return
 	}
@@ -77,7 +78,7 @@ func (s *Server) executeAsync(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "tenant_id "+err.Error())
 		return
 	}
-	s.submit(w, r, req, readErr, func(w http.ResponseWriter, job Job) {
+	s.submit(w, r, req, readErr, func(w http.ResponseWriter, job jobs.Job) {
 		w.Header().Set("Location", executeStatusURL(job.TenantID, job.RequestID))
 		writeJSON(w, http.StatusAccepted, newExecuteBody(job))
 	})
@@ -93,12 +94,11 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 	if !s.internalCaller(w, r) {
 		return
 	}
-	query := r.URL.Query()
-	if n := len(query["tenant_id"]); n != 1 {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("give the tenant_id query parameter exactly once (got it %d times)", n))
+	tenant, ok := queryTenant(w, r)
+	if !ok {
 		return
 	}
-	job, ok := s.lookup(w, r, query.Get("tenant_id"), r.PathValue("job_id"))
+	job, ok := s.lookup(w, r, tenant, r.PathValue("job_id"))
 	if !ok {
 		return
 	}

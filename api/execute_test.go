@@ -1,10 +1,8 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -43,25 +41,20 @@ func decodeExecute(t *testing.T, r response) executeResponse {
 }
 
 // TestExecuteAsync: an internal caller posts the specification's execution
-// request, gets a job handle at once, the result arrives signed at its
-// callback, and the status route agrees with it.
+// request and gets a job handle at once; the pipeline's callback for it goes
+// to its callback URL, and the status route agrees with it. (That the
+// callback is signed and carries the event id is the outbox's, tested in
+// cmd/rulevalidator's request paths.)
 func TestExecuteAsync(t *testing.T) {
-	secret := []byte("callback-secret-for-tests-0123456789")
-	rcv := &receiver{hit: make(chan struct{}, 4)}
-	hooks := httptest.NewServer(rcv)
-	t.Cleanup(hooks.Close)
-	notifier, err := callback.New(callback.Config{Secret: secret, AllowPrivate: true, Logger: quietLogger()})
+	notifier, err := callback.New(callback.Config{Secret: []byte("callback-secret-for-tests-0123456789"), AllowPrivate: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = notifier.Run(ctx) }()
-	runner := &scriptedRunner{}
-	_, ts := serve(t, Config{Internal: internalVerifier(t), Runner: runner, Callbacks: notifier})
+	runner, ts := serveWithPipeline(t, Config{Internal: internalVerifier(t), Callbacks: notifier})
 
+	const hook = "http://127.0.0.1:9/jobs/done"
 	body := `{"job_id":"job-1","tenant_id":"acme","agent_config":{"type_config":` + specRuleset + `},"inputs":` + specInputs +
-		`,"callback_url":"` + hooks.URL + `/jobs/done"}`
+		`,"callback_url":"` + hook + `"}`
 	r := call(t, http.MethodPost, ts.URL+"/internal/execute-async", internalToken, []byte(body))
 	if r.status != http.StatusAccepted {
 		t.Fatalf("POST: %s", r)
@@ -72,20 +65,12 @@ func TestExecuteAsync(t *testing.T) {
 		t.Fatalf("handle %+v, Location %q", handle, r.header.Get("Location"))
 	}
 
-	select {
-	case <-rcv.hit:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no callback within 10s")
+	pollExecution(t, ts.URL+handle.StatusURL)
+	sent := runner.sentCallbacks()
+	if len(sent) != 1 || sent[0].url != hook {
+		t.Fatalf("callbacks %+v, want one to %s", sent, hook)
 	}
-	rcv.mu.Lock()
-	got, payload := rcv.got[0], rcv.raw[0]
-	rcv.mu.Unlock()
-	if err := callback.Verify(secret, got.Header.Get(callback.HeaderTimestamp), got.Header.Get(callback.HeaderSignature), payload, time.Now(), 5*time.Minute); err != nil {
-		t.Errorf("callback signature: %v", err)
-	}
-	if got.URL.Path != "/jobs/done" || got.Header.Get(callback.HeaderEventID) != "acme/job-1" {
-		t.Errorf("callback to %s with event id %q", got.URL.Path, got.Header.Get(callback.HeaderEventID))
-	}
+	payload := sent[0].payload
 	var cb jobResponse
 	if err := json.Unmarshal(payload, &cb); err != nil || cb.RequestID != "job-1" || cb.Status != "completed" {
 		t.Fatalf("callback body %s (%v)", payload, err)
@@ -109,7 +94,7 @@ func TestExecuteAsync(t *testing.T) {
 		t.Errorf("the status route and the callback disagree:\ncallback %s\n  status %s", cbResult.Result, stResult.Result)
 	}
 
-	// What the runner judged: the ruleset inline, the inputs mapped as the JSON form maps them.
+	// What was submitted: the ruleset inline, the inputs mapped as the JSON form maps them.
 	seen := runner.requests()[0]
 	if seen.TenantID != "acme" || seen.RequestID != "job-1" || seen.InlineRuleset == nil || !strings.Contains(*seen.InlineRuleset, `"rule_id":"R1"`) ||
 		len(seen.PrimaryDocs) != 1 || seen.PrimaryDocs[0].Name != "MSA-Acme.pdf" || len(seen.NamedInputs) != 1 || seen.NamedInputs[0].ValueJSON != "250000" {
@@ -125,13 +110,12 @@ func TestExecuteAsync(t *testing.T) {
 	// Posting the same job again answers with it and runs nothing.
 	again := call(t, http.MethodPost, ts.URL+"/internal/execute-async", internalToken, []byte(body))
 	if again.status != http.StatusAccepted || decodeExecute(t, again).Status != "completed" || len(runner.requests()) != 1 {
-		t.Errorf("POST again: %s (ran %d times)", again, len(runner.requests()))
+		t.Errorf("POST again: %s (submitted %d times)", again, len(runner.requests()))
 	}
 }
 
 func TestExecuteAsyncByReferenceAndGeneratedID(t *testing.T) {
-	runner := &scriptedRunner{}
-	_, ts := serve(t, Config{Internal: internalVerifier(t), Runner: runner})
+	runner, ts := serveWithPipeline(t, Config{Internal: internalVerifier(t)})
 	body := `{"tenant_id":"acme","ruleset_ref":{"id":"contract-review","version":"1.0.0"},"inputs":{"text_input":{"text":"hello"},"deal_size":12},"options":{"generate_report":true}}`
 	r := call(t, http.MethodPost, ts.URL+"/internal/execute-async", internalToken, []byte(body))
 	if r.status != http.StatusAccepted {
@@ -172,8 +156,7 @@ func TestExecuteAsyncRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := &scriptedRunner{}
-	_, ts := serve(t, Config{Verifier: id.verifier, Internal: internalVerifier(t), Runner: runner, Callbacks: notifier, MaxBodyBytes: 4096})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Internal: internalVerifier(t), Callbacks: notifier, MaxBodyBytes: 4096})
 	url := ts.URL + "/internal/execute-async"
 	valid := `{"tenant_id":"acme","type_config":` + specRuleset + `,"inputs":` + specInputs + `}`
 
@@ -233,7 +216,7 @@ func TestExecuteAsyncRefuses(t *testing.T) {
 		})
 	}
 	if n := len(runner.requests()); n != 0 {
-		t.Errorf("%d refused requests were run", n)
+		t.Errorf("%d refused requests were submitted", n)
 	}
 	if r := call(t, http.MethodPost, url, internalToken, []byte(valid)); r.status != http.StatusAccepted {
 		t.Errorf("the valid request: %s", r)
@@ -243,7 +226,7 @@ func TestExecuteAsyncRefuses(t *testing.T) {
 // TestExecuteAsyncDisabled: without the internal token configured the
 // routes do not exist.
 func TestExecuteAsyncDisabled(t *testing.T) {
-	_, ts := serve(t, Config{Runner: &scriptedRunner{}})
+	_, ts := serveWithPipeline(t, Config{})
 	for _, r := range []response{
 		call(t, http.MethodPost, ts.URL+"/internal/execute-async", internalToken, []byte(`{}`)),
 		call(t, http.MethodGet, ts.URL+"/internal/execute-async/x?tenant_id=a", internalToken, nil),

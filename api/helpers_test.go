@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,12 +23,16 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"rulevalidator/auth"
+	"rulevalidator/callback"
 	"rulevalidator/engine"
+	"rulevalidator/jobs"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
 	"rulevalidator/pipeline"
+	"rulevalidator/producer"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 const (
@@ -41,8 +46,8 @@ const (
 var (
 	_ TokenVerifier    = (*auth.Verifier)(nil)
 	_ InternalVerifier = (*auth.StaticToken)(nil)
-	_ Runner           = (*pipeline.Pipeline)(nil)
-	_ Submitter        = (*KafkaSubmitter)(nil)
+	_ Submitter        = (*producer.RequestWriter)(nil)
+	_ CallbackChecker  = (*callback.Notifier)(nil)
 	_ Instrumenter     = (*metrics.Metrics)(nil)
 	_ ReportSource     = StoredReports{}
 	_ report.Getter    = (*objstore.Store)(nil)
@@ -148,15 +153,25 @@ func serve(t *testing.T, cfg Config) (*Server, *httptest.Server) {
 		t.Fatalf("New: %v", err)
 	}
 	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	t.Cleanup(ts.Close)
 	return s, ts
+}
+
+// serveWithPipeline serves cfg with a stand-in serve pipeline behind it,
+// feeding cfg.Jobs (a new jobs.MemoryStore when nil); edit sets the stand-in up
+// before anything is submitted.
+func serveWithPipeline(t *testing.T, cfg Config, edit ...func(*standIn)) (*standIn, *httptest.Server) {
+	t.Helper()
+	if cfg.Jobs == nil {
+		cfg.Jobs = jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
+	}
+	p := newStandIn(t, cfg.Jobs)
+	for _, e := range edit {
+		e(p)
+	}
+	cfg.Submitter = p
+	_, ts := serve(t, cfg)
+	return p, ts
 }
 
 // response is what a test request got back.
@@ -214,30 +229,138 @@ func call(t *testing.T, method, url, bearer string, body []byte, headers ...stri
 	return response{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
-// scriptedRunner is a Runner that judges every rule of an inline ruleset as
-// passed, after waiting for its gate when one is set. It records the
-// requests it saw.
-type scriptedRunner struct {
-	gate chan struct{} // nil: answer at once
-	fail error         // returned without an outcome when set
+// standIn is the serve pipeline as the API meets it, without a broker.
+// Write takes requests as the requests topic does, or fails as a broker that
+// is down does (refuse). Each request is then judged (judge; every
+// rule passed by default) once gate opens, and its outcome reaches job
+// status as it does in serve: through StoreResult for jobs in object
+// storage, through the job feed's RecordVerdict and RecordSummary for jobs in
+// memory. The callback of a request that asks for one is the pipeline's
+// payload (jobs.CallbackPayloads), kept for the test to read.
+type standIn struct {
+	t       *testing.T
+	results jobs.Store // a *jobs.ObjectStore or a *jobs.MemoryStore
+	judge   func(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error)
+	gate    chan struct{} // nil: judge at once
 
-	mu   sync.Mutex
-	seen []*schemas.Request
+	ctx context.Context // ends when the test does
+	wg  sync.WaitGroup
+
+	mu        sync.Mutex
+	refuse    error
+	seen      []*schemas.Request
+	traces    [][]stream.Header
+	callbacks []sentCallback
 }
 
-func (r *scriptedRunner) Judge(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error) {
-	r.mu.Lock()
-	r.seen = append(r.seen, req)
-	r.mu.Unlock()
-	if r.gate != nil {
+// sentCallback is a callback the pipeline would write to the callbacks topic.
+type sentCallback struct {
+	url     string
+	payload []byte
+}
+
+func newStandIn(t *testing.T, results jobs.Store) *standIn {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &standIn{t: t, results: results, judge: passAll, ctx: ctx}
+	t.Cleanup(func() {
+		cancel()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *standIn) Write(_ context.Context, subs ...producer.Submission) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refuse != nil {
+		return p.refuse
+	}
+	for _, s := range subs {
+		p.seen = append(p.seen, s.Request)
+		p.traces = append(p.traces, s.Trace)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.handle(s.Request)
+		}()
+	}
+	return nil
+}
+
+// handle judges a request and records its outcome as the serve pipeline
+// does. An environment fault (no outcome) would hold the request; here it
+// is dropped.
+func (p *standIn) handle(req *schemas.Request) {
+	if p.gate != nil {
 		select {
-		case <-r.gate:
-		case <-ctx.Done():
-			return pipeline.Outcome{}, ctx.Err()
+		case <-p.gate:
+		case <-p.ctx.Done():
+			return
 		}
 	}
-	if r.fail != nil {
-		return pipeline.Outcome{}, r.fail
+	out, _ := p.judge(p.ctx, req, time.Now())
+	if out.Summary.RequestID == "" {
+		return
+	}
+	if cb := req.Options.CallbackURL; cb != nil {
+		payload, _, err := jobs.CallbackPayloads(req, out)
+		if err != nil {
+			p.t.Errorf("callback payload of %s: %v", req.RequestID, err)
+		}
+		p.mu.Lock()
+		p.callbacks = append(p.callbacks, sentCallback{url: *cb, payload: payload})
+		p.mu.Unlock()
+	}
+	switch store := p.results.(type) {
+	case *jobs.ObjectStore:
+		if err := store.StoreResult(p.ctx, req, out); err != nil {
+			p.t.Errorf("storing the result of %s: %v", req.RequestID, err)
+		}
+	case *jobs.MemoryStore:
+		for _, v := range out.Verdicts {
+			store.RecordVerdict(v)
+		}
+		store.RecordSummary(out.Summary)
+	}
+}
+
+// setRefuse makes Submit fail with err (nil: accept again).
+func (p *standIn) setRefuse(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse = err
+}
+
+func (p *standIn) requests() []*schemas.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*schemas.Request(nil), p.seen...)
+}
+
+// trace is the trace context the i-th request was written with.
+func (p *standIn) trace(i int) map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := map[string]string{}
+	for _, e := range p.traces[i] {
+		h[e.Key] = string(e.Value)
+	}
+	return h
+}
+
+func (p *standIn) sentCallbacks() []sentCallback {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]sentCallback(nil), p.callbacks...)
+}
+
+// passAll judges every rule of an inline ruleset as passed; a request by
+// reference fails, its ruleset unknown.
+func passAll(_ context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error) {
+	if req.InlineRuleset == nil {
+		err := fmt.Errorf("no ruleset %q", req.RulesetRef.ID)
+		return pipeline.Outcome{Summary: schemas.NewFailedSummary(req, schemas.ReasonUnknownRuleset, err.Error(), start, start)}, err
 	}
 	rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
 	if err != nil {
@@ -258,12 +381,6 @@ func (r *scriptedRunner) Judge(ctx context.Context, req *schemas.Request, start 
 		Verdicts: pipeline.NewVerdictEvents(req, rs, res, "", start, done),
 		Summary:  pipeline.NewSummary(req, rs, res, "", nil, start, done),
 	}, nil
-}
-
-func (r *scriptedRunner) requests() []*schemas.Request {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*schemas.Request(nil), r.seen...)
 }
 
 // validationBody is a request in JSON form with an inline two-rule ruleset.

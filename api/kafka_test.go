@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/jobs"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -36,14 +36,14 @@ func TestSubmitThroughKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := testClient(t, broker)
-	submitter, err := NewKafkaSubmitter(ctx, KafkaSubmitterConfig{Client: client, Topic: requests}, serde)
+	submitter, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: client, Topic: requests}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = submitter.Close() })
 
-	jobs := NewJobStore(JobStoreConfig{})
-	feed, err := NewJobFeed(JobFeedConfig{Client: client, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Jobs: jobs, Logger: quietLogger()})
+	store := jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
+	feed, err := jobs.NewFeed(jobs.FeedConfig{Client: client, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Store: store, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestSubmitThroughKafka(t *testing.T) {
 	}
 
 	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Submitter: submitter, Jobs: jobs})
+	_, ts := serve(t, Config{Verifier: id.verifier, Submitter: submitter, Jobs: store})
 	token := id.token(t, "acme")
 	r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-k1"), "traceparent", testTraceparent)
 	if r.status != http.StatusAccepted {
@@ -105,7 +105,7 @@ func TestSubmitThroughKafka(t *testing.T) {
 	}
 
 	// What the serve pipeline publishes for it, through the real producer.
-	out, err := (&scriptedRunner{}).Judge(ctx, req, time.Now())
+	out, err := passAll(ctx, req, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestSubmitBrokerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitter, err := NewKafkaSubmitter(context.Background(), KafkaSubmitterConfig{Client: testClient(t, "127.0.0.1:1"), WriteTimeout: 500 * time.Millisecond}, serde)
+	submitter, err := producer.NewRequestWriter(context.Background(), producer.RequestWriterConfig{Client: testClient(t, "127.0.0.1:1"), WriteTimeout: 500 * time.Millisecond}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,76 +169,4 @@ func testClient(t *testing.T, brokers ...string) *stream.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// TestJobFeedFollowsAddedPartitions: events written to a partition added to the summary
-// topic after the feed started reach the job store without a restart.
-func TestJobFeedFollowsAddedPartitions(t *testing.T) {
-	broker := kafkatest.Broker(t)
-	summaries := kafkatest.UniqueTopic(t, "summaries")
-	verdicts := kafkatest.UniqueTopic(t, "verdicts")
-	deadLetters := kafkatest.UniqueTopic(t, "deadletter")
-	for _, topic := range []string{summaries, verdicts, deadLetters} {
-		kafkatest.CreateTopic(t, broker, topic, 1)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	serde, err := schemas.NewSerde(ctx, schemas.SerdeConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs := NewJobStore(JobStoreConfig{})
-	feed, err := NewJobFeed(JobFeedConfig{Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts,
-		Serde: serde, Jobs: jobs, Logger: quietLogger(), PartitionRefresh: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	feedCtx, stopFeed := context.WithCancel(ctx)
-	feedDone := make(chan error, 1)
-	go func() { feedDone <- feed.Run(feedCtx) }()
-	defer func() {
-		stopFeed()
-		<-feedDone
-	}()
-	select {
-	case <-feed.Ready():
-	case <-ctx.Done():
-		t.Fatal("job feed not ready within a minute")
-	}
-
-	const partitions = 3
-	kafkatest.AddPartitions(t, broker, summaries, partitions)
-	id := ""
-	for i := 0; id == ""; i++ {
-		if candidate := fmt.Sprintf("req-added-%d", i); stream.Partition([]byte(candidate), partitions) != 0 {
-			id = candidate
-		}
-	}
-	req := &schemas.Request{RequestID: id, TenantID: "acme", RulesetRef: &schemas.RulesetRef{ID: "r"}}
-	summary := schemas.NewFailedSummary(req, schemas.ReasonUnknownRuleset, "no ruleset r", time.Now(), time.Now())
-	// A client of its own, whose metadata already shows the added partitions.
-	prod, err := producer.New(ctx, producer.Config{
-		Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts, DeadLetterTopic: deadLetters, Logger: quietLogger(),
-	}, serde)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	msgs, err := prod.Encode(producer.Result{Summary: summary})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.Write(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if job, ok, _ := jobs.Get(t.Context(), "acme", id); ok && job.Summary != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the summary written to partition %d of the grown topic never reached the job store", stream.Partition([]byte(id), partitions))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

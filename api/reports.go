@@ -81,37 +81,11 @@ func (s *Server) getInternalReport(w http.ResponseWriter, r *http.Request) {
 	if !s.internalCaller(w, r) {
 		return
 	}
-	query := r.URL.Query()
-	if n := len(query["tenant_id"]); n != 1 {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("give the tenant_id query parameter exactly once (got it %d times)", n))
-		return
-	}
-	tenant := query.Get("tenant_id")
-	if err := checkTenant(tenant); err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "tenant_id "+err.Error())
+	tenant, ok := queryTenant(w, r)
+	if !ok {
 		return
 	}
 	s.serveReport(w, r, tenant, r.PathValue("reference_id"))
-}
-
-// maxTenantBytes matches what the JWT verifier accepts in the tenant claim.
-const maxTenantBytes = 256
-
-// checkTenant refuses tenant ids that cannot name a storage prefix.
-func checkTenant(t string) error {
-	switch {
-	case t == "":
-		return errors.New("is empty")
-	case len(t) > maxTenantBytes:
-		return fmt.Errorf("is %d bytes, over the limit of %d", len(t), maxTenantBytes)
-	case !utf8.ValidString(t):
-		return errors.New("is not valid UTF-8")
-	case strings.ContainsFunc(t, unicode.IsControl):
-		return errors.New("holds control characters")
-	case t == "." || strings.Contains(t, "..") || strings.ContainsAny(t, `/\`):
-		return errors.New(`holds "/", "\" or ".."`)
-	}
-	return nil
 }
 
 // serveReport streams a report. A reference id that report.NewReferenceID

@@ -208,29 +208,6 @@ func TestReportCredentials(t *testing.T) {
 	}
 }
 
-func TestInternalReportTenantParameter(t *testing.T) {
-	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Internal: internalVerifier(t), Reports: missingReports{}})
-	ref, err := report.NewReferenceID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := ts.URL + "/internal/rule-validation-reports/" + ref
-	for query, want := range map[string]string{
-		"":                                       "give the tenant_id query parameter exactly once (got it 0 times)",
-		"?tenant_id=a&tenant_id=b":               "exactly once (got it 2 times)",
-		"?tenant_id=":                            "tenant_id is empty",
-		"?tenant_id=..%2Fglobex":                 `tenant_id holds "/", "\" or ".."`,
-		"?tenant_id=acme%0A":                     "tenant_id holds control characters",
-		"?tenant_id=" + strings.Repeat("t", 257): "tenant_id is 257 bytes, over the limit of 256",
-	} {
-		r := call(t, http.MethodGet, base+query, internalToken, nil)
-		if r.status != http.StatusBadRequest || r.errorCode() != CodeInvalidRequest || !strings.Contains(r.errorMessage(), want) {
-			t.Errorf("query %q: got %s, want 400 saying %s", query, r, want)
-		}
-	}
-}
-
 func TestContentDisposition(t *testing.T) {
 	for name, want := range map[string]string{
 		"contract-check_req-1.xlsx": `attachment; filename="contract-check_req-1.xlsx"; filename*=UTF-8''contract-check_req-1.xlsx`,

@@ -4,59 +4,21 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
 
 	"rulevalidator/engine"
-	"rulevalidator/pipeline"
+	"rulevalidator/jobs"
+	"rulevalidator/producer"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
-
-// jobBody is a validation as POST and GET answer it and as callbacks carry
-// it. Result is null until the job is done; its summary and verdicts are the
-// events' JSON form (schemas.SummaryEvent.MarshalJSON).
-type jobBody struct {
-	RequestID   string      `json:"request_id"`
-	Status      JobStatus   `json:"status"`
-	SubmittedAt *string     `json:"submitted_at"`
-	StatusURL   string      `json:"status_url"`
-	Result      *resultBody `json:"result"`
-}
-
-type resultBody struct {
-	Summary  schemas.SummaryEvent   `json:"summary"`
-	Verdicts []schemas.VerdictEvent `json:"verdicts"`
-}
-
-func newJobBody(j Job) jobBody {
-	b := jobBody{RequestID: j.RequestID, Status: j.Status, StatusURL: statusURL(j.RequestID)}
-	if !j.SubmittedAt.IsZero() {
-		at := j.SubmittedAt.UTC().Format(schemas.TimeLayout)
-		b.SubmittedAt = &at
-	}
-	if j.Done() && j.Summary != nil {
-		verdicts := j.Verdicts
-		if verdicts == nil {
-			verdicts = []schemas.VerdictEvent{}
-		}
-		b.Result = &resultBody{Summary: *j.Summary, Verdicts: verdicts}
-	}
-	return b
-}
-
-// statusURL is where a validation's status is polled.
-func statusURL(requestID string) string {
-	return validationPathPrefix + url.PathEscape(requestID)
-}
 
 // requestIDPattern is what a client-chosen request_id may look like: it
 // becomes a Kafka key, an event id prefix and a URL path segment.
@@ -74,15 +36,14 @@ func newRequestID() string {
 // submitValidation accepts a request in its JSON form (request.FromMap:
 // the specification's input shapes and this service's own keys). The tenant
 // is the token's; request_id is optional; submitted_at is set here. It
-// answers 202 once the request is queued (Kafka) or started (in-process); a
-// request id already known for the tenant answers 202 with that job and
-// starts nothing.
+// answers 202 once the request is queued; a request id already known for the
+// tenant answers 202 with that job and queues nothing.
 func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.principal(w, r)
 	if !ok {
 		return
 	}
-	if s.cfg.Submitter == nil && s.cfg.Runner == nil {
+	if s.cfg.Submitter == nil {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
 		return
 	}
@@ -124,10 +85,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 }
 
 // submit checks a request whose tenant is settled, records its job and
-// queues (or starts) it; every way into the service goes through here.
+// queues it; every way into the service goes through here.
 // readErr is what reading the request found wrong, reported with the rest;
 // respond answers 202 with the job.
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, readErr error, respond func(http.ResponseWriter, Job)) {
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, readErr error, respond func(http.ResponseWriter, jobs.Job)) {
 	var idErr error
 	if req.RequestID == "" {
 		req.RequestID = newRequestID()
@@ -150,10 +111,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 
 	// The job is recorded before the request is published, so that a
 	// replica answering GET knows it from the moment POST answers.
-	job, created, err := s.cfg.Jobs.Create(r.Context(), Job{
+	job, created, err := s.cfg.Jobs.Create(r.Context(), jobs.Job{
 		TenantID:    req.TenantID,
 		RequestID:   req.RequestID,
-		Status:      JobPending,
+		Status:      jobs.Pending,
 		SubmittedAt: req.SubmittedAt,
 		CallbackURL: callbackURL,
 	})
@@ -168,27 +129,21 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		respond(w, job)
 		return
 	}
-	if s.cfg.Submitter != nil {
-		if err := s.cfg.Submitter.Submit(withTrace(r.Context(), r.Header), req); err != nil {
-			s.forget(r.Context(), req)
-			s.log.Warn("api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
-			w.Header().Set("Retry-After", "5")
-			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the request could not be queued; try again shortly")
-			return
-		}
-		// The request is queued whatever happens here: a job left unmarked
-		// only lets its id be submitted again after a while.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
-		defer cancel()
-		if err := s.cfg.Jobs.Queued(ctx, job); err != nil {
-			s.log.Warn("api: the job could not be marked queued", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
-		}
-	} else if !s.startRun(req) {
+	if err := s.cfg.Submitter.Write(r.Context(), producer.Submission{Request: req, Trace: traceHeaders(r.Header)}); err != nil {
 		s.forget(r.Context(), req)
-		writeBusy(w, 5, "too many validations are running; try again shortly")
+		s.log.Warn("api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the request could not be queued; try again shortly")
 		return
 	}
-	s.log.Info("api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "in_process", s.cfg.Submitter == nil, "route", r.Pattern)
+	// The request is queued whatever happens here: a job left unmarked only
+	// lets its id be submitted again after a while.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.cfg.Jobs.Queued(ctx, job); err != nil {
+		s.log.Warn("api: the job could not be marked queued", "tenant_id", req.TenantID, "request_id", req.RequestID, "error", err)
+	}
+	s.log.Info("api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "route", r.Pattern)
 	respond(w, job)
 }
 
@@ -203,9 +158,9 @@ func (s *Server) forget(ctx context.Context, req *schemas.Request) {
 	}
 }
 
-func (s *Server) accepted(w http.ResponseWriter, job Job) {
-	w.Header().Set("Location", statusURL(job.RequestID))
-	writeJSON(w, http.StatusAccepted, newJobBody(job))
+func (s *Server) accepted(w http.ResponseWriter, job jobs.Job) {
+	w.Header().Set("Location", jobs.StatusURL(job.RequestID))
+	writeJSON(w, http.StatusAccepted, jobs.NewBody(job))
 }
 
 // checkCallback says what is wrong with a callback URL, "" when nothing.
@@ -243,156 +198,40 @@ func (s *Server) getValidation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, newJobBody(job))
+	writeJSON(w, http.StatusOK, jobs.NewBody(job))
 }
 
 // lookup reads the tenant's job, answering 404 (missing, or another
 // tenant's) or 503 (storage unavailable) itself.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestID string) (Job, bool) {
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestID string) (jobs.Job, bool) {
 	job, ok, err := s.cfg.Jobs.Get(r.Context(), tenant, requestID)
 	switch {
 	case err != nil:
 		s.log.Warn("api: reading a job failed", "tenant_id", tenant, "request_id", requestID, "error", err)
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "job status storage is unavailable; try again shortly")
-		return Job{}, false
+		return jobs.Job{}, false
 	case !ok:
 		writeError(w, http.StatusNotFound, CodeNotFound, msgValidationNotFound)
-		return Job{}, false
+		return jobs.Job{}, false
 	}
 	return job, true
 }
 
-// startRun judges req in the background when a slot is free.
-func (s *Server) startRun(req *schemas.Request) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		return false
-	}
-	s.runs.Add(1)
-	go func() {
-		defer s.runs.Done()
-		defer func() { <-s.slots }()
-		s.run(req)
-	}()
-	return true
-}
-
-// run judges one request in-process, records the outcome and, when asked,
-// sends the callback.
-func (s *Server) run(req *schemas.Request) {
-	log := s.log.With("tenant_id", req.TenantID, "request_id", req.RequestID)
-	running := requestJob(req)
-	running.Status = JobRunning
-	if err := s.cfg.Jobs.Save(s.runCtx, running); err != nil {
-		log.Warn("api: the job could not be marked running", "error", err)
-	}
-	start := s.cfg.Now()
-	out, err := s.judge(req, start)
-	retryable := false
-	switch {
-	case err == nil:
-		log.Info("api: validation completed", "rules", len(out.Verdicts))
-	case out.Summary.RequestID != "":
-		log.Warn("api: validation failed", "reason", out.Summary.Error.Code, "error", err)
-	default:
-		// A transient failure comes without an outcome: record one, and let
-		// the same request id be submitted again.
-		retryable = true
-		log.Warn("api: validation could not be judged", "error", err)
-		out = pipeline.Outcome{Summary: schemas.NewFailedSummary(req, schemas.ReasonInternal,
-			fmt.Sprintf("the request could not be judged now (%v); submit it again", err), start, s.cfg.Now())}
-	}
-	job := finishedJob(req, out, retryable)
-	// Recorded even when the run was cancelled at shutdown: its failure is
-	// the result.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), s.cfg.RequestTimeout)
-	defer cancel()
-	if err := s.cfg.Jobs.Save(ctx, job); err != nil {
-		log.Error("api: the result of a validation could not be recorded; its job stays running", "status", job.Status, "error", err)
-	}
-	s.sendCallback(job, log)
-}
-
-// judge calls the Runner, turning a panic into an error.
-func (s *Server) judge(req *schemas.Request, start time.Time) (out pipeline.Outcome, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			out, err = pipeline.Outcome{}, fmt.Errorf("the runner panicked: %v", v)
-		}
-	}()
-	return s.cfg.Runner.Judge(s.runCtx, req, start)
-}
-
-func (s *Server) sendCallback(job Job, log *slog.Logger) {
-	if job.CallbackURL == "" || s.cfg.Callbacks == nil {
-		return
-	}
-	payload, err := json.Marshal(newJobBody(job))
-	if err == nil {
-		err = s.cfg.Callbacks.Notify(job.CallbackURL, payload, schemas.SummaryEventID(job.TenantID, job.RequestID))
-	}
-	if err != nil {
-		log.Warn("api: callback not queued", "error", err)
-	}
-}
-
-// Trace context travels from the HTTP request to the Kafka message.
-type traceKey struct{}
-
-type traceContext struct{ traceparent, tracestate string }
-
 // traceparentPattern is the W3C trace-context header, version 00 and up.
 var traceparentPattern = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
 
-// withTrace keeps a well-formed traceparent (and its tracestate) of h in ctx.
-func withTrace(ctx context.Context, h http.Header) context.Context {
+// traceHeaders carry a well-formed traceparent of h (and its tracestate, up
+// to 512 bytes) from the HTTP request onto the request's record; none for a
+// malformed one.
+func traceHeaders(h http.Header) []stream.Header {
 	tp := h.Get("traceparent")
 	if !traceparentPattern.MatchString(tp) {
-		return ctx
+		return nil
 	}
 	ts := h.Get("tracestate")
 	if len(ts) > 512 {
 		ts = ""
 	}
-	return context.WithValue(ctx, traceKey{}, traceContext{traceparent: tp, tracestate: ts})
-}
-
-func traceFrom(ctx context.Context) (traceContext, bool) {
-	tc, ok := ctx.Value(traceKey{}).(traceContext)
-	return tc, ok
-}
-
-// ResultPayload is the body of a finished validation, in the shape GET
-// /v1/validations/{request_id} answers and callbacks carry.
-func ResultPayload(req *schemas.Request, out pipeline.Outcome) ([]byte, error) {
-	return json.Marshal(newJobBody(finishedJob(req, out, false)))
-}
-
-// finishedJob is the job of a request with its outcome. retryable marks a
-// failure that judging again may cure.
-func finishedJob(req *schemas.Request, out pipeline.Outcome, retryable bool) Job {
-	job := requestJob(req)
-	job.Status = JobCompleted
-	if out.Summary.Status == schemas.StatusFailed {
-		job.Status = JobFailed
-	}
-	summary := out.Summary
-	job.Summary, job.Verdicts, job.Retryable = &summary, out.Verdicts, retryable
-	return job
-}
-
-// requestJob is the pending job of a request: what the request itself says.
-func requestJob(req *schemas.Request) Job {
-	job := Job{TenantID: req.TenantID, RequestID: req.RequestID, Status: JobPending, SubmittedAt: req.SubmittedAt}
-	if cb := req.Options.CallbackURL; cb != nil {
-		job.CallbackURL = *cb
-	}
-	return job
+	return producer.TraceHeaders(tp, ts)
 }

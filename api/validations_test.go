@@ -5,15 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,8 +30,7 @@ import (
 
 func TestSubmitPollResult(t *testing.T) {
 	id := newIdentity(t)
-	runner := &scriptedRunner{}
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: runner})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
 	token := id.token(t, "acme")
 
 	r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-42"))
@@ -63,16 +62,43 @@ func TestSubmitPollResult(t *testing.T) {
 
 	seen := runner.requests()
 	if len(seen) != 1 {
-		t.Fatalf("runner saw %d requests, want 1", len(seen))
+		t.Fatalf("%d requests submitted, want 1", len(seen))
 	}
 	if seen[0].TenantID != "acme" || seen[0].SubmittedAt.IsZero() || seen[0].SubmittedAt.Format(schemas.TimeLayout) != *accepted.SubmittedAt {
-		t.Errorf("runner got tenant %q, submitted_at %v (202 said %s)", seen[0].TenantID, seen[0].SubmittedAt, *accepted.SubmittedAt)
+		t.Errorf("submitted tenant %q, submitted_at %v (202 said %s)", seen[0].TenantID, seen[0].SubmittedAt, *accepted.SubmittedAt)
+	}
+}
+
+// TestSubmitCarriesTraceContext: a well-formed W3C traceparent (with its
+// tracestate) of the HTTP request goes along with the request; a malformed
+// one, or an overlong tracestate, does not.
+func TestSubmitCarriesTraceContext(t *testing.T) {
+	id := newIdentity(t)
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
+	token := id.token(t, "acme")
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for i, tc := range []struct {
+		headers []string
+		want    map[string]string
+	}{
+		{[]string{"traceparent", tp, "tracestate", "vendor=1"}, map[string]string{"traceparent": tp, "tracestate": "vendor=1"}},
+		{[]string{"traceparent", tp, "tracestate", strings.Repeat("x", 513)}, map[string]string{"traceparent": tp}},
+		{[]string{"traceparent", "00-not-a-trace-01", "tracestate", "vendor=1"}, map[string]string{}},
+		{nil, map[string]string{}},
+	} {
+		r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody(fmt.Sprint("req-tc-", i)), tc.headers...)
+		if r.status != http.StatusAccepted {
+			t.Fatalf("POST %d: %s", i, r)
+		}
+		if got := runner.trace(i); !maps.Equal(got, tc.want) {
+			t.Errorf("headers %q: the request carries %v, want %v", tc.headers, got, tc.want)
+		}
 	}
 }
 
 func TestSubmitGeneratesRequestID(t *testing.T) {
 	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: &scriptedRunner{}})
+	_, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
 	r := call(t, http.MethodPost, ts.URL+"/v1/validations", id.token(t, "acme"), validationBody(""))
 	if r.status != http.StatusAccepted {
 		t.Fatalf("POST: %s", r)
@@ -88,8 +114,8 @@ func TestSubmitGeneratesRequestID(t *testing.T) {
 
 func TestSubmitIsIdempotent(t *testing.T) {
 	id := newIdentity(t)
-	runner := &scriptedRunner{gate: make(chan struct{})}
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: runner})
+	gate := make(chan struct{})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier}, func(p *standIn) { p.gate = gate })
 	acme := id.token(t, "acme")
 	url := ts.URL + "/v1/validations"
 
@@ -106,7 +132,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 	if r := call(t, http.MethodPost, url, globex, validationBody("req-7")); r.status != http.StatusAccepted {
 		t.Fatalf("POST by another tenant: %s", r)
 	}
-	close(runner.gate)
+	close(gate)
 	pollDone(t, ts.URL+"/v1/validations/req-7", acme)
 	pollDone(t, ts.URL+"/v1/validations/req-7", globex)
 
@@ -115,14 +141,13 @@ func TestSubmitIsIdempotent(t *testing.T) {
 		t.Errorf("POST after completion: %s, want 202 with the completed job", late)
 	}
 	if n := len(runner.requests()); n != 2 {
-		t.Errorf("runner ran %d times, want 2 (once per tenant)", n)
+		t.Errorf("%d requests submitted, want 2 (once per tenant)", n)
 	}
 }
 
 func TestSubmitTenantFromToken(t *testing.T) {
 	id := newIdentity(t)
-	runner := &scriptedRunner{}
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: runner})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
 	url := ts.URL + "/v1/validations"
 
 	r := call(t, http.MethodPost, url, id.token(t, "acme"), validationBody("req-1", `"tenant_id":"globex"`))
@@ -136,7 +161,7 @@ func TestSubmitTenantFromToken(t *testing.T) {
 	pollDone(t, ts.URL+"/v1/validations/req-2", id.token(t, "acme"))
 	for _, req := range runner.requests() {
 		if req.TenantID != "acme" {
-			t.Errorf("runner got tenant %q", req.TenantID)
+			t.Errorf("submitted tenant %q", req.TenantID)
 		}
 	}
 
@@ -155,8 +180,8 @@ func TestSubmitInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, withCallbacks := serve(t, Config{Verifier: id.verifier, Runner: &scriptedRunner{}, Callbacks: notifier})
-	_, without := serve(t, Config{Verifier: id.verifier, Runner: &scriptedRunner{}})
+	_, withCallbacks := serveWithPipeline(t, Config{Verifier: id.verifier, Callbacks: notifier})
+	_, without := serveWithPipeline(t, Config{Verifier: id.verifier})
 	for _, tc := range []struct {
 		name    string
 		server  *httptest.Server
@@ -206,133 +231,94 @@ func TestSubmitInvalid(t *testing.T) {
 
 func TestSubmitTooLarge(t *testing.T) {
 	id := newIdentity(t)
-	runner := &scriptedRunner{}
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: runner, MaxBodyBytes: 1024})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, MaxBodyBytes: 1024})
 	big := validationBody("req-big", `"text_input":"`+strings.Repeat("x", 2000)+`"`)
 	r := call(t, http.MethodPost, ts.URL+"/v1/validations", id.token(t, "acme"), big)
 	if r.status != http.StatusRequestEntityTooLarge || r.errorCode() != CodeTooLarge || r.errorMessage() != "the request body is over the limit of 1024 bytes" {
 		t.Errorf("got %s, want 413 too_large", r)
 	}
 	if len(runner.requests()) != 0 {
-		t.Error("an oversized request was run")
+		t.Error("an oversized request was submitted")
 	}
 }
 
-func TestSubmitBusy(t *testing.T) {
+// TestSubmitNotQueued: a request the broker does not take is answered 503
+// unavailable and leaves no job behind, so that it can be submitted again.
+func TestSubmitNotQueued(t *testing.T) {
 	id := newIdentity(t)
-	runner := &scriptedRunner{gate: make(chan struct{})}
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: runner, MaxInFlight: 1})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
 	token := id.token(t, "acme")
 	url := ts.URL + "/v1/validations"
 
-	if r := call(t, http.MethodPost, url, token, validationBody("req-a")); r.status != http.StatusAccepted {
-		t.Fatalf("first POST: %s", r)
-	}
+	runner.setRefuse(errors.New("kafka: no leader for partition 0"))
 	r := call(t, http.MethodPost, url, token, validationBody("req-b"))
-	if r.status != http.StatusServiceUnavailable || r.errorCode() != CodeBusy || r.header.Get("Retry-After") != "5" {
-		t.Fatalf("POST while busy: %s (Retry-After %q)", r, r.header.Get("Retry-After"))
+	if r.status != http.StatusServiceUnavailable || r.errorCode() != CodeUnavailable || r.header.Get("Retry-After") != "5" {
+		t.Fatalf("POST with the broker refusing: %s (Retry-After %q)", r, r.header.Get("Retry-After"))
 	}
-	// The refused request left no job behind, so it can be submitted later.
 	if g := call(t, http.MethodGet, url+"/req-b", token, nil); g.status != http.StatusNotFound {
-		t.Errorf("GET of the refused request: %s", g)
+		t.Errorf("GET of the request not queued: %s", g)
 	}
-	close(runner.gate)
-	pollDone(t, url+"/req-a", token)
+	runner.setRefuse(nil)
 	if r := call(t, http.MethodPost, url, token, validationBody("req-b")); r.status != http.StatusAccepted {
-		t.Errorf("POST once free: %s", r)
+		t.Errorf("POST once the broker takes it: %s", r)
 	}
-	pollDone(t, url+"/req-b", token)
+	if j := pollDone(t, url+"/req-b", token); j.Status != "completed" {
+		t.Errorf("job %+v", j)
+	}
 }
 
-func TestTransientFailureCanBeResubmitted(t *testing.T) {
+// TestFailedValidation: a request the pipeline fails (here, an unknown
+// ruleset) is answered failed with the summary's reason, and submitting its
+// id again answers that job and queues nothing.
+func TestFailedValidation(t *testing.T) {
 	id := newIdentity(t)
-	runner := &scriptedRunner{fail: errors.New("model unavailable: connection refused")}
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: runner})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
 	token := id.token(t, "acme")
 	url := ts.URL + "/v1/validations"
-
-	if r := call(t, http.MethodPost, url, token, validationBody("req-t")); r.status != http.StatusAccepted {
+	body := []byte(`{"request_id":"req-f","ruleset_ref":{"id":"nope"},"text_input":"hello"}`)
+	if r := call(t, http.MethodPost, url, token, body); r.status != http.StatusAccepted {
 		t.Fatalf("POST: %s", r)
 	}
-	j := pollDone(t, url+"/req-t", token)
-	if j.Status != "failed" || j.Result == nil || j.Result.Summary.Error == nil ||
-		j.Result.Summary.Error.Code != schemas.ReasonInternal || !strings.Contains(j.Result.Summary.Error.Message, "model unavailable") {
+	j := pollDone(t, url+"/req-f", token)
+	if j.Status != "failed" || j.Result == nil || j.Result.Summary.Error == nil || j.Result.Summary.Error.Code != schemas.ReasonUnknownRuleset {
 		t.Fatalf("failed job %+v", j)
 	}
-	if r := call(t, http.MethodPost, url, token, validationBody("req-t")); r.status != http.StatusAccepted {
-		t.Fatalf("POST again: %s", r)
-	}
-	pollDone(t, url+"/req-t", token)
-	if n := len(runner.requests()); n != 2 {
-		t.Errorf("runner ran %d times, want 2: a transient failure may be submitted again", n)
+	again := call(t, http.MethodPost, url, token, body)
+	if again.status != http.StatusAccepted || decodeJob(t, again).Status != "failed" || len(runner.requests()) != 1 {
+		t.Errorf("POST again: %s (%d submitted), want 202 with the failed job, nothing queued", again, len(runner.requests()))
 	}
 }
 
-// receiver records callback deliveries.
-type receiver struct {
-	mu  sync.Mutex
-	got []*http.Request
-	raw [][]byte
-	hit chan struct{}
-}
-
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	rc.mu.Lock()
-	rc.got = append(rc.got, r)
-	rc.raw = append(rc.raw, body)
-	rc.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-	rc.hit <- struct{}{}
-}
-
-func TestCallbackDelivered(t *testing.T) {
-	secret := []byte("callback-secret-for-tests-0123456789")
-	rcv := &receiver{hit: make(chan struct{}, 4)}
-	hooks := httptest.NewServer(rcv)
-	t.Cleanup(hooks.Close)
-	notifier, err := callback.New(callback.Config{Secret: secret, AllowPrivate: true, Logger: quietLogger()})
+// TestCallbackCarriesWhatGetAnswers: the callback the pipeline writes for a
+// request is, byte for byte, what GET answers once the job is done.
+func TestCallbackCarriesWhatGetAnswers(t *testing.T) {
+	notifier, err := callback.New(callback.Config{Secret: []byte("callback-secret-for-tests-0123456789"), AllowPrivate: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = notifier.Run(ctx) }()
-
 	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: &scriptedRunner{}, Callbacks: notifier})
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Callbacks: notifier})
 	token := id.token(t, "acme")
-	body := validationBody("req-cb", `"options":{"callback_url":"`+hooks.URL+`/rv/done"}`)
+	body := validationBody("req-cb", `"options":{"callback_url":"http://127.0.0.1:9/rv/done"}`)
 	if r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, body); r.status != http.StatusAccepted {
 		t.Fatalf("POST: %s", r)
 	}
-	select {
-	case <-rcv.hit:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no callback within 10s")
+	if j := pollDone(t, ts.URL+"/v1/validations/req-cb", token); j.Status != "completed" {
+		t.Fatalf("job %+v", j)
 	}
-	rcv.mu.Lock()
-	req, payload := rcv.got[0], rcv.raw[0]
-	rcv.mu.Unlock()
-	if req.URL.Path != "/rv/done" || req.Header.Get(callback.HeaderEventID) != "acme/req-cb" {
-		t.Errorf("callback to %s with event id %q", req.URL.Path, req.Header.Get(callback.HeaderEventID))
+	sent := runner.sentCallbacks()
+	if len(sent) != 1 || sent[0].url != "http://127.0.0.1:9/rv/done" {
+		t.Fatalf("callbacks %+v, want one to the request's callback_url", sent)
 	}
-	if err := callback.Verify(secret, req.Header.Get(callback.HeaderTimestamp), req.Header.Get(callback.HeaderSignature), payload, time.Now(), 5*time.Minute); err != nil {
-		t.Errorf("callback signature: %v", err)
-	}
-	// The callback carries what GET answers.
 	get := call(t, http.MethodGet, ts.URL+"/v1/validations/req-cb", token, nil)
-	if strings.TrimSpace(string(get.body)) != string(payload) {
-		t.Errorf("callback body differs from GET:\ncallback %s\n     GET %s", payload, get.body)
-	}
-	if decodeJob(t, get).Status != "completed" {
-		t.Errorf("job after callback: %s", get.body)
+	if strings.TrimSpace(string(get.body)) != string(sent[0].payload) {
+		t.Errorf("callback body differs from GET:\ncallback %s\n     GET %s", sent[0].payload, get.body)
 	}
 }
 
 func TestRouting(t *testing.T) {
 	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: &scriptedRunner{}, Reports: missingReports{}})
+	_, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Reports: missingReports{}})
 	token := id.token(t, "acme")
 	for _, tc := range []struct {
 		method, path string
@@ -387,7 +373,7 @@ func (panickyVerifier) Verify(context.Context, string) (auth.Principal, error) {
 
 func TestPanicIsRecovered(t *testing.T) {
 	var logs lockedBuffer
-	s, err := New(Config{Verifier: panickyVerifier{}, Runner: &scriptedRunner{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s, err := New(Config{Verifier: panickyVerifier{}, Submitter: newStandIn(t, nil), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +395,7 @@ func TestRoutesAreInstrumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: &scriptedRunner{}, Metrics: m})
+	_, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Metrics: m})
 	call(t, http.MethodGet, ts.URL+"/v1/validations/secret-request-id", id.token(t, "acme"), nil)
 	call(t, http.MethodGet, ts.URL+"/no/such/route", "", nil)
 	families, err := reg.Gather()
@@ -439,8 +425,9 @@ func TestRoutesAreInstrumented(t *testing.T) {
 	}
 }
 
-// TestSubmitWithRealPipeline runs a validation in-process through the real
-// pipeline, engine and OpenAI adapter, against the scripted model server.
+// TestSubmitWithRealPipeline: a validation posted in its JSON form is judged
+// by the real pipeline, engine and OpenAI adapter (against the scripted model
+// server), and GET answers with their result.
 func TestSubmitWithRealPipeline(t *testing.T) {
 	fake := llmfake.New()
 	t.Cleanup(fake.Close)
@@ -468,7 +455,7 @@ func TestSubmitWithRealPipeline(t *testing.T) {
 	}
 
 	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Runner: p})
+	_, ts := serveWithPipeline(t, Config{Verifier: id.verifier}, func(s *standIn) { s.judge = p.Judge })
 	token := id.token(t, "acme")
 	if r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-real")); r.status != http.StatusAccepted {
 		t.Fatalf("POST: %s", r)

@@ -1,7 +1,9 @@
 // Package callback delivers signed webhook notifications: a JSON body POSTed
 // to a URL the requester chose, signed with HMAC-SHA256 over the timestamp
 // and the body, retried with capped exponential backoff on transient
-// failures, and refused when the URL points at an internal address.
+// failures, and refused when the URL points at an internal address. The
+// callbacks come from the callbacks topic (package outbox), which calls
+// Deliver for each; the API only checks a URL with CheckURL.
 //
 // Receivers check deliveries with Verify and de-duplicate on the
 // X-Rulevalidator-Event-Id header: delivery is at least once.
@@ -18,13 +20,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync/atomic"
 	"time"
 )
-
-// ErrQueueFull: Notify found the delivery queue full; the notification was
-// not queued.
-var ErrQueueFull = errors.New("callback: delivery queue full")
 
 // minSecretBytes is the shortest secret accepted: HMAC-SHA256's block of
 // entropy, so that the signature cannot be forged by guessing the secret.
@@ -51,11 +48,6 @@ type Config struct {
 	BaseDelay, MaxDelay time.Duration
 	// Timeout bounds one attempt, connecting included (default 10s).
 	Timeout time.Duration
-	// Workers deliver concurrently (default 4); a worker waits out the
-	// backoff of the notification it holds.
-	Workers int
-	// QueueSize bounds the notifications waiting for a worker (default 1000).
-	QueueSize int
 	// HTTPClient replaces the built-in client, and with it the dial-time
 	// refusal of internal addresses: leave it nil outside tests.
 	HTTPClient *http.Client
@@ -80,12 +72,6 @@ func (c *Config) setDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = 10 * time.Second
 	}
-	if c.Workers == 0 {
-		c.Workers = 4
-	}
-	if c.QueueSize == 0 {
-		c.QueueSize = 1000
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -105,10 +91,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("callback: BaseDelay %v must be positive and MaxDelay %v at least BaseDelay", c.BaseDelay, c.MaxDelay)
 	case c.Timeout <= 0:
 		return fmt.Errorf("callback: Timeout %v must be positive", c.Timeout)
-	case c.Workers < 1:
-		return fmt.Errorf("callback: Workers %d must be at least 1", c.Workers)
-	case c.QueueSize < 1:
-		return fmt.Errorf("callback: QueueSize %d must be at least 1", c.QueueSize)
 	}
 	return nil
 }
@@ -132,24 +114,26 @@ type Delivery struct {
 // given up, because the process was stopping (see Deliver).
 func (d Delivery) Interrupted() bool { return errors.Is(d.Err, ErrInterrupted) }
 
+// job is one notification being delivered.
 type job struct {
 	url     *url.URL
 	payload []byte
 	eventID string
 }
 
-// Notifier queues notifications and delivers them from a fixed set of
-// workers. It is safe for concurrent use.
+// Notifier delivers notifications, each in its caller's goroutine (Deliver).
+// It is safe for concurrent use.
 type Notifier struct {
-	cfg     Config
-	policy  *targetPolicy
-	client  *http.Client
-	queue   chan job
-	running atomic.Bool
+	cfg    Config
+	policy *targetPolicy
+	client *http.Client
 }
 
-// New checks cfg (after filling in defaults) and returns a Notifier. Call
-// Run to start delivering.
+// maxIdleConns is how many idle connections the built-in client keeps
+// across receivers.
+const maxIdleConns = 8
+
+// New checks cfg (after filling in defaults) and returns a Notifier.
 func New(cfg Config) (*Notifier, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -170,7 +154,7 @@ func New(cfg Config) (*Notifier, error) {
 				Proxy:                 nil,
 				DialContext:           dialer.DialContext,
 				ForceAttemptHTTP2:     true,
-				MaxIdleConns:          cfg.Workers * 2,
+				MaxIdleConns:          maxIdleConns,
 				IdleConnTimeout:       90 * time.Second,
 				TLSHandshakeTimeout:   cfg.Timeout,
 				ResponseHeaderTimeout: cfg.Timeout,
@@ -180,15 +164,10 @@ func New(cfg Config) (*Notifier, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Notifier{
-		cfg:    cfg,
-		policy: policy,
-		client: client,
-		queue:  make(chan job, cfg.QueueSize),
-	}, nil
+	return &Notifier{cfg: cfg, policy: policy, client: client}, nil
 }
 
-// CheckURL reports whether rawURL may receive callbacks, as Notify checks
+// CheckURL reports whether rawURL may receive callbacks, as Deliver checks
 // it: http or https, no user info, an allowed host and, unless
 // AllowPrivate, no literal internal address. Errors match ErrTargetRefused.
 // A name that resolves to an internal address passes here and is refused
@@ -198,57 +177,11 @@ func (n *Notifier) CheckURL(rawURL string) error {
 	return err
 }
 
-// Notify queues payload (JSON) for delivery to rawURL. eventID is sent in
-// the X-Rulevalidator-Event-Id header for receivers to de-duplicate on. It
-// returns at once: an error matching ErrTargetRefused when the URL is not
-// allowed, ErrQueueFull when the queue is full.
-func (n *Notifier) Notify(rawURL string, payload []byte, eventID string) error {
-	u, err := n.policy.checkURL(rawURL)
-	if err != nil {
-		return err
-	}
-	select {
-	case n.queue <- job{url: u, payload: bytes.Clone(payload), eventID: eventID}:
-		return nil
-	default:
-		return fmt.Errorf("%w (%d notifications waiting); event %s not queued", ErrQueueFull, cap(n.queue), eventID)
-	}
-}
-
-// Run delivers queued notifications until ctx is cancelled, then returns
-// nil. Notifications still queued or waiting to be retried at that point
-// are logged and dropped. Run may be called once.
-func (n *Notifier) Run(ctx context.Context) error {
-	if !n.running.CompareAndSwap(false, true) {
-		return errors.New("callback: Run called twice")
-	}
-	done := make(chan struct{})
-	for range n.cfg.Workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for ctx.Err() == nil {
-				select {
-				case <-ctx.Done():
-					return
-				case j := <-n.queue:
-					n.done(n.deliver(ctx, j, nil))
-				}
-			}
-		}()
-	}
-	for range n.cfg.Workers {
-		<-done
-	}
-	if left := len(n.queue); left > 0 {
-		n.cfg.Logger.Warn("callback: notifications dropped at shutdown", "queued", left)
-	}
-	return nil
-}
-
-// Deliver tries one notification now, in the calling goroutine, with the
-// same checks, signature and retries as Notify, and returns its outcome once
-// it is delivered, given up (the URL refused, an answer retrying will not
-// change, or MaxAttempts spent) or interrupted. It is interrupted, Err
+// Deliver tries one notification now, in the calling goroutine, and returns
+// its outcome once it is delivered, given up (the URL refused, an answer
+// retrying will not change, or MaxAttempts spent) or interrupted. eventID is
+// sent in the X-Rulevalidator-Event-Id header for receivers to de-duplicate
+// on. It is interrupted, Err
 // matching ErrInterrupted, when ctx ends, or when stopRetrying is closed
 // while it waits to retry: an attempt under way when stopRetrying closes
 // still finishes (within Timeout), so that a delivery is not cut off half

@@ -58,11 +58,9 @@ func (r *receiver) requests() []received {
 	return append([]received(nil), r.got...)
 }
 
-// start runs a notifier built from cfg (test defaults filled in) and returns
-// it with a channel of the outcomes of its notifications.
-func start(t *testing.T, cfg Config) (*Notifier, <-chan Delivery) {
+// newNotifier builds a notifier from cfg, test defaults filled in.
+func newNotifier(t *testing.T, cfg Config) *Notifier {
 	t.Helper()
-	outcomes := make(chan Delivery, 16)
 	if cfg.Secret == nil {
 		cfg.Secret = testSecret
 	}
@@ -70,43 +68,27 @@ func start(t *testing.T, cfg Config) (*Notifier, <-chan Delivery) {
 		cfg.BaseDelay, cfg.MaxDelay = 5*time.Millisecond, 50*time.Millisecond
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.OnDone = func(d Delivery) { outcomes <- d }
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return n, outcomes
+	return n
 }
 
-func waitDelivery(t *testing.T, outcomes <-chan Delivery) Delivery {
+// deliver delivers one notification within 10s.
+func deliver(t *testing.T, n *Notifier, url string, payload []byte, eventID string) Delivery {
 	t.Helper()
-	select {
-	case d := <-outcomes:
-		return d
-	case <-time.After(10 * time.Second):
-		t.Fatal("no delivery outcome within 10s")
-		return Delivery{}
-	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	return n.Deliver(ctx, url, payload, eventID, nil)
 }
 
 func TestDeliveryIsSigned(t *testing.T) {
 	rcv := newReceiver(t, http.StatusNoContent)
 	now := time.Unix(1_740_821_400, 0)
-	n, outcomes := start(t, Config{AllowPrivate: true, Now: func() time.Time { return now }})
+	n := newNotifier(t, Config{AllowPrivate: true, Now: func() time.Time { return now }})
 	payload := []byte(`{"request_id":"req-1","status":"completed"}`)
-	if err := n.Notify(rcv.srv.URL+"/hooks/rv?token=abc", payload, "req-1"); err != nil {
-		t.Fatalf("Notify: %v", err)
-	}
-	d := waitDelivery(t, outcomes)
+	d := deliver(t, n, rcv.srv.URL+"/hooks/rv?token=abc", payload, "req-1")
 	if !d.Delivered || d.Attempts != 1 || d.Status != http.StatusNoContent || d.Err != nil {
 		t.Fatalf("outcome %+v, want delivered at the first attempt", d)
 	}
@@ -147,11 +129,7 @@ func TestRetriesTransientFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rcv := newReceiver(t, tc.statuses...)
-			n, outcomes := start(t, Config{AllowPrivate: true})
-			if err := n.Notify(rcv.srv.URL, []byte(`{}`), "ev"); err != nil {
-				t.Fatal(err)
-			}
-			d := waitDelivery(t, outcomes)
+			d := deliver(t, newNotifier(t, Config{AllowPrivate: true}), rcv.srv.URL, []byte(`{}`), "ev")
 			if !d.Delivered || d.Attempts != tc.attempts {
 				t.Errorf("outcome %+v, want delivered after %d attempts", d, tc.attempts)
 			}
@@ -171,12 +149,9 @@ func TestRetriesTransientFailures(t *testing.T) {
 func TestHonoursRetryAfter(t *testing.T) {
 	rcv := newReceiver(t, 503, 200)
 	rcv.header.Set("Retry-After", "1")
-	n, outcomes := start(t, Config{AllowPrivate: true, MaxDelay: 2 * time.Second, BaseDelay: time.Millisecond})
+	n := newNotifier(t, Config{AllowPrivate: true, MaxDelay: 2 * time.Second, BaseDelay: time.Millisecond})
 	began := time.Now()
-	if err := n.Notify(rcv.srv.URL, []byte(`{}`), "ev"); err != nil {
-		t.Fatal(err)
-	}
-	d := waitDelivery(t, outcomes)
+	d := deliver(t, n, rcv.srv.URL, []byte(`{}`), "ev")
 	if !d.Delivered || d.Attempts != 2 {
 		t.Fatalf("outcome %+v, want delivered at the second attempt", d)
 	}
@@ -200,11 +175,7 @@ func TestGivesUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rcv := newReceiver(t, tc.statuses...)
 			rcv.header.Set("Location", rcv.srv.URL+"/elsewhere")
-			n, outcomes := start(t, Config{AllowPrivate: true, MaxAttempts: 3})
-			if err := n.Notify(rcv.srv.URL, []byte(`{}`), "ev"); err != nil {
-				t.Fatal(err)
-			}
-			d := waitDelivery(t, outcomes)
+			d := deliver(t, newNotifier(t, Config{AllowPrivate: true, MaxAttempts: 3}), rcv.srv.URL, []byte(`{}`), "ev")
 			if d.Delivered || d.Attempts != tc.attempts || d.Status != tc.statuses[0] {
 				t.Errorf("outcome %+v, want given up after %d attempts with status %d", d, tc.attempts, tc.statuses[0])
 			}
@@ -220,7 +191,7 @@ func TestGivesUp(t *testing.T) {
 
 func TestRefusesInternalTargets(t *testing.T) {
 	rcv := newReceiver(t, 200)
-	n, outcomes := start(t, Config{})
+	n := newNotifier(t, Config{})
 	_, port, _ := net.SplitHostPort(rcv.srv.Listener.Addr().String())
 	for _, url := range []string{
 		rcv.srv.URL,
@@ -234,8 +205,11 @@ func TestRefusesInternalTargets(t *testing.T) {
 		"http://100.64.0.1/",
 		"http://0.0.0.0:" + port + "/",
 	} {
-		if err := n.Notify(url, []byte(`{}`), "ev"); !errors.Is(err, ErrTargetRefused) {
-			t.Errorf("Notify(%s): %v, want ErrTargetRefused", url, err)
+		if err := n.CheckURL(url); !errors.Is(err, ErrTargetRefused) {
+			t.Errorf("CheckURL(%s): %v, want ErrTargetRefused", url, err)
+		}
+		if d := deliver(t, n, url, []byte(`{}`), "ev"); d.Delivered || d.Attempts != 0 || !errors.Is(d.Err, ErrTargetRefused) {
+			t.Errorf("Deliver(%s): %+v, want refused without an attempt", url, d)
 		}
 	}
 
@@ -254,10 +228,10 @@ func TestRefusesInternalTargets(t *testing.T) {
 			t.Skipf("host name %q resolves to %s, not only internal addresses", host, a)
 		}
 	}
-	if err := n.Notify("http://"+host+":"+port+"/", []byte(`{}`), "ev"); err != nil {
-		t.Fatalf("Notify(http://%s:%s/): %v; a name passes the URL check", host, port, err)
+	if err := n.CheckURL("http://" + host + ":" + port + "/"); err != nil {
+		t.Fatalf("CheckURL(http://%s:%s/): %v; a name passes the URL check", host, port, err)
 	}
-	d := waitDelivery(t, outcomes)
+	d := deliver(t, n, "http://"+host+":"+port+"/", []byte(`{}`), "ev")
 	if d.Delivered || d.Attempts != 1 || !errors.Is(d.Err, ErrTargetRefused) {
 		t.Errorf("outcome %+v, want refused at the first attempt", d)
 	}
@@ -356,29 +330,16 @@ func TestCheckURL(t *testing.T) {
 
 func TestHostAllowListDelivers(t *testing.T) {
 	rcv := newReceiver(t, 200)
-	n, outcomes := start(t, Config{AllowPrivate: true, AllowHosts: []string{"127.0.0.1"}})
-	if err := n.Notify(rcv.srv.URL, []byte(`{}`), "ev"); err != nil {
-		t.Fatalf("Notify to an allowed host: %v", err)
+	n := newNotifier(t, Config{AllowPrivate: true, AllowHosts: []string{"127.0.0.1"}})
+	if d := deliver(t, n, rcv.srv.URL, []byte(`{}`), "ev"); !d.Delivered {
+		t.Errorf("outcome %+v to an allowed host, want delivered", d)
 	}
-	if d := waitDelivery(t, outcomes); !d.Delivered {
-		t.Errorf("outcome %+v, want delivered", d)
+	other := newNotifier(t, Config{AllowPrivate: true, AllowHosts: []string{"hooks.example.com"}})
+	if d := deliver(t, other, rcv.srv.URL, []byte(`{}`), "ev"); d.Delivered || !errors.Is(d.Err, ErrTargetRefused) {
+		t.Errorf("outcome %+v to a host off the list, want ErrTargetRefused", d)
 	}
-	other, _ := start(t, Config{AllowPrivate: true, AllowHosts: []string{"hooks.example.com"}})
-	if err := other.Notify(rcv.srv.URL, []byte(`{}`), "ev"); !errors.Is(err, ErrTargetRefused) {
-		t.Errorf("Notify to a host off the list: %v, want ErrTargetRefused", err)
-	}
-}
-
-func TestQueueFull(t *testing.T) {
-	n, err := New(Config{Secret: testSecret, QueueSize: 1, AllowPrivate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Notify("https://hooks.example.com/", []byte(`{}`), "a"); err != nil {
-		t.Fatalf("first Notify: %v", err)
-	}
-	if err := n.Notify("https://hooks.example.com/", []byte(`{}`), "b"); !errors.Is(err, ErrQueueFull) {
-		t.Errorf("second Notify: %v, want ErrQueueFull", err)
+	if got := len(rcv.requests()); got != 1 {
+		t.Errorf("receiver saw %d requests, want 1", got)
 	}
 }
 

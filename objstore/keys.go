@@ -1,6 +1,8 @@
 package objstore
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,22 +12,80 @@ import (
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 )
 
-// maxKeyBytes is S3's limit on the length of an object key.
-const maxKeyBytes = 1024
+// MaxKeyBytes is S3's limit on the length of an object key.
+const MaxKeyBytes = 1024
 
-// TenantKey builds the key prefix/tenant/id/fileName for a tenant's object, such as a report.
-// tenant, id and fileName are single path segments: empty ones and ones holding '/', '\',
-// "..", "." alone or control characters are refused, so that no caller-supplied value can
-// reach outside its tenant's prefix. prefix may be empty or hold several segments
-// ("reports/v1"); a trailing '/' is dropped.
-func TenantKey(prefix, tenant, id, fileName string) (string, error) {
-	prefix = strings.TrimSuffix(prefix, "/")
-	if prefix != "" {
-		for i, seg := range strings.Split(prefix, "/") {
-			if err := checkSegment(seg); err != nil {
-				return "", fmt.Errorf("objstore: key prefix %q, segment %d: %w", prefix, i+1, err)
-			}
+// MaxSegmentBytes bounds what KeySegment returns: a segment stays within the
+// 255 bytes a file name may have on posix-backed stores, with room for a
+// fixed suffix such as a file extension.
+const MaxSegmentBytes = 200
+
+// KeySegment maps s one to one onto a key segment that cannot leave its
+// place in a key: bytes other than A-Z a-z 0-9 - _ . : ~ are written %XX,
+// and so is a leading '.' (no "." or ".." segments, no hidden files); an
+// escaped form longer than MaxSegmentBytes becomes "%%" and the SHA-256 of
+// s in hex, and the empty string "%": no escaped form can be either
+// (escaping writes '%' only before two hex digits). Tenant ids, request ids
+// and reference ids made of the plain characters are kept as they are.
+func KeySegment(s string) string {
+	if s == "" {
+		return "%"
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9',
+			c == '-', c == '_', c == ':', c == '~', c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
 		}
+	}
+	if b.Len() > MaxSegmentBytes {
+		sum := sha256.Sum256([]byte(s))
+		return "%%" + hex.EncodeToString(sum[:])
+	}
+	return b.String()
+}
+
+// TenantKey is the key prefix/<tenant>/<name>/... of one of a tenant's
+// objects (a report, a job's document), the one key scheme of tenant-scoped
+// objects: tenant and every name are escaped with KeySegment, so that no
+// value, whoever supplied it, reaches outside its place or another tenant's
+// prefix, and two different tenants or names never share a key. A fixed
+// suffix (a file extension) may be appended to the key and keeps it so.
+// prefix may be empty or hold several segments ("reports/v1"); a trailing
+// '/' is dropped. It fails for a prefix with an empty, "." or ".." segment
+// or a character keys may not hold, and for a key over S3's 1024 bytes.
+func TenantKey(prefix, tenant string, names ...string) (string, error) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if err := checkPrefix(prefix); err != nil {
+		return "", err
+	}
+	parts := make([]string, 0, len(names)+2)
+	if prefix != "" {
+		parts = append(parts, prefix)
+	}
+	parts = append(parts, KeySegment(tenant))
+	for _, n := range names {
+		parts = append(parts, KeySegment(n))
+	}
+	key := strings.Join(parts, "/")
+	if len(key) > MaxKeyBytes {
+		return "", fmt.Errorf("objstore: key %q is %d bytes, over S3's limit of %d", key, len(key), MaxKeyBytes)
+	}
+	return key, nil
+}
+
+// UnescapedTenantKey is the key prefix/tenant/id/fileName with its parts as
+// given, the form reports were stored under before TenantKey escaped them:
+// only for reading those. A part that is empty, "." or holds '/', '\',
+// "..", control characters or invalid UTF-8 is refused, as it was then.
+func UnescapedTenantKey(prefix, tenant, id, fileName string) (string, error) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if err := checkPrefix(prefix); err != nil {
+		return "", err
 	}
 	for _, part := range []struct{ name, value string }{
 		{"tenant", tenant}, {"id", id}, {"file name", fileName},
@@ -38,10 +98,23 @@ func TenantKey(prefix, tenant, id, fileName string) (string, error) {
 	if prefix != "" {
 		key = prefix + "/" + key
 	}
-	if len(key) > maxKeyBytes {
-		return "", fmt.Errorf("objstore: key %q is %d bytes, over S3's limit of %d", key, len(key), maxKeyBytes)
+	if len(key) > MaxKeyBytes {
+		return "", fmt.Errorf("objstore: key %q is %d bytes, over S3's limit of %d", key, len(key), MaxKeyBytes)
 	}
 	return key, nil
+}
+
+// checkPrefix accepts "" and prefixes whose segments are all real names.
+func checkPrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	for i, seg := range strings.Split(prefix, "/") {
+		if err := checkSegment(seg); err != nil {
+			return fmt.Errorf("objstore: key prefix %q, segment %d: %w", prefix, i+1, err)
+		}
+	}
+	return nil
 }
 
 // ParseURI splits s3://bucket/key into its bucket and key. The key may hold '/'; it must
@@ -74,8 +147,8 @@ func checkKey(key string) error {
 	if key == "" {
 		return errors.New("key is empty")
 	}
-	if len(key) > maxKeyBytes {
-		return fmt.Errorf("key is %d bytes, over S3's limit of %d", len(key), maxKeyBytes)
+	if len(key) > MaxKeyBytes {
+		return fmt.Errorf("key is %d bytes, over S3's limit of %d", len(key), MaxKeyBytes)
 	}
 	for i, seg := range strings.Split(key, "/") {
 		if err := checkSegment(seg); err != nil {

@@ -48,7 +48,7 @@ type ReportWriter interface {
 }
 
 // ResultStore keeps the final result of a request where the API reads job
-// status (an *api.StoredJobs). Storing is idempotent: the same request may be
+// status (a *jobs.ObjectStore). Storing is idempotent: the same request may be
 // stored again after a redelivery.
 type ResultStore interface {
 	StoreResult(ctx context.Context, req *schemas.Request, out Outcome) error
@@ -338,7 +338,7 @@ type Outcome struct {
 
 // Judge resolves, judges and reports one decoded request without publishing
 // anything; it is what Handle does between decoding and publishing, and what
-// callers without a broker run in-process. An environment fault (model or
+// the benchmarks run without a broker. An environment fault (model or
 // storage misconfigured or unavailable, or the request timeout, wrapping
 // errRequestTimeout) returns no outcome; a message fault returns the failed
 // summary with a consumer.Permanent error carrying its reason.

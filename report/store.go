@@ -23,10 +23,13 @@ const MIMEType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sh
 //
 //	<prefix>/<tenant>/<reference id>/report.xlsx
 //
-// so that (tenant, reference id) alone locate it: KeyFor computes the key,
-// with no listing and no way to reach another tenant's prefix. The download
-// name (FileName) is kept in the object's metadata and in the descriptor,
-// not in the key, since the key must be computable from the id alone.
+// the tenant escaped by objstore.TenantKey (as job documents are), so that
+// (tenant, reference id) alone locate it: KeyFor computes the key, with no
+// listing and no way to reach another tenant's prefix. Reports stored
+// before the tenant was escaped, under the tenant as given, are still found
+// (Open). The download name (FileName) is kept in the object's metadata and
+// in the descriptor, not in the key, since the key must be computable from
+// the id alone.
 const (
 	DefaultPrefix = "reports"
 	ObjectName    = "report.xlsx"
@@ -82,7 +85,7 @@ func ValidReferenceID(s string) bool {
 
 // KeyFor is the object key of the report referenceID of tenant under prefix
 // (see the storage layout above). It fails, wrapping ErrInvalidReferenceID,
-// for an id ValidReferenceID refuses, and for a tenant or prefix that
+// for an id ValidReferenceID refuses, and for a prefix that
 // objstore.TenantKey refuses.
 func KeyFor(prefix, tenant, referenceID string) (string, error) {
 	key, err := keyFor(prefix, tenant, referenceID)
@@ -236,13 +239,20 @@ type Stored struct {
 // reading; the caller closes the body. The id is checked first (an error
 // wrapping ErrInvalidReferenceID); a missing report, or one whose metadata
 // names another tenant, gives an error wrapping objstore.ErrNotFound, so a
-// caller cannot tell another tenant's report from no report.
+// caller cannot tell another tenant's report from no report. A report not
+// at its key is looked for where reports were stored before tenants were
+// escaped (objstore.UnescapedTenantKey); the tenant check applies there too.
 func Open(ctx context.Context, g Getter, prefix, tenant, referenceID string) (io.ReadCloser, *Stored, error) {
 	key, err := KeyFor(prefix, tenant, referenceID)
 	if err != nil {
 		return nil, nil, err
 	}
 	body, info, err := g.Get(ctx, key)
+	if errors.Is(err, objstore.ErrNotFound) {
+		if old, oldErr := objstore.UnescapedTenantKey(prefix, tenant, referenceID, ObjectName); oldErr == nil && old != key {
+			body, info, err = g.Get(ctx, old)
+		}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("report: tenant %q, reference id %s: %w", tenant, referenceID, err)
 	}

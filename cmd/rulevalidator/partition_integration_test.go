@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"rulevalidator/api"
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
 
 // TestOneRequestIDOnePartition: a request_id written through `rulevalidator produce`, through
-// the API's submitter and by confluent-kafka (librdkafka) configured with the murmur2_random
-// partitioner lands on one partition, the one the Java client's default partitioner picks, so
-// that per-key order holds however a request was sent.
+// the request writer the API submits with and by confluent-kafka (librdkafka) configured with
+// the murmur2_random partitioner lands on one partition, the one the Java client's default
+// partitioner picks, so that per-key order holds however a request was sent.
 func TestOneRequestIDOnePartition(t *testing.T) {
 	t.Parallel()
 	bootstrap := kafkatest.Broker(t)
@@ -41,7 +41,7 @@ func TestOneRequestIDOnePartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitter, err := api.NewKafkaSubmitter(ctx, api.KafkaSubmitterConfig{Client: client, Topic: topic}, serde)
+	submitter, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: client, Topic: topic}, serde)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +53,8 @@ func TestOneRequestIDOnePartition(t *testing.T) {
 		if code, _, stderr := opRun(t, "produce", "--file", requestFile, "--kafka-brokers", bootstrap, "--requests-topic", topic, "--request-id", id); code != exitOK {
 			t.Fatalf("produce --request-id %s: exit %d\n%s", id, code, stderr)
 		}
-		if err := submitter.Submit(ctx, exampleRequest(t, id)); err != nil {
-			t.Fatalf("API submitter, %s: %v", id, err)
+		if err := submitter.Write(ctx, producer.Submission{Request: exampleRequest(t, id)}); err != nil {
+			t.Fatalf("request writer, %s: %v", id, err)
 		}
 		pyRequest := filepath.Join(t.TempDir(), "request.json")
 		if err := os.WriteFile(pyRequest, []byte(jsonText(t, requestRecord(exampleRequest(t, id)))), 0o600); err != nil {

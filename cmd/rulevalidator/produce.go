@@ -131,32 +131,28 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintf(stderr, "produce: %v\n", err)
 		return exitFailure
 	}
-	w := &requestWriter{
-		topic:     topic,
-		serde:     serde,
-		trace:     *traceparent,
-		positions: map[string]stream.Record{},
-	}
-	// The stream writer's one partitioner (murmur2 of the request id, as the
-	// Java client's default): the API and upstream producers put the same id
-	// on the same partition.
-	w.kw, err = stream.NewWriter(ctx, stream.WriterConfig{
+	acked := &positions{byID: map[string]stream.Record{}}
+	// The one request writer, as the API's: the same record (key, wire
+	// format, tenant and trace headers) and the stream writer's one
+	// partitioner (murmur2 of the request id, as the Java client's default),
+	// so the API and upstream producers put the same id on the same partition.
+	w, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{
 		Client:       client,
-		Topics:       []string{topic},
+		Topic:        topic,
 		WriteTimeout: *timeout,
-		Completed:    w.completed,
-	})
+		Completed:    acked.completed,
+	}, serde)
 	if err != nil {
 		fmt.Fprintf(stderr, "produce: %v\n", err)
 		return exitFailure
 	}
-	defer w.kw.Close()
+	defer w.Close()
 
 	for start := 0; start < len(reqs); start += produceBatch {
 		batch := reqs[start:min(start+produceBatch, len(reqs))]
-		werr := w.write(ctx, batch, *timeout)
+		werr := writeRequests(ctx, w, batch, *traceparent, *timeout)
 		for _, r := range batch {
-			m, ok := w.position(r.RequestID)
+			m, ok := acked.position(r.RequestID)
 			if !ok {
 				continue
 			}
@@ -313,57 +309,42 @@ func newTraceparent() string {
 	return fmt.Sprintf("00-%x-%x-01", b[:16], b[16:])
 }
 
-// requestWriter encodes requests and writes them, remembering where each
-// landed.
-type requestWriter struct {
-	topic string
-	serde *schemas.Serde
-	trace string // the traceparent of every request; empty: a new one each
-	kw    *stream.Writer
-
-	mu        sync.Mutex
-	positions map[string]stream.Record // by request id, once acknowledged
-}
-
-func (w *requestWriter) write(ctx context.Context, reqs []*schemas.Request, timeout time.Duration) error {
-	msgs := make([]stream.Record, len(reqs))
+// writeRequests writes one batch within timeout, each request with trace as
+// its traceparent, or a new trace of its own when trace is empty.
+func writeRequests(ctx context.Context, w *producer.RequestWriter, reqs []*schemas.Request, trace string, timeout time.Duration) error {
+	subs := make([]producer.Submission, len(reqs))
 	for i, r := range reqs {
-		value, sh, err := w.serde.Encode(w.topic, r)
-		if err != nil {
-			return fmt.Errorf("encoding request %q: %w", r.RequestID, err)
+		tp := trace
+		if tp == "" {
+			tp = newTraceparent()
 		}
-		trace := w.trace
-		if trace == "" {
-			trace = newTraceparent()
-		}
-		headers := []stream.Header{{Key: producer.HeaderTraceparent, Value: []byte(trace)}}
-		for _, h := range sh {
-			headers = append(headers, stream.Header{Key: h.Key, Value: h.Value})
-		}
-		msgs[i] = stream.Record{Topic: w.topic, Key: []byte(r.RequestID), Value: value, Headers: headers}
+		subs[i] = producer.Submission{Request: r, Trace: producer.TraceHeaders(tp, "")}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := w.kw.Write(ctx, msgs...); err != nil {
-		return fmt.Errorf("writing %d request(s) to topic %s: %w", len(msgs), w.topic, err)
-	}
-	return nil
+	return w.Write(ctx, subs...)
+}
+
+// positions remembers where each acknowledged request landed.
+type positions struct {
+	mu   sync.Mutex
+	byID map[string]stream.Record
 }
 
 // completed records the partition and offset of acknowledged records; the
 // writer calls it before Write returns.
-func (w *requestWriter) completed(recs []stream.Record) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (p *positions) completed(recs []stream.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, m := range recs {
-		w.positions[string(m.Key)] = stream.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key}
+		p.byID[string(m.Key)] = stream.Record{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Key: m.Key}
 	}
 }
 
-func (w *requestWriter) position(id string) (stream.Record, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m, ok := w.positions[id]
+func (p *positions) position(id string) (stream.Record, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.byID[id]
 	return m, ok
 }
 

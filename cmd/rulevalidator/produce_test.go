@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/producer"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
@@ -372,6 +373,27 @@ func TestProduceWritesTheRequest(t *testing.T) {
 	}
 	if err := got.Validate(); err != nil {
 		t.Errorf("the request read back is invalid: %v", err)
+	}
+
+	// The same record as the API writes for the request: its tenant and
+	// trace headers included.
+	serde, err := schemas.NewSerde(context.Background(), schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiRecord, err := producer.RequestRecord(serde, topic, producer.Submission{Request: got, Trace: producer.TraceHeaders(trace, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHeaders := map[string]string{}
+	for _, h := range apiRecord.Headers {
+		wantHeaders[h.Key] = string(h.Value)
+	}
+	if !reflect.DeepEqual(headers, wantHeaders) || headers[producer.HeaderTenant] != "contoso" {
+		t.Errorf("produce's headers %v, want the API's %v", headers, wantHeaders)
+	}
+	if string(m.Value) != string(apiRecord.Value) {
+		t.Error("produce's value differs from the API's record of the same request")
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"golang.org/x/sync/errgroup"
 
-	"rulevalidator/api"
 	"rulevalidator/consumer"
+	"rulevalidator/jobs"
 	"rulevalidator/objstore"
 	"rulevalidator/outbox"
 	"rulevalidator/pipeline"
@@ -344,7 +344,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if svc.notifier != nil {
 		// Callbacks are written with the events and delivered by the outbox
 		// consumer below, so that none is lost to a restart or a drain.
-		pipeCfg.CallbackPayload = api.CallbackPayloads
+		pipeCfg.CallbackPayload = jobs.CallbackPayloads
 	}
 	if svc.reports != nil {
 		pipeCfg.Reports = svc.reports
@@ -387,7 +387,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
 		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
-	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe, pipe.EnvironmentCheck, logger); err != nil {
+	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe.EnvironmentCheck, logger); err != nil {
 		return err
 	}
 	g.Go(func() error { return cons.Run(gctx) })

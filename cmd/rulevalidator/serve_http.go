@@ -17,8 +17,10 @@ import (
 	"rulevalidator/auth"
 	"rulevalidator/callback"
 	"rulevalidator/engine"
+	"rulevalidator/jobs"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
+	"rulevalidator/producer"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -66,7 +68,7 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.secret(&c.internalToken, "internal-token", "RULEVALIDATOR_INTERNAL_TOKEN", "credential of internal callers (at least 32 characters); empty disables /internal routes")
 	s.section("Reports and jobs")
 	s.str(&c.reportPrefix, "report-prefix", "RULEVALIDATOR_REPORT_PREFIX", report.DefaultPrefix, "object key prefix of reports")
-	s.str(&c.jobPrefix, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", api.DefaultJobPrefix, "object key prefix of job status documents (with --s3-endpoint)")
+	s.str(&c.jobPrefix, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", jobs.DefaultPrefix, "object key prefix of job status documents (with --s3-endpoint)")
 	s.section("Callbacks")
 	s.secret(&c.callbackSecret, "callback-secret", "RULEVALIDATOR_CALLBACK_SECRET", "HMAC key that signs callbacks (at least 32 bytes); empty disables callbacks")
 	s.strList(&c.callbackHosts, "callback-hosts", "RULEVALIDATOR_CALLBACK_HOSTS", "", "hosts callbacks may go to (host or *.suffix), comma-separated; empty allows any public host")
@@ -117,7 +119,7 @@ type services struct {
 	notifier *callback.Notifier
 	reports  *meteredReports
 	// jobs keeps job status in object storage; nil without it.
-	jobs *api.StoredJobs
+	jobs *jobs.ObjectStore
 	// kafka is the one checked Kafka client every Kafka part is built on.
 	kafka *stream.Client
 }
@@ -153,7 +155,7 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 			w: report.NewWriter(store, report.WriterOptions{Prefix: cfg.http.reportPrefix}),
 			m: m,
 		}
-		if s.jobs, err = api.NewStoredJobs(store, api.StoredJobsConfig{Prefix: cfg.http.jobPrefix}); err != nil {
+		if s.jobs, err = jobs.NewObjectStore(store, jobs.ObjectStoreConfig{Prefix: cfg.http.jobPrefix}); err != nil {
 			return nil, fmt.Errorf("%w: --job-prefix: %v", errConfig, err)
 		}
 	}
@@ -173,12 +175,9 @@ func (r *meteredReports) WriteReport(ctx context.Context, req *schemas.Request, 
 	return d, err
 }
 
-// startHTTP starts the notifier (in-process callbacks), the job feed and both
-// listeners in g. They stop when ctx ends.
-func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, runner api.Runner, environment func(context.Context) error, logger *slog.Logger) error {
-	if svc.notifier != nil {
-		g.Go(func() error { return svc.notifier.Run(ctx) })
-	}
+// startHTTP starts the job feed and both listeners in g. They stop when ctx
+// ends.
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, environment func(context.Context) error, logger *slog.Logger) error {
 	checks := readinessChecks(cfg, store)
 	// An environment fault holding consumption makes the replica unready,
 	// naming the cause and what to fix.
@@ -186,19 +185,20 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 	// Job status lives in object storage when there is one: every replica
 	// reads the same documents. Otherwise each replica keeps its own, in
 	// memory, fed from the event topics.
-	var memJobs *api.JobStore
-	var jobs api.Jobs = svc.jobs
+	var memJobs *jobs.MemoryStore
+	var jobStore jobs.Store = svc.jobs
 	if svc.jobs == nil {
-		memJobs = api.NewJobStore(api.JobStoreConfig{})
-		jobs = memJobs
+		memJobs = jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
+		jobStore = memJobs
 	}
 	acfg := api.Config{
-		Jobs:      jobs,
-		Callbacks: svc.notifier,
+		Jobs:      jobStore,
 		Readiness: checks,
 		Metrics:   svc.metrics,
-		Runner:    runner,
 		Logger:    logger,
+	}
+	if svc.notifier != nil {
+		acfg.Callbacks = svc.notifier
 	}
 	if cfg.http.httpAddr != "" {
 		verifier, err := auth.NewVerifier(ctx, auth.Config{
@@ -224,7 +224,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		if store != nil {
 			acfg.Reports = api.StoredReports{Store: store, Prefix: cfg.http.reportPrefix}
 		}
-		sub, err := api.NewKafkaSubmitter(ctx, api.KafkaSubmitterConfig{Client: svc.kafka, Topic: cfg.requestsTopic}, serde)
+		sub, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: svc.kafka, Topic: cfg.requestsTopic}, serde)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errConfig, err)
 		}
@@ -237,9 +237,9 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			logger.Info("job status is kept in object storage, shared by every replica and durable", "bucket", store.Bucket(), "prefix", cfg.http.jobPrefix)
 		} else {
 			logger.Warn("job status is kept in memory: it is per replica (a replica answers GET for a request once it has read its events) and lost on restart; set --s3-endpoint to keep it in object storage, shared and durable")
-			feed, err := api.NewJobFeed(api.JobFeedConfig{
+			feed, err := jobs.NewFeed(jobs.FeedConfig{
 				Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
-				Serde: serde, Jobs: memJobs, Logger: logger,
+				Serde: serde, Store: memJobs, Logger: logger,
 			})
 			if err != nil {
 				return fmt.Errorf("%w: %v", errConfig, err)

@@ -1,10 +1,8 @@
-package api
+package jobs
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,12 +14,12 @@ import (
 	"rulevalidator/schemas"
 )
 
-// DefaultJobPrefix is the object key prefix of job documents.
-const DefaultJobPrefix = "jobs"
+// DefaultPrefix is ObjectStoreConfig.Prefix's default.
+const DefaultPrefix = "jobs"
 
-// JobObjects is the object storage StoredJobs keeps its documents in (an
+// Objects is the object storage ObjectStore keeps its documents in (an
 // *objstore.Store).
-type JobObjects interface {
+type Objects interface {
 	GetBytesInfo(ctx context.Context, key string) ([]byte, objstore.ObjectInfo, error)
 	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
 	PutNew(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
@@ -29,8 +27,8 @@ type JobObjects interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// StoredJobs keeps jobs in object storage, one JSON document per job at
-// <prefix>/<tenant>/<request id>.json (both escaped, see keySegment), read
+// ObjectStore keeps jobs in object storage, one JSON document per job at
+// <prefix>/<tenant>/<request id>.json (both escaped, see Key), read
 // on demand: every replica answers the same status, it survives restarts,
 // and no replica holds anything per job in memory. The submitting replica
 // creates the pending document with a conditional write, so that of two
@@ -38,16 +36,16 @@ type JobObjects interface {
 // queued once the broker has the request; the serve pipeline replaces it
 // with the final one (StoreResult) before it publishes the request's
 // events. Documents stay until a lifecycle rule of the bucket expires them.
-type StoredJobs struct {
-	objects  JobObjects
+type ObjectStore struct {
+	objects  Objects
 	prefix   string
 	unqueued time.Duration
 	now      func() time.Time
 }
 
-// StoredJobsConfig configures StoredJobs; zero values take the defaults.
-type StoredJobsConfig struct {
-	// Prefix is the key prefix of job documents (default DefaultJobPrefix;
+// ObjectStoreConfig configures ObjectStore; zero values take the defaults.
+type ObjectStoreConfig struct {
+	// Prefix is the key prefix of job documents (default DefaultPrefix;
 	// segments separated by '/').
 	Prefix string
 	// UnqueuedAfter is how long a pending job never marked queued (its
@@ -59,21 +57,26 @@ type StoredJobsConfig struct {
 	Now func() time.Time
 }
 
-// NewStoredJobs returns a job store on objects.
-func NewStoredJobs(objects JobObjects, cfg StoredJobsConfig) (*StoredJobs, error) {
+// NewObjectStore returns a job store on objects.
+func NewObjectStore(objects Objects, cfg ObjectStoreConfig) (*ObjectStore, error) {
 	if objects == nil {
-		return nil, errors.New("api: NewStoredJobs needs object storage")
+		return nil, errors.New("jobs: NewObjectStore needs object storage")
 	}
 	prefix := strings.TrimSuffix(cfg.Prefix, "/")
 	if prefix == "" {
-		prefix = DefaultJobPrefix
+		prefix = DefaultPrefix
 	}
-	// The key of a valid segment pair shows whether the prefix can hold keys.
-	if _, err := objstore.TenantKey(prefix, "t", "id", "f"); err != nil {
-		return nil, fmt.Errorf("api: job prefix %q: %w", prefix, err)
+	// The longest key shows whether the prefix can hold every key.
+	longest := strings.Repeat("x", objstore.MaxSegmentBytes)
+	key, err := objstore.TenantKey(prefix, longest, longest)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: job prefix %q: %w", prefix, err)
+	}
+	if len(key)+len(jobSuffix) > objstore.MaxKeyBytes {
+		return nil, fmt.Errorf("jobs: job prefix %q is too long: the longest job key would be over S3's %d bytes", prefix, objstore.MaxKeyBytes)
 	}
 	if cfg.UnqueuedAfter < 0 {
-		return nil, fmt.Errorf("api: StoredJobsConfig.UnqueuedAfter %v must not be negative", cfg.UnqueuedAfter)
+		return nil, fmt.Errorf("jobs: ObjectStoreConfig.UnqueuedAfter %v must not be negative", cfg.UnqueuedAfter)
 	}
 	if cfg.UnqueuedAfter == 0 {
 		cfg.UnqueuedAfter = 5 * time.Minute
@@ -81,7 +84,7 @@ func NewStoredJobs(objects JobObjects, cfg StoredJobsConfig) (*StoredJobs, error
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &StoredJobs{objects: objects, prefix: prefix, unqueued: cfg.UnqueuedAfter, now: cfg.Now}, nil
+	return &ObjectStore{objects: objects, prefix: prefix, unqueued: cfg.UnqueuedAfter, now: cfg.Now}, nil
 }
 
 const jobContentType = "application/json"
@@ -90,13 +93,12 @@ const jobContentType = "application/json"
 type jobDocument struct {
 	TenantID    string    `json:"tenant_id"`
 	RequestID   string    `json:"request_id"`
-	Status      JobStatus `json:"status"`
+	Status      Status    `json:"status"`
 	SubmittedAt time.Time `json:"submitted_at,omitzero"`
 	CallbackURL string    `json:"callback_url,omitempty"`
-	Retryable   bool      `json:"retryable,omitempty"`
 	// Queued: the broker acknowledged the request (pending jobs only).
-	Queued bool        `json:"queued,omitempty"`
-	Result *resultBody `json:"result,omitempty"`
+	Queued bool    `json:"queued,omitempty"`
+	Result *Result `json:"result,omitempty"`
 	// Token is the creating writer's random mark, so that a write whose
 	// answer was lost is told from another replica's.
 	Token string `json:"token,omitempty"`
@@ -104,20 +106,20 @@ type jobDocument struct {
 
 func newJobDocument(j Job) jobDocument {
 	d := jobDocument{TenantID: j.TenantID, RequestID: j.RequestID, Status: j.Status, SubmittedAt: j.SubmittedAt,
-		CallbackURL: j.CallbackURL, Retryable: j.Retryable}
+		CallbackURL: j.CallbackURL}
 	if j.Summary != nil {
 		verdicts := j.Verdicts
 		if verdicts == nil {
 			verdicts = []schemas.VerdictEvent{}
 		}
-		d.Result = &resultBody{Summary: *j.Summary, Verdicts: verdicts}
+		d.Result = &Result{Summary: *j.Summary, Verdicts: verdicts}
 	}
 	return d
 }
 
 func (d jobDocument) job() Job {
 	j := Job{TenantID: d.TenantID, RequestID: d.RequestID, Status: d.Status, SubmittedAt: d.SubmittedAt,
-		CallbackURL: d.CallbackURL, Retryable: d.Retryable}
+		CallbackURL: d.CallbackURL}
 	if d.Result != nil {
 		summary := d.Result.Summary
 		j.Summary = &summary
@@ -126,57 +128,36 @@ func (d jobDocument) job() Job {
 	return j
 }
 
-// Key is the object key of a tenant's job.
-func (s *StoredJobs) Key(tenant, requestID string) string {
-	return s.prefix + "/" + keySegment(tenant) + "/" + keySegment(requestID) + ".json"
-}
+// jobSuffix ends every job document's key.
+const jobSuffix = ".json"
 
-// maxSegmentBytes keeps a segment, ".json" included, within the 255 bytes a
-// file name may have on posix-backed stores.
-const maxSegmentBytes = 200
-
-// keySegment maps s one to one onto a key segment that cannot leave its
-// place in the key: bytes other than A-Z a-z 0-9 - _ . : ~ are written %XX,
-// and so is a leading '.' (no "." or ".." segments, no hidden files); an
-// escaped form longer than maxSegmentBytes becomes "%%" and the SHA-256 of s
-// in hex, and the empty string "%": no escaped form can be either (escaping
-// writes '%' only before two hex digits).
-func keySegment(s string) string {
-	if s == "" {
-		return "%"
+// Key is the object key of a tenant's job: objstore.TenantKey's, the one
+// scheme of tenant-scoped keys, with jobSuffix.
+func (s *ObjectStore) Key(tenant, requestID string) (string, error) {
+	key, err := objstore.TenantKey(s.prefix, tenant, requestID)
+	if err != nil {
+		return "", fmt.Errorf("jobs: job %q of tenant %q: %w", requestID, tenant, err)
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9',
-			c == '-', c == '_', c == ':', c == '~', c == '.' && i > 0:
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	if b.Len() > maxSegmentBytes {
-		sum := sha256.Sum256([]byte(s))
-		return "%%" + hex.EncodeToString(sum[:])
-	}
-	return b.String()
+	return key + jobSuffix, nil
 }
 
 // Create writes the pending document unless the tenant has the job already.
 // It is a conditional write (If-None-Match: *): of two replicas creating one
-// job, one creates it and the other answers it. A Retryable job, or an
-// abandoned one (pending, never queued, past UnqueuedAfter), is replaced
-// with a write conditional on the version read (If-Match).
-func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
+// job, one creates it and the other answers it. An abandoned job (pending,
+// never queued, past UnqueuedAfter) is replaced with a write conditional on
+// the version read (If-Match).
+func (s *ObjectStore) Create(ctx context.Context, job Job) (Job, bool, error) {
 	job.Verdicts = nil
 	doc := newJobDocument(job)
 	doc.Token = rand.Text()
 	body, err := json.Marshal(doc)
 	if err != nil {
-		return Job{}, false, fmt.Errorf("api: encoding job %q: %w", job.RequestID, err)
+		return Job{}, false, fmt.Errorf("jobs: encoding job %q: %w", job.RequestID, err)
 	}
-	key := s.Key(job.TenantID, job.RequestID)
+	key, err := s.Key(job.TenantID, job.RequestID)
+	if err != nil {
+		return Job{}, false, err
+	}
 	// Each round loses at most to a writer that changed the document meanwhile.
 	for range 3 {
 		info, err := s.objects.PutNew(ctx, key, body, jobContentType, nil)
@@ -185,7 +166,7 @@ func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
 			return job, true, nil
 		}
 		if !errors.Is(err, objstore.ErrConditionFailed) {
-			return Job{}, false, fmt.Errorf("api: creating job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
+			return Job{}, false, fmt.Errorf("jobs: creating job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
 		}
 		existing, etag, found, err := s.read(ctx, job.TenantID, job.RequestID)
 		switch {
@@ -196,7 +177,7 @@ func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
 		case existing.Token == doc.Token:
 			job.version = etag
 			return job, true, nil // written by an attempt of ours whose answer was lost
-		case !existing.Retryable && !s.abandoned(existing):
+		case !s.abandoned(existing):
 			return existing.job(), false, nil
 		}
 		info, err = s.objects.PutIfMatch(ctx, key, etag, body, jobContentType, nil)
@@ -205,40 +186,44 @@ func (s *StoredJobs) Create(ctx context.Context, job Job) (Job, bool, error) {
 			return job, true, nil
 		}
 		if !errors.Is(err, objstore.ErrConditionFailed) && !errors.Is(err, objstore.ErrNotFound) {
-			return Job{}, false, fmt.Errorf("api: replacing job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
+			return Job{}, false, fmt.Errorf("jobs: replacing job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
 		}
 	}
-	return Job{}, false, fmt.Errorf("api: job %q of tenant %q changed under every attempt to create it", job.RequestID, job.TenantID)
+	return Job{}, false, fmt.Errorf("jobs: job %q of tenant %q changed under every attempt to create it", job.RequestID, job.TenantID)
 }
 
 // abandoned reports whether a job is pending, never queued, and older than
 // any submission takes: its replica stopped before it published the request.
-func (s *StoredJobs) abandoned(d jobDocument) bool {
-	return d.Status == JobPending && !d.Queued && !d.SubmittedAt.IsZero() && s.now().Sub(d.SubmittedAt) > s.unqueued
+func (s *ObjectStore) abandoned(d jobDocument) bool {
+	return d.Status == Pending && !d.Queued && !d.SubmittedAt.IsZero() && s.now().Sub(d.SubmittedAt) > s.unqueued
 }
 
 // Queued marks the pending job just created as acknowledged by the broker.
 // The write is conditional on the version Create wrote: a document the
 // pipeline replaced meanwhile (the result was quicker) is left as it is.
-func (s *StoredJobs) Queued(ctx context.Context, job Job) error {
+func (s *ObjectStore) Queued(ctx context.Context, job Job) error {
 	if job.version == "" {
-		return fmt.Errorf("api: job %q of tenant %q was not created here", job.RequestID, job.TenantID)
+		return fmt.Errorf("jobs: job %q of tenant %q was not created here", job.RequestID, job.TenantID)
 	}
 	doc := newJobDocument(job)
 	doc.Queued = true
 	body, err := json.Marshal(doc)
 	if err != nil {
-		return fmt.Errorf("api: encoding job %q: %w", job.RequestID, err)
+		return fmt.Errorf("jobs: encoding job %q: %w", job.RequestID, err)
 	}
-	_, err = s.objects.PutIfMatch(ctx, s.Key(job.TenantID, job.RequestID), job.version, body, jobContentType, nil)
+	key, err := s.Key(job.TenantID, job.RequestID)
+	if err != nil {
+		return err
+	}
+	_, err = s.objects.PutIfMatch(ctx, key, job.version, body, jobContentType, nil)
 	if err != nil && !errors.Is(err, objstore.ErrConditionFailed) && !errors.Is(err, objstore.ErrNotFound) {
-		return fmt.Errorf("api: marking job %q of tenant %q queued: %w", job.RequestID, job.TenantID, err)
+		return fmt.Errorf("jobs: marking job %q of tenant %q queued: %w", job.RequestID, job.TenantID, err)
 	}
 	return nil
 }
 
 // Get reads the tenant's job.
-func (s *StoredJobs) Get(ctx context.Context, tenant, requestID string) (Job, bool, error) {
+func (s *ObjectStore) Get(ctx context.Context, tenant, requestID string) (Job, bool, error) {
 	doc, _, found, err := s.read(ctx, tenant, requestID)
 	if err != nil || !found {
 		return Job{}, false, err
@@ -246,22 +231,30 @@ func (s *StoredJobs) Get(ctx context.Context, tenant, requestID string) (Job, bo
 	return doc.job(), true, nil
 }
 
-// Save replaces the job's document.
-func (s *StoredJobs) Save(ctx context.Context, job Job) error {
+// save replaces the job's document.
+func (s *ObjectStore) save(ctx context.Context, job Job) error {
 	body, err := json.Marshal(newJobDocument(job))
 	if err != nil {
-		return fmt.Errorf("api: encoding job %q: %w", job.RequestID, err)
+		return fmt.Errorf("jobs: encoding job %q: %w", job.RequestID, err)
 	}
-	if _, err := s.objects.Put(ctx, s.Key(job.TenantID, job.RequestID), body, jobContentType, nil); err != nil {
-		return fmt.Errorf("api: storing job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
+	key, err := s.Key(job.TenantID, job.RequestID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.objects.Put(ctx, key, body, jobContentType, nil); err != nil {
+		return fmt.Errorf("jobs: storing job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
 	}
 	return nil
 }
 
 // Delete removes the job's document.
-func (s *StoredJobs) Delete(ctx context.Context, tenant, requestID string) error {
-	if err := s.objects.Delete(ctx, s.Key(tenant, requestID)); err != nil {
-		return fmt.Errorf("api: deleting job %q of tenant %q: %w", requestID, tenant, err)
+func (s *ObjectStore) Delete(ctx context.Context, tenant, requestID string) error {
+	key, err := s.Key(tenant, requestID)
+	if err != nil {
+		return err
+	}
+	if err := s.objects.Delete(ctx, key); err != nil {
+		return fmt.Errorf("jobs: deleting job %q of tenant %q: %w", requestID, tenant, err)
 	}
 	return nil
 }
@@ -270,28 +263,31 @@ func (s *StoredJobs) Delete(ctx context.Context, tenant, requestID string) error
 // pipeline.ResultStore. The document is made from the request alone (its
 // submitted_at and callback URL are the ones the API recorded), so no read
 // comes first.
-func (s *StoredJobs) StoreResult(ctx context.Context, req *schemas.Request, out pipeline.Outcome) error {
-	return s.Save(ctx, finishedJob(req, out, false))
+func (s *ObjectStore) StoreResult(ctx context.Context, req *schemas.Request, out pipeline.Outcome) error {
+	return s.save(ctx, Finished(req, out))
 }
 
 // read fetches and decodes a job document with its ETag. A document naming
 // another tenant or request id than its key was asked for is refused: keys
 // are one to one, so only tampering or a hash collision could make one.
-func (s *StoredJobs) read(ctx context.Context, tenant, requestID string) (jobDocument, string, bool, error) {
-	key := s.Key(tenant, requestID)
+func (s *ObjectStore) read(ctx context.Context, tenant, requestID string) (jobDocument, string, bool, error) {
+	key, err := s.Key(tenant, requestID)
+	if err != nil {
+		return jobDocument{}, "", false, err
+	}
 	data, info, err := s.objects.GetBytesInfo(ctx, key)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return jobDocument{}, "", false, nil
 	}
 	if err != nil {
-		return jobDocument{}, "", false, fmt.Errorf("api: reading job %q of tenant %q: %w", requestID, tenant, err)
+		return jobDocument{}, "", false, fmt.Errorf("jobs: reading job %q of tenant %q: %w", requestID, tenant, err)
 	}
 	var doc jobDocument
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return jobDocument{}, "", false, fmt.Errorf("api: job document %s: %w", info.URI, err)
+		return jobDocument{}, "", false, fmt.Errorf("jobs: job document %s: %w", info.URI, err)
 	}
 	if doc.TenantID != tenant || doc.RequestID != requestID {
-		return jobDocument{}, "", false, fmt.Errorf("api: job document %s holds job %q of tenant %q, not %q of %q", info.URI, doc.RequestID, doc.TenantID, requestID, tenant)
+		return jobDocument{}, "", false, fmt.Errorf("jobs: job document %s holds job %q of tenant %q, not %q of %q", info.URI, doc.RequestID, doc.TenantID, requestID, tenant)
 	}
 	return doc, info.ETag, true, nil
 }

@@ -1,4 +1,4 @@
-package api
+package jobs
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"rulevalidator/stream"
 )
 
-// JobFeedConfig configures a JobFeed.
-type JobFeedConfig struct {
+// FeedConfig configures a Feed.
+type FeedConfig struct {
 	// Client says how to reach the cluster. Required.
 	Client *stream.Client
 	// SummaryTopic and VerdictTopic are read (defaults
@@ -20,29 +20,29 @@ type JobFeedConfig struct {
 	SummaryTopic, VerdictTopic string
 	// Serde decodes the events. Required.
 	Serde *schemas.Serde
-	// Jobs receives them. Required.
-	Jobs *JobStore
+	// Store receives them. Required.
+	Store *MemoryStore
 	// PartitionRefresh is how often the topics are checked for added
 	// partitions (default stream.DefaultPartitionRefresh).
 	PartitionRefresh time.Duration
 	Logger           *slog.Logger
 }
 
-// JobFeed reads the summary and verdict topics from their end, every
+// Feed reads the summary and verdict topics from their end, every
 // partition, without a consumer group (each API process sees every event and
-// commits nothing), and records the events in a JobStore so that GET
-// /v1/validations/{id} answers for requests judged by the serve pipeline.
+// commits nothing), and records the events in a MemoryStore, so that the API
+// answers for requests judged by the serve pipeline.
 // Only job status is updated here: callbacks of such requests go through the
 // callbacks topic (package outbox). Partitions added to the topics later are read from
 // their start; a broker failure is retried, never the end of the feed.
-type JobFeed struct {
-	cfg    JobFeedConfig
+type Feed struct {
+	cfg    FeedConfig
 	log    *slog.Logger
 	reader *stream.Reader
 }
 
-// NewJobFeed checks cfg and returns a feed; Run starts it.
-func NewJobFeed(cfg JobFeedConfig) (*JobFeed, error) {
+// NewFeed checks cfg and returns a feed; Run starts it.
+func NewFeed(cfg FeedConfig) (*Feed, error) {
 	if cfg.SummaryTopic == "" {
 		cfg.SummaryTopic = "rulevalidator.summaries"
 	}
@@ -54,15 +54,15 @@ func NewJobFeed(cfg JobFeedConfig) (*JobFeed, error) {
 	}
 	switch {
 	case cfg.Client == nil:
-		return nil, errors.New("api: JobFeedConfig.Client is nil")
+		return nil, errors.New("jobs: FeedConfig.Client is nil")
 	case cfg.Serde == nil:
-		return nil, errors.New("api: JobFeedConfig.Serde is required")
-	case cfg.Jobs == nil:
-		return nil, errors.New("api: JobFeedConfig.Jobs is required")
+		return nil, errors.New("jobs: FeedConfig.Serde is required")
+	case cfg.Store == nil:
+		return nil, errors.New("jobs: FeedConfig.Store is required")
 	case cfg.SummaryTopic == cfg.VerdictTopic:
-		return nil, fmt.Errorf("api: JobFeedConfig: the summary and verdict topics are both %q", cfg.SummaryTopic)
+		return nil, fmt.Errorf("jobs: FeedConfig: the summary and verdict topics are both %q", cfg.SummaryTopic)
 	}
-	f := &JobFeed{cfg: cfg, log: cfg.Logger.With("component", "jobfeed")}
+	f := &Feed{cfg: cfg, log: cfg.Logger.With("component", "jobfeed")}
 	r, err := stream.NewReader(stream.ReaderConfig{
 		Client:           cfg.Client,
 		Topics:           []string{cfg.SummaryTopic, cfg.VerdictTopic},
@@ -72,7 +72,7 @@ func NewJobFeed(cfg JobFeedConfig) (*JobFeed, error) {
 		Logger:           f.log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("api: job feed: %w", err)
+		return nil, fmt.Errorf("jobs: job feed: %w", err)
 	}
 	f.reader = r
 	return f, nil
@@ -80,29 +80,29 @@ func NewJobFeed(cfg JobFeedConfig) (*JobFeed, error) {
 
 // Ready is closed once every partition's reader is positioned at the end
 // offset it had when Run started: events written after that are seen.
-func (f *JobFeed) Ready() <-chan struct{} { return f.reader.Ready() }
+func (f *Feed) Ready() <-chan struct{} { return f.reader.Ready() }
 
 // Run reads until ctx is cancelled, then returns nil.
-func (f *JobFeed) Run(ctx context.Context) error { return f.reader.Run(ctx) }
+func (f *Feed) Run(ctx context.Context) error { return f.reader.Run(ctx) }
 
 // record records one event; undecodable ones are logged and skipped, since
 // the feed only mirrors status.
-func (f *JobFeed) record(m stream.Record) {
+func (f *Feed) record(m stream.Record) {
 	headers := make([]schemas.Header, len(m.Headers))
 	for i, h := range m.Headers {
 		headers[i] = schemas.Header{Key: h.Key, Value: h.Value}
 	}
 	ev, err := f.cfg.Serde.Decode(context.Background(), m.Topic, m.Value, headers)
 	if err != nil {
-		f.log.Warn("api: job feed skipped an event it cannot decode", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "error", err)
+		f.log.Warn("jobs: job feed skipped an event it cannot decode", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "error", err)
 		return
 	}
 	switch e := ev.(type) {
 	case *schemas.SummaryEvent:
-		f.cfg.Jobs.RecordSummary(*e)
+		f.cfg.Store.RecordSummary(*e)
 	case *schemas.VerdictEvent:
-		f.cfg.Jobs.RecordVerdict(*e)
+		f.cfg.Store.RecordVerdict(*e)
 	default:
-		f.log.Warn("api: job feed skipped an event of an unexpected kind", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "schema", ev.SchemaName())
+		f.log.Warn("jobs: job feed skipped an event of an unexpected kind", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "schema", ev.SchemaName())
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package jobs
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
 
@@ -39,10 +40,10 @@ func summary(tenant, requestID string, status schemas.Status, rules int) schemas
 	return schemas.SummaryEvent{EventID: requestID, RequestID: requestID, TenantID: tenant, Status: status, Counts: schemas.Counts{Rules: rules}}
 }
 
-func TestJobStoreEventsSettleStatus(t *testing.T) {
+func TestMemoryStoreEventsSettleStatus(t *testing.T) {
 	ctx := context.Background()
-	s := NewJobStore(JobStoreConfig{})
-	status := func() JobStatus {
+	s := NewMemoryStore(MemoryStoreConfig{})
+	status := func() Status {
 		t.Helper()
 		j, ok, _ := s.Get(ctx, "acme", "r1")
 		if !ok {
@@ -51,20 +52,20 @@ func TestJobStoreEventsSettleStatus(t *testing.T) {
 		return j.Status
 	}
 	s.RecordVerdict(verdict("acme", "r1", "b", 1))
-	if got := status(); got != JobRunning {
+	if got := status(); got != Running {
 		t.Errorf("after one verdict: %s, want running", got)
 	}
 	s.RecordSummary(summary("acme", "r1", schemas.StatusCompleted, 2))
-	if got := status(); got != JobRunning {
+	if got := status(); got != Running {
 		t.Errorf("summary counting 2 rules, 1 verdict in: %s, want running", got)
 	}
 	s.RecordVerdict(verdict("acme", "r1", "b", 1)) // redelivered
-	if got := status(); got != JobRunning {
+	if got := status(); got != Running {
 		t.Errorf("after a redelivered verdict: %s, want running", got)
 	}
 	s.RecordVerdict(verdict("acme", "r1", "a", 0))
 	j, _, _ := s.Get(ctx, "acme", "r1")
-	if j.Status != JobCompleted || len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
+	if j.Status != Completed || len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
 		t.Errorf("after every verdict: %s with %+v, want completed with a, b in rule order", j.Status, j.Verdicts)
 	}
 	if _, ok, _ := s.Get(ctx, "globex", "r1"); ok {
@@ -72,57 +73,57 @@ func TestJobStoreEventsSettleStatus(t *testing.T) {
 	}
 
 	s.RecordSummary(summary("acme", "r2", schemas.StatusFailed, 0))
-	if j, _, _ := s.Get(ctx, "acme", "r2"); j.Status != JobFailed {
+	if j, _, _ := s.Get(ctx, "acme", "r2"); j.Status != Failed {
 		t.Errorf("failed summary: %s", j.Status)
 	}
 }
 
-func TestJobStoreCreateIsIdempotent(t *testing.T) {
-	testCreateIsIdempotent(t, NewJobStore(JobStoreConfig{}))
+func TestMemoryStoreCreateIsIdempotent(t *testing.T) {
+	s := NewMemoryStore(MemoryStoreConfig{})
+	testCreateIsIdempotent(t, s, func(_ *schemas.Request, out pipeline.Outcome) {
+		// What the job feed does with the events.
+		for _, v := range out.Verdicts {
+			s.RecordVerdict(v)
+		}
+		s.RecordSummary(out.Summary)
+	})
 }
 
-// testCreateIsIdempotent checks what every Jobs must do: a request id is
-// created once per tenant, another tenant's id is its own, a retryable job is
-// replaced, Save records what Get answers and Delete forgets.
-func testCreateIsIdempotent(t *testing.T, s Jobs) {
+// testCreateIsIdempotent checks what every Store must do: a request id is
+// created once per tenant, another tenant's id is its own, the result the
+// pipeline records (finish) is what Get answers, a finished job is not
+// created again, and Delete forgets.
+func testCreateIsIdempotent(t *testing.T, s Store, finish func(*schemas.Request, pipeline.Outcome)) {
 	t.Helper()
 	ctx := context.Background()
 	at := time.Now().UTC().Truncate(time.Millisecond)
-	first, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending, SubmittedAt: at, CallbackURL: "https://a.example/"})
+	first, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: Pending, SubmittedAt: at, CallbackURL: "https://a.example/"})
 	if err != nil || !created {
 		t.Fatalf("first Create: created=%v, %v", created, err)
 	}
-	again, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending, CallbackURL: "https://b.example/"})
+	again, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: Pending, CallbackURL: "https://b.example/"})
 	if err != nil || created || again.CallbackURL != first.CallbackURL || !again.SubmittedAt.Equal(at) {
 		t.Errorf("second Create: created=%v, job %+v, %v; want the first job", created, again, err)
 	}
-	if _, created, err := s.Create(ctx, Job{TenantID: "globex", RequestID: "r1", Status: JobPending}); err != nil || !created {
+	if _, created, err := s.Create(ctx, Job{TenantID: "globex", RequestID: "r1", Status: Pending}); err != nil || !created {
 		t.Errorf("the same request id for another tenant: created=%v, %v", created, err)
 	}
-	failed := summary("acme", "r1", schemas.StatusFailed, 0)
-	if err := s.Save(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobFailed, Summary: &failed, Retryable: true}); err != nil {
-		t.Fatal(err)
-	}
-	if j, ok, err := s.Get(ctx, "acme", "r1"); err != nil || !ok || j.Status != JobFailed || !j.Retryable || j.Summary == nil || j.Summary.Status != schemas.StatusFailed {
-		t.Errorf("after Save: %+v (ok %v, %v)", j, ok, err)
-	}
-	if _, created, err := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending}); err != nil || !created {
-		t.Errorf("a retryable failed job was not replaced: created=%v, %v", created, err)
-	}
-	if j, _, _ := s.Get(ctx, "globex", "r1"); j.Status != JobPending || j.Summary != nil {
-		t.Errorf("globex's job changed with acme's: %+v", j)
-	}
-	done := summary("acme", "r1", schemas.StatusCompleted, 2)
-	verdicts := []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)}
-	if err := s.Save(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobCompleted, Summary: &done, Verdicts: verdicts}); err != nil {
-		t.Fatal(err)
-	}
+	cb := first.CallbackURL
+	req := &schemas.Request{TenantID: "acme", RequestID: "r1", SubmittedAt: at, Options: schemas.Options{CallbackURL: &cb}}
+	finish(req, pipeline.Outcome{
+		Summary:  summary("acme", "r1", schemas.StatusCompleted, 2),
+		Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)},
+	})
 	j, ok, err := s.Get(ctx, "acme", "r1")
-	if err != nil || !ok || j.Status != JobCompleted || len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
+	if err != nil || !ok || j.Status != Completed || j.Summary == nil || j.CallbackURL != cb || !j.SubmittedAt.Equal(at) ||
+		len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
 		t.Errorf("completed job: %+v (ok %v, %v)", j, ok, err)
 	}
-	if _, created, _ := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: JobPending}); created {
+	if _, created, _ := s.Create(ctx, Job{TenantID: "acme", RequestID: "r1", Status: Pending}); created {
 		t.Error("a completed job was replaced")
+	}
+	if j, _, _ := s.Get(ctx, "globex", "r1"); j.Status != Pending || j.Summary != nil {
+		t.Errorf("globex's job changed with acme's: %+v", j)
 	}
 	if err := s.Delete(ctx, "acme", "r1"); err != nil {
 		t.Fatal(err)
@@ -135,10 +136,10 @@ func testCreateIsIdempotent(t *testing.T, s Jobs) {
 	}
 }
 
-func TestJobStoreBounds(t *testing.T) {
+func TestMemoryStoreBounds(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{now: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
-	s := NewJobStore(JobStoreConfig{MaxEntries: 3, TTL: time.Hour, Now: c.Now})
+	s := NewMemoryStore(MemoryStoreConfig{MaxEntries: 3, TTL: time.Hour, Now: c.Now})
 	for i := range 5 {
 		s.Create(ctx, Job{TenantID: "acme", RequestID: fmt.Sprint("r", i)})
 		c.Advance(time.Minute)

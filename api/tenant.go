@@ -1,0 +1,51 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Internal callers name the tenant they act for: in the tenant_id query
+// parameter of the internal routes that read (queryTenant), in the body of
+// an execution request. Both are checked by checkTenant.
+
+// maxTenantBytes matches what the JWT verifier accepts in the tenant claim.
+const maxTenantBytes = 256
+
+// checkTenant refuses tenant ids an internal caller may not name: what the
+// token verifier refuses in a tenant claim, and ids holding a path
+// separator or "..".
+func checkTenant(t string) error {
+	switch {
+	case t == "":
+		return errors.New("is empty")
+	case len(t) > maxTenantBytes:
+		return fmt.Errorf("is %d bytes, over the limit of %d", len(t), maxTenantBytes)
+	case !utf8.ValidString(t):
+		return errors.New("is not valid UTF-8")
+	case strings.ContainsFunc(t, unicode.IsControl):
+		return errors.New("holds control characters")
+	case t == "." || strings.Contains(t, "..") || strings.ContainsAny(t, `/\`):
+		return errors.New(`holds "/", "\" or ".."`)
+	}
+	return nil
+}
+
+// queryTenant is the tenant of the tenant_id query parameter, given exactly
+// once and accepted by checkTenant; it answers 400 itself otherwise.
+func queryTenant(w http.ResponseWriter, r *http.Request) (string, bool) {
+	values := r.URL.Query()["tenant_id"]
+	if len(values) != 1 {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("give the tenant_id query parameter exactly once (got it %d times)", len(values)))
+		return "", false
+	}
+	if err := checkTenant(values[0]); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "tenant_id "+err.Error())
+		return "", false
+	}
+	return values[0], true
+}
