@@ -233,7 +233,7 @@ func TestGrammarRationaleStartsWithAWord(t *testing.T) {
 	}
 	for i, item := range schema.Properties.Rules.PrefixItems {
 		pattern := regexp.MustCompile(item.Properties.Rationale.Pattern)
-		for _, s := range []string{"", "...", "Short.", `He said "no"`, "The term ends <------- End of Document: x ------->", strings.Repeat("long ", 30)} {
+		for _, s := range []string{"", "...", "Short.", `He said "no"`, "The term ends <------- End of Document: x ------->", "0800000000 and more", strings.Repeat("long ", 30)} {
 			if pattern.MatchString(s) {
 				t.Errorf("rule %d: rationale pattern %q lets %q through", i, pattern, s)
 			}

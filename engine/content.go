@@ -46,8 +46,14 @@ func rationaleProblem(rule Rule, rationale string) string {
 		return "is a placeholder"
 	}
 	w := words(rationale)
-	if slices.Equal(w, words(rule.RuleText)) || slices.Equal(w, words(rule.RuleID)) ||
-		(rule.NotApplicableText != "" && slices.Equal(w, words(rule.NotApplicableText))) {
+	// A copy of the rule, or of its start (a grammar server cuts a long
+	// copy at the rationale's bound), explains nothing.
+	copies := func(text string) bool {
+		t := words(text)
+		return len(t) > 0 && (slices.Equal(w, t) || len(w) >= minRationaleWords && len(w) < len(t) && slices.Equal(w, t[:len(w)]))
+	}
+	if copies(rule.RuleText) || slices.Equal(w, words(rule.RuleID)) ||
+		(rule.NotApplicableText != "" && copies(rule.NotApplicableText)) {
 		return "repeats the rule instead of explaining the verdict"
 	}
 	if explainingWords(w) < minRationaleWords {

@@ -386,7 +386,9 @@ func TestRationaleProblem(t *testing.T) {
 		{"1, 2, 3 (0-5)", false},
 		{"yes yes yes", false},
 		{"The agreement is governed by an approved law.", false}, // the rule itself
-		{"本契約は英国法に準拠する。", true},                                  // a script written without spaces
+		{"The agreement is governed by an", false},               // its start, cut at a bound
+		{"The agreement is governed by English law.", true},
+		{"本契約は英国法に準拠する。", true}, // a script written without spaces
 		{"准拠", false},
 	}
 	for _, tt := range tests {

@@ -11,12 +11,12 @@ import (
 // Bounds written into the grammar schema: they stop a small model from
 // looping inside a string, and keep answers short enough to be fast.
 const (
-	// A rationale starts with a letter or digit, so a grammar-driven model
-	// cannot answer "" or "...", and holds no "<", so it cannot copy a
+	// A rationale starts with a letter, so a grammar-driven model cannot
+	// answer "", "..." or a number, and holds no "<", so it cannot copy a
 	// marker of the material; its length is bounded because every token
 	// a grammar server samples inside a string costs several times a
 	// token's decoding (it checks the whole vocabulary).
-	grammarRationalePattern = `^[A-Za-z0-9][^"\\<]{9,119}$`
+	grammarRationalePattern = `^[A-Za-z][^"\\<]{9,119}$`
 	grammarMaxQuote         = 300
 	grammarMaxEvidences     = 3
 	// grammarMaxCitations bounds the passages one rule cites in cite mode:
