@@ -95,12 +95,3 @@ func TestReaderProgress(t *testing.T) {
 		t.Fatalf("not ready once every first-listed partition caught up: %s", r.Lagging())
 	}
 }
-
-func TestBackoffFor(t *testing.T) {
-	want := []string{"100ms", "200ms", "400ms", "800ms", "1.6s", "3.2s", "5s", "5s"}
-	for i, w := range want {
-		if got := backoffFor(i + 1).String(); got != w {
-			t.Errorf("backoffFor(%d) = %s, want %s", i+1, got, w)
-		}
-	}
-}
