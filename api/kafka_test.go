@@ -119,7 +119,7 @@ func TestSubmitThroughKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = prod.Close() })
-	msgs, err := prod.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
+	msgs, err := prod.Encode(ctx, producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestJobFeedFollowsAddedPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	msgs, err := prod.Encode(producer.Result{Summary: summary})
+	msgs, err := prod.Encode(ctx, producer.Result{Summary: summary})
 	if err != nil {
 		t.Fatal(err)
 	}

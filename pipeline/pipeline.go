@@ -32,7 +32,7 @@ type Evaluator interface {
 
 // Publisher encodes and writes events (a *producer.Producer).
 type Publisher interface {
-	Encode(r producer.Result) ([]stream.Record, error)
+	Encode(ctx context.Context, r producer.Result) ([]stream.Record, error)
 	Write(ctx context.Context, msgs []stream.Record) error
 }
 
@@ -266,7 +266,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	if result.Callback, err = p.callback(req, out); err != nil {
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
-	msgs, err := p.cfg.Publisher.Encode(result)
+	msgs, err := p.cfg.Publisher.Encode(ctx, result)
 	if err != nil {
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
