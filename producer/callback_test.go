@@ -162,7 +162,7 @@ func TestOversizedCallbackIsWrittenWithoutVerdicts(t *testing.T) {
 	}
 
 	got := make(chan stream.Record, 2)
-	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{callbacks}, Handle: func(r stream.Record) { got <- r }})
+	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{callbacks}, Handle: func(_ context.Context, r stream.Record) { got <- r }})
 	if err != nil {
 		t.Fatal(err)
 	}

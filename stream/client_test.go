@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -61,7 +62,7 @@ func TestGroupConfigValidate(t *testing.T) {
 }
 
 func TestReaderProgress(t *testing.T) {
-	r, err := NewReader(ReaderConfig{Client: mustClient(t, "k:1"), Topics: []string{"a", "b"}, Handle: func(Record) {}})
+	r, err := NewReader(ReaderConfig{Client: mustClient(t, "k:1"), Topics: []string{"a", "b"}, Handle: func(context.Context, Record) {}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,10 +42,11 @@ type ReaderConfig struct {
 	// FromStart). Partitions added later are read from their first offset: all they hold is
 	// newer than the Reader.
 	Start Start
-	// Handle receives every record, in offset order within a partition. It is called from one
-	// goroutine per partition, so it must be safe for concurrent use; while it runs, its
-	// partition waits. Required.
-	Handle func(Record)
+	// Handle receives every record, in offset order within a partition, with a context that
+	// ends when Run's does: a handler that blocks (on a consumer of its own, a schema
+	// registry) returns then, and Run with it. It is called from one goroutine per partition,
+	// so it must be safe for concurrent use; while it runs, its partition waits. Required.
+	Handle func(ctx context.Context, r Record)
 	// PartitionRefresh is how often the topics are listed again for added partitions
 	// (default DefaultPartitionRefresh).
 	PartitionRefresh time.Duration
@@ -362,7 +363,7 @@ func (r *Reader) consume(ctx context.Context, conn *kafka.Conn, tp topicPartitio
 			}
 			rec := fromKafka(msg)
 			rec.Topic, rec.Partition, rec.HighWaterMark = tp.topic, tp.partition, hwm
-			r.cfg.Handle(rec)
+			r.cfg.Handle(ctx, rec)
 		}
 		if err := batch.Close(); err != nil {
 			if ctx.Err() != nil {
