@@ -119,7 +119,7 @@ func TestSubmitThroughKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = prod.Close() })
-	msgs, err := prod.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
+	msgs, err := prod.Encode(ctx, producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -453,7 +453,7 @@ func serviceEvents(b *testing.B, f *fixture) []kafka.Message {
 		b.Fatal(err)
 	}
 	defer prod.Close()
-	recs, err := prod.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
+	recs, err := prod.Encode(context.Background(), producer.Result{Verdicts: out.Verdicts, Summary: out.Summary})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -593,7 +593,7 @@ func BenchmarkHandleCPU(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := prod.Encode(producer.Result{Verdicts: out.Verdicts, Summary: out.Summary}); err != nil {
+		if _, err := prod.Encode(ctx, producer.Result{Verdicts: out.Verdicts, Summary: out.Summary}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,11 +16,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"rulevalidator/internal/backoff"
 )
 
 // minSecretBytes is the shortest secret accepted: HMAC-SHA256's block of
@@ -213,42 +214,40 @@ func (n *Notifier) deliver(ctx context.Context, j job, stopRetrying <-chan struc
 		d.Err = fmt.Errorf("%w after %d attempts: %w", ErrInterrupted, d.Attempts, err)
 		return d
 	}
-	for {
+	policy := backoff.Policy{Initial: n.cfg.BaseDelay, Max: n.cfg.MaxDelay, MaxAttempts: n.cfg.MaxAttempts}
+	err := policy.Retry(ctx, func(int) error {
 		d.Attempts++
 		status, retryAfter, err := n.attempt(ctx, j)
 		d.Status = status
-		if err == nil {
-			d.Delivered = true
-			log.Debug("callback delivered", "attempts", d.Attempts, "status", status)
-			return d
-		}
-		if ctx.Err() != nil {
-			return interrupted(err)
-		}
 		var retry retryableError
-		retryable := errors.As(err, &retry)
-		if !retryable || d.Attempts >= n.cfg.MaxAttempts {
-			reason := "refused"
-			if retryable {
-				reason = "out of attempts"
-			}
-			log.Warn("callback given up", "reason", reason, "attempts", d.Attempts, "status", status, "error", err)
-			d.Err = err
-			return d
+		switch {
+		case err == nil, ctx.Err() != nil:
+			return err
+		case !errors.As(err, &retry):
+			return backoff.Permanent(err)
 		}
-		wait := n.backoff(d.Attempts, retryAfter)
-		log.Info("callback attempt failed; retrying", "attempt", d.Attempts, "status", status, "error", err, "retry_in", wait)
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return interrupted(err)
-		case <-stopRetrying:
-			timer.Stop()
-			return interrupted(err)
-		case <-timer.C:
-		}
+		// MaxDelay bounds the wait, a longer Retry-After included.
+		return backoff.RetryAfter(err, min(retryAfter, n.cfg.MaxDelay))
+	},
+		backoff.Stop(stopRetrying, ErrInterrupted),
+		backoff.OnRetry(func(attempt int, wait time.Duration, err error) {
+			log.Info("callback attempt failed; retrying", "attempt", attempt, "status", d.Status, "error", err, "retry_in", wait)
+		}))
+	gaveUp, retried := errors.AsType[*backoff.GiveUpError](err)
+	reason := "refused"
+	switch {
+	case err == nil:
+		d.Delivered = true
+		log.Debug("callback delivered", "attempts", d.Attempts, "status", d.Status)
+		return d
+	case retried && !errors.Is(gaveUp.Reason, backoff.ErrAttempts):
+		return interrupted(gaveUp.Last)
+	case retried:
+		reason, err = "out of attempts", gaveUp.Last
 	}
+	log.Warn("callback given up", "reason", reason, "attempts", d.Attempts, "status", d.Status, "error", err)
+	d.Err = err
+	return d
 }
 
 func (n *Notifier) done(d Delivery) {
@@ -300,18 +299,6 @@ func (n *Notifier) attempt(ctx context.Context, j job) (int, time.Duration, erro
 	default:
 		return code, 0, fmt.Errorf("receiver answered %s, which retrying will not change", resp.Status)
 	}
-}
-
-// backoff is the wait after the given failed attempt: BaseDelay doubled per
-// attempt with jitter in its upper half, at least retryAfter, at most MaxDelay.
-func (n *Notifier) backoff(attempt int, retryAfter time.Duration) time.Duration {
-	d := n.cfg.BaseDelay
-	for i := 1; i < attempt && d < n.cfg.MaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, n.cfg.MaxDelay)
-	d = d/2 + rand.N(d/2+1)
-	return min(max(d, retryAfter), n.cfg.MaxDelay)
 }
 
 // retryAfter reads a Retry-After header: delay seconds or an HTTP date.

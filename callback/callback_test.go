@@ -382,22 +382,24 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestBackoffIsCapped(t *testing.T) {
-	n, err := New(Config{Secret: testSecret, BaseDelay: time.Second, MaxDelay: 10 * time.Second})
+// A Retry-After is honoured up to MaxDelay: a receiver cannot hold a
+// delivery longer than the operator allows.
+func TestRetryAfterIsCappedAtMaxDelay(t *testing.T) {
+	rcv := newReceiver(t, 503, 200)
+	rcv.header.Set("Retry-After", "3600")
+	const maxDelay = 100 * time.Millisecond
+	n, err := New(Config{Secret: testSecret, AllowPrivate: true, BaseDelay: time.Millisecond, MaxDelay: maxDelay,
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for attempt := 1; attempt <= 70; attempt++ {
-		full := min(time.Second<<min(attempt-1, 10), 10*time.Second)
-		d := n.backoff(attempt, 0)
-		if d < full/2 || d > full {
-			t.Errorf("attempt %d: backoff %v, want within [%v, %v]", attempt, d, full/2, full)
-		}
+	began := time.Now()
+	d := n.Deliver(t.Context(), rcv.srv.URL, []byte(`{}`), "ev", nil)
+	took := time.Since(began)
+	if !d.Delivered || d.Attempts != 2 {
+		t.Fatalf("outcome %+v, want delivered at the second attempt", d)
 	}
-	if d := n.backoff(1, 5*time.Second); d != 5*time.Second {
-		t.Errorf("Retry-After 5s over a 1s backoff: waited %v", d)
-	}
-	if d := n.backoff(1, time.Hour); d != 10*time.Second {
-		t.Errorf("Retry-After 1h: waited %v, want MaxDelay", d)
+	if took < maxDelay || took > 10*time.Second {
+		t.Errorf("retried after %v; want MaxDelay (%v), not the hour asked for nor the 1ms backoff", took, maxDelay)
 	}
 }

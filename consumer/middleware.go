@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"time"
+
+	"rulevalidator/internal/backoff"
 )
 
 // Recover turns a panic in the wrapped handler into Permanent(ReasonInternal, ...), logging the
@@ -69,52 +70,46 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
-// delay is the pause after the given failed attempt (1-based): Initial doubled per attempt,
-// capped at Max, with "equal jitter" (a uniform pick from the upper half) so that consumers
-// failing together do not retry in lockstep.
-func (p RetryPolicy) delay(attempt int) time.Duration {
-	d := p.Initial
-	for i := 1; i < attempt && d < p.Max; i++ {
-		d *= 2
-	}
-	return jitter(min(d, p.Max))
-}
-
 // Retry retries transient errors of the wrapped handler with capped exponential backoff and
-// jitter. The message keeps its in-flight slot while it waits, so a failing dependency slows
-// consumption down rather than failing messages. Permanent errors return at once. When ctx
+// jitter (internal/backoff). The message keeps its in-flight slot while it waits, so a failing
+// dependency slows consumption down rather than failing messages. Permanent errors, and errors
+// wrapping ErrDraining (the handler gave its message up to the drain), return at once. When ctx
 // ends, the consumer starts draining (the wait is cut short, so a SIGTERM never waits out a
 // backoff), or MaxElapsed has passed, the last error is returned, still transient: the
 // consumer then does not commit the message.
 func Retry(p RetryPolicy, logger *slog.Logger) Middleware {
 	p = p.withDefaults()
+	policy := backoff.Policy{Initial: p.Initial, Max: p.Max, MaxElapsed: p.MaxElapsed}
 	logger = orDiscard(logger)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, m *Message) error {
-			start := time.Now()
-			for attempt := 1; ; attempt++ {
+			attempts := 0
+			err := policy.Retry(ctx, func(n int) error {
+				attempts = n
 				err := next(ctx, m)
-				if err == nil {
-					if attempt > 1 {
-						logger.Info("handled after retrying", append(logAttrs(m), "attempts", attempt)...)
-					}
-					return nil
+				if _, permanent := PermanentReason(err); permanent || errors.Is(err, ErrDraining) {
+					return backoff.Permanent(err)
 				}
-				if _, permanent := PermanentReason(err); permanent {
-					return err
+				return err
+			},
+				backoff.Stop(Draining(ctx), ErrDraining),
+				backoff.OnRetry(func(n int, wait time.Duration, err error) {
+					logger.Warn("transient error; retrying", append(logAttrs(m), "attempt", n, "retry_in", wait, "err", err)...)
+				}))
+			gaveUp, ok := errors.AsType[*backoff.GiveUpError](err)
+			switch {
+			case err == nil:
+				if attempts > 1 {
+					logger.Info("handled after retrying", append(logAttrs(m), "attempts", attempts)...)
 				}
-				if ctx.Err() != nil {
-					return fmt.Errorf("%s: stopped retrying after %d attempts (%w): %w", where(m), attempt, context.Cause(ctx), err)
-				}
-				wait := p.delay(attempt)
-				if p.MaxElapsed > 0 && time.Since(start)+wait > p.MaxElapsed {
-					return fmt.Errorf("%s: giving up after %d attempts in %s: %w",
-						where(m), attempt, time.Since(start).Round(time.Millisecond), err)
-				}
-				logger.Warn("transient error; retrying", append(logAttrs(m), "attempt", attempt, "retry_in", wait, "err", err)...)
-				if !sleep(ctx, wait) {
-					return fmt.Errorf("%s: stopped retrying after %d attempts (%w): %w", where(m), attempt, stopCause(ctx), err)
-				}
+				return nil
+			case !ok:
+				return err
+			case errors.Is(gaveUp.Reason, backoff.ErrElapsed):
+				return fmt.Errorf("%s: giving up after %d attempts in %s: %w",
+					where(m), gaveUp.Attempts, gaveUp.Elapsed.Round(time.Millisecond), gaveUp.Last)
+			default:
+				return fmt.Errorf("%s: stopped retrying after %d attempts (%w): %w", where(m), gaveUp.Attempts, gaveUp.Reason, gaveUp.Last)
 			}
 		}
 	}
@@ -153,44 +148,15 @@ func DeadLetter(pub DeadLetterPublisher, logger *slog.Logger) Middleware {
 	}
 }
 
-// sleep waits for d or until ctx ends or the consumer starts draining (Draining), reporting
-// whether the full wait passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-Draining(ctx):
-		return false
-	}
-}
-
 // ErrDraining is why a retry stopped when the consumer began draining. A handler that gives
 // its message up because Draining is closed returns an error wrapping it: the message is then
 // not committed, it is redelivered to the partition's next owner, and the consumer goes on
 // instead of stopping as it does for other errors.
 var ErrDraining = errors.New("the consumer is draining")
 
-func stopCause(ctx context.Context) error {
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return ErrDraining
-}
-
 func orDiscard(logger *slog.Logger) *slog.Logger {
 	if logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return logger
-}
-
-// jitter picks a duration in [d/2, d] ("equal jitter"), so that clients failing together do
-// not retry in lockstep.
-func jitter(d time.Duration) time.Duration {
-	half := d / 2
-	return half + rand.N(d-half+1)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 
 	"rulevalidator/engine/plan"
 )
@@ -46,13 +47,18 @@ const (
 	// windowProbeRetry is how long a failed context-window probe is
 	// remembered before the server is asked again.
 	windowProbeRetry = 5 * time.Minute
+	// windowProbeTimeout bounds one context-window probe, shared by the
+	// requests waiting for it.
+	windowProbeTimeout = 30 * time.Second
 )
 
 // contextWindows remembers, per model, the context window the server
-// reported. It is safe for concurrent use.
+// reported. One probe per model runs at a time, however many requests need
+// the window meanwhile. It is safe for concurrent use.
 type contextWindows struct {
 	mu    sync.Mutex
 	known map[string]windowEntry
+	probe singleflight.Group
 }
 
 type windowEntry struct {
@@ -66,23 +72,66 @@ func newContextWindows() *contextWindows {
 
 // contextTokens is model's context window: configured, else learned from
 // the server (reported, or named in a refusal), else DefaultContextTokens.
-func (e *Engine) contextTokens(ctx context.Context, model string) int {
+// The server is asked once per model (again windowProbeRetry after a probe
+// that learned nothing), by one probe that the requests needing the window
+// meanwhile share: it runs detached from any one of them, and each stops
+// waiting when its own ctx ends. A probe that fails permanently (a refused
+// API key) fails the requests: their own calls would fail the same way.
+func (e *Engine) contextTokens(ctx context.Context, model string) (int, error) {
 	if e.cfg.ContextTokens > 0 {
-		return e.cfg.ContextTokens
-	}
-	w := e.windows
-	w.mu.Lock()
-	entry, seen := w.known[model]
-	w.mu.Unlock()
-	if entry.tokens > 0 {
-		return entry.tokens
+		return e.cfg.ContextTokens, nil
 	}
 	cw, ok := e.llm.(ContextWindower)
-	if !ok || seen && time.Since(entry.at) < windowProbeRetry {
-		return DefaultContextTokens
+	if !ok {
+		return DefaultContextTokens, nil
 	}
+	if n, known := e.windows.lookup(model); known {
+		return n, nil
+	}
+	shared := context.WithoutCancel(ctx)
+	probed := e.windows.probe.DoChan(model, func() (any, error) { return e.probeWindow(shared, cw, model) })
+	select {
+	case r := <-probed:
+		if r.Err != nil {
+			return 0, r.Err
+		}
+		return r.Val.(int), nil
+	case <-ctx.Done():
+		return 0, fmt.Errorf("engine: waiting for model %q's context window: %w", model, context.Cause(ctx))
+	}
+}
+
+// lookup is model's window when no probe is due: learned, or assumed after
+// a recent probe that learned nothing.
+func (w *contextWindows) lookup(model string) (tokens int, known bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	entry, seen := w.known[model]
+	switch {
+	case entry.tokens > 0:
+		return entry.tokens, true
+	case seen && time.Since(entry.at) < windowProbeRetry:
+		return DefaultContextTokens, true
+	}
+	return 0, false
+}
+
+// probeWindow asks the server for model's window and remembers the answer.
+func (e *Engine) probeWindow(ctx context.Context, cw ContextWindower, model string) (int, error) {
+	w := e.windows
+	if n, known := w.lookup(model); known { // a probe just ended
+		return n, nil
+	}
+	w.mu.Lock()
+	_, seen := w.known[model]
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, windowProbeTimeout)
+	defer cancel()
 	n, err := cw.ContextWindow(ctx, model)
 	if err != nil {
+		if isPermanent(err) {
+			return 0, fmt.Errorf("engine: asking the server for model %q's context window: %w", model, err)
+		}
 		n = 0
 		if !seen {
 			e.cfg.Logger.Info("engine: context window not reported by the server; assuming the default (set it with the context-tokens setting)",
@@ -95,9 +144,9 @@ func (e *Engine) contextTokens(ctx context.Context, model string) int {
 	}
 	w.mu.Unlock()
 	if n > 0 {
-		return n
+		return n, nil
 	}
-	return DefaultContextTokens
+	return DefaultContextTokens, nil
 }
 
 // learn remembers a window the server named in a refusal; it is not asked
@@ -118,8 +167,12 @@ type budget struct {
 }
 
 func (e *Engine) budgetFor(ctx context.Context, model string) (budget, error) {
+	window, err := e.contextTokens(ctx, model)
+	if err != nil {
+		return budget{}, err
+	}
 	b := budget{
-		window:  e.contextTokens(ctx, model),
+		window:  window,
 		maxTok:  e.cfg.MaxTokens,
 		ratio:   e.est.PromptRatio(model),
 		perRule: e.est.AnswerTokensPerRule(model),
@@ -159,7 +212,10 @@ func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Input
 		return verdicts, usage, err
 	}
 	n, ok := contextLimit(err)
-	if !ok || n >= e.contextTokens(ctx, model) {
+	if !ok {
+		return verdicts, usage, err
+	}
+	if window, werr := e.contextTokens(ctx, model); werr != nil || n >= window {
 		return verdicts, usage, err
 	}
 	e.cfg.Logger.Warn("engine: the server's context window is smaller than assumed; judging again within it (set it with the context-tokens setting)",

@@ -78,7 +78,7 @@ func TestFeedFollowsAddedPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	msgs, err := prod.Encode(producer.Result{Summary: summary})
+	msgs, err := prod.Encode(ctx, producer.Result{Summary: summary})
 	if err != nil {
 		t.Fatal(err)
 	}

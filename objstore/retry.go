@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"rulevalidator/internal/backoff"
 )
 
 // maxBackoff caps the wait between two attempts.
@@ -98,33 +99,30 @@ func tlsError(err error) bool {
 		errors.As(err, &verify) || errors.As(err, &notTLS)
 }
 
-// retry runs call up to MaxAttempts times while it fails transiently, waiting an
-// exponentially growing, jittered delay between attempts. The error says how many
-// attempts were made.
+// retry runs call up to MaxAttempts times while it fails transiently, with the service's
+// one backoff between attempts (internal/backoff). The error says how many attempts were
+// made.
 func (s *Store) retry(ctx context.Context, op, uri string, call func() error) error {
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = call()
-		if err == nil {
-			return nil
+	policy := backoff.Policy{Initial: s.cfg.BaseDelay, Max: maxBackoff, MaxAttempts: s.cfg.MaxAttempts}
+	err := policy.Retry(ctx, func(attempt int) error {
+		err := call()
+		if err != nil && !transient(ctx, err) {
+			return backoff.Permanent(permanentError(op, uri, attempt, err))
 		}
-		if !transient(ctx, err) {
-			return permanentError(op, uri, attempt, err)
-		}
-		if attempt >= s.cfg.MaxAttempts {
-			return &OpError{Op: op, URI: uri, Attempts: attempt, Err: err}
-		}
-		delay := backoff(s.cfg.BaseDelay, attempt)
+		return err
+	}, backoff.OnRetry(func(attempt int, delay time.Duration, err error) {
 		s.log.WarnContext(ctx, "object storage call failed, retrying",
 			"op", op, "uri", uri, "attempt", attempt, "max_attempts", s.cfg.MaxAttempts,
 			"delay", delay, "err", err)
-		timer := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return &OpError{Op: op, URI: uri, Attempts: attempt, Err: fmt.Errorf("%w (gave up waiting to retry: %w)", err, context.Cause(ctx))}
-		case <-timer.C:
-		}
+	}))
+	gaveUp, ok := errors.AsType[*backoff.GiveUpError](err)
+	switch {
+	case !ok:
+		return err
+	case errors.Is(gaveUp.Reason, backoff.ErrAttempts):
+		return &OpError{Op: op, URI: uri, Attempts: gaveUp.Attempts, Err: gaveUp.Last}
+	default:
+		return &OpError{Op: op, URI: uri, Attempts: gaveUp.Attempts, Err: fmt.Errorf("%w (gave up waiting to retry: %w)", gaveUp.Last, gaveUp.Reason)}
 	}
 }
 
@@ -140,18 +138,4 @@ func permanentError(op, uri string, attempts int, err error) error {
 		}
 	}
 	return opErr
-}
-
-// backoff is base·2^(attempt-1), capped, with the upper half jittered so that clients that
-// failed together don't retry together.
-func backoff(base time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < maxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, maxBackoff)
-	if half := d / 2; half > 0 {
-		d = half + rand.N(half+1)
-	}
-	return d
 }

@@ -37,11 +37,21 @@ type Deliverer interface {
 //     interrupts an attempt: the offset is not committed and the callback is
 //     delivered after the restart, by whichever member owns the partition then.
 //
-// Retrying is the Deliverer's (its attempts and backoff), not the consumer's:
-// no Retry middleware is needed, and none must be added, since it would retry
-// given-up callbacks forever.
-func Handler(d Deliverer, logger *slog.Logger) consumer.Handler {
-	return handler{d: d, log: logger, draining: consumer.Draining}.handle
+// A delivery that panics is handled as a request that panics is: recovered,
+// dead-lettered to deadLetters with reason internal, and committed, rather
+// than stopping the consumer to crash-loop the service on the same record.
+//
+// Retrying a delivery is the Deliverer's (its attempts and backoff), not the
+// consumer's: the Retry middleware in the chain, shaped by retry, only ever
+// retries a dead-letter publish that failed, since every callback given up
+// returns nil and a drain returns at once.
+func Handler(d Deliverer, deadLetters consumer.DeadLetterPublisher, retry consumer.RetryPolicy, logger *slog.Logger) consumer.Handler {
+	h := handler{d: d, log: logger, draining: consumer.Draining}.handle
+	return consumer.Chain(h,
+		consumer.Retry(retry, logger),
+		consumer.DeadLetter(deadLetters, logger),
+		consumer.Recover(logger),
+	)
 }
 
 type handler struct {

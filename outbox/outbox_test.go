@@ -146,3 +146,57 @@ func TestHandlerCommitSemantics(t *testing.T) {
 		})
 	}
 }
+
+// panickingDeliverer fails as a bug in delivery would.
+type panickingDeliverer struct{}
+
+func (panickingDeliverer) Deliver(context.Context, string, []byte, string, <-chan struct{}) callback.Delivery {
+	panic("a bug in delivery")
+}
+
+// deadLetters records what is dead-lettered; it fails the first failFirst publishes.
+type deadLetters struct {
+	mu        sync.Mutex
+	failFirst int
+	reasons   []string
+	offsets   []int64
+}
+
+func (d *deadLetters) PublishDeadLetter(_ context.Context, m *consumer.Message, reason string, _ error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.failFirst > 0 {
+		d.failFirst--
+		return errors.New("broker unavailable")
+	}
+	d.reasons, d.offsets = append(d.reasons, reason), append(d.offsets, m.Offset)
+	return nil
+}
+
+// A record whose delivery panics is handled as a request that panics is:
+// dead-lettered with reason internal (the publish retried while it fails) and
+// committed, instead of stopping the consumer, which would restart the
+// service onto the same record forever.
+func TestHandlerDeadLettersAPanickingDelivery(t *testing.T) {
+	dl := &deadLetters{failFirst: 1}
+	h := Handler(panickingDeliverer{}, dl, consumer.RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond}, slog.New(slog.DiscardHandler))
+	m := &consumer.Message{Topic: "rv.callbacks", Partition: 0, Offset: 41, Key: []byte("acme/req-1"), Value: []byte(`{}`),
+		Headers: []stream.Header{{Key: producer.HeaderCallbackURL, Value: []byte("https://hooks.example.com/rv")}}}
+	var err error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("the panic escaped the handler: %v", v)
+			}
+		}()
+		err = h(t.Context(), m)
+	}()
+	if err != nil {
+		t.Fatalf("handler returned %v; want nil, the record dead-lettered and committed", err)
+	}
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	if len(dl.reasons) != 1 || dl.reasons[0] != consumer.ReasonInternal || dl.offsets[0] != 41 {
+		t.Errorf("dead-lettered %v at %v, want offset 41 once with reason %q", dl.reasons, dl.offsets, consumer.ReasonInternal)
+	}
+}

@@ -21,11 +21,11 @@ type resultPublisher struct {
 	results []producer.Result
 }
 
-func (r *resultPublisher) Encode(res producer.Result) ([]stream.Record, error) {
+func (r *resultPublisher) Encode(ctx context.Context, res producer.Result) ([]stream.Record, error) {
 	r.mu.Lock()
 	r.results = append(r.results, res)
 	r.mu.Unlock()
-	out, err := r.flakyPublisher.Encode(res)
+	out, err := r.flakyPublisher.Encode(ctx, res)
 	if res.Callback != nil {
 		out = append(out, stream.Record{Topic: "callbacks", Key: []byte(res.Summary.EventID), Value: res.Callback.Payload})
 	}

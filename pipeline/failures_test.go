@@ -291,6 +291,27 @@ func TestRequestTimeoutIsBounded(t *testing.T) {
 	}
 }
 
+// TestTimeoutCountsEndWithTheHandling: a message that timed out and was then given up at a
+// drain (a rebalance moved its partition to another replica, which judges it) leaves no count
+// behind: ReleaseHolds forgets it when the handling ends, however it ends.
+func TestTimeoutCountsEndWithTheHandling(t *testing.T) {
+	eng := &scriptedEngine{block: 100}
+	p, _, m := handleFixture(t, eng, func(c *Config) {
+		c.RequestTimeout = 20 * time.Millisecond
+		c.TimeoutAttempts = 3
+	})
+	handle := consumer.Chain(p.Handle, p.ReleaseHolds)
+	err := handle(context.Background(), m)
+	if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+		t.Fatalf("a timed-out attempt: %v, want a transient error", err)
+	}
+	p.timeoutsMu.Lock()
+	defer p.timeoutsMu.Unlock()
+	if len(p.timeouts) != 0 {
+		t.Errorf("timeout counts kept after the message's handling ended: %v", p.timeouts)
+	}
+}
+
 // TestEnvironmentFaultOutlastsOtherMessages: while a refused key holds one message, another
 // message dead-lettered for its own fault does not clear the fault (the alert would never see
 // it last); the hold ends when the held message's handling ends, here given up at a drain.

@@ -32,7 +32,7 @@ type Evaluator interface {
 
 // Publisher encodes and writes events (a *producer.Producer).
 type Publisher interface {
-	Encode(r producer.Result) ([]stream.Record, error)
+	Encode(ctx context.Context, r producer.Result) ([]stream.Record, error)
 	Write(ctx context.Context, msgs []stream.Record) error
 }
 
@@ -171,7 +171,8 @@ type Pipeline struct {
 	unsent *resultCache
 	env    *environment
 	// timeouts counts, per message in flight, the attempts that ran out of
-	// the request timeout.
+	// the request timeout; ReleaseHolds forgets a message's count when its
+	// handling ends.
 	timeoutsMu sync.Mutex
 	timeouts   map[string]int
 }
@@ -266,7 +267,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	if result.Callback, err = p.callback(req, out); err != nil {
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
-	msgs, err := p.cfg.Publisher.Encode(result)
+	msgs, err := p.cfg.Publisher.Encode(ctx, result)
 	if err != nil {
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
@@ -512,12 +513,15 @@ func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, 
 	p.releaseHold(m)
 }
 
-// ReleaseHolds is the consumer middleware that ends a message's hold on the environment
-// faults it hit once its handling ends, however it ends: handled, dead-lettered, or given up
-// uncommitted at a drain (then no attempt of the pipeline sees the end). Put it outermost:
+// ReleaseHolds is the consumer middleware that forgets what the pipeline keeps about a
+// message in flight once its handling ends, however it ends: handled, dead-lettered, or given
+// up uncommitted at a drain (then no attempt of the pipeline sees the end, and the message may
+// be judged by the partition's next owner). It ends the message's hold on the environment
+// faults it hit and drops the count of its timed-out attempts. Put it outermost:
 // consumer.Chain(p.Handle, p.ReleaseHolds, consumer.Retry(…), …).
 func (p *Pipeline) ReleaseHolds(next consumer.Handler) consumer.Handler {
 	return func(ctx context.Context, m *consumer.Message) error {
+		defer p.forgetTimeouts(m)
 		defer p.releaseHold(m)
 		return next(ctx, m)
 	}

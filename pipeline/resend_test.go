@@ -37,9 +37,14 @@ type flakyPublisher struct {
 	failures int
 	writes   [][]stream.Record
 	written  [][]stream.Record
+	// encodeCtx is the context of the last Encode.
+	encodeCtx context.Context
 }
 
-func (f *flakyPublisher) Encode(r producer.Result) ([]stream.Record, error) {
+func (f *flakyPublisher) Encode(ctx context.Context, r producer.Result) ([]stream.Record, error) {
+	f.mu.Lock()
+	f.encodeCtx = ctx
+	f.mu.Unlock()
 	var out []stream.Record
 	for _, v := range r.Verdicts {
 		out = append(out, stream.Record{Topic: "verdicts", Key: []byte(v.RequestID), Value: []byte(v.EventID + "/" + v.CompletedAt.String())})
@@ -122,6 +127,28 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 				t.Error("the re-sent events are still held after they were written")
 			}
 		})
+	}
+}
+
+// TestEncodeRunsOnTheHandlersContext: encoding may ask the cluster (the
+// callback topic's limit), so it runs on the handler's context: the drain
+// deadline and the shutdown reach it.
+func TestEncodeRunsOnTheHandlersContext(t *testing.T) {
+	p, pub, m := handleFixture(t, &countingEngine{res: passResult()}, nil)
+	type key struct{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "the handler's"))
+	if err := p.Handle(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	pub.mu.Lock()
+	got := pub.encodeCtx
+	pub.mu.Unlock()
+	if got == nil || got.Value(key{}) != "the handler's" {
+		t.Fatalf("Encode ran on %v, not on the handler's context", got)
+	}
+	cancel()
+	if got.Err() == nil {
+		t.Error("the context Encode ran on outlives the handler's")
 	}
 }
 

@@ -61,7 +61,7 @@ func TestEncodeCallback(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := p.Encode(Result{Summary: summary, Trace: trace, Callback: tc.cb})
+			recs, err := p.Encode(t.Context(), Result{Summary: summary, Trace: trace, Callback: tc.cb})
 			if (err == nil) != tc.wantEncodeOK {
 				t.Fatalf("Encode: %v, want success %v", err, tc.wantEncodeOK)
 			}
@@ -104,7 +104,7 @@ func TestEncodeCallback(t *testing.T) {
 // be one of its own.
 func TestCallbackTopicConfig(t *testing.T) {
 	p := offlineProducer(t, "")
-	if _, err := p.Encode(Result{Summary: schemas.SummaryEvent{EventID: "a/b", TenantID: "a", RequestID: "b"}, Callback: &Callback{URL: "https://x.example.com", Payload: []byte(`{}`)}}); err == nil {
+	if _, err := p.Encode(t.Context(), Result{Summary: schemas.SummaryEvent{EventID: "a/b", TenantID: "a", RequestID: "b"}, Callback: &Callback{URL: "https://x.example.com", Payload: []byte(`{}`)}}); err == nil {
 		t.Error("a callback encoded without a callback topic")
 	}
 	cfg := Config{Client: p.cfg.Client, CallbackTopic: "rulevalidator.summaries"}
@@ -152,7 +152,7 @@ func TestOversizedCallbackIsWrittenWithoutVerdicts(t *testing.T) {
 		{"large", []byte(`{"result":{"verdicts":[{"rationale":"` + strings.Repeat("y", 100<<10) + `"}]}}`)},
 	} {
 		summary := schemas.SummaryEvent{EventID: "acme/" + tc.id, RequestID: tc.id, TenantID: "acme", RulesetID: "rs", Status: schemas.StatusCompleted, StartedAt: at, CompletedAt: at}
-		recs, err := prod.Encode(Result{Summary: summary, Callback: &Callback{URL: "https://hooks.example.com/" + tc.id, Payload: tc.payload, Fallback: fallback}})
+		recs, err := prod.Encode(ctx, Result{Summary: summary, Callback: &Callback{URL: "https://hooks.example.com/" + tc.id, Payload: tc.payload, Fallback: fallback}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestOversizedCallbackIsWrittenWithoutVerdicts(t *testing.T) {
 	}
 
 	got := make(chan stream.Record, 2)
-	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{callbacks}, Handle: func(r stream.Record) { got <- r }})
+	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{callbacks}, Handle: func(_ context.Context, r stream.Record) { got <- r }})
 	if err != nil {
 		t.Fatal(err)
 	}

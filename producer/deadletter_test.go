@@ -131,7 +131,7 @@ func testOversizedDeadLetter(t *testing.T, withStorage bool) {
 
 	// The dead letter, read back.
 	got := make(chan stream.Record, 1)
-	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{deadLetters}, Handle: func(r stream.Record) { got <- r }})
+	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{deadLetters}, Handle: func(_ context.Context, r stream.Record) { got <- r }})
 	if err != nil {
 		t.Fatal(err)
 	}

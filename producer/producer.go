@@ -235,8 +235,9 @@ const limitTimeout = 5 * time.Second
 // Encode turns a result into the messages to write: the verdicts in rule
 // order, then the summary, all keyed by the request id, then the callback.
 // Encoding is separate from writing so a redelivered request can be answered
-// with the very same bytes.
-func (p *Producer) Encode(r Result) ([]stream.Record, error) {
+// with the very same bytes. ctx bounds asking the cluster for the callback
+// topic's limit, when it was not read before.
+func (p *Producer) Encode(ctx context.Context, r Result) ([]stream.Record, error) {
 	msgs := make([]stream.Record, 0, len(r.Verdicts)+2)
 	for i := range r.Verdicts {
 		v := &r.Verdicts[i]
@@ -253,7 +254,7 @@ func (p *Producer) Encode(r Result) ([]stream.Record, error) {
 	}
 	msgs = append(msgs, m)
 	if r.Callback != nil {
-		cb, err := p.callbackRecord(r.Callback, s, r.Trace)
+		cb, err := p.callbackRecord(ctx, r.Callback, s, r.Trace)
 		if err != nil {
 			return nil, err
 		}
@@ -266,7 +267,7 @@ func (p *Producer) Encode(r Result) ([]stream.Record, error) {
 // value, keyed by the event id (tenant/request_id) that receivers de-duplicate
 // on, the URL and the event id in headers. A payload too large for the topic
 // is replaced by cb.Fallback, marked by HeaderCallbackVerdictsOmitted.
-func (p *Producer) callbackRecord(cb *Callback, s *schemas.SummaryEvent, trace []stream.Header) (stream.Record, error) {
+func (p *Producer) callbackRecord(ctx context.Context, cb *Callback, s *schemas.SummaryEvent, trace []stream.Header) (stream.Record, error) {
 	if p.cfg.CallbackTopic == "" {
 		return stream.Record{}, fmt.Errorf("producer: request %q has a callback but no callback topic is configured", s.EventID)
 	}
@@ -285,7 +286,7 @@ func (p *Producer) callbackRecord(cb *Callback, s *schemas.SummaryEvent, trace [
 	if cb.Fallback == nil {
 		return rec, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), limitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, limitTimeout)
 	defer cancel()
 	limit, err := p.w.MaxRecordBytes(ctx, p.cfg.CallbackTopic)
 	if err != nil {

@@ -232,7 +232,7 @@ func (t *Topic) readyNow() bool {
 
 // apply takes one record into the rulesets held; a record that is not a valid
 // ruleset for its key is logged and skipped.
-func (t *Topic) apply(msg stream.Record) {
+func (t *Topic) apply(ctx context.Context, msg stream.Record) {
 	partition := msg.Partition
 	pos := position{partition: partition, offset: msg.Offset, time: msg.Time}
 	id := string(msg.Key)
@@ -283,7 +283,7 @@ func (t *Topic) apply(msg stream.Record) {
 	if ready {
 		level = slog.LevelInfo
 	}
-	log.Log(context.Background(), level, "registry: ruleset loaded", "ruleset_version", rs.Version, "latest", newest)
+	log.Log(ctx, level, "registry: ruleset loaded", "ruleset_version", rs.Version, "latest", newest)
 }
 
 func (t *Topic) delete(log *slog.Logger, id string, pos position) {

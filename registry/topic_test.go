@@ -81,7 +81,7 @@ func TestTopicRecords(t *testing.T) {
 		// The id may be left out of the value: the key gives it.
 		record(14, "keyed", []byte(`{"version": "1", "rules": [{"rule_id": "r1", "rule_text": "keyed by the record"}]}`)),
 	} {
-		tp.apply(msg)
+		tp.apply(t.Context(), msg)
 	}
 
 	wantResolves(t, tp, "review", "", "rule of review version ")
@@ -133,16 +133,16 @@ func TestTopicOrdersPartitionsByTime(t *testing.T) {
 	}
 	v := func(version string) []byte { return rulesetJSON(t, newRuleset("review", version)) }
 
-	tp.apply(at(1, 0, 200, "2", v("2")))
-	tp.apply(at(0, 50, 100, "1", v("1"))) // read later, written earlier
+	tp.apply(t.Context(), at(1, 0, 200, "2", v("2")))
+	tp.apply(t.Context(), at(0, 50, 100, "1", v("1"))) // read later, written earlier
 	wantResolves(t, tp, "review", "", "rule of review version 2")
 	wantResolves(t, tp, "review", "1", "rule of review version 1")
 
-	tp.apply(at(0, 51, 150, "", nil)) // a stale tombstone
+	tp.apply(t.Context(), at(0, 51, 150, "", nil)) // a stale tombstone
 	wantResolves(t, tp, "review", "", "rule of review version 2")
-	tp.apply(at(0, 52, 300, "", nil)) // a newer one
+	tp.apply(t.Context(), at(0, 52, 300, "", nil)) // a newer one
 	wantUnknown(t, tp, "review", "", `unknown ruleset "review"`)
-	tp.apply(at(1, 1, 250, "3", v("3"))) // older than the tombstone
+	tp.apply(t.Context(), at(1, 1, 250, "3", v("3"))) // older than the tombstone
 	wantUnknown(t, tp, "review", "", `unknown ruleset "review"`)
 }
 
@@ -151,7 +151,7 @@ func TestTopicOrdersPartitionsByTime(t *testing.T) {
 // context when that ends first.
 func TestTopicWaitsUntilRead(t *testing.T) {
 	tp, _ := newTestTopic(t)
-	tp.apply(record(0, "review", rulesetJSON(t, newRuleset("review", "1"))))
+	tp.apply(t.Context(), record(0, "review", rulesetJSON(t, newRuleset("review", "1"))))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"golang.org/x/sync/singleflight"
@@ -326,8 +327,15 @@ func (s *Serde) decodeConfluent(ctx context.Context, value []byte) (Event, error
 	return ev, withFormat(err, FormatConfluent, id)
 }
 
+// registryTimeout bounds one schema fetch, shared by every decode waiting
+// for it.
+const registryTimeout = 30 * time.Second
+
 // schemaByID returns the writer's schema for a registry id, asking the
-// registry once per id and caching what it says.
+// registry once per id and caching what it says. The fetch is shared by every
+// caller waiting for the id, so it runs detached from any one of them (with
+// its own timeout): a caller whose ctx ends (a drain) stops waiting, the
+// others and the fetch go on.
 func (s *Serde) schemaByID(ctx context.Context, id int) (*Schema, error) {
 	s.mu.RLock()
 	schema, ok := s.byID[id]
@@ -335,14 +343,17 @@ func (s *Serde) schemaByID(ctx context.Context, id int) (*Schema, error) {
 	if ok {
 		return schema, nil
 	}
-	v, err, _ := s.fetch.Do(strconv.Itoa(id), func() (any, error) {
+	shared := context.WithoutCancel(ctx)
+	fetched := s.fetch.DoChan(strconv.Itoa(id), func() (any, error) {
 		s.mu.RLock()
 		schema, ok := s.byID[id]
 		s.mu.RUnlock()
 		if ok {
 			return schema, nil
 		}
-		schema, err := s.fetchSchema(ctx, id)
+		fctx, cancel := context.WithTimeout(shared, registryTimeout)
+		defer cancel()
+		schema, err := s.fetchSchema(fctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -351,10 +362,15 @@ func (s *Serde) schemaByID(ctx context.Context, id int) (*Schema, error) {
 		s.mu.Unlock()
 		return schema, nil
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case r := <-fetched:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*Schema), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("schemas: fetching schema id %d: %w", id, context.Cause(ctx))
 	}
-	return v.(*Schema), nil
 }
 
 func (s *Serde) fetchSchema(ctx context.Context, id int) (*Schema, error) {
@@ -367,9 +383,7 @@ func (s *Serde) fetchSchema(ctx context.Context, id int) (*Schema, error) {
 		if errors.As(err, &re) && (re.StatusCode == http.StatusNotFound || re.ErrorCode == sr.ErrSchemaNotFound.Code) {
 			return nil, fail("schema id %d is not in the schema registry", id)
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("schemas: fetching schema id %d: %w", id, ctxErr)
-		}
+		// ctx is the fetch's own: its end is the registry not answering in time.
 		return nil, fmt.Errorf("%w: fetching schema id %d: %v", ErrRegistryUnavailable, id, err)
 	}
 	if got.Type != sr.TypeAvro {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -261,6 +262,77 @@ func TestSerdeConfluentFetchesOnce(t *testing.T) {
 	}
 	if n := reg.byID.Load(); n != 1 {
 		t.Errorf("%d schema-by-id requests, want 1", n)
+	}
+}
+
+// TestSerdeConfluentSharedFetchOutlivesItsFirstCaller: the registry fetch
+// that concurrent decodes of one unknown id share is not the first caller's:
+// that caller giving up (its context ends at a drain) returns at once and
+// fails none of the others, who get the schema once the registry answers,
+// from the one request.
+func TestSerdeConfluentSharedFetchOutlivesItsFirstCaller(t *testing.T) {
+	reg := newFakeRegistry(t)
+	value, _, err := newConfluentSerde(t, reg).Encode("rv.verdicts", fullVerdict())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewSerde(context.Background(), SerdeConfig{Registry: reg.client(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}, 8), make(chan struct{})
+	var releaseOnce sync.Once
+	answer := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(answer)
+	reg.Intercept(func(_ http.ResponseWriter, r *http.Request) bool { // counted by newFakeRegistry's own
+		if strings.HasPrefix(r.URL.Path, "/schemas/ids/") {
+			arrived <- struct{}{}
+			<-release // a slow registry
+		}
+		return false
+	})
+	decode := func(ctx context.Context) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := d.Decode(ctx, "rv.verdicts", value, nil)
+			done <- err
+		}()
+		return done
+	}
+
+	firstCtx, cancelFirst := context.WithCancel(context.Background())
+	defer cancelFirst()
+	first := decode(firstCtx)
+	<-arrived
+	waiter := decode(context.Background())
+	time.Sleep(100 * time.Millisecond) // the waiter joins the fetch in flight
+
+	cancelFirst()
+	select {
+	case err := <-first:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the cancelled caller got %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled caller kept waiting for the registry")
+	}
+	select {
+	case err := <-waiter:
+		t.Fatalf("the waiter returned (%v) when the first caller gave up; want it still waiting", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	answer()
+	select {
+	case err := <-waiter:
+		if err != nil {
+			t.Fatalf("the waiter: %v, want the schema", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the schema once the registry answered")
+	}
+	if n := reg.byID.Load(); n != 1 {
+		t.Errorf("%d schema-by-id requests, want 1 shared by both callers", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -61,7 +62,7 @@ func TestGroupConfigValidate(t *testing.T) {
 }
 
 func TestReaderProgress(t *testing.T) {
-	r, err := NewReader(ReaderConfig{Client: mustClient(t, "k:1"), Topics: []string{"a", "b"}, Handle: func(Record) {}})
+	r, err := NewReader(ReaderConfig{Client: mustClient(t, "k:1"), Topics: []string{"a", "b"}, Handle: func(context.Context, Record) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,14 +94,5 @@ func TestReaderProgress(t *testing.T) {
 	case <-r.Ready():
 	default:
 		t.Fatalf("not ready once every first-listed partition caught up: %s", r.Lagging())
-	}
-}
-
-func TestBackoffFor(t *testing.T) {
-	want := []string{"100ms", "200ms", "400ms", "800ms", "1.6s", "3.2s", "5s", "5s"}
-	for i, w := range want {
-		if got := backoffFor(i + 1).String(); got != w {
-			t.Errorf("backoffFor(%d) = %s, want %s", i+1, got, w)
-		}
 	}
 }

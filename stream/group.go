@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"rulevalidator/internal/backoff"
 )
 
 // Start says where a partition is read from when nothing tells otherwise (no committed
@@ -402,22 +403,19 @@ func (gen *Generation) fetchPartition(ctx context.Context, partition int, offset
 		<-ctx.Done()
 		return
 	}
-	backoff := fetchBackoffMin
+	fetchBackoff := backoff.Policy{Initial: fetchBackoffMin, Max: fetchBackoffMax}
 	for {
-		m, err := r.FetchMessage(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			wait := jitter(backoff)
+		var m kafka.Message
+		err := fetchBackoff.Retry(ctx, func(int) error {
+			var err error
+			m, err = r.FetchMessage(ctx)
+			return err
+		}, backoff.OnRetry(func(_ int, wait time.Duration, err error) {
 			gen.group.log.Warn("fetching failed; retrying", "partition", partition, "err", err, "retry_in", wait)
-			if !sleep(ctx, wait) {
-				return
-			}
-			backoff = min(2*backoff, fetchBackoffMax)
-			continue
+		}))
+		if err != nil {
+			return // only ctx ends an unbounded retry
 		}
-		backoff = fetchBackoffMin
 		select {
 		case gen.records <- fromKafka(m):
 		case <-ctx.Done():
@@ -457,27 +455,5 @@ func (gen *Generation) heartbeatWhileDraining(stop <-chan struct{}) {
 		if err != nil && !errors.Is(err, kafka.RebalanceInProgress) {
 			gen.group.log.Debug("heartbeat while draining", "generation", gen.ID, "err", err)
 		}
-	}
-}
-
-// jitter picks a duration in [d/2, d] ("equal jitter"), so that clients failing together do
-// not retry in lockstep.
-func jitter(d time.Duration) time.Duration {
-	half := d / 2
-	return half + rand.N(d-half+1)
-}
-
-// sleep waits d or until ctx ends, and says whether the full wait passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

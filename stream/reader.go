@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"rulevalidator/internal/backoff"
 )
 
 // Defaults for ReaderConfig's zero fields.
@@ -23,7 +25,9 @@ const (
 const (
 	// readerFetchWait is how long the broker holds a fetch open when there is nothing new; it
 	// also bounds how long a reader takes to notice ctx ending.
-	readerFetchWait  = 500 * time.Millisecond
+	readerFetchWait = 500 * time.Millisecond
+	// readerBackoffMin and readerBackoffMax bound the pause before a reconnect or a listing
+	// after a broker failure.
 	readerBackoffMin = 100 * time.Millisecond
 	readerBackoffMax = 5 * time.Second
 )
@@ -38,10 +42,11 @@ type ReaderConfig struct {
 	// FromStart). Partitions added later are read from their first offset: all they hold is
 	// newer than the Reader.
 	Start Start
-	// Handle receives every record, in offset order within a partition. It is called from one
-	// goroutine per partition, so it must be safe for concurrent use; while it runs, its
-	// partition waits. Required.
-	Handle func(Record)
+	// Handle receives every record, in offset order within a partition, with a context that
+	// ends when Run's does: a handler that blocks (on a consumer of its own, a schema
+	// registry) returns then, and Run with it. It is called from one goroutine per partition,
+	// so it must be safe for concurrent use; while it runs, its partition waits. Required.
+	Handle func(ctx context.Context, r Record)
 	// PartitionRefresh is how often the topics are listed again for added partitions
 	// (default DefaultPartitionRefresh).
 	PartitionRefresh time.Duration
@@ -104,8 +109,9 @@ func (c *ReaderConfig) Validate() error {
 // Read from the start, a compacted topic is a table: Ready says when every partition has
 // been read up to where it ended when the Reader first reached it.
 type Reader struct {
-	cfg ReaderConfig
-	log *slog.Logger
+	cfg   ReaderConfig
+	log   *slog.Logger
+	retry backoff.Policy
 
 	ready chan struct{} // closed once every partition of the first listing caught up
 
@@ -140,6 +146,7 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	return &Reader{
 		cfg:   cfg,
 		log:   cfg.Logger.With("component", "kafka-reader", "topics", strings.Join(cfg.Topics, ",")),
+		retry: backoff.Policy{Initial: readerBackoffMin, Max: readerBackoffMax},
 		ready: make(chan struct{}),
 		parts: make(map[topicPartition]*partitionProgress),
 	}, nil
@@ -150,24 +157,23 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 func (r *Reader) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wait := time.Duration(0)
-	for attempt := 1; ; {
-		if !sleep(ctx, wait) {
-			return nil
-		}
-		parts, err := r.cfg.Client.partitions(ctx, r.cfg.Topics...)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			wait = backoffFor(attempt)
-			attempt++
+	for {
+		var parts map[string][]int
+		err := r.retry.Retry(ctx, func(int) error {
+			var err error
+			parts, err = r.cfg.Client.partitions(ctx, r.cfg.Topics...)
+			return err
+		}, backoff.OnRetry(func(_ int, wait time.Duration, err error) {
 			r.log.Warn("cannot list the partitions; retrying", "retry_in", wait, "err", err)
-			continue
+		}))
+		if err != nil {
+			return nil // only ctx ends an unbounded retry
 		}
-		attempt, wait = 1, r.cfg.PartitionRefresh
 		for _, tp := range r.add(parts) {
 			wg.Go(func() { r.readPartition(ctx, tp) })
+		}
+		if backoff.Sleep(ctx, r.cfg.PartitionRefresh) != nil {
+			return nil
 		}
 	}
 }
@@ -259,28 +265,34 @@ func (r *Reader) add(parts map[string][]int) []topicPartition {
 }
 
 // readPartition reads one partition until ctx ends, reconnecting with backoff, and resuming
-// where it stopped, after any failure.
+// where it stopped, after any failure. A connection that read something ends a round of
+// retries: it is reconnected at once, and failures after that back off from the minimum again.
 func (r *Reader) readPartition(ctx context.Context, tp topicPartition) {
 	next := int64(-1)
-	for attempt := 1; ; attempt++ {
-		conn, err := r.dialLeader(ctx, tp)
-		if err == nil {
-			var progressed bool
-			progressed, err = r.consume(ctx, conn, tp, &next)
-			conn.Close()
-			if progressed {
-				attempt = 1
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		wait := backoffFor(attempt)
+	logFailure := func(wait time.Duration, err error) {
 		r.log.Warn("reading failed; reconnecting", "topic", tp.topic, "partition", tp.partition, "next_offset", next, "retry_in", wait, "err", err)
-		if !sleep(ctx, wait) {
-			return
-		}
 	}
+	for ctx.Err() == nil {
+		_ = r.retry.Retry(ctx, func(int) error {
+			progressed, err := r.session(ctx, tp, &next)
+			if progressed && ctx.Err() == nil {
+				logFailure(0, err)
+				return nil
+			}
+			return err
+		}, backoff.OnRetry(func(_ int, wait time.Duration, err error) { logFailure(wait, err) }))
+	}
+}
+
+// session connects to tp's leader and reads from *next on until the connection fails or ctx
+// ends; progressed says whether any fetch succeeded.
+func (r *Reader) session(ctx context.Context, tp topicPartition, next *int64) (progressed bool, err error) {
+	conn, err := r.dialLeader(ctx, tp)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	return r.consume(ctx, conn, tp, next)
 }
 
 func (r *Reader) dialLeader(ctx context.Context, tp topicPartition) (*kafka.Conn, error) {
@@ -351,7 +363,7 @@ func (r *Reader) consume(ctx context.Context, conn *kafka.Conn, tp topicPartitio
 			}
 			rec := fromKafka(msg)
 			rec.Topic, rec.Partition, rec.HighWaterMark = tp.topic, tp.partition, hwm
-			r.cfg.Handle(rec)
+			r.cfg.Handle(ctx, rec)
 		}
 		if err := batch.Close(); err != nil {
 			if ctx.Err() != nil {
@@ -399,14 +411,4 @@ func (r *Reader) markReady() {
 	r.isReady = true
 	close(r.ready)
 	r.log.Info("read to the end", "partitions", len(r.parts))
-}
-
-// backoffFor is the wait before retry attempt (1-based): doubling from readerBackoffMin up
-// to readerBackoffMax.
-func backoffFor(attempt int) time.Duration {
-	d := readerBackoffMin
-	for i := 1; i < attempt && d < readerBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, readerBackoffMax)
 }

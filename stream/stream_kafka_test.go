@@ -55,3 +55,51 @@ func TestWriterFollowsTopicLimits(t *testing.T) {
 		t.Errorf("NewWriter on a missing topic: %v, want ErrUnknownTopic", err)
 	}
 }
+
+// TestReaderHandlerEndsWithRun: Handle gets a context that ends with Run's, so a handler
+// blocked on its own work (a full consumer, a schema registry) returns when the Reader is
+// stopped, and Run with it.
+func TestReaderHandlerEndsWithRun(t *testing.T) {
+	bootstrap := kafkatest.Broker(t)
+	topic := kafkatest.UniqueTopic(t, "reader-ctx")
+	kafkatest.CreateTopic(t, bootstrap, topic, 1)
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{bootstrap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := stream.NewWriter(t.Context(), stream.WriterConfig{Client: client, Topics: []string{topic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Write(t.Context(), stream.Record{Topic: topic, Key: []byte("k"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+
+	handling := make(chan struct{})
+	r, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{topic}, Handle: func(ctx context.Context, _ stream.Record) {
+		close(handling)
+		<-ctx.Done() // blocked on work of its own until the Reader stops
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(ctx) }()
+	select {
+	case <-handling:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the record was not handed to the handler")
+	}
+	cancel()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return once stopped: the handler's context did not end")
+	}
+}

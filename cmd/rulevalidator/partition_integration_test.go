@@ -77,7 +77,7 @@ func TestOneRequestIDOnePartition(t *testing.T) {
 		where = map[string]map[int]int{} // key → partition → records
 		total int
 	)
-	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{topic}, Handle: func(r stream.Record) {
+	reader, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{topic}, Handle: func(_ context.Context, r stream.Record) {
 		mu.Lock()
 		defer mu.Unlock()
 		if where[string(r.Key)] == nil {

@@ -364,10 +364,12 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 
+	retry := consumer.RetryPolicy{Initial: cfg.retryBackoff, Max: cfg.retryBackoffMax}
+	deadLetters := svc.metrics.CountDeadLetters(prod)
 	handler := consumer.Chain(pipe.Handle,
 		pipe.ReleaseHolds,
-		consumer.Retry(consumer.RetryPolicy{Initial: cfg.retryBackoff, Max: cfg.retryBackoffMax}, logger),
-		consumer.DeadLetter(svc.metrics.CountDeadLetters(prod), logger),
+		consumer.Retry(retry, logger),
+		consumer.DeadLetter(deadLetters, logger),
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
@@ -392,7 +394,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	g.Go(func() error { return cons.Run(gctx) })
 	if svc.notifier != nil {
-		callbacks, err := callbackConsumer(cfg, svc, logger)
+		callbacks, err := callbackConsumer(cfg, svc, deadLetters, retry, logger)
 		if err != nil {
 			return err
 		}
@@ -403,8 +405,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 
 // callbackConsumer reads the callback topic in its own group and delivers each
 // callback, committing it once delivered or given up (package outbox). A
-// delivery waiting to retry gives its slot up at the drain, uncommitted.
-func callbackConsumer(cfg serveConfig, svc *services, logger *slog.Logger) (*consumer.Consumer, error) {
+// delivery waiting to retry gives its slot up at the drain, uncommitted; one
+// that panics is dead-lettered as a request that panics is, retry shaping the
+// retries of a failed dead-letter publish.
+func callbackConsumer(cfg serveConfig, svc *services, deadLetters consumer.DeadLetterPublisher, retry consumer.RetryPolicy, logger *slog.Logger) (*consumer.Consumer, error) {
 	// Lag and committed offsets are labelled by topic; in-flight and handler
 	// timings stay the requests' own.
 	hooks := svc.metrics.ConsumerHooks(cfg.callbacksTopic)
@@ -418,7 +422,7 @@ func callbackConsumer(cfg serveConfig, svc *services, logger *slog.Logger) (*con
 		SessionTimeout: cfg.sessionTimeout,
 		Logger:         logger,
 		Hooks:          hooks,
-	}, outbox.Handler(svc.notifier, logger))
+	}, outbox.Handler(svc.notifier, deadLetters, retry, logger))
 	if err != nil {
 		return nil, fmt.Errorf("%w: callbacks: %v", errConfig, err)
 	}

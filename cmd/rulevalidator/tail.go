@@ -168,7 +168,7 @@ func readTopics(ctx context.Context, client *stream.Client, topics []string, sta
 		Client: client,
 		Topics: topics,
 		Start:  start,
-		Handle: func(m stream.Record) {
+		Handle: func(ctx context.Context, m stream.Record) {
 			select {
 			case out <- m:
 			case <-ctx.Done():

@@ -307,7 +307,7 @@ func newTailTopicsEnv(t *testing.T) *tailTopicsEnv {
 // publish writes a request's verdicts and summary as the service does.
 func (e *tailTopicsEnv) publish(t *testing.T, id string) {
 	t.Helper()
-	msgs, err := e.prod.Encode(producer.Result{Verdicts: tailVerdicts(id), Summary: tailSummary(id)})
+	msgs, err := e.prod.Encode(t.Context(), producer.Result{Verdicts: tailVerdicts(id), Summary: tailSummary(id)})
 	if err != nil {
 		t.Fatal(err)
 	}

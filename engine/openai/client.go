@@ -15,14 +15,16 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/backoff"
 )
 
 // Client is an engine.LLM backed by an OpenAI-compatible chat completions
 // endpoint. It is safe for concurrent use.
 type Client struct {
-	cfg Config
-	api *goopenai.Client
-	log *slog.Logger
+	cfg   Config
+	api   *goopenai.Client
+	log   *slog.Logger
+	retry backoff.Policy
 
 	mu sync.Mutex
 	// formats holds, per model, the strongest response format the server
@@ -45,6 +47,7 @@ func New(cfg Config) (*Client, error) {
 		cfg:     cfg,
 		api:     goopenai.NewClientWithConfig(oc),
 		log:     cfg.Logger,
+		retry:   backoff.Policy{Initial: cfg.BaseDelay, Max: cfg.MaxDelay, MaxAttempts: cfg.MaxAttempts, MaxElapsed: cfg.MaxElapsed},
 		formats: map[string]engine.ResponseFormat{},
 	}, nil
 }
@@ -131,61 +134,78 @@ func (c *Client) startFormat(req engine.ChatRequest) (engine.ResponseFormat, err
 }
 
 // callWithRetries sends req in format until it succeeds, fails for good, or
-// the server refuses the format (refused is then set and err is nil).
+// the server refuses the format (refused is then set and err is nil). The
+// retry budget (MaxElapsed) counts from start, the call's first attempt in
+// any format.
 func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, format engine.ResponseFormat, start time.Time) (resp engine.ChatResponse, refused *failure, err error) {
 	creq := buildRequest(req, format)
-	for n := 1; ; n++ {
-		out, f := c.attempt(ctx, creq, req.Model, format, n, c.schemaHint(req, format))
+	hint := c.schemaHint(req, format)
+	var last *failure // the last transient failure
+	err = c.retry.Retry(ctx, func(n int) error {
+		out, f := c.attempt(ctx, creq, req.Model, format, n, hint)
 		if f == nil {
-			return c.toChatResponse(out, req.Model, format), nil, nil
+			resp = c.toChatResponse(out, req.Model, format)
+			return nil
 		}
 		if ctx.Err() != nil {
-			return engine.ChatResponse{}, nil, fmt.Errorf("openai: call abandoned during attempt %d: %w", n, ctx.Err())
+			return backoff.Permanent(fmt.Errorf("openai: call abandoned during attempt %d: %w", n, ctx.Err()))
 		}
 		switch f.kind {
 		case formatRefused:
-			return engine.ChatResponse{}, f, nil
-		case environment:
-			return engine.ChatResponse{}, nil, &chatError{
-				msg:   fmt.Sprintf("%s: %s", engine.ErrLLMUnavailable, f.reason),
-				kind:  engine.ErrLLMUnavailable,
-				cause: f.cause,
-				fault: f.fault,
-			}
-		case permanent:
-			return engine.ChatResponse{}, nil, &chatError{
-				msg:   fmt.Sprintf("%s: %s", engine.ErrLLMRejected, f.reason),
-				kind:  engine.ErrLLMRejected,
-				cause: f.cause,
-			}
+			refused = f
+			return backoff.Permanent(attemptError{f})
+		case environment, permanent:
+			return backoff.Permanent(f.chatError())
 		}
-		elapsed := time.Since(start)
-		wait, retry, why := c.nextWait(n, f, elapsed)
-		if !retry {
-			return engine.ChatResponse{}, nil, &chatError{
-				msg: fmt.Sprintf("%s after %d %s over %s%s: last error: %s",
-					engine.ErrLLMUnavailable, n, plural(n, "attempt", "attempts"), roundDuration(elapsed), why, f.reason),
-				kind:  engine.ErrLLMUnavailable,
-				cause: f.cause,
-				fault: CauseModelUnavailable,
-			}
-		}
-		level := slog.LevelWarn
-		if f.status == http.StatusTooManyRequests {
-			level = slog.LevelInfo // rate limiting is back-pressure, not a fault
-		}
-		attrs := []any{"model", req.Model, "attempt", n, "max_attempts", c.cfg.MaxAttempts, "wait", wait, "error", f.reason}
-		if f.status != 0 {
-			attrs = append(attrs, "status", f.status)
-		}
+		last = f
+		var asked time.Duration
 		if f.hasRetryAfter {
-			attrs = append(attrs, "retry_after", f.retryAfter)
+			asked = f.retryAfter
 		}
-		c.log.Log(ctx, level, "openai: retrying chat completion", attrs...)
-		if err := c.cfg.Sleep(ctx, wait); err != nil {
-			return engine.ChatResponse{}, nil, fmt.Errorf("openai: call abandoned waiting to retry after %d %s (last error: %s): %w",
-				n, plural(n, "attempt", "attempts"), f.reason, err)
-		}
+		return backoff.RetryAfter(attemptError{f}, asked)
+	},
+		backoff.Since(start),
+		backoff.WithSleep(c.cfg.Sleep),
+		backoff.OnRetry(func(n int, wait time.Duration, _ error) {
+			level := slog.LevelWarn
+			if last.status == http.StatusTooManyRequests {
+				level = slog.LevelInfo // rate limiting is back-pressure, not a fault
+			}
+			attrs := []any{"model", req.Model, "attempt", n, "max_attempts", c.cfg.MaxAttempts, "wait", wait, "error", last.reason}
+			if last.status != 0 {
+				attrs = append(attrs, "status", last.status)
+			}
+			if last.hasRetryAfter {
+				attrs = append(attrs, "retry_after", last.retryAfter)
+			}
+			c.log.Log(ctx, level, "openai: retrying chat completion", attrs...)
+		}))
+	if refused != nil {
+		return engine.ChatResponse{}, refused, nil
+	}
+	gaveUp, ok := errors.AsType[*backoff.GiveUpError](err)
+	if !ok {
+		return resp, nil, err
+	}
+	n := gaveUp.Attempts
+	var why string
+	switch {
+	case gaveUp.RetryAfter > 0:
+		why = fmt.Sprintf(" (the server asked to wait %s, more than the %s left of the %s retry budget)",
+			roundDuration(gaveUp.RetryAfter), roundDuration(c.cfg.MaxElapsed-gaveUp.Elapsed), c.cfg.MaxElapsed)
+	case errors.Is(gaveUp.Reason, backoff.ErrElapsed):
+		why = fmt.Sprintf(" (retry budget of %s spent)", c.cfg.MaxElapsed)
+	case !errors.Is(gaveUp.Reason, backoff.ErrAttempts):
+		// The wait for the next attempt ended with ctx.
+		return engine.ChatResponse{}, nil, fmt.Errorf("openai: call abandoned waiting to retry after %d %s (last error: %s): %w",
+			n, plural(n, "attempt", "attempts"), last.reason, gaveUp.Reason)
+	}
+	return engine.ChatResponse{}, nil, &chatError{
+		msg: fmt.Sprintf("%s after %d %s over %s%s: last error: %s",
+			engine.ErrLLMUnavailable, n, plural(n, "attempt", "attempts"), roundDuration(gaveUp.Elapsed), why, last.reason),
+		kind:  engine.ErrLLMUnavailable,
+		cause: last.cause,
+		fault: CauseModelUnavailable,
 	}
 }
 
@@ -382,6 +402,15 @@ func (e *chatError) Unwrap() []error {
 		return []error{e.kind}
 	}
 	return []error{e.kind, e.cause}
+}
+
+// chatError is the error that ends a call on f, an environment failure
+// (ErrLLMUnavailable, with its fault) or a permanent one (ErrLLMRejected).
+func (f *failure) chatError() error {
+	if f.kind == environment {
+		return &chatError{msg: fmt.Sprintf("%s: %s", engine.ErrLLMUnavailable, f.reason), kind: engine.ErrLLMUnavailable, cause: f.cause, fault: f.fault}
+	}
+	return &chatError{msg: fmt.Sprintf("%s: %s", engine.ErrLLMRejected, f.reason), kind: engine.ErrLLMRejected, cause: f.cause}
 }
 
 // rejectedLocally is an ErrLLMRejected for a request that is not sent.

@@ -285,11 +285,24 @@ func TestChatFailures(t *testing.T) {
 		{
 			name: "retry-after-ms wins over Retry-After",
 			replies: []llmfake.Reply{
-				{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "2", "retry-after-ms": "250"}},
+				{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "2", "retry-after-ms": "1250"}},
 				ok,
 			},
 			wantRequests: 2,
-			checkWaits:   exactWaits(250 * time.Millisecond),
+			checkWaits:   exactWaits(1250 * time.Millisecond),
+		},
+		{
+			name: "a Retry-After shorter than the backoff waits the backoff",
+			replies: []llmfake.Reply{
+				{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}},
+				ok,
+			},
+			wantRequests: 2,
+			checkWaits: func(t *testing.T, ws []time.Duration) {
+				if len(ws) != 1 || ws[0] < 250*time.Millisecond || ws[0] > 500*time.Millisecond {
+					t.Errorf("waits = %v, want one within the first backoff [250ms, 500ms]", ws)
+				}
+			},
 		},
 		{
 			name:         "503 twice, then success",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/backoff"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -45,8 +46,8 @@ type Config struct {
 	// after it (default 5m).
 	MaxElapsed time.Duration
 	// BaseDelay and MaxDelay shape the backoff between attempts: the n-th
-	// wait is drawn uniformly from [0, min(MaxDelay, BaseDelay·2^(n-1))]
-	// (defaults 500ms and 30s).
+	// wait is drawn uniformly from [c/2, c], c = min(MaxDelay,
+	// BaseDelay·2^(n-1)) (defaults 500ms and 30s; see internal/backoff).
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// Format is the strongest response format to ask for; "" starts at
@@ -64,7 +65,8 @@ type Config struct {
 	OmitSchemaHint bool
 	// Logger receives retry and fallback logs; nil uses slog.Default().
 	Logger *slog.Logger
-	// Sleep waits d or until ctx is done; nil uses a timer. Tests inject it.
+	// Sleep waits d or until ctx is done; nil uses backoff.Sleep. Tests
+	// inject it.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnAttempt, when set, is called once after every HTTP attempt of every
 	// Chat call: each retry and each response-format fallback is an attempt
@@ -123,7 +125,7 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.Default()
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleep
+		c.Sleep = backoff.Sleep
 	}
 }
 
@@ -161,19 +163,4 @@ func (c Config) Validate() error {
 			c.Format, engine.FormatJSONSchema, engine.FormatJSONObject, engine.FormatText)
 	}
 	return nil
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

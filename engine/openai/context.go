@@ -25,7 +25,9 @@ var _ engine.ContextWindower = (*Client)(nil)
 // entries that carry max_model_len (vLLM), context_length or
 // max_context_length. Servers that say nothing (the OpenAI API,
 // llama-cpp-python) yield ErrContextUnknown; callers fall back to
-// configuration.
+// configuration. A server that refuses this service (its API key, 401 or
+// 403, or its TLS certificate) answers every call the same way: that is
+// returned at once, as Chat returns it, permanent (see Permanent).
 func (c *Client) ContextWindow(ctx context.Context, model string) (int, error) {
 	base := strings.TrimRight(c.cfg.BaseURL, "/")
 	// /props lives at the server root, next to /v1.
@@ -33,15 +35,22 @@ func (c *Client) ContextWindow(ctx context.Context, model string) (int, error) {
 	if propsErr == nil {
 		return n, nil
 	}
+	if refused, ok := errors.AsType[*chatError](propsErr); ok {
+		return 0, refused
+	}
 	n, modelsErr := c.getContextField(ctx, base+"/models", func(body []byte) (int, bool) { return modelsContext(body, model) })
 	if modelsErr == nil {
 		return n, nil
+	}
+	if refused, ok := errors.AsType[*chatError](modelsErr); ok {
+		return 0, refused
 	}
 	return 0, fmt.Errorf("%w (%w; %w)", ErrContextUnknown, propsErr, modelsErr)
 }
 
 // getContextField GETs url and reads the context window from its JSON body
-// with field.
+// with field. A refusal of this service (401, 403, an untrusted
+// certificate) is a *chatError, classified as a chat call's would be.
 func (c *Client) getContextField(ctx context.Context, url string, field func([]byte) (int, bool)) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, min(c.cfg.Timeout, defaultProbeTimeout))
 	defer cancel()
@@ -54,12 +63,21 @@ func (c *Client) getContextField(ctx context.Context, url string, field func([]b
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
+		if isCertificateError(err) {
+			f := &failure{kind: environment, fault: CauseTLS, cause: err, reason: "the server's TLS certificate was refused: " + err.Error()}
+			return 0, f.chatError()
+		}
 		return 0, fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		f := &failure{status: resp.StatusCode}
+		classifyStatus(f, serverError{message: errorMessage(body)}, attemptInfo{})
+		return 0, f.chatError()
 	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
@@ -69,6 +87,20 @@ func (c *Client) getContextField(ctx context.Context, url string, field func([]b
 		return 0, fmt.Errorf("GET %s: no context window in the answer", url)
 	}
 	return n, nil
+}
+
+// errorMessage is the message of an OpenAI-style error body, else the body
+// itself, shortened.
+func errorMessage(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	return bodySnippet(body)
 }
 
 // defaultProbeTimeout bounds one discovery request: it runs before a

@@ -74,3 +74,26 @@ func TestContextWindowServerDown(t *testing.T) {
 		t.Fatalf("got %v, want ErrContextUnknown", err)
 	}
 }
+
+// A refused key is the answer to every call: the probe returns it at once,
+// permanent, without asking /models too.
+func TestContextWindowRefusedKey(t *testing.T) {
+	var models bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /props", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) })
+	mux.HandleFunc("GET /v1/models", func(http.ResponseWriter, *http.Request) { models = true })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL + "/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ContextWindow(context.Background(), "m")
+	var ce *chatError
+	if !errors.As(err, &ce) || !ce.Permanent() || ce.FaultCause() != CauseModelAuth || errors.Is(err, ErrContextUnknown) {
+		t.Fatalf("got %v, want the refused key, permanent", err)
+	}
+	if models {
+		t.Error("/models was asked after the key was refused")
+	}
+}

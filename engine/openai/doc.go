@@ -24,10 +24,10 @@
 //
 // Transient failures are retried: 408, 429 and 5xx (except 501 and 505),
 // attempt timeouts, refused or reset connections, and responses cut off
-// mid-body. Waits use capped exponential backoff with full jitter, except
-// that a Retry-After (or retry-after-ms) header is honoured as asked, even
-// above MaxDelay; when it asks for more than the retry budget has left, the
-// call gives up at once. When MaxAttempts or MaxElapsed run out the error
+// mid-body. Waits use the service's one backoff (internal/backoff): capped
+// exponential with equal jitter, never shorter than a Retry-After (or
+// retry-after-ms) header asks, even above MaxDelay; when it asks for more
+// than the retry budget has left, the call gives up at once. When MaxAttempts or MaxElapsed run out the error
 // wraps engine.ErrLLMUnavailable and says what happened last.
 //
 // Everything else fails on the first attempt with an error wrapping

@@ -39,28 +39,3 @@ func TestRetryAfter(t *testing.T) {
 		})
 	}
 }
-
-func TestBackoffStaysUnderItsCeiling(t *testing.T) {
-	const base, maxDelay = 500 * time.Millisecond, 30 * time.Second
-	ceilings := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
-		8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}
-	for i, ceiling := range ceilings {
-		n := i + 1
-		var largest time.Duration
-		for range 200 {
-			d := backoff(n, base, maxDelay)
-			if d < 0 || d > ceiling {
-				t.Fatalf("backoff(%d) = %v, want within [0, %v]", n, d, ceiling)
-			}
-			largest = max(largest, d)
-		}
-		// Full jitter spreads waits over the whole range; 200 draws that all
-		// stay in the lower half would mean the ceiling is not being used.
-		if largest < ceiling/2 {
-			t.Errorf("backoff(%d): largest of 200 draws %v, want some above %v", n, largest, ceiling/2)
-		}
-	}
-	if d := backoff(1000, base, maxDelay); d > maxDelay {
-		t.Errorf("backoff(1000) = %v, want at most %v (no overflow)", d, maxDelay)
-	}
-}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"rulevalidator/internal/backoff"
 	"rulevalidator/internal/opsscript"
 )
 
@@ -165,21 +166,16 @@ func CreateTopic(t testing.TB, bootstrap, name string, partitions int) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	var (
-		res *kafka.CreateTopicsResponse
-		err error
-	)
+	var res *kafka.CreateTopicsResponse
 	// A connection pooled before a broker restart (another test's) fails once; a new one
 	// is dialled on the next try.
-	for attempt := 1; attempt <= 3; attempt++ {
+	err := backoff.Policy{Initial: 200 * time.Millisecond, MaxAttempts: 3}.Retry(ctx, func(int) error {
+		var err error
 		res, err = client.CreateTopics(ctx, &kafka.CreateTopicsRequest{
 			Topics: []kafka.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}},
 		})
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("creating topic %s on %s: %v", name, bootstrap, err)
 	}
@@ -290,17 +286,13 @@ func sanitize(s string) string {
 }
 
 func waitForLeaders(ctx context.Context, bootstrap, name string, partitions int) error {
-	for {
-		err := leadersReady(ctx, bootstrap, name, partitions)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("partitions without a leader after %s: %w", adminTimeout, err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	err := backoff.Policy{Initial: 100 * time.Millisecond}.Retry(ctx, func(int) error {
+		return leadersReady(ctx, bootstrap, name, partitions)
+	})
+	if err != nil {
+		return fmt.Errorf("partitions without a leader after %s: %w", adminTimeout, err)
 	}
+	return nil
 }
 
 // leadersReady asks the broker itself (kafka-go's Client would answer from its cache).
