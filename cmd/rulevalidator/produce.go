@@ -339,10 +339,7 @@ func (w *requestWriter) write(ctx context.Context, reqs []*schemas.Request, time
 		if trace == "" {
 			trace = newTraceparent()
 		}
-		headers := []stream.Header{{Key: producer.HeaderTraceparent, Value: []byte(trace)}}
-		for _, h := range sh {
-			headers = append(headers, stream.Header{Key: h.Key, Value: h.Value})
-		}
+		headers := append([]stream.Header{{Key: producer.HeaderTraceparent, Value: []byte(trace)}}, sh...)
 		msgs[i] = stream.Record{Topic: w.topic, Key: []byte(r.RequestID), Value: value, Headers: headers}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
