@@ -56,20 +56,40 @@ func decodeJSON(data []byte) (any, error) {
 	return v, nil
 }
 
+// decodeYAML reads one YAML document into the values its JSON twin would
+// give: see timestampsAsText and normalizeYAML.
 func decodeYAML(data []byte) (any, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty document")
 		}
 		return nil, fmt.Errorf("invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	var extra any
+	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, errors.New("invalid YAML: more than one document (remove the second '---')")
 	}
+	timestampsAsText(&doc)
+	var v any
+	if err := doc.Decode(&v); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
 	return normalizeYAML(v), nil
+}
+
+// timestampsAsText makes the scalars YAML would read as timestamps
+// (2024-03-31, unquoted) plain strings, as written: JSON has no timestamps,
+// and a version, date or id written so must read as its JSON twin does, not
+// as a time.Time nor reformatted.
+func timestampsAsText(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!timestamp" {
+		n.Tag = "!!str"
+	}
+	for _, c := range n.Content {
+		timestampsAsText(c)
+	}
 }
 
 // normalizeYAML turns the maps YAML allows with non-string keys into the
