@@ -1,5 +1,17 @@
 package anchor
 
+import "unicode/utf8"
+
+// WithinEdits reports whether a and b are at most k edits apart (insertions,
+// deletions or substitutions of characters): the Levenshtein distance, in
+// runes, stopped as soon as it exceeds k.
+func WithinEdits(a, b string, k int) bool {
+	if abs(utf8.RuneCountInString(a)-utf8.RuneCountInString(b)) > k {
+		return false
+	}
+	return levenshteinWithin([]rune(a), []rune(b), k)
+}
+
 // levenshteinWithin reports whether a and b are within k edits.
 func levenshteinWithin(a, b []rune, k int) bool {
 	prev := make([]int, len(b)+1)
