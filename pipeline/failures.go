@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +12,7 @@ import (
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/internal/tlserr"
 	"rulevalidator/objstore"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
@@ -45,7 +44,7 @@ const (
 	CauseStorageAuth        Cause = "storage_auth"        // S3 refused the credentials or a permission
 	CauseStorageBucket      Cause = "storage_bucket"      // the S3 bucket does not exist
 	CauseStorageUnavailable Cause = "storage_unavailable" // S3 is down or overloaded
-	CauseTLS                Cause = "tls"                 // a certificate was refused
+	CauseTLS                Cause = "tls"                 // a certificate was refused, or no TLS where asked
 	CauseBroker             Cause = "broker"              // Kafka (or the schema registry) is failing
 	CauseNetwork            Cause = "network"             // a connection failed
 	CauseTimeout            Cause = "timeout"             // a request ran out of its request timeout
@@ -66,7 +65,7 @@ var fixes = map[Cause]string{
 	CauseStorageAuth:        "check the S3 access key and secret and the bucket policy",
 	CauseStorageBucket:      "create the S3 bucket or fix the configured bucket name (--s3-bucket)",
 	CauseStorageUnavailable: "object storage is not answering; check that it is up and reachable",
-	CauseTLS:                "a TLS certificate was refused; check the CA bundle and the server's certificate",
+	CauseTLS:                "TLS failed: a certificate was refused, or the address does not speak TLS; check the CA bundle, the server's certificate and the URL's scheme",
 	CauseBroker:             "the Kafka broker is failing; check the brokers and the topics",
 	CauseNetwork:            "a connection failed; check the network path to the dependency named in the error",
 	CauseTimeout:            "requests are running out of --request-timeout; check the model server's speed",
@@ -135,13 +134,9 @@ func messageReason(err error) (schemas.Reason, bool) {
 
 // environmentCause guesses the cause of an error no adapter classified.
 func environmentCause(err error) Cause {
-	var unknownCA x509.UnknownAuthorityError
-	var badHost x509.HostnameError
-	var badCert x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
 	var netErr net.Error
 	switch {
-	case errors.As(err, &unknownCA), errors.As(err, &badHost), errors.As(err, &badCert), errors.As(err, &verify):
+	case tlserr.IsSetup(err):
 		return CauseTLS
 	case errors.Is(err, engine.ErrLLMUnavailable):
 		return CauseModelUnavailable

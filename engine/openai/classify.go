@@ -2,8 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"rulevalidator/internal/tlserr"
 )
 
 // failureKind says what to do about a failed attempt.
@@ -223,9 +223,9 @@ func classify(err error, rec *attemptRecord, a attemptInfo) *failure {
 		f.reason = "the request was refused before sending: " + err.Error()
 	case a.timedOut:
 		f.reason = fmt.Sprintf("no response within %s (attempt timeout)", a.timeout)
-	case isCertificateError(err):
+	case tlserr.IsSetup(err):
 		f.kind, f.fault = environment, CauseTLS
-		f.reason = "the server's TLS certificate was refused: " + err.Error()
+		f.reason = "TLS with the server failed (a refused certificate, or no TLS at that address): " + err.Error()
 	case rec.status != 0:
 		// The status line arrived but the body could not be read or
 		// decoded: a connection dropped mid-response or a garbled reply.
@@ -324,15 +324,6 @@ func isFormatRefusal(se serverError) bool {
 		}
 	}
 	return false
-}
-
-func isCertificateError(err error) bool {
-	var verify *tls.CertificateVerificationError
-	var unknown x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	return errors.As(err, &verify) || errors.As(err, &unknown) ||
-		errors.As(err, &hostname) || errors.As(err, &invalid)
 }
 
 // retryAfter reads the wait a server asked for: retry-after-ms (OpenAI,
