@@ -65,6 +65,9 @@ type attemptRecord struct {
 	sent   bool
 	status int
 	header http.Header
+	// errorBody is the start of an error response's body, for what servers say beside the
+	// fields go-openai keeps (llama.cpp's n_ctx).
+	errorBody []byte
 	// schemaHint, when set, is added to a json_object response_format as
 	// "schema" (see Config.OmitSchemaHint).
 	schemaHint json.RawMessage
@@ -98,9 +101,23 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		if resp != nil {
 			rec.status = resp.StatusCode
 			rec.header = resp.Header.Clone()
+			if resp.StatusCode >= http.StatusBadRequest {
+				rec.errorBody = peekBody(resp)
+			}
 		}
 	}
 	return resp, err
+}
+
+// peekBody reads the start of resp's body and puts it back for go-openai to read.
+func peekBody(resp *http.Response) []byte {
+	const limit = 64 << 10
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return head
 }
 
 // releaseBody makes the request let go of its body once the transport has
@@ -210,12 +227,13 @@ func classify(err error, rec *attemptRecord, a attemptInfo) *failure {
 			code:    fmt.Sprint(nonNil(apiErr.Code)),
 			typ:     apiErr.Type,
 			param:   deref(apiErr.Param),
+			body:    string(rec.errorBody),
 		}, a)
 	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode >= http.StatusBadRequest:
 		// An error status with a body that is not an OpenAI error object,
 		// e.g. a proxy's HTML page.
 		f.status = reqErr.HTTPStatusCode
-		classifyStatus(f, serverError{message: bodySnippet(reqErr.Body)}, a)
+		classifyStatus(f, serverError{message: bodySnippet(reqErr.Body), body: string(reqErr.Body)}, a)
 	case !rec.sent:
 		// go-openai refused the request before sending it (e.g. a
 		// parameter its model table says the model does not take).
@@ -240,6 +258,8 @@ func classify(err error, rec *attemptRecord, a attemptInfo) *failure {
 // serverError is the useful part of an error response.
 type serverError struct {
 	message, code, typ, param string
+	// body is the response's body as far as it was kept, fields beyond OpenAI's included.
+	body string
 }
 
 // classifyStatus fills in f for an HTTP error status.
@@ -272,6 +292,7 @@ func classifyStatus(f *failure, se serverError, a attemptInfo) {
 	case isContextLength(se):
 		f.kind = permanent
 		f.reason = fmt.Sprintf("the input is too long for the model's context window (%d%s)", status, detail)
+		f.cause = newContextLengthError(f.cause, se.message, se.body)
 	case a.withFormat && status == http.StatusInternalServerError && strings.Contains(se.message, "response_format"):
 		f.kind = formatRefused
 		f.reason = fmt.Sprintf("the server refused the response format (%d%s)", status, detail)
