@@ -85,12 +85,22 @@ type Failure struct {
 }
 
 // Classify is the failure table. In order: an error already marked consumer.Permanent keeps
-// its reason; an adapter's Fault decides whose fault it is; the contracts' and the engine's
-// sentinels name message faults; what is left is the environment's, its cause guessed from
-// the error's type.
+// its reason; a report that could not be stored is the environment's when storage named what
+// is wrong with it, else the message's (report_failed); an adapter's Fault decides whose fault
+// it is; the contracts' and the engine's sentinels name message faults; what is left is the
+// environment's, its cause guessed from the error's type.
 func Classify(err error) Failure {
 	if reason, ok := consumer.PermanentReason(err); ok {
 		return Failure{Message: true, Reason: schemas.Reason(reason)}
+	}
+	var report *reportError
+	if errors.As(err, &report) {
+		// Storage misconfigured or down is held; anything else the writer could not get past
+		// after its own retries fails the request.
+		if f := Classify(report.err); !f.Message && f.Cause != CauseOther {
+			return f
+		}
+		return Failure{Message: true, Reason: schemas.ReasonReportFailed}
 	}
 	var f Fault
 	if errors.As(err, &f) && !f.MessageFault() {
@@ -183,6 +193,12 @@ func (e *resultStoreError) FaultCause() string {
 	}
 	return string(CauseStorageUnavailable)
 }
+
+// reportError marks a failure to store a request's report; the table decides whose fault it is.
+type reportError struct{ err error }
+
+func (e *reportError) Error() string { return "storing the report: " + e.err.Error() }
+func (e *reportError) Unwrap() error { return e.err }
 
 // attemptsError says how many attempts a dead-lettered message had; the dead letter records it.
 type attemptsError struct {

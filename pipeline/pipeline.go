@@ -409,13 +409,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 		if p.cfg.Hooks.ReportFailed != nil {
 			p.cfg.Hooks.ReportFailed()
 		}
-		err = fmt.Errorf("storing the report: %w", err)
-		// Storage misconfigured or down is held; anything else the writer
-		// could not get past after its own retries fails the request.
-		if f := Classify(err); !f.Message && f.Cause != CauseOther && ctx.Err() == nil {
-			return nil, rs, nil, err
-		}
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonReportFailed), err)
+		return nil, rs, nil, &reportError{err}
 	}
 	return res, rs, report, nil
 }
