@@ -169,30 +169,21 @@ func (b *sentBody) Close() error {
 // response_format carries the schema. go-openai has no field for this
 // llama.cpp extension, so it is added on the wire.
 func addSchemaHint(req *http.Request, schema json.RawMessage) error {
-	if req.Body == nil {
-		return nil
-	}
-	raw, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return err
-	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &body); err == nil {
-		var rf map[string]json.RawMessage
-		if err := json.Unmarshal(body["response_format"], &rf); err == nil && string(rf["type"]) == `"json_object"` {
-			rf["schema"] = schema
-			if body["response_format"], err = json.Marshal(rf); err == nil {
-				if patched, err := json.Marshal(body); err == nil {
-					raw = patched
+	return rewriteBody(req, func(raw []byte) ([]byte, error) {
+		var body map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &body); err == nil {
+			var rf map[string]json.RawMessage
+			if err := json.Unmarshal(body["response_format"], &rf); err == nil && string(rf["type"]) == `"json_object"` {
+				rf["schema"] = schema
+				if body["response_format"], err = json.Marshal(rf); err == nil {
+					if patched, err := json.Marshal(body); err == nil {
+						return patched, nil
+					}
 				}
 			}
 		}
-	}
-	req.Body = io.NopCloser(bytes.NewReader(raw))
-	req.ContentLength = int64(len(raw))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
-	return nil
+		return raw, nil // not the request it is meant for: sent as it is
+	})
 }
 
 // attemptInfo describes the attempt being classified.
