@@ -194,8 +194,9 @@ func numberValue(v any) (float64, bool) {
 	}
 }
 
-// describeJSONType names a decoded value's JSON type for messages.
-func describeJSONType(v any) string {
+// DescribeJSONType names the JSON type of a value DecodeObject gave ("a string", "an
+// object", "null"), for messages that say what was found instead.
+func DescribeJSONType(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

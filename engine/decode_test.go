@@ -59,7 +59,7 @@ func typesOf(v any) any {
 		}
 		return out
 	default:
-		return describeJSONType(v)
+		return DescribeJSONType(v)
 	}
 }
 

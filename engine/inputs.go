@@ -133,7 +133,7 @@ func DecodeObject(data []byte) (map[string]any, error) {
 	}
 	m, ok := objectValue(doc)
 	if !ok {
-		return nil, &InputError{Problem: fmt.Sprintf("must be an object (got %s)", describeJSONType(doc))}
+		return nil, &InputError{Problem: fmt.Sprintf("must be an object (got %s)", DescribeJSONType(doc))}
 	}
 	return m, nil
 }
@@ -319,7 +319,7 @@ func (p *inputsParser) add(field, format string, args ...any) {
 }
 
 func (p *inputsParser) typeErr(field, want string, got any) {
-	p.add(field, "must be %s (got %s)", want, describeJSONType(got))
+	p.add(field, "must be %s (got %s)", want, DescribeJSONType(got))
 }
 
 // jsonValue checks that v can be given to the model as JSON.

@@ -33,7 +33,7 @@ func (p *rulesetParser) typeErr(ruleIndex int, ruleID, field, want string, got a
 	} else {
 		p.ruleTypeErr[ruleIndex] = true
 	}
-	problem := fmt.Sprintf("must be %s (got %s)", want, describeJSONType(got))
+	problem := fmt.Sprintf("must be %s (got %s)", want, DescribeJSONType(got))
 	if want == "a string" && yamlNumber(got) {
 		problem += `; quote it in YAML, e.g. "1.0"`
 	}
