@@ -105,7 +105,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		base.RequestID = *requestID
 	}
 	if base.SubmittedAt.IsZero() {
-		base.SubmittedAt = time.Now().UTC().Truncate(time.Millisecond)
+		base.SubmittedAt = schemas.EventTime(time.Now())
 	}
 	reqs := requestCopies(base, *count)
 	if err := request.JoinProblems(readErr, reqs[0].Validate()); err != nil {
