@@ -294,9 +294,9 @@ func startService(b *testing.B, f *fixture, model engine.LLM) *running {
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
-		Client: client, GroupID: f.group, Topic: f.requests,
-		Concurrency: concurrency, Logger: logger,
-		Hooks: consumer.Hooks{Committed: commits.committed},
+		GroupConfig: stream.GroupConfig{Client: client, GroupID: f.group, Topic: f.requests, Logger: logger},
+		Concurrency: concurrency,
+		Hooks:       consumer.Hooks{Committed: commits.committed},
 	}, handler)
 	if err != nil {
 		b.Fatal(err)
@@ -323,9 +323,9 @@ func startPassThrough(b *testing.B, f *fixture, out []kafka.Message) *running {
 	b.Helper()
 	reader := kafka.NewReader(kafka.ReaderConfig{
 		Brokers: []string{f.bootstrap}, GroupID: f.group, Topic: f.requests,
-		MinBytes: consumer.DefaultMinBytes, MaxBytes: consumer.DefaultMaxBytes, MaxWait: consumer.DefaultMaxWait,
+		MinBytes: stream.DefaultMinBytes, MaxBytes: stream.DefaultMaxBytes, MaxWait: stream.DefaultMaxWait,
 		StartOffset: kafka.FirstOffset, CommitInterval: 0, ReadLagInterval: -1,
-		SessionTimeout: consumer.DefaultSessionTimeout, JoinGroupBackoff: time.Second,
+		SessionTimeout: stream.DefaultSessionTimeout, JoinGroupBackoff: time.Second,
 	})
 	writer := &kafka.Writer{
 		Addr: kafka.TCP(f.bootstrap), Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,

@@ -3,13 +3,13 @@ package consumer
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"rulevalidator/stream"
 )
 
-// Defaults for Config's zero fields.
+// Defaults for Config's zero fields. The group's own (session timeout, fetch sizes, partition
+// watch) are stream.GroupConfig's.
 const (
 	DefaultConcurrency = 8
 	// DefaultMaxBytesInFlight is Config.MaxBytesInFlight's default.
@@ -17,20 +17,16 @@ const (
 	DefaultCommitInterval   = 100 * time.Millisecond
 	DefaultCommitTimeout    = 10 * time.Second
 	DefaultDrainTimeout     = 30 * time.Second
-	DefaultSessionTimeout   = stream.DefaultSessionTimeout
-	DefaultMinBytes         = stream.DefaultMinBytes
-	DefaultMaxBytes         = stream.DefaultMaxBytes
-	DefaultMaxWait          = stream.DefaultMaxWait
 )
 
 // Config configures a Consumer. Zero fields take the documented defaults; New checks the rest.
 type Config struct {
-	// Client says how to reach the cluster (brokers, TLS, SASL). Required.
-	Client *stream.Client
-	// GroupID is the consumer group whose offsets the consumer commits. Required.
-	GroupID string
-	// Topic is the topic to consume. Required.
-	Topic string
+	// GroupConfig is the consumer group the consumer joins and commits for: Client, GroupID
+	// and Topic (required), Start, SessionTimeout, the fetch sizes and the partition watch, with
+	// stream.GroupConfig's defaults. Its Logger receives the consumer's logs as well as the
+	// Kafka client's. A zero RebalanceTimeout is set to what a drain may take, DrainTimeout and
+	// CommitTimeout and a few seconds' grace, plus a margin; a set one must exceed the drain.
+	stream.GroupConfig
 
 	// Concurrency is the most messages in flight at once across all partitions, counting those
 	// waiting behind an earlier message with the same key (default 8).
@@ -54,27 +50,6 @@ type Config struct {
 	// when it runs out, and what did not finish is left to the partitions' next owner.
 	DrainTimeout time.Duration
 
-	// SessionTimeout is how long the group coordinator waits without a heartbeat before it
-	// evicts this member (default 10s; the broker allows 6s to 30min by default). Heartbeats run
-	// apart from message handling, so slow handlers do not count against it; what it bounds is
-	// how long the group waits for a member that vanished, a broker restart included.
-	SessionTimeout time.Duration
-
-	// MinBytes and MaxBytes bound a fetch response (defaults 1 and 10 MiB); MaxBytes must hold
-	// the largest record. MaxWait is how long the broker may wait for MinBytes (default 250ms).
-	MinBytes int
-	MaxBytes int
-	MaxWait  time.Duration
-
-	// Start is where a group with no committed offset starts: stream.FromStart (the default)
-	// or stream.FromEnd.
-	Start stream.Start
-	// PartitionWatchInterval is how often the topic is checked for added partitions, which
-	// are then consumed without a restart (default stream.DefaultPartitionWatchInterval).
-	PartitionWatchInterval time.Duration
-
-	// Logger receives the consumer's logs and the Kafka client's (debug and warnings). Optional.
-	Logger *slog.Logger
 	// Hooks observe the consumer, for metrics. Optional.
 	Hooks Hooks
 }
@@ -135,7 +110,7 @@ func (h Hooks) inFlight(delta int) {
 	}
 }
 
-// setDefaults fills the zero fields with their defaults.
+// setDefaults fills the zero fields with their defaults, the group's with stream's.
 func (c *Config) setDefaults() {
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
@@ -152,24 +127,16 @@ func (c *Config) setDefaults() {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
-	if c.SessionTimeout == 0 {
-		c.SessionTimeout = DefaultSessionTimeout
+	if c.RebalanceTimeout == 0 {
+		c.RebalanceTimeout = c.drainLimit() + rebalanceMargin
 	}
-	if c.MinBytes == 0 {
-		c.MinBytes = DefaultMinBytes
-	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultMaxWait
-	}
-	if c.PartitionWatchInterval == 0 {
-		c.PartitionWatchInterval = stream.DefaultPartitionWatchInterval
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.GroupConfig.SetDefaults()
+}
+
+// drainLimit is the longest a drain may take: in-flight work given DrainTimeout, then
+// handlerExitGrace to return, then the commit.
+func (c *Config) drainLimit() time.Duration {
+	return c.DrainTimeout + handlerExitGrace + c.CommitTimeout
 }
 
 // Validate reports every problem with the configuration, each naming the field and value.
@@ -178,15 +145,6 @@ func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("consumer config: "+format, args...))
-	}
-	if c.Client == nil {
-		bad("Client is nil; build one with stream.NewClient")
-	}
-	if c.GroupID == "" {
-		bad("GroupID is empty; offsets are committed for a consumer group, which needs an id")
-	}
-	if c.Topic == "" {
-		bad("Topic is empty")
 	}
 	if c.Concurrency < 1 {
 		bad("Concurrency must be positive, got %d", c.Concurrency)
@@ -201,25 +159,17 @@ func (c *Config) Validate() error {
 		{"CommitInterval", c.CommitInterval},
 		{"CommitTimeout", c.CommitTimeout},
 		{"DrainTimeout", c.DrainTimeout},
-		{"SessionTimeout", c.SessionTimeout},
-		{"MaxWait", c.MaxWait},
-		{"PartitionWatchInterval", c.PartitionWatchInterval},
 	} {
 		if d.value <= 0 {
 			bad("%s must be positive, got %s", d.name, d.value)
 		}
 	}
-	if c.MinBytes < 1 {
-		bad("MinBytes must be positive, got %d", c.MinBytes)
+	// The coordinator must wait for a member that drains before it rejoins, or the member
+	// is evicted mid-drain and its partitions handled twice.
+	if c.RebalanceTimeout <= c.drainLimit() {
+		bad("RebalanceTimeout (%s) must exceed what a drain may take, %s (DrainTimeout + CommitTimeout + %s); leave it zero to have it set",
+			c.RebalanceTimeout, c.drainLimit(), handlerExitGrace)
 	}
-	if c.MaxBytes < 1 {
-		bad("MaxBytes must be positive, got %d", c.MaxBytes)
-	}
-	if c.MinBytes > c.MaxBytes {
-		bad("MinBytes (%d) is greater than MaxBytes (%d)", c.MinBytes, c.MaxBytes)
-	}
-	if c.Start != stream.FromStart && c.Start != stream.FromEnd {
-		bad("Start must be stream.FromStart or stream.FromEnd, got %d", int(c.Start))
-	}
+	errs = append(errs, c.GroupConfig.Validate())
 	return errors.Join(errs...)
 }

@@ -14,7 +14,7 @@ func validConfig() Config {
 	if err != nil {
 		panic(err)
 	}
-	return Config{Client: client, GroupID: "g", Topic: "t"}
+	return Config{GroupConfig: stream.GroupConfig{Client: client, GroupID: "g", Topic: "t"}}
 }
 
 func TestNewAppliesDefaults(t *testing.T) {
@@ -25,8 +25,8 @@ func TestNewAppliesDefaults(t *testing.T) {
 	got := c.cfg
 	if got.Concurrency != DefaultConcurrency || got.CommitInterval != DefaultCommitInterval ||
 		got.CommitTimeout != DefaultCommitTimeout || got.DrainTimeout != DefaultDrainTimeout ||
-		got.SessionTimeout != DefaultSessionTimeout ||
-		got.MinBytes != DefaultMinBytes || got.MaxBytes != DefaultMaxBytes || got.MaxWait != DefaultMaxWait ||
+		got.SessionTimeout != stream.DefaultSessionTimeout || got.RebalanceTimeout != DefaultDrainTimeout+handlerExitGrace+DefaultCommitTimeout+rebalanceMargin ||
+		got.MinBytes != stream.DefaultMinBytes || got.MaxBytes != stream.DefaultMaxBytes || got.MaxWait != stream.DefaultMaxWait ||
 		got.Start != stream.FromStart || got.PartitionWatchInterval != stream.DefaultPartitionWatchInterval || got.Logger == nil {
 		t.Errorf("defaults not applied: %+v", got)
 	}
@@ -49,8 +49,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"negative max wait", func(c *Config) { c.MaxWait = -time.Millisecond }, []string{"MaxWait must be positive, got -1ms"}},
 		{"negative min bytes", func(c *Config) { c.MinBytes = -1 }, []string{"MinBytes must be positive, got -1"}},
 		{"min above max", func(c *Config) { c.MinBytes, c.MaxBytes = 10, 5 }, []string{"MinBytes (10) is greater than MaxBytes (5)"}},
-		{"bad start", func(c *Config) { c.Start = 42 }, []string{"Start must be stream.FromStart or stream.FromEnd, got 42"}},
+		{"bad start", func(c *Config) { c.Start = 42 }, []string{"Start must be FromStart or FromEnd, got 42"}},
 		{"negative partition watch", func(c *Config) { c.PartitionWatchInterval = -time.Second }, []string{"PartitionWatchInterval must be positive, got -1s"}},
+		{"rebalance shorter than a drain", func(c *Config) { c.RebalanceTimeout = 40 * time.Second },
+			[]string{"RebalanceTimeout (40s) must exceed what a drain may take, 45s"}},
 		{"every problem at once", func(c *Config) { c.Client, c.GroupID, c.Topic = nil, "", "" },
 			[]string{"Client is nil", "GroupID is empty", "Topic is empty"}},
 	}

@@ -54,19 +54,7 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	group, err := stream.NewGroup(stream.GroupConfig{
-		Client:                 cfg.Client,
-		GroupID:                cfg.GroupID,
-		Topic:                  cfg.Topic,
-		Start:                  cfg.Start,
-		SessionTimeout:         cfg.SessionTimeout,
-		RebalanceTimeout:       cfg.DrainTimeout + handlerExitGrace + cfg.CommitTimeout + rebalanceMargin,
-		PartitionWatchInterval: cfg.PartitionWatchInterval,
-		MinBytes:               cfg.MinBytes,
-		MaxBytes:               cfg.MaxBytes,
-		MaxWait:                cfg.MaxWait,
-		Logger:                 cfg.Logger,
-	})
+	group, err := stream.NewGroup(cfg.GroupConfig)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}

@@ -47,12 +47,9 @@ func (e env) config(t *testing.T) Config {
 		t.Fatalf("stream.NewClient: %v", err)
 	}
 	return Config{
-		Client:         client,
-		GroupID:        e.group,
-		Topic:          e.topic,
+		GroupConfig:    stream.GroupConfig{Client: client, GroupID: e.group, Topic: e.topic, Logger: testLogger(t)},
 		CommitInterval: 50 * time.Millisecond,
 		DrainTimeout:   10 * time.Second,
-		Logger:         testLogger(t),
 	}
 }
 

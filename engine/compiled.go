@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"container/list"
 	"encoding/json"
-	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // compiled is what every call for a ruleset sends before the material: its
@@ -34,45 +34,25 @@ func compile(rs *Ruleset, mode EvidenceMode) (*compiled, error) {
 // first out. Rulesets must not change once validated; a reloaded one is a new
 // pointer and compiles anew.
 type compiledCache struct {
-	mode  EvidenceMode
-	mu    sync.Mutex
-	max   int
-	order *list.List // of *compiledEntry, front = most recent
-	byRS  map[*Ruleset]*list.Element
+	mode EvidenceMode
+	lru  *lru.Cache[*Ruleset, *compiled]
 }
 
-type compiledEntry struct {
-	rs *Ruleset
-	c  *compiled
-}
-
-func newCompiledCache(max int, mode EvidenceMode) *compiledCache {
-	return &compiledCache{mode: mode, max: max, order: list.New(), byRS: map[*Ruleset]*list.Element{}}
+func newCompiledCache(size int, mode EvidenceMode) *compiledCache {
+	cache, _ := lru.New[*Ruleset, *compiled](max(size, 1)) // cannot fail: the size is positive
+	return &compiledCache{mode: mode, lru: cache}
 }
 
 func (cc *compiledCache) get(rs *Ruleset) (*compiled, error) {
-	cc.mu.Lock()
-	if el, ok := cc.byRS[rs]; ok {
-		cc.order.MoveToFront(el)
-		c := el.Value.(*compiledEntry).c
-		cc.mu.Unlock()
+	if c, ok := cc.lru.Get(rs); ok {
 		return c, nil
 	}
-	cc.mu.Unlock()
-
+	// Compiled outside the cache's lock: a ruleset compiled twice at once
+	// costs a rendering, not a wait for every other ruleset.
 	c, err := compile(rs, cc.mode)
 	if err != nil {
 		return nil, err
 	}
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if _, ok := cc.byRS[rs]; !ok {
-		cc.byRS[rs] = cc.order.PushFront(&compiledEntry{rs: rs, c: c})
-		for cc.order.Len() > cc.max {
-			last := cc.order.Back()
-			cc.order.Remove(last)
-			delete(cc.byRS, last.Value.(*compiledEntry).rs)
-		}
-	}
+	cc.lru.ContainsOrAdd(rs, c)
 	return c, nil
 }

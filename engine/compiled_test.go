@@ -18,7 +18,7 @@ func TestCompiledCacheReusesAndEvicts(t *testing.T) {
 	}
 	cc.get(b)
 	cc.get(c) // evicts a, the least recently used
-	if _, ok := cc.byRS[a]; ok || cc.order.Len() != 2 {
-		t.Errorf("cache holds %d entries, a present: %v", cc.order.Len(), ok)
+	if ok := cc.lru.Contains(a); ok || cc.lru.Len() != 2 {
+		t.Errorf("cache holds %d entries, a present: %v", cc.lru.Len(), ok)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"rulevalidator/engine/anchor"
 )
 
 // InputError is one problem with a request's inputs. Field is a path such as
@@ -131,7 +133,7 @@ func DecodeObject(data []byte) (map[string]any, error) {
 	}
 	m, ok := objectValue(doc)
 	if !ok {
-		return nil, &InputError{Problem: fmt.Sprintf("must be an object (got %s)", describeJSONType(doc))}
+		return nil, &InputError{Problem: fmt.Sprintf("must be an object (got %s)", DescribeJSONType(doc))}
 	}
 	return m, nil
 }
@@ -317,7 +319,7 @@ func (p *inputsParser) add(field, format string, args ...any) {
 }
 
 func (p *inputsParser) typeErr(field, want string, got any) {
-	p.add(field, "must be %s (got %s)", want, describeJSONType(got))
+	p.add(field, "must be %s (got %s)", want, DescribeJSONType(got))
 }
 
 // jsonValue checks that v can be given to the model as JSON.
@@ -618,30 +620,9 @@ func (p *inputsParser) lookalike(key string) string {
 		case len(known) >= 5:
 			edits = 1
 		}
-		if k == known || editDistance(k, known) <= edits || (len(k) >= 5 && 2*len(k) >= len(known) && strings.HasPrefix(known, k)) {
+		if k == known || anchor.WithinEdits(k, known, edits) || (len(k) >= 5 && 2*len(k) >= len(known) && strings.HasPrefix(known, k)) {
 			return known
 		}
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -227,22 +226,16 @@ func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Input
 	return verdicts, total, err
 }
 
-// contextLimit reads the context window from a server's refusal of a
-// prompt too long for it, as llama-cpp-python ("exceed context window of
-// 2048"), OpenAI and vLLM ("maximum context length is 8192 tokens") word it.
+// contextLimit is the context window a server named when it refused a prompt as too long for
+// it, if err is such a refusal (a ContextWindowError).
 func contextLimit(err error) (int, bool) {
-	if !errors.Is(err, ErrLLMRejected) {
+	var cw ContextWindowError
+	if !errors.As(err, &cw) {
 		return 0, false
 	}
-	m := contextLimitPattern.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0, false
-	}
-	n, convErr := strconv.Atoi(m[1])
-	return n, convErr == nil && n > 0
+	n := cw.ContextWindow()
+	return n, n > 0
 }
-
-var contextLimitPattern = regexp.MustCompile(`(?i)(?:context window of|maximum context length is|n_ctx[ =:"]+)\s*(\d+)`)
 
 // judgeWithin is judge within the context window known now: plan the
 // request's calls (one call when everything fits), render each call's

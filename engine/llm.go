@@ -86,6 +86,15 @@ type LLM interface {
 	Chat(ctx context.Context, req ChatRequest) (ChatResponse, error)
 }
 
+// ContextWindowError is what an LLM's error implements, besides wrapping ErrLLMRejected, when
+// the server refused a prompt too long for the model's context window. ContextWindow is the
+// window the server named, in tokens, 0 when it named none. The engine finds it with
+// errors.As and, when it names a window smaller than the one assumed, judges again within it.
+type ContextWindowError interface {
+	error
+	ContextWindow() int
+}
+
 var (
 	// ErrLLMUnavailable: transport failures outlasted the retry budget.
 	ErrLLMUnavailable = errors.New("model unavailable")

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -73,23 +74,29 @@ func TestExcerptPromptMarksLeftOutParts(t *testing.T) {
 	}
 }
 
+// windowRefusal is a refusal naming a context window, as an LLM adapter reports one.
+type windowRefusal struct{ window int }
+
+func (e windowRefusal) Error() string      { return "the prompt exceeds the context window" }
+func (e windowRefusal) ContextWindow() int { return e.window }
+
 func TestContextLimit(t *testing.T) {
-	rejected := func(msg string) error { return fmt.Errorf("openai: %s: %w", msg, ErrLLMRejected) }
 	tests := []struct {
+		name string
 		err  error
 		want int
 	}{
-		{rejected("the input is too long for the model's context window (400: Requested tokens (6012) exceed context window of 2048)"), 2048},
-		{rejected("the input is too long for the model's context window (400: This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.)"), 8192},
-		{rejected(`the input is too long (400: {"type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":4096})`), 4096},
-		{rejected("the input is too long for the model's context window (400: the request exceeds the available context size)"), 0},
-		{fmt.Errorf("exceed context window of 2048: %w", ErrLLMUnavailable), 0}, // not a refusal
-		{nil, 0},
+		{"a refusal naming the window", fmt.Errorf("openai: %w: too long: %w", ErrLLMRejected, windowRefusal{2048}), 2048},
+		{"one call's of several", errors.Join(errors.New("call 1: fine"), fmt.Errorf("call 2: %w", windowRefusal{4096})), 4096},
+		{"a refusal naming none", windowRefusal{0}, 0},
+		// The adapter reads the provider's words; the engine does not.
+		{"words only", fmt.Errorf("openai: %w: exceed context window of 2048", ErrLLMRejected), 0},
+		{"nil", nil, 0},
 	}
 	for _, tt := range tests {
 		got, ok := contextLimit(tt.err)
 		if got != tt.want || ok != (tt.want > 0) {
-			t.Errorf("contextLimit(%v) = %d, %v; want %d", tt.err, got, ok, tt.want)
+			t.Errorf("%s: contextLimit(%v) = %d, %v; want %d", tt.name, tt.err, got, ok, tt.want)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/minio/minio-go/v7"
+
+	"rulevalidator/internal/tlserr"
 )
 
 var (
@@ -142,7 +144,7 @@ func (e *OpError) FaultCause() string {
 	if errors.Is(e.Err, errNoSuchBucket) {
 		return CauseStorageBucket
 	}
-	if tlsError(e.Err) {
+	if tlserr.IsSetup(e.Err) {
 		return CauseTLS
 	}
 	if e.Attempts == 0 {

@@ -2,8 +2,6 @@ package objstore
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"rulevalidator/internal/backoff"
+	"rulevalidator/internal/tlserr"
 )
 
 // maxBackoff caps the wait between two attempts.
@@ -76,7 +75,7 @@ func transient(ctx context.Context, err error) bool {
 		return true
 	}
 	// TLS set up wrongly (an untrusted certificate, https against a plain http port) stays wrong.
-	if tlsError(err) {
+	if tlserr.IsSetup(err) {
 		return false
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
@@ -85,18 +84,6 @@ func transient(ctx context.Context, err error) bool {
 	var netErr net.Error
 	var urlErr *url.Error
 	return errors.As(err, &netErr) || errors.As(err, &urlErr)
-}
-
-// tlsError reports a TLS set-up error: an untrusted or mismatched certificate, or https
-// spoken to a plain http port.
-func tlsError(err error) bool {
-	var unknownCA x509.UnknownAuthorityError
-	var badHost x509.HostnameError
-	var badCert x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
-	var notTLS tls.RecordHeaderError
-	return errors.As(err, &unknownCA) || errors.As(err, &badHost) || errors.As(err, &badCert) ||
-		errors.As(err, &verify) || errors.As(err, &notTLS)
 }
 
 // retry runs call up to MaxAttempts times while it fails transiently, with the service's

@@ -1,8 +1,9 @@
 package pipeline
 
 import (
-	"container/list"
 	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -62,50 +63,48 @@ func (p *published) size() int {
 // evicting the least recently used.
 type resultCache struct {
 	mu       sync.Mutex
-	maxItems int
 	maxBytes int
-	bytes    int
-	order    *list.List // front = most recent
-	byID     map[string]*list.Element
+	bytes    int                           // of the entries held; the LRU's evictions subtract theirs
+	lru      *simplelru.LRU[string, sized] // nil: the cache is off
 }
 
-type cacheEntry struct {
-	id   string
+// sized is a cached result with the bytes it counts against maxBytes.
+type sized struct {
 	res  *published
 	size int
 }
 
 func newResultCache(maxItems, maxBytes int) *resultCache {
-	return &resultCache{maxItems: maxItems, maxBytes: maxBytes, order: list.New(), byID: map[string]*list.Element{}}
+	c := &resultCache{maxBytes: maxBytes}
+	if maxItems > 0 {
+		// Cannot fail: the size is positive.
+		c.lru, _ = simplelru.NewLRU(maxItems, func(_ string, e sized) { c.bytes -= e.size })
+	}
+	return c
 }
 
 func (c *resultCache) get(id string) (*published, bool) {
-	if c.maxItems <= 0 {
+	if c.lru == nil {
 		return nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.byID[id]
-	if !ok {
-		return nil, false
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*cacheEntry).res, true
+	e, ok := c.lru.Get(id)
+	return e.res, ok
 }
 
 // remove forgets id.
 func (c *resultCache) remove(id string) {
+	if c.lru == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.byID[id]; ok {
-		c.bytes -= el.Value.(*cacheEntry).size
-		c.order.Remove(el)
-		delete(c.byID, id)
-	}
+	c.lru.Remove(id)
 }
 
 func (c *resultCache) put(id string, res *published) {
-	if c.maxItems <= 0 {
+	if c.lru == nil {
 		return
 	}
 	size := res.size()
@@ -114,23 +113,19 @@ func (c *resultCache) put(id string, res *published) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.byID[id]; ok {
-		c.bytes -= el.Value.(*cacheEntry).size
-		c.order.Remove(el)
-	}
-	c.byID[id] = c.order.PushFront(&cacheEntry{id: id, res: res, size: size})
+	c.lru.Remove(id) // an older result for id gives its bytes back
+	c.lru.Add(id, sized{res: res, size: size})
 	c.bytes += size
-	for c.order.Len() > c.maxItems || c.bytes > c.maxBytes {
-		el := c.order.Back()
-		e := el.Value.(*cacheEntry)
-		c.order.Remove(el)
-		delete(c.byID, e.id)
-		c.bytes -= e.size
+	for c.bytes > c.maxBytes {
+		c.lru.RemoveOldest()
 	}
 }
 
 func (c *resultCache) len() int {
+	if c.lru == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.order.Len()
+	return c.lru.Len()
 }

@@ -3,11 +3,11 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/clone"
 	"rulevalidator/schemas"
 )
 
@@ -123,14 +123,14 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			RuleType:        schemas.RuleType(v.Type),
 			DataSufficiency: v.DataSufficiency,
 			Rationale:       v.Rationale,
-			BooleanOutput:   clonePtr(v.BooleanOutput),
-			NumericalOutput: clonePtr(v.NumericalOutput),
+			BooleanOutput:   clone.Ptr(v.BooleanOutput),
+			NumericalOutput: clone.Ptr(v.NumericalOutput),
 			NotApplicable:   v.NotApplicable,
-			Problems:        cloneOrNil(v.Problems),
+			Problems:        clone.OrNil(v.Problems),
 			Evidences:       evidences(v.Evidences),
 			PagesConsidered: pagesConsidered(v.PagesConsidered),
-			StartedAt:       eventTime(started),
-			CompletedAt:     eventTime(completed),
+			StartedAt:       schemas.EventTime(started),
+			CompletedAt:     schemas.EventTime(completed),
 			RuleIndex:       i,
 			RuleCount:       count,
 		}
@@ -138,7 +138,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 		if idx, ok := position[v.RuleID]; ok {
 			rule := rs.Rules[idx]
 			ev.RuleIndex = idx
-			ev.AllowedScores = cloneOrNil(rule.AllowedScores())
+			ev.AllowedScores = clone.OrNil(rule.AllowedScores())
 			if name == "" {
 				name = rule.Name
 			}
@@ -181,9 +181,9 @@ func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, mo
 		Aggregate:      aggregate(res.Aggregate),
 		Sources:        sources,
 		Usage:          schemas.Usage(res.Usage),
-		Report:         clonePtr(report),
-		StartedAt:      eventTime(started),
-		CompletedAt:    eventTime(completed),
+		Report:         clone.Ptr(report),
+		StartedAt:      schemas.EventTime(started),
+		CompletedAt:    schemas.EventTime(completed),
 	}
 }
 
@@ -212,7 +212,7 @@ func evidences(in []engine.Evidence) []schemas.Evidence {
 		out[i] = schemas.Evidence{
 			Text: e.Text, SourceOrigin: e.SourceOrigin, SourcePageNumber: e.SourcePageNumber,
 			Anchored: e.Anchored, Match: schemas.Match(e.Match),
-			StartOffset: clonePtr(e.StartOffset), EndOffset: clonePtr(e.EndOffset),
+			StartOffset: clone.Ptr(e.StartOffset), EndOffset: clone.Ptr(e.EndOffset),
 			QuotedText: e.QuotedText, Similarity: e.Similarity, Altered: e.Altered,
 			PassageID: e.PassageID, CitedPageNumber: e.CitedPageNumber,
 		}
@@ -228,7 +228,7 @@ func evidences(in []engine.Evidence) []schemas.Evidence {
 func pagesConsidered(in []engine.DocumentPages) []schemas.DocumentPages {
 	var out []schemas.DocumentPages
 	for _, dp := range in {
-		out = append(out, schemas.DocumentPages{Document: dp.Document, Pages: cloneOrNil(dp.Pages)})
+		out = append(out, schemas.DocumentPages{Document: dp.Document, Pages: clone.OrNil(dp.Pages)})
 	}
 	return out
 }
@@ -239,26 +239,7 @@ func aggregate(a engine.Aggregate) schemas.Aggregate {
 		out.Boolean = &schemas.BooleanAggregate{Mode: schemas.BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
 	}
 	if n := a.Numerical; n != nil {
-		out.Numerical = &schemas.NumericalAggregate{Mode: schemas.NumericalAggregation(n.Mode), Score: clonePtr(n.Score), Counted: n.Counted}
+		out.Numerical = &schemas.NumericalAggregate{Mode: schemas.NumericalAggregation(n.Mode), Score: clone.Ptr(n.Score), Counted: n.Counted}
 	}
 	return out
-}
-
-// eventTime is t as events carry it: UTC, whole milliseconds, no monotonic reading.
-func eventTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
-
-// cloneOrNil copies s, giving nil for an empty slice as decoding does.
-func cloneOrNil[S ~[]E, E any](s S) S {
-	if len(s) == 0 {
-		return nil
-	}
-	return slices.Clone(s)
 }

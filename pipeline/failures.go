@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +12,7 @@ import (
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/internal/tlserr"
 	"rulevalidator/objstore"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
@@ -45,7 +44,7 @@ const (
 	CauseStorageAuth        Cause = "storage_auth"        // S3 refused the credentials or a permission
 	CauseStorageBucket      Cause = "storage_bucket"      // the S3 bucket does not exist
 	CauseStorageUnavailable Cause = "storage_unavailable" // S3 is down or overloaded
-	CauseTLS                Cause = "tls"                 // a certificate was refused
+	CauseTLS                Cause = "tls"                 // a certificate was refused, or no TLS where asked
 	CauseBroker             Cause = "broker"              // Kafka (or the schema registry) is failing
 	CauseNetwork            Cause = "network"             // a connection failed
 	CauseTimeout            Cause = "timeout"             // a request ran out of its request timeout
@@ -66,7 +65,7 @@ var fixes = map[Cause]string{
 	CauseStorageAuth:        "check the S3 access key and secret and the bucket policy",
 	CauseStorageBucket:      "create the S3 bucket or fix the configured bucket name (--s3-bucket)",
 	CauseStorageUnavailable: "object storage is not answering; check that it is up and reachable",
-	CauseTLS:                "a TLS certificate was refused; check the CA bundle and the server's certificate",
+	CauseTLS:                "TLS failed: a certificate was refused, or the address does not speak TLS; check the CA bundle, the server's certificate and the URL's scheme",
 	CauseBroker:             "the Kafka broker is failing; check the brokers and the topics",
 	CauseNetwork:            "a connection failed; check the network path to the dependency named in the error",
 	CauseTimeout:            "requests are running out of --request-timeout; check the model server's speed",
@@ -86,12 +85,22 @@ type Failure struct {
 }
 
 // Classify is the failure table. In order: an error already marked consumer.Permanent keeps
-// its reason; an adapter's Fault decides whose fault it is; the contracts' and the engine's
-// sentinels name message faults; what is left is the environment's, its cause guessed from
-// the error's type.
+// its reason; a report that could not be stored is the environment's when storage named what
+// is wrong with it, else the message's (report_failed); an adapter's Fault decides whose fault
+// it is; the contracts' and the engine's sentinels name message faults; what is left is the
+// environment's, its cause guessed from the error's type.
 func Classify(err error) Failure {
 	if reason, ok := consumer.PermanentReason(err); ok {
 		return Failure{Message: true, Reason: schemas.Reason(reason)}
+	}
+	var report *reportError
+	if errors.As(err, &report) {
+		// Storage misconfigured or down is held; anything else the writer could not get past
+		// after its own retries fails the request.
+		if f := Classify(report.err); !f.Message && f.Cause != CauseOther {
+			return f
+		}
+		return Failure{Message: true, Reason: schemas.ReasonReportFailed}
 	}
 	var f Fault
 	if errors.As(err, &f) && !f.MessageFault() {
@@ -135,13 +144,9 @@ func messageReason(err error) (schemas.Reason, bool) {
 
 // environmentCause guesses the cause of an error no adapter classified.
 func environmentCause(err error) Cause {
-	var unknownCA x509.UnknownAuthorityError
-	var badHost x509.HostnameError
-	var badCert x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
 	var netErr net.Error
 	switch {
-	case errors.As(err, &unknownCA), errors.As(err, &badHost), errors.As(err, &badCert), errors.As(err, &verify):
+	case tlserr.IsSetup(err):
 		return CauseTLS
 	case errors.Is(err, engine.ErrLLMUnavailable):
 		return CauseModelUnavailable
@@ -188,6 +193,12 @@ func (e *resultStoreError) FaultCause() string {
 	}
 	return string(CauseStorageUnavailable)
 }
+
+// reportError marks a failure to store a request's report; the table decides whose fault it is.
+type reportError struct{ err error }
+
+func (e *reportError) Error() string { return "storing the report: " + e.err.Error() }
+func (e *reportError) Unwrap() error { return e.err }
 
 // attemptsError says how many attempts a dead-lettered message had; the dead letter records it.
 type attemptsError struct {

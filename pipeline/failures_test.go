@@ -61,6 +61,9 @@ func TestClassify(t *testing.T) {
 		{"output still invalid", fmt.Errorf("x: %w", engine.ErrInvalidOutput), message(schemas.ReasonInvalidOutput)},
 		{"timed out every attempt", fmt.Errorf("x: %w", errTimedOut), message(schemas.ReasonTimeout)},
 		{"already marked", consumer.Permanent("report_failed", errors.New("x")), message(schemas.ReasonReportFailed)},
+		{"report not stored", &reportError{errors.New("the writer gave up")}, message(schemas.ReasonReportFailed)},
+		{"report too large to store", &reportError{fmt.Errorf("x: %w", objstore.ErrTooLarge)}, message(schemas.ReasonReportFailed)},
+		{"report refused by a model fault", &reportError{&adapterFault{kind: engine.ErrLLMRejected}}, message(schemas.ReasonReportFailed)},
 
 		// Environment faults: held, never dead-lettered.
 		{"model auth", &adapterFault{cause: "model_auth", kind: engine.ErrLLMUnavailable}, env(CauseModelAuth)},
@@ -74,6 +77,9 @@ func TestClassify(t *testing.T) {
 		{"storage certificate", &objstore.OpError{Op: "get", Attempts: 1, Err: x509.UnknownAuthorityError{}}, env(CauseTLS)},
 		{"certificate", fmt.Errorf("x: %w", x509.UnknownAuthorityError{}), env(CauseTLS)},
 		{"broker", &brokerError{errors.New("leader not available")}, env(CauseBroker)},
+		{"report storage denied", &reportError{s3Error("AccessDenied", 403)}, env(CauseStorageAuth)},
+		{"report bucket missing", fmt.Errorf("judging: %w", &reportError{s3Error("NoSuchBucket", 404)}), env(CauseStorageBucket)},
+		{"report storage certificate", &reportError{x509.UnknownAuthorityError{}}, env(CauseTLS)},
 		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), env(CauseNetwork)},
 		{"net error", &net.OpError{Op: "dial", Err: errors.New("no route")}, env(CauseNetwork)},
 		{"unknown", errors.New("disk on fire"), env(CauseOther)},

@@ -217,7 +217,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	if p.cfg.Serde == nil || p.cfg.Publisher == nil {
 		return "", errors.New("pipeline: Handle needs a Serde and a Publisher")
 	}
-	ev, err := p.cfg.Serde.Decode(ctx, m.Topic, m.Value, schemaHeaders(m.Headers))
+	ev, err := p.cfg.Serde.Decode(ctx, m.Topic, m.Value, m.Headers)
 	if err != nil {
 		return "failed", mark(fmt.Errorf("decoding %s: %w", position(m), err)) // e.g. registry unavailable: held
 	}
@@ -410,13 +410,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 		if p.cfg.Hooks.ReportFailed != nil {
 			p.cfg.Hooks.ReportFailed()
 		}
-		err = fmt.Errorf("storing the report: %w", err)
-		// Storage misconfigured or down is held; anything else the writer
-		// could not get past after its own retries fails the request.
-		if f := Classify(err); !f.Message && f.Cause != CauseOther && ctx.Err() == nil {
-			return nil, rs, nil, err
-		}
-		return nil, rs, nil, consumer.Permanent(string(schemas.ReasonReportFailed), err)
+		return nil, rs, nil, &reportError{err}
 	}
 	return res, rs, report, nil
 }
@@ -551,14 +545,6 @@ func verdictOutcomes(verdicts []schemas.VerdictEvent) map[string]int {
 // EventOutcome is engine.VerdictOutcome of a verdict event.
 func EventOutcome(v schemas.VerdictEvent) engine.Outcome {
 	return engine.VerdictOutcome(engine.RuleType(v.RuleType), v.NotApplicable, v.BooleanOutput, v.NumericalOutput)
-}
-
-func schemaHeaders(hs []consumer.Header) []schemas.Header {
-	out := make([]schemas.Header, len(hs))
-	for i, h := range hs {
-		out[i] = schemas.Header{Key: h.Key, Value: h.Value}
-	}
-	return out
 }
 
 // traceHeaders carries the request's W3C trace context onto its events.

@@ -14,6 +14,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 // fakeEngine answers with a fixed result or error; the point here is how the
@@ -144,6 +145,27 @@ func TestResultCacheBounds(t *testing.T) {
 	off.put("a", nil)
 	if _, ok := off.get("a"); ok {
 		t.Error("a disabled cache remembered a result")
+	}
+
+	// By bytes: the least recently used go first, a result replaced gives
+	// its bytes back, and one larger than the bound is not kept at all.
+	sized := func(n int) *published { return &published{msgs: []stream.Record{{Value: make([]byte, n)}}} }
+	b := newResultCache(10, 100)
+	b.put("a", sized(40))
+	b.put("b", sized(40))
+	b.get("a")
+	b.put("c", sized(40)) // 120 bytes: b, the least recently used, goes
+	if _, ok := b.get("b"); ok || b.len() != 2 || b.bytes != 80 {
+		t.Errorf("after a third 40-byte result: b kept %v, %d entries, %d bytes", ok, b.len(), b.bytes)
+	}
+	b.put("a", sized(10))
+	b.put("huge", sized(101))
+	if _, ok := b.get("huge"); ok || b.len() != 2 || b.bytes != 50 {
+		t.Errorf("after replacing a and offering a huge result: huge kept %v, %d entries, %d bytes", ok, b.len(), b.bytes)
+	}
+	b.remove("a")
+	if b.len() != 1 || b.bytes != 40 {
+		t.Errorf("after removing a: %d entries, %d bytes", b.len(), b.bytes)
 	}
 }
 

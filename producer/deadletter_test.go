@@ -101,8 +101,9 @@ func testOversizedDeadLetter(t *testing.T, withStorage bool) {
 	}, consumer.Retry(consumer.RetryPolicy{Initial: 50 * time.Millisecond}, nil), consumer.DeadLetter(prod, nil), consumer.Recover(nil))
 	commits := make(chan int64, 16)
 	cons, err := consumer.New(consumer.Config{
-		Client: client, GroupID: kafkatest.UniqueTopic(t, "group"), Topic: requests, CommitInterval: 50 * time.Millisecond,
-		Hooks: consumer.Hooks{Committed: func(_ int, off int64) { commits <- off }},
+		GroupConfig:    stream.GroupConfig{Client: client, GroupID: kafkatest.UniqueTopic(t, "group"), Topic: requests},
+		CommitInterval: 50 * time.Millisecond,
+		Hooks:          consumer.Hooks{Committed: func(_ int, off int64) { commits <- off }},
 	}, handler)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -321,9 +322,7 @@ func (p *Producer) message(topic, key, id, tenant, subject string, at time.Time,
 		headers = append(headers, stream.Header{Key: HeaderCESubject, Value: []byte(subject)})
 	}
 	headers = append(headers, trace...)
-	for _, h := range sh {
-		headers = append(headers, stream.Header{Key: h.Key, Value: h.Value})
-	}
+	headers = append(headers, sh...)
 	return stream.Record{Topic: topic, Key: []byte(key), Value: value, Headers: headers, Time: at}, nil
 }
 
@@ -404,9 +403,7 @@ func (p *Producer) deadLetter(m *consumer.Message, reason string, cause error) (
 		FailedAt:          time.Now().UTC(),
 		Attempts:          attempts(cause),
 	}
-	for _, h := range m.Headers {
-		dl.OriginalHeaders = append(dl.OriginalHeaders, schemas.Header{Key: h.Key, Value: h.Value})
-	}
+	dl.OriginalHeaders = slices.Clone(m.Headers)
 	id := deadLetterID(m)
 	headers := []stream.Header{
 		{Key: HeaderDLQTopic, Value: []byte(m.Topic)},
@@ -439,9 +436,7 @@ func (p *Producer) deadLetterRecord(m *consumer.Message, dl *schemas.DeadLetter,
 	all := make([]stream.Header, 0, len(headers)+len(sh)+1)
 	all = append(all, headers...)
 	all = append(all, stream.Header{Key: HeaderDLQMessage, Value: []byte(dl.Message)})
-	for _, h := range sh {
-		all = append(all, stream.Header{Key: h.Key, Value: h.Value})
-	}
+	all = append(all, sh...)
 	return stream.Record{Topic: p.cfg.DeadLetterTopic, Key: m.Key, Value: value, Headers: all}, nil
 }
 

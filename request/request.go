@@ -154,7 +154,7 @@ func (p *problems) err(requestID string) error {
 }
 
 func (p *problems) typeErr(field, want string, got any) {
-	p.add(field, "must be %s (got %s)", want, jsonType(got))
+	p.add(field, "must be %s (got %s)", want, engine.DescribeJSONType(got))
 }
 
 // str reads an optional string field of m.
@@ -215,7 +215,7 @@ func (p *problems) inlineRuleset(field string, v any) *string {
 		}
 		return &text
 	default:
-		p.add(field, "must be a JSON object or a string holding one (got %s)", jsonType(v))
+		p.add(field, "must be a JSON object or a string holding one (got %s)", engine.DescribeJSONType(v))
 		return nil
 	}
 }
@@ -325,24 +325,4 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
-}
-
-// jsonType names the JSON type of a decoded value, for messages.
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case json.Number, float64, float32, int, int64, int32, uint64:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	default:
-		return fmt.Sprintf("a %T", v)
-	}
 }

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
+
+	"rulevalidator/internal/clone"
 )
 
 // Event is one of the messages this package encodes: *Request,
@@ -308,12 +309,12 @@ func NewFailedSummary(req *Request, code Reason, message string, started, comple
 		TenantID:    req.TenantID,
 		Status:      StatusFailed,
 		Error:       &SummaryError{Code: code, Message: message},
-		StartedAt:   eventTime(started),
-		CompletedAt: eventTime(completed),
+		StartedAt:   EventTime(started),
+		CompletedAt: EventTime(completed),
 	}
 	if ref := req.RulesetRef; ref != nil {
 		s.RulesetID = ref.ID
-		s.RulesetVersion = clonePtr(ref.Version)
+		s.RulesetVersion = clone.Ptr(ref.Version)
 	}
 	return s
 }
@@ -366,24 +367,8 @@ type DeadLetter struct {
 // SchemaName is DeadLetterSchema.
 func (d *DeadLetter) SchemaName() string { return DeadLetterSchema }
 
-// eventTime is t as events carry it: UTC, whole milliseconds, no monotonic reading.
-func eventTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
-
-// cloneOrNil copies s, giving nil for an empty slice as decoding does.
-func cloneOrNil[S ~[]E, E any](s S) S {
-	if len(s) == 0 {
-		return nil
-	}
-	return slices.Clone(s)
-}
+// EventTime is t as events carry it: UTC, whole milliseconds, no monotonic reading.
+func EventTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 // The request's JSON form is what MarshalJSON writes: the Avro request as a
 // natural object, with inline_ruleset as an object (or a string holding one),

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"rulevalidator/internal/clone"
 )
 
 // The events' JSON form is what the HTTP API answers and what the tail CLI
@@ -193,10 +195,10 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		Rationale:       in.Rationale,
 		BooleanOutput:   in.BooleanOutput,
 		NumericalOutput: in.NumericalOutput,
-		AllowedScores:   cloneOrNil(in.AllowedScores),
+		AllowedScores:   clone.OrNil(in.AllowedScores),
 		NotApplicable:   in.NotApplicable,
 		SufficiencyNote: in.SufficiencyNote,
-		Problems:        cloneOrNil(in.Problems),
+		Problems:        clone.OrNil(in.Problems),
 		RuleIndex:       in.RuleIndex,
 		RuleCount:       in.RuleCount,
 	}
@@ -206,7 +208,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	for _, dp := range in.PagesConsidered {
-		out.PagesConsidered = append(out.PagesConsidered, DocumentPages{Document: dp.Document, Pages: cloneOrNil(dp.Pages)})
+		out.PagesConsidered = append(out.PagesConsidered, DocumentPages{Document: dp.Document, Pages: clone.OrNil(dp.Pages)})
 	}
 	for _, e := range in.Evidences {
 		out.Evidences = append(out.Evidences, Evidence{

@@ -18,8 +18,10 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Header is a Kafka record header. It is this package's own type so that
-// schemas does not depend on a Kafka client; the consumer converts.
+// Header is a Kafka record header: the one header type of the service.
+// stream.Record carries it (stream.Header is this type), so headers pass
+// between records, Serde and dead letters as they are; it is declared here
+// so that the contracts depend on no Kafka client.
 type Header struct {
 	Key   string
 	Value []byte

@@ -48,7 +48,7 @@ func TestNewClientChecksEverythingOnce(t *testing.T) {
 
 func TestGroupConfigValidate(t *testing.T) {
 	cfg := GroupConfig{Client: mustClient(t, "k:1"), GroupID: "g", Topic: "t", SessionTimeout: 6e9, HeartbeatInterval: 6e9, Start: 7}
-	cfg.setDefaults()
+	cfg.SetDefaults()
 	err := cfg.Validate()
 	for _, w := range []string{"HeartbeatInterval (6s) must be shorter than SessionTimeout (6s)", "Start must be FromStart or FromEnd, got 7"} {
 		if err == nil || !strings.Contains(err.Error(), w) {

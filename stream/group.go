@@ -97,7 +97,9 @@ type GroupConfig struct {
 	Logger *slog.Logger
 }
 
-func (c *GroupConfig) setDefaults() {
+// SetDefaults fills the zero fields with their defaults. NewGroup calls it; a component that
+// embeds the config calls it to validate the config as NewGroup will see it.
+func (c *GroupConfig) SetDefaults() {
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = DefaultSessionTimeout
 	}
@@ -125,6 +127,7 @@ func (c *GroupConfig) setDefaults() {
 }
 
 // Validate reports every problem with the configuration, each naming the field and value.
+// It is meant for a configuration after SetDefaults, as NewGroup does.
 func (c *GroupConfig) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -183,7 +186,7 @@ type Group struct {
 
 // NewGroup checks cfg, after filling in its defaults.
 func NewGroup(cfg GroupConfig) (*Group, error) {
-	cfg.setDefaults()
+	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -5,13 +5,13 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"rulevalidator/schemas"
 )
 
-// Header is one record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is one record header: the contracts' own type, so that what a record carries goes to
+// schemas.Serde and into a dead letter without a conversion.
+type Header = schemas.Header
 
 // Record is one Kafka record, read or to be written. Partition, Offset and HighWaterMark are
 // set on records read (and on records written, once acknowledged); a writer ignores them.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
@@ -105,7 +102,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		base.RequestID = *requestID
 	}
 	if base.SubmittedAt.IsZero() {
-		base.SubmittedAt = time.Now().UTC().Truncate(time.Millisecond)
+		base.SubmittedAt = schemas.EventTime(time.Now())
 	}
 	reqs := requestCopies(base, *count)
 	if err := request.JoinProblems(readErr, reqs[0].Validate()); err != nil {
@@ -179,63 +176,15 @@ func readRequestFile(path string) (*schemas.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := requestDocumentJSON(data)
+	m, err := engine.DecodeObject(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	m, err := engine.DecodeObject(doc)
-	if err != nil {
+		var ie *engine.InputError
+		if errors.As(err, &ie) {
+			return nil, fmt.Errorf("%s: not a request: %s", path, ie.Problem) // the file, not its inputs
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return request.FromMap(m)
-}
-
-// requestDocumentJSON returns data as JSON: as it is when it is a JSON
-// object, converted when it is YAML.
-func requestDocumentJSON(data []byte) ([]byte, error) {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
-		return trimmed, nil
-	}
-	var doc any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("neither a JSON object nor valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	if doc == nil {
-		return nil, errors.New("the file is empty")
-	}
-	m, ok := jsonCompatible(doc).(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("a request is a mapping of fields, not a %T", doc)
-	}
-	return json.Marshal(m)
-}
-
-// jsonCompatible turns what YAML decodes into what encoding/json writes as
-// the same structure: mappings with string keys, timestamps as RFC 3339.
-func jsonCompatible(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			v[k] = jsonCompatible(e)
-		}
-		return v
-	case map[any]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			m[fmt.Sprint(k)] = jsonCompatible(e)
-		}
-		return m
-	case []any:
-		for i, e := range v {
-			v[i] = jsonCompatible(e)
-		}
-		return v
-	case time.Time:
-		return v.Format(time.RFC3339Nano)
-	default:
-		return v
-	}
 }
 
 // requestCopies returns n requests like base, each with its own id: base's

@@ -293,7 +293,7 @@ func TestProduceInvalid(t *testing.T) {
 		{"document without text", `{"tenant_id": "t", "ruleset_ref": {"id": "x"}, "primary_docs": [{"name": "a.pdf"}]}`, nil,
 			[]string{`primary_docs[0]: document "a.pdf" has no text`}},
 		{"misspelt field", `{"tenant_id": "t", "ruleset_ref": {"id": "x"}, "text_imput": "hi"}`, nil, []string{`unknown field "text_imput"`}},
-		{"bad YAML", "tenant_id: [unclosed\n", nil, []string{"neither a JSON object nor valid YAML"}},
+		{"bad YAML", "tenant_id: [unclosed\n", nil, []string{"not a request: invalid YAML"}},
 		{"invalid inline ruleset", badInline, nil, []string{`inline_ruleset: ruleset "x": rules[0] (rule_id "a"): weight: must be a finite number greater than 0 (got -1)`}},
 		{"no inputs", `{"tenant_id": "t", "ruleset_ref": {"id": "x"}}`, nil, []string{"inputs: no inputs: give at least one of"}},
 		{"bad traceparent", requestDoc, []string{"--traceparent", "nope"}, []string{"--traceparent:"}},

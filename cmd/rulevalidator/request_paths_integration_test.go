@@ -81,10 +81,7 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	typeConfig, err := requestDocumentJSON(rulesetYAML) // the ruleset as the specification's type_config
-	if err != nil {
-		t.Fatal(err)
-	}
+	typeConfig := documentJSON(t, rulesetYAML) // the ruleset as the specification's type_config
 
 	// What validate gives for each variant, on the same scripted model, is
 	// what every path must give.
@@ -251,6 +248,20 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 // anchored evidence, and the aggregates, as JSON.
 // viaJSON converts an event's value into the engine's type of the same JSON
 // form, so that the two paths' results compare field by field.
+// documentJSON is a JSON or YAML object as JSON.
+func documentJSON(t *testing.T, data []byte) []byte {
+	t.Helper()
+	m, err := engine.DecodeObject(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func viaJSON[T any](t *testing.T, v any) T {
 	t.Helper()
 	var out T
@@ -313,10 +324,7 @@ func TestServeExecuteAsyncEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	typeConfig, err := requestDocumentJSON(rulesetYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
+	typeConfig := documentJSON(t, rulesetYAML)
 	body := []byte(`{"job_id":"async-1","tenant_id":"contoso","agent_config":{"type_config":` + string(typeConfig) + `},` +
 		`"inputs":{` + inputVariants(t)[0].inputs + `},"callback_url":"` + e.callbackURL + `"}`)
 

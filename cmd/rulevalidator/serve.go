@@ -95,7 +95,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", "67108864", "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3x its record (record, decoded request, prompt); a larger request is taken on alone. 64 MiB keeps a process under 256 MB RSS with 1 MB documents (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
-	s.duration(&cfg.sessionTimeout, "session-timeout", "RULEVALIDATOR_SESSION_TIMEOUT", consumer.DefaultSessionTimeout.String(), "how long the consumer groups wait for a member that stopped heartbeating (a killed replica) before its partitions go to the others; within the broker's group.min/max.session.timeout.ms (6s to 30m by default)")
+	s.duration(&cfg.sessionTimeout, "session-timeout", "RULEVALIDATOR_SESSION_TIMEOUT", stream.DefaultSessionTimeout.String(), "how long the consumer groups wait for a member that stopped heartbeating (a killed replica) before its partitions go to the others; within the broker's group.min/max.session.timeout.ms (6s to 30m by default)")
 	s.duration(&cfg.retryBackoff, "retry-backoff", "RULEVALIDATOR_RETRY_BACKOFF", consumer.DefaultRetryInitial.String(), "pause before a request that failed transiently (model, broker or object storage unavailable, an environment fault) is handled again; doubled after each failure, up to --retry-backoff-max")
 	s.duration(&cfg.retryBackoffMax, "retry-backoff-max", "RULEVALIDATOR_RETRY_BACKOFF_MAX", consumer.DefaultRetryMax.String(), "longest pause between two attempts at a request that fails transiently")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
@@ -373,15 +373,13 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
-		Client:           svc.kafka,
-		GroupID:          cfg.groupID,
-		Topic:            cfg.requestsTopic,
+		GroupConfig: stream.GroupConfig{
+			Client: svc.kafka, GroupID: cfg.groupID, Topic: cfg.requestsTopic, SessionTimeout: cfg.sessionTimeout, Logger: logger,
+		},
 		Concurrency:      cfg.concurrency,
 		MaxBytesInFlight: int64(cfg.maxBytesInFlight),
 		Cost:             pipeline.Cost,
 		DrainTimeout:     cfg.drainTimeout,
-		SessionTimeout:   cfg.sessionTimeout,
-		Logger:           logger,
 		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
 	}, handler)
 	if err != nil {
@@ -414,14 +412,12 @@ func callbackConsumer(cfg serveConfig, svc *services, deadLetters consumer.DeadL
 	hooks := svc.metrics.ConsumerHooks(cfg.callbacksTopic)
 	hooks.InFlight, hooks.Handled = nil, nil
 	c, err := consumer.New(consumer.Config{
-		Client:         svc.kafka,
-		GroupID:        cfg.callbackGroupID(),
-		Topic:          cfg.callbacksTopic,
-		Concurrency:    cfg.http.callbackConcurrency,
-		DrainTimeout:   cfg.drainTimeout,
-		SessionTimeout: cfg.sessionTimeout,
-		Logger:         logger,
-		Hooks:          hooks,
+		GroupConfig: stream.GroupConfig{
+			Client: svc.kafka, GroupID: cfg.callbackGroupID(), Topic: cfg.callbacksTopic, SessionTimeout: cfg.sessionTimeout, Logger: logger,
+		},
+		Concurrency:  cfg.http.callbackConcurrency,
+		DrainTimeout: cfg.drainTimeout,
+		Hooks:        hooks,
 	}, outbox.Handler(svc.notifier, deadLetters, retry, logger))
 	if err != nil {
 		return nil, fmt.Errorf("%w: callbacks: %v", errConfig, err)

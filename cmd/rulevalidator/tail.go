@@ -195,11 +195,7 @@ type tailRecord struct {
 }
 
 func decodeRecord(ctx context.Context, serde *schemas.Serde, m stream.Record) tailRecord {
-	headers := make([]schemas.Header, len(m.Headers))
-	for i, h := range m.Headers {
-		headers[i] = schemas.Header{Key: h.Key, Value: h.Value}
-	}
-	ev, err := serde.Decode(ctx, m.Topic, m.Value, headers)
+	ev, err := serde.Decode(ctx, m.Topic, m.Value, m.Headers)
 	if err != nil {
 		// A request that decodes but fails its checks is still worth showing.
 		var re *schemas.RequestError

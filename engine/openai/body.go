@@ -50,9 +50,8 @@ func placeholder(i int) string {
 	return fmt.Sprintf("rulevalidator-content-%s-%d", hex.EncodeToString(nonce[:]), i)
 }
 
-// spliceContents writes each content into req's body where its token stands,
-// JSON-escaped, into a buffer of the exact size.
-func spliceContents(req *http.Request, contents map[string]string) error {
+// rewriteBody replaces req's body with what rewrite makes of it.
+func rewriteBody(req *http.Request, rewrite func(raw []byte) ([]byte, error)) error {
 	if req.Body == nil {
 		return nil
 	}
@@ -61,10 +60,27 @@ func spliceContents(req *http.Request, contents map[string]string) error {
 	if err != nil {
 		return err
 	}
+	out, err := rewrite(raw)
+	if err != nil {
+		return err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(out))
+	req.ContentLength = int64(len(out))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
+	return nil
+}
+
+// spliceContents writes each content into req's body where its token stands,
+// JSON-escaped, into a buffer of the exact size.
+func spliceContents(req *http.Request, contents map[string]string) error {
+	return rewriteBody(req, func(raw []byte) ([]byte, error) { return splice(raw, contents) })
+}
+
+func splice(raw []byte, contents map[string]string) ([]byte, error) {
 	size := len(raw)
 	for token, content := range contents {
 		if bytes.Count(raw, []byte(`"`+token+`"`)) != 1 {
-			return fmt.Errorf("openai: request body does not hold the placeholder of a message exactly once")
+			return nil, fmt.Errorf("openai: request body does not hold the placeholder of a message exactly once")
 		}
 		size += escapedLen(content) - len(token)
 	}
@@ -90,10 +106,7 @@ func spliceContents(req *http.Request, contents map[string]string) error {
 		out = appendEscaped(out, content)
 		rest = rest[at+1+end:] // from the closing quote
 	}
-	req.Body = io.NopCloser(bytes.NewReader(out))
-	req.ContentLength = int64(len(out))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
-	return nil
+	return out, nil
 }
 
 // appendEscaped appends s as the inside of a JSON string: quotes,

@@ -2,8 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"rulevalidator/internal/tlserr"
 )
 
 // failureKind says what to do about a failed attempt.
@@ -65,6 +65,9 @@ type attemptRecord struct {
 	sent   bool
 	status int
 	header http.Header
+	// errorBody is the start of an error response's body, for what servers say beside the
+	// fields go-openai keeps (llama.cpp's n_ctx).
+	errorBody []byte
 	// schemaHint, when set, is added to a json_object response_format as
 	// "schema" (see Config.OmitSchemaHint).
 	schemaHint json.RawMessage
@@ -98,9 +101,23 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		if resp != nil {
 			rec.status = resp.StatusCode
 			rec.header = resp.Header.Clone()
+			if resp.StatusCode >= http.StatusBadRequest {
+				rec.errorBody = peekBody(resp)
+			}
 		}
 	}
 	return resp, err
+}
+
+// peekBody reads the start of resp's body and puts it back for go-openai to read.
+func peekBody(resp *http.Response) []byte {
+	const limit = 64 << 10
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return head
 }
 
 // releaseBody makes the request let go of its body once the transport has
@@ -152,30 +169,21 @@ func (b *sentBody) Close() error {
 // response_format carries the schema. go-openai has no field for this
 // llama.cpp extension, so it is added on the wire.
 func addSchemaHint(req *http.Request, schema json.RawMessage) error {
-	if req.Body == nil {
-		return nil
-	}
-	raw, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return err
-	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &body); err == nil {
-		var rf map[string]json.RawMessage
-		if err := json.Unmarshal(body["response_format"], &rf); err == nil && string(rf["type"]) == `"json_object"` {
-			rf["schema"] = schema
-			if body["response_format"], err = json.Marshal(rf); err == nil {
-				if patched, err := json.Marshal(body); err == nil {
-					raw = patched
+	return rewriteBody(req, func(raw []byte) ([]byte, error) {
+		var body map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &body); err == nil {
+			var rf map[string]json.RawMessage
+			if err := json.Unmarshal(body["response_format"], &rf); err == nil && string(rf["type"]) == `"json_object"` {
+				rf["schema"] = schema
+				if body["response_format"], err = json.Marshal(rf); err == nil {
+					if patched, err := json.Marshal(body); err == nil {
+						return patched, nil
+					}
 				}
 			}
 		}
-	}
-	req.Body = io.NopCloser(bytes.NewReader(raw))
-	req.ContentLength = int64(len(raw))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
-	return nil
+		return raw, nil // not the request it is meant for: sent as it is
+	})
 }
 
 // attemptInfo describes the attempt being classified.
@@ -210,12 +218,13 @@ func classify(err error, rec *attemptRecord, a attemptInfo) *failure {
 			code:    fmt.Sprint(nonNil(apiErr.Code)),
 			typ:     apiErr.Type,
 			param:   deref(apiErr.Param),
+			body:    string(rec.errorBody),
 		}, a)
 	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode >= http.StatusBadRequest:
 		// An error status with a body that is not an OpenAI error object,
 		// e.g. a proxy's HTML page.
 		f.status = reqErr.HTTPStatusCode
-		classifyStatus(f, serverError{message: bodySnippet(reqErr.Body)}, a)
+		classifyStatus(f, serverError{message: bodySnippet(reqErr.Body), body: string(reqErr.Body)}, a)
 	case !rec.sent:
 		// go-openai refused the request before sending it (e.g. a
 		// parameter its model table says the model does not take).
@@ -223,9 +232,9 @@ func classify(err error, rec *attemptRecord, a attemptInfo) *failure {
 		f.reason = "the request was refused before sending: " + err.Error()
 	case a.timedOut:
 		f.reason = fmt.Sprintf("no response within %s (attempt timeout)", a.timeout)
-	case isCertificateError(err):
+	case tlserr.IsSetup(err):
 		f.kind, f.fault = environment, CauseTLS
-		f.reason = "the server's TLS certificate was refused: " + err.Error()
+		f.reason = "TLS with the server failed (a refused certificate, or no TLS at that address): " + err.Error()
 	case rec.status != 0:
 		// The status line arrived but the body could not be read or
 		// decoded: a connection dropped mid-response or a garbled reply.
@@ -240,6 +249,8 @@ func classify(err error, rec *attemptRecord, a attemptInfo) *failure {
 // serverError is the useful part of an error response.
 type serverError struct {
 	message, code, typ, param string
+	// body is the response's body as far as it was kept, fields beyond OpenAI's included.
+	body string
 }
 
 // classifyStatus fills in f for an HTTP error status.
@@ -272,6 +283,7 @@ func classifyStatus(f *failure, se serverError, a attemptInfo) {
 	case isContextLength(se):
 		f.kind = permanent
 		f.reason = fmt.Sprintf("the input is too long for the model's context window (%d%s)", status, detail)
+		f.cause = newContextLengthError(f.cause, se.message, se.body)
 	case a.withFormat && status == http.StatusInternalServerError && strings.Contains(se.message, "response_format"):
 		f.kind = formatRefused
 		f.reason = fmt.Sprintf("the server refused the response format (%d%s)", status, detail)
@@ -324,15 +336,6 @@ func isFormatRefusal(se serverError) bool {
 		}
 	}
 	return false
-}
-
-func isCertificateError(err error) bool {
-	var verify *tls.CertificateVerificationError
-	var unknown x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	return errors.As(err, &verify) || errors.As(err, &unknown) ||
-		errors.As(err, &hostname) || errors.As(err, &invalid)
 }
 
 // retryAfter reads the wait a server asked for: retry-after-ms (OpenAI,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/tlserr"
 )
 
 // ErrContextUnknown: the server does not say how large the model's context
@@ -63,7 +64,7 @@ func (c *Client) getContextField(ctx context.Context, url string, field func([]b
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		if isCertificateError(err) {
+		if tlserr.IsSetup(err) {
 			f := &failure{kind: environment, fault: CauseTLS, cause: err, reason: "the server's TLS certificate was refused: " + err.Error()}
 			return 0, f.chatError()
 		}

@@ -34,7 +34,10 @@
 // engine.ErrLLMRejected: a refused API key (401/403), an unknown model (404),
 // an input longer than the model's context window (code
 // context_length_exceeded, or a message about the context length, at any
-// status), any other 4xx, and requests that cannot be sent as built.
+// status), any other 4xx, and requests that cannot be sent as built. A
+// refusal for the context length also wraps a *ContextLengthError with the
+// window and the prompt's tokens where the server named them, which the
+// engine reads (engine.ContextWindowError) to judge again within the window.
 //
 // When ctx ends, Chat returns promptly with an error wrapping ctx.Err().
 package openai

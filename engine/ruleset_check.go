@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+const problemNoScores = "numerical rule has no score set: give numerical_rule_config.possible_scores or a global_numerical_rule_config"
+
+func (rs *Ruleset) check() []*RulesetError {
+	var problems []*RulesetError
+	add := func(ruleIndex int, ruleID, field, format string, args ...any) {
+		problems = append(problems, &RulesetError{
+			RulesetID: rs.ID, RuleIndex: ruleIndex, RuleID: ruleID, Field: field,
+			Problem: fmt.Sprintf(format, args...),
+		})
+	}
+
+	switch rs.Type {
+	case "":
+		rs.Type = Boolean
+	case Boolean, Numerical:
+	default:
+		add(-1, "", "type", "unknown rule type %q (want boolean or numerical)", rs.Type)
+	}
+	switch rs.BooleanAggregation {
+	case "":
+		rs.BooleanAggregation = AggregateAll
+	case AggregateAll, AggregateAny, AggregateMajority:
+	default:
+		add(-1, "", "boolean_aggregation", "unknown aggregation %q (want all, any or majority)", rs.BooleanAggregation)
+	}
+	switch rs.NumericalAggregation {
+	case "":
+		rs.NumericalAggregation = AggregateMean
+	case AggregateMean, AggregateSum, AggregateWeightedMean:
+	default:
+		add(-1, "", "numerical_aggregation", "unknown aggregation %q (want mean, sum or weighted_mean)", rs.NumericalAggregation)
+	}
+
+	global, globalOK := rs.globalScores(add)
+
+	if len(rs.Rules) == 0 {
+		add(-1, "", "rules", "no rules: give at least one")
+	}
+	if len(rs.Rules) > MaxRules {
+		add(-1, "", "rules", "too many rules: %d (at most %d)", len(rs.Rules), MaxRules)
+	}
+
+	firstIndex := make(map[string]int, len(rs.Rules))
+	var needGlobal []string // rule ids of numerical rules that use the global score set
+	for i := range rs.Rules {
+		r := &rs.Rules[i]
+		if problem := ruleIDProblem(r.RuleID); problem != "" {
+			add(i, r.RuleID, "rule_id", "%s", problem)
+		} else if first, dup := firstIndex[r.RuleID]; dup {
+			add(i, r.RuleID, "rule_id", "duplicate rule_id: rules[%d] has it too", first)
+		} else {
+			firstIndex[r.RuleID] = i
+		}
+
+		if strings.TrimSpace(r.RuleText) == "" {
+			add(i, r.RuleID, "rule_text", "missing or blank")
+		} else if n := utf8.RuneCountInString(r.RuleText); n > MaxRuleTextChars {
+			add(i, r.RuleID, "rule_text", "too long: %d characters (at most %d)", n, MaxRuleTextChars)
+		}
+		if n := utf8.RuneCountInString(r.NotApplicableText); n > MaxRuleTextChars {
+			add(i, r.RuleID, "not_applicable_text", "too long: %d characters (at most %d)", n, MaxRuleTextChars)
+		}
+
+		if r.Weight == nil {
+			one := 1.0
+			r.Weight = &one
+		} else if w := *r.Weight; !(w > 0) || math.IsInf(w, 0) {
+			add(i, r.RuleID, "weight", "must be a finite number greater than 0 (got %v)", w)
+		}
+
+		if r.Type == "" && (rs.Type == Boolean || rs.Type == Numerical) {
+			r.Type = rs.Type
+		}
+		switch r.Type {
+		case Boolean:
+			if r.NumericalRuleConfig != nil {
+				add(i, r.RuleID, "numerical_rule_config", "only numerical rules take a numerical_rule_config; this rule is boolean")
+			}
+		case Numerical:
+			switch {
+			case r.NumericalRuleConfig != nil && r.NumericalRuleConfig.PossibleScores != nil:
+				scores := r.NumericalRuleConfig.PossibleScores
+				switch {
+				case len(scores) == 0:
+					add(i, r.RuleID, "numerical_rule_config.possible_scores", "must not be empty")
+				case len(scores) > MaxScores:
+					add(i, r.RuleID, "numerical_rule_config.possible_scores", "too many scores: %d (at most %d)", len(scores), MaxScores)
+				case !sortedUnique(scores):
+					scores = slices.Clone(scores)
+					slices.Sort(scores)
+					r.NumericalRuleConfig.PossibleScores = slices.Compact(scores)
+				}
+			case rs.GlobalNumericalRuleConfig == nil:
+				add(i, r.RuleID, "numerical_rule_config.possible_scores", "%s", problemNoScores)
+			case globalOK:
+				if r.NumericalRuleConfig == nil {
+					r.NumericalRuleConfig = &NumericalRuleConfig{}
+				}
+				r.NumericalRuleConfig.PossibleScores = slices.Clone(global)
+			default:
+				needGlobal = append(needGlobal, r.RuleID)
+			}
+		case "":
+			// The ruleset type is unknown and already reported.
+		default:
+			add(i, r.RuleID, "type", "unknown rule type %q (want boolean or numerical)", r.Type)
+		}
+	}
+
+	// The global range is only required to be complete once a rule uses it.
+	if g := rs.GlobalNumericalRuleConfig; len(needGlobal) > 0 && g != nil {
+		for _, f := range []struct {
+			name  string
+			value *int
+		}{{"min_score", g.MinScore}, {"max_score", g.MaxScore}} {
+			if f.value == nil {
+				add(-1, "", "global_numerical_rule_config."+f.name, "missing, and needed by the numerical rules without possible_scores: %s", strings.Join(needGlobal, ", "))
+			}
+		}
+	}
+	return problems
+}
+
+// sortedUnique says whether scores ascend strictly, as Validate leaves them.
+func sortedUnique(scores []int) bool {
+	for i := 1; i < len(scores); i++ {
+		if scores[i-1] >= scores[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// globalScores materialises the global range. ok is false when the config is
+// absent, incomplete or invalid; invalid values are reported through add.
+func (rs *Ruleset) globalScores(add func(int, string, string, string, ...any)) (scores []int, ok bool) {
+	g := rs.GlobalNumericalRuleConfig
+	if g == nil {
+		return nil, false
+	}
+	increment := 1
+	valid := true
+	if g.Increment != nil {
+		increment = *g.Increment
+		if increment <= 0 {
+			add(-1, "", "global_numerical_rule_config.increment", "must be greater than 0 (got %d)", increment)
+			valid = false
+		}
+	}
+	if g.MinScore == nil || g.MaxScore == nil {
+		return nil, false
+	}
+	lo, hi := *g.MinScore, *g.MaxScore
+	if lo > hi {
+		add(-1, "", "global_numerical_rule_config", "min_score %d is greater than max_score %d", lo, hi)
+		return nil, false
+	}
+	if !valid {
+		return nil, false
+	}
+	// Unsigned arithmetic: hi-lo may not fit in an int.
+	count := (uint64(hi)-uint64(lo))/uint64(increment) + 1
+	if count > MaxScores {
+		add(-1, "", "global_numerical_rule_config", "range %d..%d by %d gives %d scores (at most %d)", lo, hi, increment, count, MaxScores)
+		return nil, false
+	}
+	scores = make([]int, 0, count)
+	for s, k := lo, uint64(0); k < count; s, k = s+increment, k+1 {
+		scores = append(scores, s)
+	}
+	return scores, true
+}
+
+// ruleIDProblem says what is wrong with a rule id, or "" when it is fine. Ids
+// are shown to the model and form event ids (request_id/rule_id).
+func ruleIDProblem(id string) string {
+	if id == "" {
+		return "missing"
+	}
+	if n := utf8.RuneCountInString(id); n > MaxRuleIDChars {
+		return fmt.Sprintf("too long: %d characters (at most %d)", n, MaxRuleIDChars)
+	}
+	for _, c := range id {
+		if unicode.IsControl(c) {
+			return fmt.Sprintf("must not contain control characters (found %q)", c)
+		}
+		if c == '/' {
+			return `must not contain "/" (event ids are request_id/rule_id)`
+		}
+	}
+	first, _ := utf8.DecodeRuneInString(id)
+	last, _ := utf8.DecodeLastRuneInString(id)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return "must not start or end with white space"
+	}
+	return ""
+}
