@@ -88,11 +88,7 @@ func (f *Feed) Run(ctx context.Context) error { return f.reader.Run(ctx) }
 // record records one event; undecodable ones are logged and skipped, since
 // the feed only mirrors status.
 func (f *Feed) record(ctx context.Context, m stream.Record) {
-	headers := make([]schemas.Header, len(m.Headers))
-	for i, h := range m.Headers {
-		headers[i] = schemas.Header{Key: h.Key, Value: h.Value}
-	}
-	ev, err := f.cfg.Serde.Decode(ctx, m.Topic, m.Value, headers)
+	ev, err := f.cfg.Serde.Decode(ctx, m.Topic, m.Value, m.Headers)
 	if err != nil {
 		f.log.Warn("jobs: job feed skipped an event it cannot decode", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "error", err)
 		return

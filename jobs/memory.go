@@ -1,12 +1,13 @@
 package jobs
 
 import (
-	"container/list"
 	"context"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"rulevalidator/schemas"
 )
@@ -28,7 +29,6 @@ type jobEntry struct {
 	job      Job
 	created  time.Time
 	verdicts map[string]schemas.VerdictEvent // by event id
-	elem     *list.Element
 }
 
 // MemoryStore keeps recent jobs in memory, keyed by (tenant, request id), so
@@ -40,9 +40,10 @@ type jobEntry struct {
 type MemoryStore struct {
 	cfg MemoryStoreConfig
 
-	mu    sync.Mutex
-	jobs  map[jobKey]*jobEntry
-	order *list.List // of jobKey, oldest first
+	mu sync.Mutex
+	// jobs is in order of creation, oldest first: entries are only ever
+	// added once and read with Peek, so the list's recency is their age.
+	jobs *simplelru.LRU[jobKey, *jobEntry]
 }
 
 // NewMemoryStore returns an empty store.
@@ -56,7 +57,11 @@ func NewMemoryStore(cfg MemoryStoreConfig) *MemoryStore {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &MemoryStore{cfg: cfg, jobs: map[jobKey]*jobEntry{}, order: list.New()}
+	jobs, err := simplelru.NewLRU[jobKey, *jobEntry](cfg.MaxEntries, nil)
+	if err != nil {
+		panic(err) // MaxEntries is positive
+	}
+	return &MemoryStore{cfg: cfg, jobs: jobs}
 }
 
 // Create adds job unless one with its tenant and request id exists, in
@@ -89,9 +94,7 @@ func (s *MemoryStore) Get(_ context.Context, tenant, requestID string) (Job, boo
 func (s *MemoryStore) Delete(_ context.Context, tenant, requestID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.jobs[jobKey{tenant, requestID}]; ok {
-		s.remove(jobKey{tenant, requestID}, e)
-	}
+	s.jobs.Remove(jobKey{tenant, requestID})
 	return nil
 }
 
@@ -124,17 +127,17 @@ func (s *MemoryStore) RecordSummary(summary schemas.SummaryEvent) {
 func (s *MemoryStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.jobs)
+	return s.jobs.Len()
 }
 
 // live returns the entry for key unless it has expired (and then drops it).
 func (s *MemoryStore) live(key jobKey) *jobEntry {
-	e, ok := s.jobs[key]
+	e, ok := s.jobs.Peek(key)
 	if !ok {
 		return nil
 	}
 	if s.cfg.Now().Sub(e.created) > s.cfg.TTL {
-		s.remove(key, e)
+		s.jobs.Remove(key)
 		return nil
 	}
 	return e
@@ -152,23 +155,17 @@ func (s *MemoryStore) entry(key jobKey) *jobEntry {
 
 func (s *MemoryStore) insert(key jobKey) *jobEntry {
 	now := s.cfg.Now()
-	for s.order.Len() > 0 {
-		oldest := s.order.Front().Value.(jobKey)
-		e := s.jobs[oldest]
-		if len(s.jobs) < s.cfg.MaxEntries && now.Sub(e.created) <= s.cfg.TTL {
+	// Expired jobs go first; past MaxEntries, Add drops the oldest.
+	for {
+		_, oldest, ok := s.jobs.GetOldest()
+		if !ok || now.Sub(oldest.created) <= s.cfg.TTL {
 			break
 		}
-		s.remove(oldest, e)
+		s.jobs.RemoveOldest()
 	}
 	e := &jobEntry{created: now, verdicts: map[string]schemas.VerdictEvent{}}
-	e.elem = s.order.PushBack(key)
-	s.jobs[key] = e
+	s.jobs.Add(key, e)
 	return e
-}
-
-func (s *MemoryStore) remove(key jobKey, e *jobEntry) {
-	s.order.Remove(e.elem)
-	delete(s.jobs, key)
 }
 
 // settle derives the status from what has arrived.

@@ -109,9 +109,7 @@ func RequestRecord(serde *schemas.Serde, topic string, s Submission) (stream.Rec
 		return stream.Record{}, fmt.Errorf("producer: encoding request %q: %w", req.RequestID, err)
 	}
 	headers := make([]stream.Header, 0, len(sh)+1+len(s.Trace))
-	for _, h := range sh {
-		headers = append(headers, stream.Header{Key: h.Key, Value: h.Value})
-	}
+	headers = append(headers, sh...)
 	headers = append(headers, stream.Header{Key: HeaderTenant, Value: []byte(req.TenantID)})
 	headers = append(headers, s.Trace...)
 	return stream.Record{Topic: topic, Key: []byte(req.RequestID), Value: value, Headers: headers}, nil
