@@ -93,6 +93,11 @@ func Classify(err error) Failure {
 	if reason, ok := consumer.PermanentReason(err); ok {
 		return Failure{Message: true, Reason: schemas.Reason(reason)}
 	}
+	if errors.Is(err, errTimedOut) {
+		// Every attempt allowed ran out of time: the message's, whatever
+		// the last attempt's own cause (the model adapter's timeout).
+		return Failure{Message: true, Reason: schemas.ReasonTimeout}
+	}
 	var report *reportError
 	if errors.As(err, &report) {
 		// Storage misconfigured or down is held; anything else the writer could not get past
@@ -136,8 +141,6 @@ func messageReason(err error) (schemas.Reason, bool) {
 		return schemas.ReasonModelRejected, true
 	case errors.Is(err, engine.ErrInvalidOutput):
 		return schemas.ReasonInvalidOutput, true
-	case errors.Is(err, errTimedOut):
-		return schemas.ReasonTimeout, true
 	}
 	return "", false
 }

@@ -60,6 +60,7 @@ func TestClassify(t *testing.T) {
 		{"model rejected the request", &adapterFault{kind: engine.ErrLLMRejected}, message(schemas.ReasonModelRejected)},
 		{"output still invalid", fmt.Errorf("x: %w", engine.ErrInvalidOutput), message(schemas.ReasonInvalidOutput)},
 		{"timed out every attempt", fmt.Errorf("x: %w", errTimedOut), message(schemas.ReasonTimeout)},
+		{"timed out every attempt, the last on a model timeout", &attemptsError{n: 3, err: fmt.Errorf("%w: %w", errTimedOut, &adapterFault{cause: "model_unavailable", kind: engine.ErrLLMUnavailable})}, message(schemas.ReasonTimeout)},
 		{"already marked", consumer.Permanent("report_failed", errors.New("x")), message(schemas.ReasonReportFailed)},
 		{"report not stored", &reportError{errors.New("the writer gave up")}, message(schemas.ReasonReportFailed)},
 		{"report too large to store", &reportError{fmt.Errorf("x: %w", objstore.ErrTooLarge)}, message(schemas.ReasonReportFailed)},

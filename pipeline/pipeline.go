@@ -255,9 +255,11 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 			if !errors.Is(judgeErr, errRequestTimeout) || !p.timedOutForGood(m) {
 				return "", judgeErr
 			}
-			judgeErr = consumer.Permanent(string(schemas.ReasonTimeout), &attemptsError{n: p.cfg.TimeoutAttempts,
+			// The last attempt allowed: the failure table makes it the
+			// message's fault, as for every other reason.
+			judgeErr = mark(&attemptsError{n: p.cfg.TimeoutAttempts,
 				err: fmt.Errorf("%w (%d attempts of %s): %w", errTimedOut, p.cfg.TimeoutAttempts, p.cfg.RequestTimeout, judgeErr)})
-			out = Outcome{Summary: schemas.NewFailedSummary(req, schemas.ReasonTimeout, judgeErr.Error(), start, p.cfg.Now())}
+			out = Outcome{Summary: schemas.NewFailedSummary(req, Classify(judgeErr).Reason, judgeErr.Error(), start, p.cfg.Now())}
 		}
 	}
 	p.forgetTimeouts(m)
