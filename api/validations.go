@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -23,15 +22,6 @@ import (
 // requestIDPattern is what a client-chosen request_id may look like: it
 // becomes a Kafka key, an event id prefix and a URL path segment.
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:~-]{0,127}$`)
-
-// newRequestID is a random UUID (version 4).
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
 
 // submitValidation accepts a request in its JSON form (request.FromMap:
 // the specification's input shapes and this service's own keys). The tenant
@@ -91,7 +81,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, readErr error, respond func(http.ResponseWriter, jobs.Job)) {
 	var idErr error
 	if req.RequestID == "" {
-		req.RequestID = newRequestID()
+		req.RequestID = producer.NewRequestID()
 	} else if !requestIDPattern.MatchString(req.RequestID) {
 		idErr = fmt.Errorf("request_id %q: want 1 to 128 characters of A-Z a-z 0-9 . _ : ~ -, starting with a letter or digit", req.RequestID)
 	}
@@ -218,15 +208,12 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestI
 	return job, true
 }
 
-// traceparentPattern is the W3C trace-context header, version 00 and up.
-var traceparentPattern = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
-
 // traceHeaders carry a well-formed traceparent of h (and its tracestate, up
 // to 512 bytes) from the HTTP request onto the request's record; none for a
 // malformed one.
 func traceHeaders(h http.Header) []stream.Header {
 	tp := h.Get("traceparent")
-	if !traceparentPattern.MatchString(tp) {
+	if producer.CheckTraceparent(tp) != nil {
 		return nil
 	}
 	ts := h.Get("tracestate")

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -86,7 +82,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		return cl.invalid(err)
 	}
 	if *traceparent != "" {
-		if err := checkTraceparent(*traceparent); err != nil {
+		if err := producer.CheckTraceparent(*traceparent); err != nil {
 			return invalid("--traceparent: %v", err)
 		}
 	}
@@ -200,21 +196,11 @@ func requestCopies(base *schemas.Request, n int) []*schemas.Request {
 		case base.RequestID != "":
 			r.RequestID = fmt.Sprintf("%s-%0*d", base.RequestID, width, i+1)
 		default:
-			r.RequestID = newRequestID()
+			r.RequestID = producer.NewRequestID()
 		}
 		out[i] = &r
 	}
 	return out
-}
-
-// newRequestID is a random UUID (version 4).
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // checkRequestContent runs the checks the service makes after decoding: the
@@ -233,31 +219,6 @@ func checkRequestContent(r *schemas.Request) error {
 	return errors.Join(errs...)
 }
 
-var traceparentPattern = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$`)
-
-// checkTraceparent checks the W3C Trace Context form version-traceid-spanid-flags.
-func checkTraceparent(s string) error {
-	m := traceparentPattern.FindStringSubmatch(s)
-	switch {
-	case m == nil:
-		return fmt.Errorf("%q is not 00-<32 hex digits>-<16 hex digits>-<2 hex digits> in lower case", s)
-	case strings.HasPrefix(s, "ff"):
-		return fmt.Errorf("%q: version ff is invalid", s)
-	case strings.Trim(m[1], "0") == "":
-		return fmt.Errorf("%q: the trace id is all zeros", s)
-	case strings.Trim(m[2], "0") == "":
-		return fmt.Errorf("%q: the parent id is all zeros", s)
-	}
-	return nil
-}
-
-// newTraceparent starts a new sampled trace.
-func newTraceparent() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("00-%x-%x-01", b[:16], b[16:])
-}
-
 // writeRequests writes one batch within timeout, each request with trace as
 // its traceparent, or a new trace of its own when trace is empty.
 func writeRequests(ctx context.Context, w *producer.RequestWriter, reqs []*schemas.Request, trace string, timeout time.Duration) error {
@@ -265,7 +226,7 @@ func writeRequests(ctx context.Context, w *producer.RequestWriter, reqs []*schem
 	for i, r := range reqs {
 		tp := trace
 		if tp == "" {
-			tp = newTraceparent()
+			tp = producer.NewTraceparent()
 		}
 		subs[i] = producer.Submission{Request: r, Trace: producer.TraceHeaders(tp, "")}
 	}

@@ -250,31 +250,6 @@ func TestProduceRequestCopies(t *testing.T) {
 	}
 }
 
-func TestProduceTraceparent(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in    string
-		valid bool
-	}{
-		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", true},
-		{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", false}, // upper case
-		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", false}, // zero trace id
-		{"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", false}, // zero parent id
-		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", false}, // forbidden version
-		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", false},
-		{"trace-me", false},
-	} {
-		if err := checkTraceparent(tc.in); (err == nil) != tc.valid {
-			t.Errorf("checkTraceparent(%q) = %v, want valid %v", tc.in, err, tc.valid)
-		}
-	}
-	for range 20 {
-		if tp := newTraceparent(); checkTraceparent(tp) != nil {
-			t.Errorf("generated traceparent %q is invalid: %v", tp, checkTraceparent(tp))
-		}
-	}
-}
-
 // TestProduceInvalid runs without a broker: every check happens before Kafka is contacted.
 func TestProduceInvalid(t *testing.T) {
 	t.Parallel()
@@ -426,7 +401,7 @@ func TestProduceCount(t *testing.T) {
 				t.Errorf("record %d/%d: key %q, request %q of tenant %q", p, off, m.Key, req.RequestID, req.TenantID)
 			}
 			tp := opHeaders(t, m)["traceparent"]
-			if err := checkTraceparent(tp); err != nil || traces[tp] {
+			if err := producer.CheckTraceparent(tp); err != nil || traces[tp] {
 				t.Errorf("record %d/%d: traceparent %q (%v), or seen before", p, off, tp, err)
 			}
 			traces[tp] = true
