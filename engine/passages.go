@@ -154,6 +154,7 @@ func segmentPage(page string) []span {
 // counted on the way.
 func segmentPageCounted(page string) ([]span, int) {
 	var out []span
+	ascii := isASCII(page)
 	// Byte offsets of the pieces, then converted to code points once.
 	var pieces []piece
 	// from is where the current piece begins, white space included; begin
@@ -222,10 +223,18 @@ func segmentPageCounted(page string) ([]span, int) {
 	}
 	var split []piece
 	for _, p := range joined {
-		split = append(split, splitLong(page, p.from, p.to)...)
+		split = append(split, splitLong(page, p.from, p.to, ascii)...)
 	}
 
-	// Code point offsets, counted incrementally.
+	// Code point offsets, counted incrementally (byte offsets when the page
+	// is ASCII).
+	if ascii {
+		out = make([]span, 0, len(split))
+		for _, p := range split {
+			out = append(out, span{start: p.from, end: p.to, text: page[p.from:p.to]})
+		}
+		return out, len(page)
+	}
 	runes, at := 0, 0
 	for _, p := range split {
 		runes += utf8.RuneCountInString(page[at:p.from])
@@ -235,6 +244,22 @@ func segmentPageCounted(page string) ([]span, int) {
 		out = append(out, span{start: start, end: runes, text: page[p.from:p.to]})
 	}
 	return out, runes + utf8.RuneCountInString(page[at:])
+}
+
+// isASCII reports whether s is all ASCII, eight bytes at a time.
+func isASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if (s[i]|s[i+1]|s[i+2]|s[i+3]|s[i+4]|s[i+5]|s[i+6]|s[i+7])&0x80 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // shorterThan reports whether s has fewer than n code points, counting them
@@ -267,12 +292,16 @@ func firstNonSpace(page string, from, to int) int {
 
 // splitLong cuts page[from:to] into pieces of at most maxPassageRunes code
 // points, after the last clause boundary that keeps a piece within the
-// bound, else after the last space, else at the bound.
-func splitLong(page string, from, to int) []piece {
+// bound, else after the last space, else at the bound. ascii says the page
+// is ASCII, where a code point is a byte.
+func splitLong(page string, from, to int, ascii bool) []piece {
 	var out []piece
 	for {
 		// limit is maxPassageRunes code points on, or the end.
 		limit, n := from, 0
+		if ascii {
+			limit, n = min(from+maxPassageRunes, to), maxPassageRunes
+		}
 		for limit < to && n < maxPassageRunes {
 			if page[limit] < utf8.RuneSelf {
 				limit++

@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestWriteOneLineIsOneLine(t *testing.T) {
@@ -124,6 +125,27 @@ func TestIsPassageID(t *testing.T) {
 	for id, want := range map[string]bool{"d1p2s3": true, "d10p200s3000": true, "d1p2": false, "dp2s3": false, "d1p2s3x": false, "budget": false, "": false, "d1p2s": false} {
 		if got := isPassageID(id); got != want {
 			t.Errorf("isPassageID(%q) = %v", id, got)
+		}
+	}
+}
+
+// TestSegmentASCIIFastPathAgrees: an ASCII page, counted by bytes, is cut
+// and counted as the same page is when a non-ASCII letter at its end sends
+// it down the code-point path.
+func TestSegmentASCIIFastPathAgrees(t *testing.T) {
+	page := strings.Repeat("The supplier shall keep records; each record is kept for seven years, and audits happen yearly, "+
+		"at the customer's cost, on thirty days' notice. Fees: see Schedule 2.\n", 12) + strings.Repeat("word ", 200)
+	ascii, n := segmentPageCounted(page)
+	other, m := segmentPageCounted(page + " é")
+	if n != len(page) || m != utf8.RuneCountInString(page+" é") {
+		t.Fatalf("lengths %d and %d, want %d and %d", n, m, len(page), utf8.RuneCountInString(page+" é"))
+	}
+	if len(ascii) != len(other) || len(ascii) < 10 {
+		t.Fatalf("%d and %d passages", len(ascii), len(other))
+	}
+	for i := range len(ascii) - 1 {
+		if ascii[i] != other[i] {
+			t.Errorf("passage %d: %+v by bytes, %+v by code points", i, ascii[i], other[i])
 		}
 	}
 }
