@@ -87,14 +87,7 @@ func (s *Server) executeAsync(w http.ResponseWriter, r *http.Request) {
 // getExecution answers a job's status to internal callers; the tenant is
 // the tenant_id query parameter, as for internal report downloads.
 func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Internal == nil {
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
-		return
-	}
-	if !s.internalCaller(w, r) {
-		return
-	}
-	tenant, ok := queryTenant(w, r)
+	tenant, ok := s.internalTenant(w, r)
 	if !ok {
 		return
 	}

@@ -74,14 +74,7 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 // getInternalReport serves any tenant's report to internal callers, the
 // tenant given by the tenant_id query parameter.
 func (s *Server) getInternalReport(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Internal == nil {
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
-		return
-	}
-	if !s.internalCaller(w, r) {
-		return
-	}
-	tenant, ok := queryTenant(w, r)
+	tenant, ok := s.internalTenant(w, r)
 	if !ok {
 		return
 	}

@@ -49,3 +49,18 @@ func queryTenant(w http.ResponseWriter, r *http.Request) (string, bool) {
 	}
 	return values[0], true
 }
+
+// internalTenant is the preamble of every internal read route: 404 when
+// internal routes are off, the internal caller's credential checked, then
+// the tenant_id query parameter. It answers the error itself and reports
+// false then.
+func (s *Server) internalTenant(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if s.cfg.Internal == nil {
+		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
+		return "", false
+	}
+	if !s.internalCaller(w, r) {
+		return "", false
+	}
+	return queryTenant(w, r)
+}
