@@ -75,7 +75,9 @@ func TestInstructionsReachTheLocalModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	userTokens, err := tokenize(root, user)
+	// The rules the call judges come after the material, in the same
+	// user message.
+	userTokens, err := tokenize(root, user+engine.RulesPrompt(rs.Rules))
 	if err != nil {
 		t.Fatal(err)
 	}
