@@ -256,7 +256,10 @@ func TestServeRequestTimeoutDeadLettered(t *testing.T) {
 		return fast
 	})
 	e.produceRequests(t, exampleRequest(t, "always-slow"), exampleRequest(t, "after-slow"))
-	e.startInProcess(t, "--request-timeout", "400ms", "--request-timeout-attempts", "3", "--concurrency", "1")
+	// The window is given, so an attempt's time goes to the model call
+	// alone: a context-window probe on a loaded machine could otherwise use
+	// up a short attempt before the model is asked.
+	e.startInProcess(t, "--request-timeout", "1500ms", "--request-timeout-attempts", "3", "--concurrency", "1", "--llm-context-tokens", "8192")
 
 	waitUntil(t, waitLimit, "the dead letter", func() bool { return deadLog.len() >= 1 })
 	waitUntil(t, waitLimit, "both summaries", func() bool { return summaryLog.len() >= 2 })
