@@ -3,19 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/testtier"
 )
 
@@ -42,16 +37,20 @@ var decisionLine = regexp.MustCompile(`msg="[^"]*" model=\S+ instructions=(\w+) 
 func TestInstructionModeSameEveryValidateRun(t *testing.T) {
 	testtier.RequireRealModel(t)
 	baseURL := realModelURL(t)
-	rec := newChatRecorder(t, baseURL)
+	rec, err := llmfake.NewRecorder(baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.Close)
 	bin := serviceBinary(t)
 
 	const runs = 10
 	var first []string
 	for i := range runs {
-		rec.reset()
+		rec.Reset()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		cmd := exec.CommandContext(ctx, bin, "validate", "--ruleset", exampleRuleset, "--input", exampleInput, "--json", "-v",
-			"--llm-base-url", rec.url, "--llm-instructions", "auto", "--output-retries", "0", "--max-tokens", "1")
+			"--llm-base-url", rec.URL(), "--llm-instructions", "auto", "--output-retries", "0", "--max-tokens", "1")
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 		err := cmd.Run()
@@ -66,7 +65,7 @@ func TestInstructionModeSameEveryValidateRun(t *testing.T) {
 		}
 		got := decisions[0][1:]
 		t.Logf("run %d: instructions=%s decided_by=%s prompt tokens with a system message %s, without %s; judging calls' roles %v",
-			i+1, got[0], got[1], got[2], got[3], rec.judgingRoles())
+			i+1, got[0], got[1], got[2], got[3], judgingRoles(rec))
 		if got[1] != "prompt_tokens" {
 			t.Errorf("run %d decided by %s, want by the prompt tokens the server counts\n%s", i+1, got[1], stderr.String())
 		}
@@ -74,7 +73,7 @@ func TestInstructionModeSameEveryValidateRun(t *testing.T) {
 		if got[0] == "system" {
 			wantRoles = "[system user]"
 		}
-		roles := rec.judgingRoles()
+		roles := judgingRoles(rec)
 		if len(roles) == 0 {
 			t.Errorf("run %d sent no judging call\n%s", i+1, stderr.String())
 		}
@@ -96,70 +95,20 @@ func TestInstructionModeSameEveryValidateRun(t *testing.T) {
 	}
 }
 
-// chatRecorder is a reverse proxy in front of the model server that records
-// the roles of the judging calls (those carrying the material) it forwards.
-type chatRecorder struct {
-	url   string
-	mu    sync.Mutex
-	roles []string
-}
-
-func newChatRecorder(t *testing.T, baseURL string) *chatRecorder {
-	t.Helper()
-	target, err := url.Parse(strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &chatRecorder{}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			rec.note(body)
+// judgingRoles is the roles of the messages of each judging call (one
+// carrying the material) rec forwarded, as "[system user]".
+func judgingRoles(rec *llmfake.Recorder) []string {
+	var out []string
+	for _, msgs := range rec.Sent() {
+		var roles []string
+		judging := false
+		for _, m := range msgs {
+			roles = append(roles, m.Role)
+			judging = judging || strings.Contains(m.Content, "<------- Start of Document:")
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	rec.url = srv.URL + "/v1"
-	return rec
-}
-
-func (c *chatRecorder) note(body []byte) {
-	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
+		if judging {
+			out = append(out, "["+strings.Join(roles, " ")+"]")
+		}
 	}
-	if json.Unmarshal(body, &req) != nil {
-		return
-	}
-	var roles []string
-	judging := false
-	for _, m := range req.Messages {
-		roles = append(roles, m.Role)
-		judging = judging || strings.Contains(m.Content, "<------- Start of Document:")
-	}
-	if judging {
-		c.mu.Lock()
-		c.roles = append(c.roles, "["+strings.Join(roles, " ")+"]")
-		c.mu.Unlock()
-	}
-}
-
-func (c *chatRecorder) judgingRoles() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.roles...)
-}
-
-func (c *chatRecorder) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.roles = nil
+	return out
 }

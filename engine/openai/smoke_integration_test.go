@@ -1,14 +1,8 @@
 package openai_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +11,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
+	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/opsscript"
 )
 
@@ -40,21 +35,11 @@ const smokeNDA = `MUTUAL NON-DISCLOSURE AGREEMENT
 // data_sufficiency false and its problems named, never as a sufficient answer. The longer
 // tests against the model are in the real-model tier (bash ops/test.sh --real-model).
 func TestSmokeLocalModel(t *testing.T) {
-	baseURL := os.Getenv("OPENAI_BASE_URL")
-	if baseURL == "" {
-		opsscript.Unavailable(t, "Model server", "OPENAI_BASE_URL is not set (run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url))")
+	srv, ok := localModel(t)
+	if !ok {
 		return
 	}
-	root := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
-	overhead, err := tokenize(root, "")
-	if err != nil {
-		opsscript.Unavailable(t, "Model server", "tokenizing at %s (llama-cpp-python's /extras/tokenize): %v", root, err)
-		return
-	}
-	model := os.Getenv("RULEVALIDATOR_MODEL")
-	if model == "" {
-		model = "gemma-3-270m"
-	}
+	baseURL, root, model, overhead := srv.baseURL, srv.root, srv.model, srv.overhead
 
 	// A rule the document plainly does not meet: a verdict that it is not met claims
 	// nothing, so it needs no verbatim quote from a 270M model to pass the checks.
@@ -67,11 +52,15 @@ func TestSmokeLocalModel(t *testing.T) {
 	// Folded into the user message: the same prompt whatever the probe would decide, and no
 	// probe call.
 	const mode = engine.InstructionsUser
-	rec := newRecordingProxy(t, root)
+	rec, err := llmfake.NewRecorder(baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.Close)
 
 	var mu sync.Mutex
 	var calls []engine.Usage
-	client, err := openai.New(openai.Config{BaseURL: rec.URL + "/v1", Timeout: 5 * time.Minute})
+	client, err := openai.New(openai.Config{BaseURL: rec.URL(), Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +94,11 @@ func TestSmokeLocalModel(t *testing.T) {
 	// What the first call sent holds the rule and the document, and the prompt the server
 	// counted covers every message: a chat template that dropped the instructions would
 	// report about the document's count alone.
-	sent := rec.first(t)
+	recorded := rec.Sent()
+	if len(recorded) == 0 {
+		t.Fatal("no chat completion request reached the server")
+	}
+	sent := recorded[0]
 	var text strings.Builder
 	want := 0
 	for _, m := range sent {
@@ -146,59 +139,33 @@ func TestSmokeLocalModel(t *testing.T) {
 	}
 }
 
-// chatMessage is one message of a chat completion request, as sent.
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+// modelServer is the local model server the integration tests call.
+type modelServer struct {
+	baseURL string // OPENAI_BASE_URL
+	root    string // without "/v1", where llama-cpp-python's /extras live
+	model   string
+	// overhead is the tokens the server's tokenizer adds to any text.
+	overhead int
 }
 
-// recordingProxy forwards every request to the model server and keeps the messages of each
-// chat completion request, so that a test can check what reached the server.
-type recordingProxy struct {
-	URL  string
-	mu   sync.Mutex
-	sent [][]chatMessage
-}
-
-func newRecordingProxy(t *testing.T, root string) *recordingProxy {
+// localModel finds the model server from OPENAI_BASE_URL and
+// RULEVALIDATOR_MODEL; ok is false, the test already failed or skipped as
+// opsscript.Unavailable decides, when there is none to call.
+func localModel(t *testing.T) (modelServer, bool) {
 	t.Helper()
-	target, err := url.Parse(root)
-	if err != nil {
-		t.Fatal(err)
+	s := modelServer{baseURL: os.Getenv("OPENAI_BASE_URL"), model: os.Getenv("RULEVALIDATOR_MODEL")}
+	if s.baseURL == "" {
+		opsscript.Unavailable(t, "Model server", "OPENAI_BASE_URL is not set (run ops/llm.sh start and export OPENAI_BASE_URL=$(ops/llm.sh url))")
+		return s, false
 	}
-	p := &recordingProxy{}
-	forward := httputil.NewSingleHostReverseProxy(target)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var req struct {
-				Messages []chatMessage `json:"messages"`
-			}
-			if err := json.Unmarshal(body, &req); err == nil {
-				p.mu.Lock()
-				p.sent = append(p.sent, req.Messages)
-				p.mu.Unlock()
-			}
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	p.URL = srv.URL
-	return p
-}
-
-// first is the messages of the first chat completion request.
-func (p *recordingProxy) first(t *testing.T) []chatMessage {
-	t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.sent) == 0 {
-		t.Fatal("no chat completion request reached the server")
+	s.root = strings.TrimSuffix(strings.TrimRight(s.baseURL, "/"), "/v1")
+	var err error
+	if s.overhead, err = tokenize(s.root, ""); err != nil {
+		opsscript.Unavailable(t, "Model server", "tokenizing at %s (llama-cpp-python's /extras/tokenize): %v", s.root, err)
+		return s, false
 	}
-	return p.sent[0]
+	if s.model == "" {
+		s.model = "gemma-3-270m"
+	}
+	return s, true
 }
