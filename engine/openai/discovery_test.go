@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -19,24 +18,6 @@ import (
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
 )
-
-// syncBuffer is a log sink for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func discoveryFixture(t *testing.T) (*engine.Ruleset, *engine.Inputs) {
 	t.Helper()
@@ -73,7 +54,7 @@ func TestContextWindowProbedOncePerModel(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	var logs syncBuffer
+	var logs lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	client, _ := newClient(t, srv.URL+"/v1", func(c *openai.Config) { c.Logger = logger })
 	eng, err := engine.New(client, engine.Config{Model: "m", Logger: logger})
