@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -263,11 +264,8 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	// Page bounds are for excerpts only: counting every page's code points
 	// is a pass over the documents that a single call does not need.
 	var bounds [][][2]int
-	for _, call := range p.Calls {
-		if call.Partial {
-			bounds = pageBounds(docs)
-			break
-		}
+	if slices.ContainsFunc(p.Calls, func(c plan.Call) bool { return c.Partial }) {
+		bounds = pageBounds(docs)
 	}
 	type outcome struct {
 		verdicts []Verdict
