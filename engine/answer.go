@@ -317,16 +317,19 @@ func ruleIDList(rules []Rule) string {
 	return strings.Join(ids, ", ")
 }
 
-// correctiveMessage tells the model what was wrong and asks again for the
-// failing rules only.
-func correctiveMessage(problems []Problem, pending []Rule) string {
+// correctiveNote tells the model what was wrong with an earlier answer and
+// asks again for the failing rules only. It follows the rules in the user
+// message of a fresh call, not the model's answer in a second turn: a small
+// model shown its own answer writes it again, word for word, whatever the
+// note says, and a fresh call shares the cached prefix all the same.
+func correctiveNote(problems []Problem, pending []Rule) string {
 	var b strings.Builder
-	b.WriteString("Your previous answer could not be accepted:\n")
+	b.WriteString("\nAn earlier answer to these rules could not be accepted:\n")
 	for _, p := range problems {
 		b.WriteString("- " + p.String() + "\n")
 	}
 	b.WriteString("\nAnswer again with one JSON object in the same format, containing only these rules: " + ruleIDList(pending) + ". ")
-	b.WriteString("The other rules are already accepted; do not repeat them. No code fences, no prose.")
+	b.WriteString("The other rules are already accepted; do not repeat them. No code fences, no prose.\n")
 	return b.String()
 }
 

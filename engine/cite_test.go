@@ -118,6 +118,33 @@ func TestCiteUnknownPassageIsReasked(t *testing.T) {
 	}
 }
 
+// TestCitePlaceholderRationaleShowsThePassage: a placeholder rationale is
+// re-asked with the passage the verdict cites, so the model is asked about
+// one sentence rather than "the material"; the reader's note names the
+// rationale first.
+func TestCitePlaceholderRationaleShowsThePassage(t *testing.T) {
+	bad := answer(t, withRationale(boolRule("cap", true, cite("d1p1s2", "")), "not applicable"),
+		boolRule("term", false, cite("d1p2s1", "")), numRule("score", 1, cite("d1p1s1", "")))
+	again := answer(t, withRationale(boolRule("cap", true, cite("d1p1s2", "")), "not applicable"))
+	llm := &scriptedLLM{replies: []scriptedReply{{content: bad}, {content: again}, {content: again}}}
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(llm.calls) != 3 {
+		t.Fatalf("%d calls, want the budget of re-asks used", len(llm.calls))
+	}
+	correction := llm.calls[1].Messages[len(llm.calls[1].Messages)-1].Content
+	want := `rule "cap": the rationale "not applicable" has fewer than 3 distinct words; you cited [d1p1s2] "The supplier's total liability is capped at fees paid in the prior 12 months."; say in one or two sentences what that passage shows`
+	if !strings.Contains(correction, want) {
+		t.Errorf("correction lacks %q:\n%s", want, correction)
+	}
+	cap := res.Rules[0]
+	if cap.DataSufficiency || len(cap.Problems) != 1 || !strings.HasPrefix(cap.Problems[0], "the model gave no rationale that explains the verdict") {
+		t.Errorf("kept verdict: %+v", cap)
+	}
+}
+
 // TestCiteUnknownPassageKeptForTheReader: when the budget runs out on an
 // unknown id, the kept verdict says what was wrong in the reader's terms.
 func TestCiteUnknownPassageKeptForTheReader(t *testing.T) {

@@ -124,14 +124,8 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 	add := func(reason, note, format string, args ...any) {
 		problems = append(problems, Problem{RuleID: rule.RuleID, Reason: reason, Note: note, Detail: fmt.Sprintf(format, args...)})
 	}
-	if v.Rationale == "" {
-		add(ReasonMissingRationale, "the model gave no rationale",
-			"rationale is missing or empty; explain the verdict in one to three sentences about the material")
-	} else if why := a.rationaleProblem(rule, v.Rationale); why != "" {
-		add(ReasonPlaceholderRationale, "the model gave no rationale that explains the verdict (it wrote "+clip(v.Rationale)+")",
-			"the rationale %s %s; explain the verdict in one to three sentences about the material", clip(v.Rationale), why)
-	}
 	supported := false
+	cited := "" // the first passage the verdict cites, to point a re-asked rationale at
 	for i := range v.Evidences {
 		ev := &v.Evidences[i]
 		if ev.PassageID != "" {
@@ -140,6 +134,9 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 				add(ReasonUnknownPassage, "the model cited a passage that is not in the material ("+clip(ev.PassageID)+")",
 					"the evidence cites passage_id %s, which is not an id shown in the material; cite the id in square brackets before the passage, or give no evidence", clip(ev.PassageID))
 				continue
+			}
+			if cited == "" {
+				cited = "[" + ev.PassageID + "] " + clip(ev.Text)
 			}
 			if a.supports(*ev) {
 				supported = true
@@ -175,6 +172,23 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 			supported = true
 		}
 	}
+	// The rationale is checked after the evidence so that a re-ask can show
+	// the model the passage it cited: a small model asked to explain "the
+	// material" writes a placeholder again, asked about one sentence it
+	// can say what the sentence shows.
+	explain := "explain the verdict in one to three sentences about the material"
+	if cited != "" {
+		explain = "you cited " + cited + "; say in one or two sentences what that passage shows and why it decides the rule"
+	}
+	evidenceProblems := problems
+	problems = nil // the rationale's problem is named first, as the reader reads it
+	if v.Rationale == "" {
+		add(ReasonMissingRationale, "the model gave no rationale", "rationale is missing or empty; %s", explain)
+	} else if why := a.rationaleProblem(rule, v.Rationale); why != "" {
+		add(ReasonPlaceholderRationale, "the model gave no rationale that explains the verdict (it wrote "+clip(v.Rationale)+")",
+			"the rationale %s %s; %s", clip(v.Rationale), why, explain)
+	}
+	problems = append(problems, evidenceProblems...)
 	if a.hasDocuments() && !supported && claimsSupport(rule, *v) {
 		claim := "boolean_output is true"
 		if v.NumericalOutput != nil {

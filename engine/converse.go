@@ -34,12 +34,8 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	}
 	// The material first, the rules after it: every call of a request
 	// shares the instructions and the material as a prefix.
-	user := m.user
-	if m.rules == "" {
-		user += RulesPrompt(rules)
-	}
-	base := buildPrompt(mode, first.system, user)
-	messages := base
+	materialText := strings.TrimSuffix(m.user, m.rules)
+	messages := buildPrompt(mode, first.system, materialText+RulesPrompt(rules))
 	pending := rules
 	accepted := make(map[string]Verdict, len(rules))
 	best := map[string]candidate{} // content-flawed answers, the fewest problems kept
@@ -117,12 +113,10 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 				e.cfg.Hooks.OutputRetry(p.Reason)
 			}
 		}
-		// Keep only the latest exchange: the base prompt, the answer being
-		// corrected and the correction, so re-asks don't grow without bound.
-		messages = append(base[:len(base):len(base)],
-			Message{Role: "assistant", Content: resp.Content},
-			Message{Role: "user", Content: correctiveMessage(problems, pending)},
-		)
+		// A re-ask is a fresh call for the pending rules with the latest
+		// correction after them: it shares the instructions and material as
+		// a prefix, and re-asks don't grow without bound.
+		messages = buildPrompt(mode, first.system, materialText+RulesPrompt(pending)+correctiveNote(problems, pending))
 	}
 	out := make([]Verdict, 0, len(rules))
 	for _, r := range rules {

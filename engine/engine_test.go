@@ -79,10 +79,17 @@ func TestEvaluateReasksOnlyFailingRules(t *testing.T) {
 	}
 	second := llm.calls[1]
 	msgs := second.Messages
-	if len(msgs) != 4 || msgs[2].Role != "assistant" || msgs[3].Role != "user" {
+	// A fresh call: the same instructions, the same material as a prefix,
+	// the pending rules and the correction after it; not the model's answer.
+	first := llm.calls[0].Messages
+	if len(msgs) != 2 || msgs[0] != first[0] || msgs[1].Role != "user" {
 		t.Fatalf("re-ask messages = %+v", msgs)
 	}
-	correction := msgs[3].Content
+	material := strings.TrimSuffix(first[1].Content, RulesPrompt(testRuleset().Rules))
+	if !strings.HasPrefix(msgs[1].Content, material+RulesPrompt(testRuleset().Rules[1:])) {
+		t.Errorf("re-ask does not start with the material and the pending rules:\n%s", msgs[1].Content)
+	}
+	correction := strings.TrimPrefix(msgs[1].Content, material)
 	for _, want := range []string{`rule "score": numerical_output 9 is not one of the allowed scores 1, 2, 3`, `rule "term": no answer was given`, `containing only these rules: "term", "score"`} {
 		if !strings.Contains(correction, want) {
 			t.Errorf("correction lacks %q:\n%s", want, correction)

@@ -43,9 +43,11 @@ func TestFoldedInstructions(t *testing.T) {
 	if strings.Count(content, "<------- End of Document: msa.pdf ------->") != 1 {
 		t.Error("a document could forge a marker in the folded prompt")
 	}
-	// A re-ask keeps the fold: instructions and data, the answer, the correction.
+	// A re-ask keeps the fold: instructions, data, the pending rules and the
+	// correction in one user message.
 	re := llm.calls[1].Messages
-	if len(re) != 3 || re[0].Content != content || re[1].Role != "assistant" || re[2].Role != "user" {
+	if len(re) != 1 || re[0].Role != "user" || !strings.HasPrefix(re[0].Content, strings.TrimSuffix(content, RulesPrompt(testRuleset().Rules))) ||
+		!strings.Contains(re[0].Content, "could not be accepted") {
 		t.Errorf("folded re-ask = %+v", re)
 	}
 }

@@ -73,7 +73,7 @@ func (m *reader) answer(req llmfake.Request) llmfake.Reply {
 		rules = append(rules, verdict)
 	}
 	m.mu.Lock()
-	if m.flawFirst && !m.flawed[user] && len(rules) > 0 {
+	if m.flawFirst && !m.flawed[user] && !strings.Contains(user, "could not be accepted") && len(rules) > 0 {
 		if m.flawed == nil {
 			m.flawed = map[string]bool{}
 		}
