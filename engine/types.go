@@ -1,31 +1,43 @@
 package engine
 
-// RuleType says how a rule is judged.
-type RuleType string
+import "rulevalidator/verdict"
 
-const (
-	// Boolean rules pass or fail.
-	Boolean RuleType = "boolean"
-	// Numerical rules get an integer score from an allowed set.
-	Numerical RuleType = "numerical"
+// The value types a verdict carries are declared once, in package verdict,
+// shared with the event contracts.
+type (
+	RuleType             = verdict.RuleType
+	BooleanAggregation   = verdict.BooleanAggregation
+	NumericalAggregation = verdict.NumericalAggregation
+	Match                = verdict.Match
+	Evidence             = verdict.Evidence
+	Difference           = verdict.Difference
+	DocumentPages        = verdict.DocumentPages
+	Source               = verdict.Source
+	BooleanAggregate     = verdict.BooleanAggregate
+	NumericalAggregate   = verdict.NumericalAggregate
+	Aggregate            = verdict.Aggregate
+	Usage                = verdict.Usage
 )
 
-// BooleanAggregation combines boolean verdicts into one pass/fail.
-type BooleanAggregation string
-
 const (
-	AggregateAll      BooleanAggregation = "all"
-	AggregateAny      BooleanAggregation = "any"
-	AggregateMajority BooleanAggregation = "majority"
-)
+	Boolean   = verdict.Boolean
+	Numerical = verdict.Numerical
 
-// NumericalAggregation combines numerical scores into one number.
-type NumericalAggregation string
+	AggregateAll      = verdict.AggregateAll
+	AggregateAny      = verdict.AggregateAny
+	AggregateMajority = verdict.AggregateMajority
 
-const (
-	AggregateMean         NumericalAggregation = "mean"
-	AggregateSum          NumericalAggregation = "sum"
-	AggregateWeightedMean NumericalAggregation = "weighted_mean"
+	AggregateMean         = verdict.AggregateMean
+	AggregateSum          = verdict.AggregateSum
+	AggregateWeightedMean = verdict.AggregateWeightedMean
+
+	MatchExact       = verdict.MatchExact
+	MatchNormalized  = verdict.MatchNormalized
+	MatchFuzzy       = verdict.MatchFuzzy
+	MatchElided      = verdict.MatchElided
+	MatchPassage     = verdict.MatchPassage
+	MatchNone        = verdict.MatchNone
+	MatchNotDocument = verdict.MatchNotDocument
 )
 
 // Ruleset is a type_config: the rules to judge and how to combine their verdicts.
@@ -114,68 +126,6 @@ type Inputs struct {
 	Message       string       `json:"message,omitempty"`
 }
 
-// Match says how an evidence quote was found in its document.
-type Match string
-
-const (
-	MatchExact      Match = "exact"
-	MatchNormalized Match = "normalized"
-	MatchFuzzy      Match = "fuzzy"
-	// MatchElided: the quote left parts out ("first words … last words") and
-	// the span covers its parts, found in order.
-	MatchElided Match = "elided"
-	// MatchPassage: the evidence is the whole passage the model cited by id
-	// (cite mode); the words it gave, if any, are not in that passage.
-	MatchPassage Match = "passage"
-	// MatchNone: the quote was not found; its text is kept as the model gave it.
-	MatchNone Match = "none"
-	// MatchNotDocument: the evidence cites a named input or free text, not a document.
-	MatchNotDocument Match = "not_document"
-)
-
-// Evidence is a quote supporting a verdict. After anchoring, a quote found in a
-// supplied document carries the verbatim span as Text, its page and its
-// offsets (Unicode code points into the document text, end exclusive), and
-// keeps the model's own words as QuotedText. Evidence is never rewritten
-// silently: where the span says something else than the quote (a number, an
-// amount, a date, a negation, a name), it is Altered, Differences say what
-// differs, and it does not support the verdict.
-type Evidence struct {
-	Text             string `json:"text"`
-	SourceOrigin     string `json:"source_origin"`
-	SourcePageNumber int    `json:"source_page_number"`
-	Anchored         bool   `json:"anchored"`
-	Match            Match  `json:"match,omitempty"`
-	StartOffset      *int   `json:"start_offset,omitempty"`
-	EndOffset        *int   `json:"end_offset,omitempty"`
-	// QuotedText is the quote as the model gave it (set once anchoring ran).
-	QuotedText string `json:"quoted_text,omitempty"`
-	// PassageID is the id of the passage the model cited (cite mode): the
-	// passage whose text, origin, page and offsets the evidence carries.
-	PassageID string `json:"passage_id,omitempty"`
-	// CitedPageNumber is the page the model gave for the evidence, kept
-	// beside SourcePageNumber (the page the text was found on): they differ
-	// when anchoring corrected the page. In cite mode it is the cited
-	// passage's page. 0 when the model gave none.
-	CitedPageNumber int `json:"cited_page_number,omitempty"`
-	// Similarity of the quote to the span, in [0, 1]; 1 for exact and
-	// normalised matches, 0 when not anchored.
-	Similarity  float64      `json:"similarity,omitempty"`
-	Altered     bool         `json:"altered,omitempty"`
-	Differences []Difference `json:"differences,omitempty"`
-}
-
-// Difference is one way an anchored span contradicts the quote it was found
-// for.
-type Difference struct {
-	// Kind is "number", "amount", "date", "negation" or "name".
-	Kind string `json:"kind"`
-	// Quote is what the quote says; "" when the quote lacks it.
-	Quote string `json:"quote"`
-	// Document is what the document says; "" when the document lacks it.
-	Document string `json:"document"`
-}
-
 // Verdict is the checked answer for one rule.
 type Verdict struct {
 	RuleID          string     `json:"rule_id"`
@@ -200,63 +150,6 @@ type Verdict struct {
 	// request was too large for one call and the rule saw an excerpt or a
 	// batch; absent when it was judged on every page of every document.
 	PagesConsidered []DocumentPages `json:"pages_considered,omitempty"`
-}
-
-// DocumentPages names pages of one document (1-based, ascending).
-type DocumentPages struct {
-	Document string `json:"document"`
-	Pages    []int  `json:"pages"`
-}
-
-// Source is a cited source, de-duplicated by (origin, text, page).
-type Source struct {
-	SourceOrigin     string `json:"source_origin"`
-	Text             string `json:"text"`
-	SourcePageNumber int    `json:"source_page_number"`
-}
-
-// BooleanAggregate combines the applicable boolean verdicts.
-type BooleanAggregate struct {
-	Mode        BooleanAggregation `json:"mode"`
-	Passed      bool               `json:"passed"`
-	Applicable  int                `json:"applicable"`
-	PassedCount int                `json:"passed_count"`
-}
-
-// NumericalAggregate combines the counted numerical scores. Score is nil when
-// no score was counted.
-type NumericalAggregate struct {
-	Mode    NumericalAggregation `json:"mode"`
-	Score   *float64             `json:"score"`
-	Counted int                  `json:"counted"`
-}
-
-// Aggregate holds one aggregate per rule type present in the ruleset.
-type Aggregate struct {
-	Boolean   *BooleanAggregate   `json:"boolean,omitempty"`
-	Numerical *NumericalAggregate `json:"numerical,omitempty"`
-}
-
-// Usage is token usage summed over every model call of one request.
-type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	CachedTokens     int `json:"cached_tokens"`
-	LLMCalls         int `json:"llm_calls"`
-	// PlannedCalls is the number of calls the request was planned as (1
-	// when it fit one call); LLMCalls adds the corrective re-asks.
-	PlannedCalls int `json:"planned_calls"`
-}
-
-// Add sums u and o.
-func (u Usage) Add(o Usage) Usage {
-	return Usage{
-		PromptTokens:     u.PromptTokens + o.PromptTokens,
-		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
-		CachedTokens:     u.CachedTokens + o.CachedTokens,
-		LLMCalls:         u.LLMCalls + o.LLMCalls,
-		PlannedCalls:     u.PlannedCalls + o.PlannedCalls,
-	}
 }
 
 // Result is the engine's answer for one request.

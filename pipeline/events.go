@@ -120,7 +120,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			RulesetVersion:  rulesetVersion,
 			Model:           model,
 			RuleID:          v.RuleID,
-			RuleType:        schemas.RuleType(v.Type),
+			RuleType:        v.Type,
 			DataSufficiency: v.DataSufficiency,
 			Rationale:       v.Rationale,
 			BooleanOutput:   clone.Ptr(v.BooleanOutput),
@@ -143,7 +143,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 				name = rule.Name
 			}
 			if ev.RuleType == "" {
-				ev.RuleType = schemas.RuleType(rule.Type)
+				ev.RuleType = rule.Type
 			}
 		}
 		if name != "" {
@@ -165,10 +165,6 @@ func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, mo
 	if model == "" {
 		model = res.Model
 	}
-	var sources []schemas.Source
-	for _, s := range res.Sources {
-		sources = append(sources, schemas.Source(s))
-	}
 	return schemas.SummaryEvent{
 		EventID:        schemas.SummaryEventID(req.TenantID, req.RequestID),
 		RequestID:      req.RequestID,
@@ -179,8 +175,8 @@ func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, mo
 		Status:         schemas.StatusCompleted,
 		Counts:         schemas.Counts(engine.CountVerdicts(res.Rules)),
 		Aggregate:      aggregate(res.Aggregate),
-		Sources:        sources,
-		Usage:          schemas.Usage(res.Usage),
+		Sources:        clone.OrNil(res.Sources),
+		Usage:          res.Usage,
 		Report:         clone.Ptr(report),
 		StartedAt:      schemas.EventTime(started),
 		CompletedAt:    schemas.EventTime(completed),
@@ -203,22 +199,13 @@ func rulesetIdentity(rs *engine.Ruleset, res *engine.Result) (id string, version
 	return id, &v
 }
 
+// evidences copies a verdict's evidence for its event, sharing no memory
+// with the result; nil when there is none, as decoding gives.
 func evidences(in []engine.Evidence) []schemas.Evidence {
-	if len(in) == 0 {
-		return nil // as decoding gives
-	}
-	out := make([]schemas.Evidence, len(in))
-	for i, e := range in {
-		out[i] = schemas.Evidence{
-			Text: e.Text, SourceOrigin: e.SourceOrigin, SourcePageNumber: e.SourcePageNumber,
-			Anchored: e.Anchored, Match: schemas.Match(e.Match),
-			StartOffset: clone.Ptr(e.StartOffset), EndOffset: clone.Ptr(e.EndOffset),
-			QuotedText: e.QuotedText, Similarity: e.Similarity, Altered: e.Altered,
-			PassageID: e.PassageID, CitedPageNumber: e.CitedPageNumber,
-		}
-		for _, d := range e.Differences {
-			out[i].Differences = append(out[i].Differences, schemas.Difference(d))
-		}
+	out := clone.OrNil(in)
+	for i := range out {
+		e := &out[i]
+		e.StartOffset, e.EndOffset, e.Differences = clone.Ptr(e.StartOffset), clone.Ptr(e.EndOffset), clone.OrNil(e.Differences)
 	}
 	return out
 }
@@ -226,20 +213,17 @@ func evidences(in []engine.Evidence) []schemas.Evidence {
 // pagesConsidered copies the pages a split request judged a rule on; nil when
 // it saw every page, as decoding gives.
 func pagesConsidered(in []engine.DocumentPages) []schemas.DocumentPages {
-	var out []schemas.DocumentPages
-	for _, dp := range in {
-		out = append(out, schemas.DocumentPages{Document: dp.Document, Pages: clone.OrNil(dp.Pages)})
+	out := clone.OrNil(in)
+	for i := range out {
+		out[i].Pages = clone.OrNil(out[i].Pages)
 	}
 	return out
 }
 
 func aggregate(a engine.Aggregate) schemas.Aggregate {
-	var out schemas.Aggregate
-	if b := a.Boolean; b != nil {
-		out.Boolean = &schemas.BooleanAggregate{Mode: schemas.BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
-	}
-	if n := a.Numerical; n != nil {
-		out.Numerical = &schemas.NumericalAggregate{Mode: schemas.NumericalAggregation(n.Mode), Score: clone.Ptr(n.Score), Counted: n.Counted}
+	out := schemas.Aggregate{Boolean: clone.Ptr(a.Boolean), Numerical: clone.Ptr(a.Numerical)}
+	if out.Numerical != nil {
+		out.Numerical.Score = clone.Ptr(out.Numerical.Score)
 	}
 	return out
 }

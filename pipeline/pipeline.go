@@ -546,7 +546,7 @@ func verdictOutcomes(verdicts []schemas.VerdictEvent) map[string]int {
 
 // EventOutcome is engine.VerdictOutcome of a verdict event.
 func EventOutcome(v schemas.VerdictEvent) engine.Outcome {
-	return engine.VerdictOutcome(engine.RuleType(v.RuleType), v.NotApplicable, v.BooleanOutput, v.NumericalOutput)
+	return engine.VerdictOutcome(v.RuleType, v.NotApplicable, v.BooleanOutput, v.NumericalOutput)
 }
 
 // traceHeaders carries the request's W3C trace context onto its events.

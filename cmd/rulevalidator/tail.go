@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"rulevalidator/engine"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -339,7 +338,7 @@ func verdictLine(v *schemas.VerdictEvent) string {
 }
 
 func verdictOutcome(v *schemas.VerdictEvent) string {
-	return outcomeText(engine.RuleType(v.RuleType), v.NotApplicable, v.BooleanOutput, v.NumericalOutput, v.AllowedScores)
+	return outcomeText(v.RuleType, v.NotApplicable, v.BooleanOutput, v.NumericalOutput, v.AllowedScores)
 }
 
 // evidenceWhere: msa.pdf p.3 (cited p.9), passage d1p3s4, anchored exact
