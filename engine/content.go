@@ -59,7 +59,50 @@ func rationaleProblem(rule Rule, rationale string) string {
 	if explainingWords(w) < minRationaleWords {
 		return fmt.Sprintf("has fewer than %d distinct words", minRationaleWords)
 	}
+	if !unspaced(rationale) && len(strings.Fields(rationale)) < minRationaleWords {
+		return "is an identifier, not a sentence"
+	}
+	if contentWords(w) < minContentWords {
+		return "says nothing about the material"
+	}
 	return ""
+}
+
+// minContentWords is the fewest words of a rationale that say something of
+// the material rather than of the answer: "Liability is limited." has two.
+const minContentWords = 2
+
+// fillerWords are the English words a rationale can be made of without
+// saying anything of the material: "the evidence shows it", "it is not
+// true", "False, no rules". Another language's rationale loses none.
+var fillerWords = map[string]bool{
+	"the": true, "a": true, "an": true, "it": true, "its": true, "it's": true, "is": true, "are": true, "was": true, "were": true,
+	"be": true, "been": true, "this": true, "that": true, "these": true, "those": true, "there": true, "here": true,
+	"not": true, "no": true, "yes": true, "true": true, "false": true, "and": true, "or": true, "but": true, "so": true,
+	"of": true, "to": true, "in": true, "on": true, "for": true, "by": true, "with": true, "as": true, "at": true, "from": true,
+	"does": true, "do": true, "has": true, "have": true, "can": true, "will": true,
+	"evidence": true, "show": true, "shows": true, "rule": true, "rules": true, "material": true, "passage": true,
+	"applicable": true, "apply": true, "applies": true, "met": true, "satisfied": true, "verdict": true, "reason": true,
+	"pass": true, "passes": true, "fail": true, "fails": true, "valid": true, "correct": true, "because": true,
+}
+
+// contentWords counts the distinct explaining words of w that are not filler.
+func contentWords(w []string) int {
+	var rest []string
+	for _, word := range w {
+		if !fillerWords[word] {
+			rest = append(rest, word)
+		}
+	}
+	return explainingWords(rest)
+}
+
+// unspaced reports whether s holds letters of a script written without
+// spaces, whose sentences strings.Fields does not split.
+func unspaced(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar)
+	})
 }
 
 // rationaleProblem is the package's rationaleProblem, and a rationale that
@@ -95,18 +138,16 @@ func explainingWords(w []string) int {
 	n := 0
 	for _, word := range w {
 		letters := 0
-		unspaced := false
 		for _, r := range word {
 			if unicode.IsLetter(r) {
 				letters++
-				unspaced = unspaced || unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar)
 			}
 		}
 		if letters < 2 || placeholders[word] || seen[word] {
 			continue
 		}
 		seen[word] = true
-		if unspaced {
+		if unspaced(word) {
 			n += letters / 2
 		} else {
 			n++

@@ -76,6 +76,24 @@ func TestContentChecksTriggerReask(t *testing.T) {
 			correction: "has fewer than 3 distinct words",
 		},
 		{
+			name:       "rationale as an identifier",
+			first:      answer(t, withRationale(boolRule("cap", true, capQuote), "yes_for_the_liability_cap"), boolRule("term", true, termQuote), numRule("score", 1)),
+			reason:     ReasonPlaceholderRationale,
+			correction: `the rationale "yes_for_the_liability_cap" is an identifier, not a sentence`,
+		},
+		{
+			name:       "rationale of filler words",
+			first:      answer(t, boolRule("cap", true, capQuote), withRationale(boolRule("term", true, termQuote), "the evidence shows it"), numRule("score", 1)),
+			reason:     ReasonPlaceholderRationale,
+			correction: `the rationale "the evidence shows it" says nothing about the material`,
+		},
+		{
+			name:       "rationale of filler words, negated",
+			first:      answer(t, boolRule("cap", true, capQuote), boolRule("term", true, termQuote), withRationale(numRule("score", 1), "False, no rules: it is not true")),
+			reason:     ReasonPlaceholderRationale,
+			correction: `says nothing about the material`,
+		},
+		{
 			name: "placeholder evidence text",
 			first: answer(t, boolRule("cap", true, capQuote, map[string]any{"text": "...", "source_origin": "msa.pdf", "source_page_number": 1}),
 				boolRule("term", true, termQuote), numRule("score", 1)),

@@ -146,7 +146,7 @@ func engineReply(rules ...rule) llmfake.Reply {
 		for _, q := range x.Quotes {
 			evs = append(evs, ev{q.Text, q.Origin, q.Page})
 		}
-		out.Rules = append(out.Rules, r{x.ID, true, "Because the document says so.", x.Boolean, x.Numerical, x.NA, evs})
+		out.Rules = append(out.Rules, r{x.ID, true, "The quoted clause of the agreement decides this rule.", x.Boolean, x.Numerical, x.NA, evs})
 	}
 	data, _ := json.Marshal(out)
 	return llmfake.Reply{Content: string(data), PromptTokens: 1000, CompletionTokens: 100, CachedTokens: 200}
