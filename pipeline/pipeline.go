@@ -392,7 +392,9 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 	if req.Options.Model != nil {
 		model = *req.Options.Model
 	}
-	res, err := p.cfg.Engine.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Model: model})
+	noCache := req.Options.Cache != nil && !*req.Options.Cache
+	res, err := p.cfg.Engine.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Model: model,
+		Tenant: req.TenantID, RequestID: req.RequestID, NoCache: noCache})
 	if err != nil {
 		return nil, rs, nil, err
 	}
