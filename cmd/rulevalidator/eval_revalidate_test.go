@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"rulevalidator/engine/plan"
 	"rulevalidator/internal/llmfake"
 )
 
@@ -21,6 +22,10 @@ var askedRule = regexp.MustCompile(`(?m)^\d+\. rule_id: ("(?:[^"\\]|\\.)*")\n   
 type ruleAnswerer struct {
 	mu    sync.Mutex
 	asked map[string]int
+	// counted reports the prompt's tokens as the engine estimates them,
+	// so that its token estimate (and with it the plan of a long request)
+	// stays as it is; else 3000 a call.
+	counted bool
 }
 
 func (a *ruleAnswerer) answer(req llmfake.Request) llmfake.Reply {
@@ -42,7 +47,14 @@ func (a *ruleAnswerer) answer(req llmfake.Request) llmfake.Reply {
 		rules = append(rules, r)
 	}
 	data, _ := json.Marshal(map[string]any{"rules": rules})
-	return llmfake.Reply{Content: string(data), PromptTokens: 3000, CompletionTokens: 100}
+	prompt := 3000
+	if a.counted {
+		prompt = 0
+		for _, m := range req.Messages {
+			prompt += plan.Count(m.Content) + 8
+		}
+	}
+	return llmfake.Reply{Content: string(data), PromptTokens: prompt, CompletionTokens: 100}
 }
 
 // TestEvalCLIRevalidates: --revalidate-ruleset judges the dataset, then the
