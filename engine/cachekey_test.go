@@ -96,3 +96,55 @@ func TestMaterialDigestLeavesTheRulesOut(t *testing.T) {
 		t.Error("a changed page leaves the digest of the material as it was")
 	}
 }
+
+// TestRuneSlice: offsets are code points, as evidence offsets count them;
+// offsets outside the text match no text.
+func TestRuneSlice(t *testing.T) {
+	for _, tc := range []struct {
+		s          string
+		start, end int
+		want       string
+	}{
+		{"abcdef", 1, 3, "bc"},
+		{"abcdef", 0, 6, "abcdef"},
+		{"abcdef", 6, 6, ""},
+		{"§ 12 Haftung für Schäden", 5, 12, "Haftung"},
+		{"契約書の条項", 3, 6, "の条項"},
+		{"abc", 2, 4, "\x00"},
+		{"abc", 4, 4, "\x00"},
+	} {
+		if got := runeSlice(tc.s, tc.start, tc.end); got != tc.want {
+			t.Errorf("runeSlice(%q, %d, %d) = %q, want %q", tc.s, tc.start, tc.end, got, tc.want)
+		}
+	}
+}
+
+// TestCachedOffsetsFollowTheirPage: evidence offsets are stored relative to
+// their page and come back relative to the document, checked against its
+// words: a page before it that changed moves them, a changed page of their
+// own makes the entry stale.
+func TestCachedOffsetsFollowTheirPage(t *testing.T) {
+	docs := []Document{{Name: "a.pdf", Pages: []string{"Seite 1.", "§ Haftung für Schäden."}}}
+	start, end := len([]rune("Seite 1.\f§ ")), len([]rune("Seite 1.\f§ Haftung"))
+	v := Verdict{RuleID: "r", Evidences: []Evidence{{Text: "Haftung", SourceOrigin: "a.pdf", SourcePageNumber: 2, Anchored: true, StartOffset: &start, EndOffset: &end}}}
+	rel, ok := newDocIndex(docs).relative(v)
+	if !ok || *rel.Evidences[0].StartOffset != 2 || *rel.Evidences[0].EndOffset != 9 {
+		t.Fatalf("relative: %v %+v", ok, rel.Evidences[0])
+	}
+	if *v.Evidences[0].StartOffset != start {
+		t.Error("relative changed the verdict it was given")
+	}
+	longer := []Document{{Name: "a.pdf", Pages: []string{"Seite eins, länger.", "§ Haftung für Schäden."}}}
+	abs, ok := newDocIndex(longer).absolute(rel)
+	text := []rune(longer[0].Pages[0] + "\f" + longer[0].Pages[1])
+	if !ok || string(text[*abs.Evidences[0].StartOffset:*abs.Evidences[0].EndOffset]) != "Haftung" {
+		t.Errorf("absolute on a longer first page: %v %+v", ok, abs.Evidences[0])
+	}
+	changed := []Document{{Name: "a.pdf", Pages: []string{"Seite 1.", "§ Gewährleistung."}}}
+	if _, ok := newDocIndex(changed).absolute(rel); ok {
+		t.Error("an entry whose page changed under its evidence was taken")
+	}
+	if _, ok := newDocIndex(nil).absolute(rel); ok {
+		t.Error("an entry whose document is gone was taken")
+	}
+}

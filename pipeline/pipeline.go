@@ -315,7 +315,7 @@ func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 			h(outcome, n)
 		}
 	}
-	log.Info("request judged", "rules", len(pub.out.Verdicts), "llm_calls", pub.out.Summary.Usage.LLMCalls, "took", pub.out.Summary.CompletedAt.Sub(pub.out.Summary.StartedAt))
+	log.Info("request judged", "rules", len(pub.out.Verdicts), "cached", pub.out.Summary.Counts.Cached, "llm_calls", pub.out.Summary.Usage.LLMCalls, "took", pub.out.Summary.CompletedAt.Sub(pub.out.Summary.StartedAt))
 	return "completed", nil
 }
 
