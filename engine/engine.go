@@ -63,9 +63,14 @@ type Config struct {
 	// auto decides once per model from the server's prompt token count,
 	// see InstructionsAuto).
 	Instructions Instructions
+	// Cache keeps verdicts by what decided them (VerdictKey), so that a
+	// rule judged on the same material is not asked again; nil: none.
+	Cache VerdictCache
 	// Logger receives the engine's rare notices, such as what a probe found
 	// (default slog.Default()).
 	Logger *slog.Logger
+	// Now is the clock that dates cached verdicts (default time.Now).
+	Now func() time.Time
 	// Hooks observe the engine's work; every field is optional.
 	Hooks Hooks
 }
@@ -82,6 +87,16 @@ type Hooks struct {
 	// PlannedCalls is called once per request with the number of calls
 	// planned for it (1 when everything fits one call).
 	PlannedCalls func(model string, calls int)
+	// CacheLookup is called once per request that asked the verdict cache,
+	// with the rules of each lookup outcome (CacheHit, CacheMiss,
+	// CacheStale).
+	CacheLookup func(outcome string, rules int)
+	// CacheTokensSaved is called with the model tokens each hit saved: what
+	// its verdict cost when it was judged.
+	CacheTokensSaved func(model string, tokens int)
+	// CacheStoreFailed is called when judged verdicts could not be stored
+	// in the verdict cache.
+	CacheStoreFailed func()
 }
 
 func (c *Config) setDefaults() {
@@ -107,6 +122,13 @@ func (c *Config) setDefaults() {
 		c.CallConcurrency = DefaultCallConcurrency
 	}
 	c.Logger = defaultLogger(c.Logger)
+}
+
+func (c *Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
 }
 
 // Validate reports the first problem with the configuration.
@@ -178,6 +200,14 @@ type Request struct {
 	Inputs  *Inputs
 	// Model overrides Config.Model when set.
 	Model string
+	// Tenant and RequestID say whose request it is: the verdict cache
+	// keeps tenants apart, and a cached verdict names the request it was
+	// judged under.
+	Tenant    string
+	RequestID string
+	// NoCache has the request judged afresh: no verdict is taken from the
+	// verdict cache or stored in it.
+	NoCache bool
 }
 
 // Evaluate judges req. Errors wrap ErrInvalidRuleset or ErrInvalidInput (no
@@ -209,9 +239,13 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	an := e.newAnchoring(in)
-	verdicts, usage, err := e.judge(ctx, model, rs, in, an)
+	cr := e.cacheRunFor(req)
+	verdicts, usage, err := e.judge(ctx, model, rs, in, an, cr)
 	if err != nil {
 		return nil, err
+	}
+	if cr != nil {
+		e.store(ctx, cr, model, in.Documents())
 	}
 	return &Result{
 		RulesetID:      rs.ID,

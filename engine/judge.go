@@ -206,8 +206,8 @@ func (b budget) fits(promptTokens, rules int) bool {
 // a call as too long for a context window it names, smaller than the one
 // assumed, the window is remembered for the model and the request judged
 // again within it.
-func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring) ([]Verdict, Usage, error) {
-	verdicts, usage, err := e.judgeWithin(ctx, model, rs, in, an)
+func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, cr *cacheRun) ([]Verdict, Usage, error) {
+	verdicts, usage, err := e.judgeWithin(ctx, model, rs, in, an, cr)
 	if err == nil || e.cfg.ContextTokens > 0 {
 		return verdicts, usage, err
 	}
@@ -221,7 +221,7 @@ func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Input
 	e.cfg.Logger.Warn("engine: the server's context window is smaller than assumed; judging again within it (set it with the context-tokens setting)",
 		"model", model, "context_tokens", n)
 	e.windows.learn(model, n)
-	verdicts, again, err := e.judgeWithin(ctx, model, rs, in, an)
+	verdicts, again, err := e.judgeWithin(ctx, model, rs, in, an, cr)
 	total := usage.Add(again)
 	total.PlannedCalls = again.PlannedCalls // the plan the verdicts come from
 	return verdicts, total, err
@@ -240,9 +240,12 @@ func contextLimit(err error) (int, bool) {
 
 // judgeWithin is judge within the context window known now: plan the
 // request's calls (one call when everything fits), render each call's
-// material, converse with the model call by call (at most
-// Config.CallConcurrency at once), and merge the verdicts in ruleset order.
-func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring) ([]Verdict, Usage, error) {
+// material, take from the verdict cache (cr, nil: none) the verdicts of
+// rules judged on the same material before, converse with the model call by
+// call for the other rules (at most Config.CallConcurrency at once; a call
+// all of whose rules hit is not made), and merge the verdicts in ruleset
+// order.
+func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, cr *cacheRun) ([]Verdict, Usage, error) {
 	b, err := e.budgetFor(ctx, model)
 	if err != nil {
 		return nil, Usage{}, err
@@ -258,7 +261,6 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	if splitCalls(p, e.cfg.RulesPerCall) {
 		whole = r.whole("") // each call adds its own rules
 	}
-	e.observePlan(model, len(p.Calls))
 
 	docs := in.Documents()
 	// Page bounds are for excerpts only: counting every page's code points
@@ -267,6 +269,42 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	if slices.ContainsFunc(p.Calls, func(c plan.Call) bool { return c.Partial }) {
 		bounds = pageBounds(docs)
 	}
+	// asked is, per call, the rules the model is asked about: all of the
+	// call's, less those the cache holds. mats holds the excerpts rendered
+	// for the cache's keys, for the calls still to make.
+	asked := make([][]int, len(p.Calls))
+	var mats []material
+	if cr != nil {
+		if mats, err = e.fromCache(ctx, cr, model, rs, docs, p, r, whole, bounds); err != nil {
+			return nil, Usage{}, err
+		}
+		for c, call := range p.Calls {
+			for _, ri := range call.Rules {
+				if cr.hits[ri] == nil {
+					asked[c] = append(asked[c], ri)
+				}
+			}
+			if len(asked[c]) < len(call.Rules) && !call.Partial {
+				// The rules written after the whole material are the
+				// call's, not all of them any more.
+				mats[c] = whole.withoutRules()
+			}
+		}
+	} else {
+		for c, call := range p.Calls {
+			asked[c] = call.Rules
+		}
+	}
+	calls := 0
+	for _, a := range asked {
+		if len(a) > 0 {
+			calls++
+		}
+	}
+	if calls > 0 {
+		e.observePlan(model, calls)
+	}
+
 	type outcome struct {
 		verdicts []Verdict
 		usage    Usage
@@ -275,19 +313,25 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.cfg.CallConcurrency)
 	for c := range p.Calls {
+		if len(asked[c]) == 0 {
+			continue
+		}
 		g.Go(func() error {
 			call := p.Calls[c]
 			rules := rs.Rules // all of them: the compiled prompt is cached
-			if len(call.Rules) < len(rs.Rules) {
-				rules = make([]Rule, len(call.Rules))
-				for i, ri := range call.Rules {
+			if len(asked[c]) < len(rs.Rules) {
+				rules = make([]Rule, len(asked[c]))
+				for i, ri := range asked[c] {
 					rules[i] = rs.Rules[ri]
 				}
 			}
 			// Only a call holding the documents whole shows them whole: an
 			// excerpt's call must not pay for a copy of a long document.
 			m := whole
-			if call.Partial {
+			switch {
+			case mats != nil && mats[c].user != "":
+				m, mats[c] = mats[c], material{}
+			case call.Partial:
 				m = r.excerpt(docs, p, c, bounds)
 			}
 			v, u, err := e.converse(gctx, model, rs, rules, m, an)
@@ -300,7 +344,7 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	for _, o := range outcomes {
 		usage = usage.Add(o.usage)
 	}
-	usage.PlannedCalls = len(p.Calls)
+	usage.PlannedCalls = calls
 	if err != nil {
 		return nil, usage, err
 	}
@@ -313,8 +357,25 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 		if len(p.Chunks) > 0 {
 			pages = considered(docs, p.Pages(c))
 		}
-		for i, ri := range call.Rules {
-			v := outcomes[c].verdicts[i]
+		if cr != nil && len(asked[c]) > 0 {
+			// Each judged verdict's share of its call's tokens is what a
+			// later hit on it saves.
+			u := outcomes[c].usage
+			share := (u.PromptTokens + u.CompletionTokens) / len(asked[c])
+			for i, ri := range asked[c] {
+				v := outcomes[c].verdicts[i]
+				cr.fresh[ri], cr.tokens[ri] = &v, share
+			}
+		}
+		judged := 0
+		for _, ri := range call.Rules {
+			var v Verdict
+			if cr != nil && cr.hits[ri] != nil {
+				v = cr.hit(ri, rs.Rules[ri])
+			} else {
+				v = outcomes[c].verdicts[judged]
+				judged++
+			}
 			v.PagesConsidered = pages
 			if p.Cut[ri] && call.Partial {
 				cutByBudget(&v, an)
@@ -323,6 +384,40 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 		}
 	}
 	return verdicts, usage, nil
+}
+
+// fromCache computes the cache key of every rule of p, from the material
+// its call shows, and looks the keys up in cr. It returns, per call, the
+// excerpt rendered for a partial call some of whose rules missed, so that
+// it is not rendered again.
+func (e *Engine) fromCache(ctx context.Context, cr *cacheRun, model string, rs *Ruleset, docs []Document, p *plan.Plan, r renderer, whole material, bounds [][][2]int) ([]material, error) {
+	cr.reset(len(rs.Rules))
+	mats := make([]material, len(p.Calls))
+	var wholeDigest string
+	for c, call := range p.Calls {
+		var digest string
+		if call.Partial {
+			mats[c] = r.excerpt(docs, p, c, bounds)
+			digest = materialDigest(mats[c])
+		} else {
+			if wholeDigest == "" {
+				wholeDigest = materialDigest(whole)
+			}
+			digest = wholeDigest
+		}
+		for _, ri := range call.Rules {
+			cr.keys[ri] = e.verdictKey(cr.scope.Tenant, model, rs.Rules[ri], digest)
+		}
+	}
+	if err := e.lookup(ctx, cr, model, rs, docs); err != nil {
+		return nil, err
+	}
+	for c, call := range p.Calls {
+		if !slices.ContainsFunc(call.Rules, func(ri int) bool { return cr.hits[ri] == nil }) {
+			mats[c] = material{} // every rule hit: the call is not made
+		}
+	}
+	return mats, nil
 }
 
 // planCalls is the plan of a request's calls: one call holding everything

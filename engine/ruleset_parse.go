@@ -52,7 +52,7 @@ func yamlNumber(v any) bool {
 
 var (
 	rulesetFields = []string{"id", "version", "type", "global_numerical_rule_config", "boolean_aggregation",
-		"numerical_aggregation", "generate_report", "nested_rulesets", "filter_criteria", "rules"}
+		"numerical_aggregation", "generate_report", "cache", "nested_rulesets", "filter_criteria", "rules"}
 	ruleFields = []string{"rule_id", "rule_text", "type", "numerical_rule_config", "not_applicable_text", "name", "weight"}
 )
 
@@ -96,6 +96,12 @@ func (p *rulesetParser) ruleset(doc any) *Ruleset {
 				p.typeErr(-1, "", key, "true or false", v)
 			}
 			rs.GenerateReport = b
+		case "cache":
+			b, ok := v.(bool)
+			if !ok {
+				p.typeErr(-1, "", key, "true or false", v)
+			}
+			rs.Cache = &b
 		case "nested_rulesets":
 			rs.NestedRulesets = v
 		case "filter_criteria":

@@ -105,6 +105,7 @@ type: numerical
 boolean_aggregation: majority
 numerical_aggregation: weighted_mean
 generate_report: true
+cache: false
 nested_rulesets: [{id: child}]
 filter_criteria: {region: EU}
 global_numerical_rule_config: {min_score: 0, max_score: 3}
@@ -119,7 +120,7 @@ rules:
     rule_text: Text two.
 `
 	jsonDoc := `  {"id": "same", "version": "2", "type": "numerical", "boolean_aggregation": "majority",
-	"numerical_aggregation": "weighted_mean", "generate_report": true,
+	"numerical_aggregation": "weighted_mean", "generate_report": true, "cache": false,
 	"nested_rulesets": [{"id": "child"}], "filter_criteria": {"region": "EU"},
 	"global_numerical_rule_config": {"min_score": 0, "max_score": 3},
 	"rules": [
@@ -153,6 +154,7 @@ func TestParseRulesetReadsEveryField(t *testing.T) {
 		BooleanAggregation:        engine.AggregateAny,
 		NumericalAggregation:      engine.AggregateWeightedMean,
 		GenerateReport:            true,
+		Cache:                     pointerTo(false),
 		NestedRulesets:            []any{"child"},
 		FilterCriteria:            map[string]any{"region": "EU"},
 		Rules: []engine.Rule{{
@@ -246,7 +248,7 @@ rules:
 			"rules": [{"rule_id": "a", "rule_text": "t", "type": "numerical", "numerical_rule_config": {"scores": [1]}}]}`,
 			want: []string{
 				`ruleset "u": global_numerical_rule_config: unknown field "min" (known: min_score, max_score, increment)`,
-				`ruleset "u": unknown field "rule" (known: id, version, type, global_numerical_rule_config, boolean_aggregation, numerical_aggregation, generate_report, nested_rulesets, filter_criteria, rules)`,
+				`ruleset "u": unknown field "rule" (known: id, version, type, global_numerical_rule_config, boolean_aggregation, numerical_aggregation, generate_report, cache, nested_rulesets, filter_criteria, rules)`,
 				// min/max were misspelt, so the rule has no score set.
 				`ruleset "u": global_numerical_rule_config.min_score: missing, and needed by the numerical rules without possible_scores: a`,
 				`ruleset "u": global_numerical_rule_config.max_score: missing, and needed by the numerical rules without possible_scores: a`,

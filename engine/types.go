@@ -51,6 +51,10 @@ type Ruleset struct {
 	BooleanAggregation        BooleanAggregation         `json:"boolean_aggregation,omitempty"`
 	NumericalAggregation      NumericalAggregation       `json:"numerical_aggregation,omitempty"`
 	GenerateReport            bool                       `json:"generate_report,omitempty"`
+	// Cache, when false, has every request on the ruleset judged afresh:
+	// no verdict is taken from the verdict cache or stored in it. Unset
+	// means true.
+	Cache *bool `json:"cache,omitempty"`
 	// NestedRulesets and FilterCriteria are accepted and carried unchanged for
 	// forward compatibility; the engine does not interpret them yet.
 	NestedRulesets any    `json:"nested_rulesets,omitempty"`
@@ -150,6 +154,10 @@ type Verdict struct {
 	// request was too large for one call and the rule saw an excerpt or a
 	// batch; absent when it was judged on every page of every document.
 	PagesConsidered []DocumentPages `json:"pages_considered,omitempty"`
+	// Cached is set when the verdict came from the verdict cache: when it
+	// was judged and under which request. Nil for a verdict judged for
+	// this request.
+	Cached *CachedFrom `json:"cached,omitempty"`
 }
 
 // Result is the engine's answer for one request.
@@ -171,6 +179,8 @@ type Counts struct {
 	Failed           int
 	NotApplicable    int
 	InsufficientData int
+	// Cached counts the verdicts taken from the verdict cache.
+	Cached int
 }
 
 // CountVerdicts counts verdicts by Outcome: the one count the summary event and the report
@@ -189,6 +199,9 @@ func CountVerdicts(verdicts []Verdict) Counts {
 		}
 		if !v.DataSufficiency {
 			c.InsufficientData++
+		}
+		if v.Cached != nil {
+			c.Cached++
 		}
 	}
 	return c

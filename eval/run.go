@@ -244,6 +244,9 @@ func (a *Attempts) take() Cost {
 // counts as unanswered.
 type judge func(ctx context.Context, c *Case) (map[string]*engine.Verdict, error)
 
+// EvalTenant is the tenant the engine judges a dataset's cases for.
+const EvalTenant = "eval"
+
 // Run judges every case of ds opts.Runs times with the engine, and with the
 // baseline when asked, and scores the verdicts. A case whose judging fails
 // is recorded and scored as unanswered; Run stops early only when the model
@@ -352,7 +355,9 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 
 func engineJudge(eng *engine.Engine) judge {
 	return func(ctx context.Context, c *Case) (map[string]*engine.Verdict, error) {
-		res, err := eng.Evaluate(ctx, engine.Request{Ruleset: c.Ruleset, Inputs: c.Inputs})
+		// One tenant for the dataset: with a verdict cache (Options.Engine.Cache), a
+		// case judged again asks only for what changed.
+		res, err := eng.Evaluate(ctx, engine.Request{Ruleset: c.Ruleset, Inputs: c.Inputs, Tenant: EvalTenant, RequestID: c.ID})
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,17 @@ func (m *Metrics) EngineHooks() engine.Hooks {
 		OutputRetry:  m.observeOutputRetry,
 		Anchor:       m.observeAnchor,
 		PlannedCalls: m.observePlannedCalls,
+		CacheLookup: func(outcome string, rules int) {
+			if rules > 0 {
+				m.cacheLookups.WithLabelValues(cacheOutcomes.bound(outcome)).Add(float64(rules))
+			}
+		},
+		CacheTokensSaved: func(model string, tokens int) {
+			if tokens > 0 {
+				m.cacheSaved.WithLabelValues(m.models.label(model)).Add(float64(tokens))
+			}
+		},
+		CacheStoreFailed: m.cacheFailures.Inc,
 	}
 }
 

@@ -70,6 +70,7 @@ var (
 	anchorOutcomes   = newLabelSet("exact", "normalized", "fuzzy", "elided", "passage", "unanchored", "not_document")
 	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
 	callbackOutcomes = newLabelSet(CallbackDelivered, CallbackGivenUp, CallbackInterrupted)
+	cacheOutcomes    = newLabelSet(engine.CacheHit, engine.CacheMiss, engine.CacheStale)
 )
 
 // Outcomes of rulevalidator_callbacks_total (see ObserveCallback).
@@ -91,6 +92,9 @@ type Metrics struct {
 	llmRetries     *prometheus.CounterVec
 	anchoring      *prometheus.CounterVec
 	plannedCalls   *prometheus.CounterVec
+	cacheLookups   *prometheus.CounterVec
+	cacheSaved     *prometheus.CounterVec
+	cacheFailures  prometheus.Counter
 	models         *modelLabels
 	handlerTimings *prometheus.HistogramVec
 
@@ -149,6 +153,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		plannedCalls: b.counterVec("llm_planned_calls_total",
 			"Model calls planned for requests, corrective re-asks not included, by model and plan: whole (the request fit one call) or split (it was judged in several calls on excerpts or batches of rules).",
 			"model", "plan"),
+		cacheLookups: b.counterVec("verdict_cache_lookups_total",
+			"Rules looked up in the verdict cache, by outcome: hit (the verdict was taken from the cache), miss (the model was asked) or stale (a cached verdict whose evidence is no longer where it pointed; the model was asked).",
+			"outcome"),
+		cacheSaved: b.counterVec("verdict_cache_tokens_saved_total",
+			"Model tokens (prompt and completion) the verdicts taken from the verdict cache cost when they were judged, by model: what the hits saved.",
+			"model"),
+		cacheFailures: b.counter("verdict_cache_store_failures_total",
+			"Requests whose judged verdicts could not be stored in the verdict cache (they are asked again next time)."),
 		handlerTimings: b.histogramVec("handler_duration_seconds",
 			"Time the consumer's handler took for one message, middleware included, by outcome: ok, failed or interrupted.",
 			requestBuckets, "outcome"),
@@ -217,6 +229,9 @@ func (m *Metrics) preinitialise() {
 	for _, o := range callbackOutcomes.values {
 		m.callbacks.WithLabelValues(o)
 	}
+	for _, o := range cacheOutcomes.values {
+		m.cacheLookups.WithLabelValues(o)
+	}
 	for _, c := range pipeline.Causes {
 		m.envFault.WithLabelValues(string(c)).Set(0)
 	}
@@ -233,6 +248,7 @@ func (m *Metrics) initModel(model string) {
 	for _, p := range []string{"whole", "split"} {
 		m.plannedCalls.WithLabelValues(model, p)
 	}
+	m.cacheSaved.WithLabelValues(model)
 }
 
 // builder makes the metrics and remembers them, with their names, for

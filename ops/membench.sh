@@ -85,6 +85,8 @@ done
 pids+=($!)
 wait_http "http://$MODEL_ADDR/v1/models" 30 || die "the scripted model did not start (log: $WORK/model.log)"
 
+# Every request carries the same document: without --verdict-cache=false the verdict cache
+# would answer all but the first, and the requests would not wait for the model together.
 log "starting serve --concurrency $CONCURRENCY${*:+ $*} (log: $WORK/serve.log)"
 start_ms=$(date +%s%3N)
 "$BIN" serve --kafka-brokers "$bootstrap" --group-id "$RUN_ID" \
@@ -93,6 +95,7 @@ start_ms=$(date +%s%3N)
   --rulesets-dir "$WORK/rulesets" --rulesets-topic "" \
   --llm-base-url "http://$MODEL_ADDR/v1" --model fake-model --llm-instructions system \
   --llm-context-tokens "$CONTEXT_TOKENS" --concurrency "$CONCURRENCY" \
+  --verdict-cache=false \
   --ops-addr "$OPS_ADDR" --log-format text "$@" >"$WORK/serve.log" 2>&1 &
 serve_pid=$!
 pids+=("$serve_pid")

@@ -134,6 +134,9 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			RuleIndex:       i,
 			RuleCount:       count,
 		}
+		if c := v.Cached; c != nil {
+			ev.Cached = &schemas.CachedFrom{JudgedAt: schemas.EventTime(c.JudgedAt), RequestID: c.RequestID}
+		}
 		name := v.Name
 		if idx, ok := position[v.RuleID]; ok {
 			rule := rs.Rules[idx]

@@ -86,8 +86,8 @@ type Failure struct {
 
 // Classify is the failure table. In order: an error already marked consumer.Permanent keeps
 // its reason; a report that could not be stored is the environment's when storage named what
-// is wrong with it, else the message's (report_failed); an adapter's Fault decides whose fault
-// it is; the contracts' and the engine's sentinels name message faults; what is left is the
+// is wrong with it, else the message's (report_failed); a verdict cache that could not be read
+// is the environment's (its storage cause); an adapter's Fault decides whose fault it is; the contracts' and the engine's sentinels name message faults; what is left is the
 // environment's, its cause guessed from the error's type.
 func Classify(err error) Failure {
 	if reason, ok := consumer.PermanentReason(err); ok {
@@ -106,6 +106,12 @@ func Classify(err error) Failure {
 			return f
 		}
 		return Failure{Message: true, Reason: schemas.ReasonReportFailed}
+	}
+	if errors.Is(err, engine.ErrCacheUnavailable) {
+		// The verdict cache could not be read: held, as for reports and job status, whatever
+		// the store says of the object (asking the model instead would pay again for every
+		// verdict the cache holds).
+		return Failure{Cause: storageCause(err)}
 	}
 	var f Fault
 	if errors.As(err, &f) && !f.MessageFault() {
@@ -186,15 +192,20 @@ type resultStoreError struct{ err error }
 func (e *resultStoreError) Error() string      { return e.err.Error() }
 func (e *resultStoreError) Unwrap() error      { return e.err }
 func (e *resultStoreError) MessageFault() bool { return false }
-func (e *resultStoreError) FaultCause() string {
+func (e *resultStoreError) FaultCause() string { return string(storageCause(e.err)) }
+
+// storageCause is the cause of a storage failure that is never the message's: the store's
+// own (storage_auth, storage_bucket, ...) when it names one, else the network's or TLS's,
+// else storage_unavailable.
+func storageCause(err error) Cause {
 	var f Fault
-	if errors.As(e.err, &f) && f.FaultCause() != "" {
-		return f.FaultCause()
+	if errors.As(err, &f) && f.FaultCause() != "" {
+		return boundCause(f.FaultCause())
 	}
-	if c := environmentCause(e.err); c != CauseOther {
-		return string(c)
+	if c := environmentCause(err); c != CauseOther {
+		return c
 	}
-	return string(CauseStorageUnavailable)
+	return CauseStorageUnavailable
 }
 
 // reportError marks a failure to store a request's report; the table decides whose fault it is.

@@ -315,7 +315,7 @@ func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 			h(outcome, n)
 		}
 	}
-	log.Info("request judged", "rules", len(pub.out.Verdicts), "llm_calls", pub.out.Summary.Usage.LLMCalls, "took", pub.out.Summary.CompletedAt.Sub(pub.out.Summary.StartedAt))
+	log.Info("request judged", "rules", len(pub.out.Verdicts), "cached", pub.out.Summary.Counts.Cached, "llm_calls", pub.out.Summary.Usage.LLMCalls, "took", pub.out.Summary.CompletedAt.Sub(pub.out.Summary.StartedAt))
 	return "completed", nil
 }
 
@@ -392,7 +392,9 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 	if req.Options.Model != nil {
 		model = *req.Options.Model
 	}
-	res, err := p.cfg.Engine.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Model: model})
+	noCache := req.Options.Cache != nil && !*req.Options.Cache
+	res, err := p.cfg.Engine.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Model: model,
+		Tenant: req.TenantID, RequestID: req.RequestID, NoCache: noCache})
 	if err != nil {
 		return nil, rs, nil, err
 	}

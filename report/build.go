@@ -266,9 +266,13 @@ func (b *builder) reportSheet() error {
 		title += " version " + b.meta.RulesetVersion
 	}
 	s.text(1, TitleRow, title, lookTitle)
-	s.text(1, SubtitleRow, fmt.Sprintf("Request %s · Tenant %s · Generated %s · Model %s",
+	subtitle := fmt.Sprintf("Request %s · Tenant %s · Generated %s · Model %s",
 		orDash(b.meta.RequestID), orDash(b.meta.TenantID),
-		b.meta.GeneratedAt.UTC().Format(time.RFC3339), orDash(b.meta.Model)), lookSubtitle)
+		b.meta.GeneratedAt.UTC().Format(time.RFC3339), orDash(b.meta.Model))
+	if n := b.counts.Cached; n > 0 {
+		subtitle += fmt.Sprintf(" · %d of %d verdicts from the verdict cache", n, b.counts.Rules)
+	}
+	s.text(1, SubtitleRow, subtitle, lookSubtitle)
 
 	c := b.counts
 	for i, stat := range []struct {
@@ -382,6 +386,9 @@ func rationaleText(v *engine.Verdict) string {
 		}
 	case v.SufficiencyNote != "":
 		text += "\n⚠ Judged on insufficient data: " + v.SufficiencyNote
+	}
+	if c := v.Cached; c != nil {
+		text += fmt.Sprintf("\nFrom the verdict cache: judged %s under request %s.", c.JudgedAt.UTC().Format(time.RFC3339), c.RequestID)
 	}
 	return text
 }

@@ -241,6 +241,8 @@ func TestRationaleText(t *testing.T) {
 			"Signed.\n⚠ Judged on insufficient data; still wrong after every re-ask:\n• a\n• b"},
 		{"a note without problems", engine.Verdict{Rationale: "Signed.", SufficiencyNote: "judged on an excerpt"},
 			"Signed.\n⚠ Judged on insufficient data: judged on an excerpt"},
+		{"from the verdict cache", engine.Verdict{Rationale: "Signed.", DataSufficiency: true, Cached: &engine.CachedFrom{JudgedAt: time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC), RequestID: "r-1"}},
+			"Signed.\nFrom the verdict cache: judged 2025-03-01T09:30:00Z under request r-1."},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := rationaleText(&tt.v); got != tt.want {

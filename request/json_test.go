@@ -37,7 +37,7 @@ func sampleRequests() map[string]*schemas.Request {
 				{Name: "contacts", ValueJSON: `[{"email":"a@b.example","role":"sales"}]`},
 			},
 			Message:     new("Flag blockers."),
-			Options:     schemas.Options{GenerateReport: new(true), Model: new("gemma-3-270m"), CallbackURL: new("https://hooks.example/x")},
+			Options:     schemas.Options{GenerateReport: new(true), Model: new("gemma-3-270m"), CallbackURL: new("https://hooks.example/x"), Cache: new(false)},
 			SubmittedAt: t0,
 		},
 		"minimal": {
@@ -167,7 +167,8 @@ func TestJSONErrors(t *testing.T) {
 	}{
 		{"not an object", `[1]`, "not a request in JSON form"},
 		{"unknown field next to named_inputs", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"named_inputs":[],"primary_doc":[]}`, `primary_doc: unknown field: with named_inputs given`},
-		{"unknown option", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"options":{"generate_reprot":true}}`, `options: unknown field "generate_reprot" (known: generate_report, model, callback_url)`},
+		{"unknown option", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"options":{"generate_reprot":true}}`, `options: unknown field "generate_reprot" (known: generate_report, model, callback_url, cache)`},
+		{"cache option not a boolean", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"},"options":{"cache":"no"}}`, `options.cache: must be true or false (got a string)`},
 		{"unknown ruleset_ref field", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x","versoin":"1"}}`, `ruleset_ref: unknown field "versoin"`},
 		{"request_id not a string", `{"request_id":7,"tenant_id":"t","ruleset_ref":{"id":"x"}}`, `request_id: must be a string (got a number)`},
 		{"trailing data", `{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"x"}} {}`, "unexpected data after the document"},

@@ -78,7 +78,7 @@ func decode(data []byte) (*schemas.Request, error) {
 // FromMap maps a request's decoded JSON (or YAML) into the typed request:
 // request_id and tenant_id (strings), ruleset_ref ({id, version?}),
 // inline_ruleset (an object, or a string holding the ruleset), options
-// ({generate_report?, model?, callback_url?}), submitted_at (RFC 3339), and
+// ({generate_report?, model?, callback_url?, cache?}), submitted_at (RFC 3339), and
 // the inputs in any shape engine.InputsFromMap reads, documents also by uri
 // ({name, uri, content_type?}). Named input values become JSON text. Every
 // problem is listed in one *schemas.RequestError, next to the request as far
@@ -224,21 +224,29 @@ func (p *problems) options(v any) schemas.Options {
 	var o schemas.Options
 	obj, ok := v.(map[string]any)
 	if !ok {
-		p.typeErr(keyOptions, "an object {generate_report?, model?, callback_url?}", v)
+		p.typeErr(keyOptions, "an object {generate_report?, model?, callback_url?, cache?}", v)
 		return o
 	}
-	p.known(keyOptions, obj, "generate_report", "model", "callback_url")
-	if raw, ok := obj["generate_report"]; ok && raw != nil {
-		b, isBool := raw.(bool)
-		if !isBool {
-			p.typeErr(keyOptions+".generate_report", "true or false", raw)
-		} else {
-			o.GenerateReport = &b
-		}
-	}
+	p.known(keyOptions, obj, "generate_report", "model", "callback_url", "cache")
+	o.GenerateReport = p.optBool(obj, "generate_report")
+	o.Cache = p.optBool(obj, "cache")
 	o.Model, _ = p.optStr(obj, "model", keyOptions+".model")
 	o.CallbackURL, _ = p.optStr(obj, "callback_url", keyOptions+".callback_url")
 	return o
+}
+
+// optBool reads the optional boolean option key; null or absent is nil.
+func (p *problems) optBool(obj map[string]any, key string) *bool {
+	raw, ok := obj[key]
+	if !ok || raw == nil {
+		return nil
+	}
+	b, isBool := raw.(bool)
+	if !isBool {
+		p.typeErr(keyOptions+"."+key, "true or false", raw)
+		return nil
+	}
+	return &b
 }
 
 func (p *problems) time(field string, v any) time.Time {

@@ -55,7 +55,8 @@ func requestFromNative(r nativeReader) *Request {
 		req.NamedInputs = append(req.NamedInputs, NamedInput{Name: in.str("name"), Description: in.optStr("description"), ValueJSON: in.str("value_json")})
 	}
 	if opts, ok := r.record("options", defaulted); ok {
-		req.Options = Options{GenerateReport: opts.optBoolean("generate_report"), Model: opts.optStr("model"), CallbackURL: opts.optStr("callback_url")}
+		req.Options = Options{GenerateReport: opts.optBoolean("generate_report"), Model: opts.optStr("model"), CallbackURL: opts.optStr("callback_url"),
+			Cache: opts.optBoolean("cache")}
 	}
 	return req
 }
@@ -111,6 +112,9 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 	}
 	v.Problems = r.strs("problems")
 	v.PagesConsidered = pagesFromNative(r)
+	if c, ok := r.record("cached", nullable); ok {
+		v.Cached = &CachedFrom{JudgedAt: c.time("judged_at"), RequestID: c.str("request_id")}
+	}
 	for i, item := range r.array("evidences") {
 		e := r.item("evidences", i, item)
 		v.Evidences = append(v.Evidences, Evidence{
@@ -185,6 +189,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			Failed:           counts.int("failed"),
 			NotApplicable:    counts.int("not_applicable"),
 			InsufficientData: counts.int("insufficient_data"),
+			Cached:           counts.defaultedInt("cached"),
 		},
 		Usage: Usage{
 			PromptTokens:     usage.int("prompt_tokens"),

@@ -84,6 +84,7 @@ func (r *Request) native() (map[string]any, error) {
 			"generate_report": opt("boolean", r.Options.GenerateReport),
 			"model":           opt("string", r.Options.Model),
 			"callback_url":    opt("string", r.Options.CallbackURL),
+			"cache":           opt("boolean", r.Options.Cache),
 		},
 		"submitted_at": millis(r.SubmittedAt),
 	}, nil
@@ -154,7 +155,15 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"completed_at":     millis(v.CompletedAt),
 		"rule_index":       v.RuleIndex,
 		"rule_count":       v.RuleCount,
+		"cached":           cachedNative(v.Cached),
 	}, nil
+}
+
+func cachedNative(c *CachedFrom) any {
+	if c == nil {
+		return nil
+	}
+	return optRecord("CachedFrom", map[string]any{"judged_at": millis(c.JudgedAt), "request_id": c.RequestID})
 }
 
 func (s *SummaryEvent) native() (map[string]any, error) {
@@ -189,6 +198,7 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 			"failed":            s.Counts.Failed,
 			"not_applicable":    s.Counts.NotApplicable,
 			"insufficient_data": s.Counts.InsufficientData,
+			"cached":            s.Counts.Cached,
 		},
 		"aggregate": map[string]any{
 			"boolean":   optRecord("BooleanAggregate", boolAgg),

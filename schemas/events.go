@@ -96,6 +96,8 @@ type Options struct {
 	GenerateReport *bool
 	Model          *string
 	CallbackURL    *string
+	// Cache false has the request judged afresh (no verdict cache).
+	Cache *bool
 }
 
 // SchemaName is RequestSchema.
@@ -230,6 +232,16 @@ type VerdictEvent struct {
 	CompletedAt     time.Time
 	RuleIndex       int
 	RuleCount       int
+	// Cached says where a verdict taken from the verdict cache was judged;
+	// nil when it was judged for this request.
+	Cached *CachedFrom
+}
+
+// CachedFrom says when, and under which request of the same tenant, a
+// verdict taken from the verdict cache was judged.
+type CachedFrom struct {
+	JudgedAt  time.Time
+	RequestID string
 }
 
 // SchemaName is VerdictSchema.
@@ -279,6 +291,9 @@ type Counts struct {
 	Failed           int
 	NotApplicable    int
 	InsufficientData int
+	// Cached counts the verdicts taken from the verdict cache; they count
+	// in the others too.
+	Cached int
 }
 
 // SummaryError says why a request failed.
@@ -413,6 +428,7 @@ type optionsJSON struct {
 	GenerateReport *bool   `json:"generate_report,omitempty"`
 	Model          *string `json:"model,omitempty"`
 	CallbackURL    *string `json:"callback_url,omitempty"`
+	Cache          *bool   `json:"cache,omitempty"`
 }
 
 // JSON is the request in its JSON form.

@@ -85,6 +85,12 @@ type verdictJSON struct {
 	CompletedAt     json.RawMessage `json:"completed_at"`
 	RuleIndex       int             `json:"rule_index"`
 	RuleCount       int             `json:"rule_count"`
+	Cached          *cachedJSON     `json:"cached"`
+}
+
+type cachedJSON struct {
+	JudgedAt  json.RawMessage `json:"judged_at"`
+	RequestID string          `json:"request_id"`
 }
 
 type pagesJSON struct {
@@ -142,6 +148,9 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 		CompletedAt:     timeJSON(v.CompletedAt),
 		RuleIndex:       v.RuleIndex,
 		RuleCount:       v.RuleCount,
+	}
+	if v.Cached != nil {
+		out.Cached = &cachedJSON{JudgedAt: timeJSON(v.Cached.JudgedAt), RequestID: v.Cached.RequestID}
 	}
 	for i, dp := range v.PagesConsidered {
 		out.PagesConsidered[i] = pagesJSON{Document: dp.Document, Pages: emptyIfNil(dp.Pages)}
@@ -207,6 +216,12 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		timeField{"completed_at", in.CompletedAt, &out.CompletedAt}); err != nil {
 		return err
 	}
+	if in.Cached != nil {
+		out.Cached = &CachedFrom{RequestID: in.Cached.RequestID}
+		if err := parseTimes(fmt.Sprintf("verdict %q: cached", in.EventID), timeField{"judged_at", in.Cached.JudgedAt, &out.Cached.JudgedAt}); err != nil {
+			return err
+		}
+	}
 	for _, dp := range in.PagesConsidered {
 		out.PagesConsidered = append(out.PagesConsidered, DocumentPages{Document: dp.Document, Pages: clone.OrNil(dp.Pages)})
 	}
@@ -258,6 +273,7 @@ type countsJSON struct {
 	Failed           int `json:"failed"`
 	NotApplicable    int `json:"not_applicable"`
 	InsufficientData int `json:"insufficient_data"`
+	Cached           int `json:"cached"`
 }
 
 type aggregateJSON struct {

@@ -311,7 +311,8 @@ func ExampleVerdictEvent_MarshalJSON() {
 	//   "started_at": "2025-03-01T09:30:00.250Z",
 	//   "completed_at": "2025-03-01T09:30:01.750Z",
 	//   "rule_index": 0,
-	//   "rule_count": 1
+	//   "rule_count": 1,
+	//   "cached": null
 	// }
 }
 

@@ -85,6 +85,18 @@ func sampleEvents() []eventCase {
 			Evidences:       []Evidence{{Text: "x", QuotedText: "x", SourceOrigin: "a.pdf", SourcePageNumber: 1, CitedPageNumber: 1, Match: MatchNone}},
 			StartedAt:       t1, CompletedAt: t2, RuleCount: 1,
 		}},
+		{"verdict/from the verdict cache", &VerdictEvent{
+			EventID: "r2/c", RequestID: "r2", TenantID: "t", RulesetID: "rs", Model: "m", RuleID: "c",
+			RuleType: RuleBoolean, BooleanOutput: new(false), DataSufficiency: true, Rationale: "Not capped.",
+			StartedAt: t2, CompletedAt: t2, RuleCount: 1,
+			Cached: &CachedFrom{JudgedAt: t1, RequestID: "r1"},
+		}},
+		{"summary/verdicts from the cache", &SummaryEvent{
+			EventID: "r2", RequestID: "r2", TenantID: "t", RulesetID: "rs", Model: "m",
+			Status:    StatusCompleted,
+			Counts:    Counts{Rules: 2, Passed: 1, Failed: 1, Cached: 2},
+			StartedAt: t1, CompletedAt: t2,
+		}},
 		{"summary/full", fullSummary()},
 		{"summary/failed", &SummaryEvent{
 			EventID:   "r",
@@ -127,7 +139,7 @@ func fullRequest() *Request {
 			{Name: "contacts", ValueJSON: `[{"email":"a@b.example","role":"sales"}]`},
 		},
 		Message:     new("Flag blockers."),
-		Options:     Options{GenerateReport: new(true), Model: new("gemma-3-270m"), CallbackURL: new("https://hooks.example/x")},
+		Options:     Options{GenerateReport: new(true), Model: new("gemma-3-270m"), CallbackURL: new("https://hooks.example/x"), Cache: new(false)},
 		SubmittedAt: t0,
 	}
 }

@@ -473,7 +473,7 @@ func ExampleSerde() {
 	fmt.Println(errors.Is(err, ErrUndecodable), err)
 	// Output:
 	// rv-schema: com.rulevalidator.v1.RuleVerdict
-	// rv-schema-fingerprint: ad4b15eebdc841a3
+	// rv-schema-fingerprint: b6dcedcbc8818985
 	// acme/req-1/signed true
 	// true schemas: cannot decode value from topic "rulevalidator.verdicts": no rv-schema-fingerprint header and no Confluent magic byte 0x00 (first byte 0x22)
 }

@@ -15,6 +15,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/eval"
+	"rulevalidator/verdictcache"
 )
 
 // exitBelowMinimum: the evaluation ran but accuracy is under --min-accuracy.
@@ -48,6 +49,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		cases       = fs.String("cases", "", "comma-separated case ids to judge (default: all)")
 		compare     = fs.String("compare-evidence-mode", "", "also judge with the engine in this evidence mode (cite or quote), reported beside the engine as engine:MODE")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
+		revalidate  = fs.String("revalidate-ruleset", "", "judge the dataset, then judge it again with this ruleset (the dataset's with some rules changed) through a verdict cache both share, and report what the second run cost against the first")
 	)
 	fs.Var(&minAccuracy, "min-accuracy", "exit 3 when the engine's verdict accuracy is below this `share` (0 to 1; 0.9 for 90%); unset, no gate")
 	if code, ok := cl.parse(args, getenv); !ok {
@@ -70,6 +72,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	case *runs < 1:
 		fmt.Fprintf(stderr, "eval: --runs %d: must be at least 1\n", *runs)
 		return exitInvalid
+	case *revalidate != "" && (*runs != 1 || *baseline != "" || *compare != ""):
+		fmt.Fprintln(stderr, "eval: --revalidate-ruleset measures one run of the engine: it takes no --runs, --baseline or --compare-evidence-mode")
+		return exitInvalid
 	case minAccuracy.set && !(minAccuracy.v >= 0 && minAccuracy.v <= 1): // NaN too
 		fmt.Fprintf(stderr, "eval: --min-accuracy %s: accuracy is a share between 0 and 1 (0.9 for 90%%)\n", minAccuracy.raw)
 		return exitInvalid
@@ -83,6 +88,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	if *cases != "" {
 		if ds, err = selectCases(ds, strings.Split(*cases, ",")); err != nil {
 			fmt.Fprintf(stderr, "eval: --cases: %v\n", err)
+			return exitInvalid
+		}
+	}
+
+	var variant *eval.Dataset
+	if *revalidate != "" {
+		if variant, err = withRuleset(ds, *revalidate); err != nil {
+			fmt.Fprintf(stderr, "eval: --revalidate-ruleset: %v\n", err)
 			return exitInvalid
 		}
 	}
@@ -101,9 +114,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		fmt.Fprintf(stderr, "eval: %v\n", err)
 		return exitInvalid
 	}
-	rep, err := eval.Run(ctx, ds, eval.Options{
+	engineCfg := llm.engineConfig(logger, engine.Hooks{})
+	if variant != nil {
+		// Shared by both runs: the second asks only for what changed.
+		if engineCfg.Cache, err = verdictcache.NewMemory(verdictcache.MemoryConfig{}); err != nil {
+			fmt.Fprintf(stderr, "eval: %v\n", err)
+			return exitFailure
+		}
+	}
+	opts := eval.Options{
 		LLM:      client,
-		Engine:   llm.engineConfig(logger, engine.Hooks{}),
+		Engine:   engineCfg,
 		Runs:     *runs,
 		Baseline: *baseline,
 		Attempts: attempts,
@@ -120,7 +141,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 			}
 			fmt.Fprintf(stderr, "eval: %s run %d case %s: %s (%s)\n", system, run, caseID, status, took.Round(100*time.Millisecond))
 		},
-	})
+	}
+	rep, err := eval.Run(ctx, ds, opts)
+	var again *eval.Report
+	if err == nil && variant != nil {
+		again, err = eval.Run(ctx, variant, opts)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "eval: %s\n", describeEvalError(err, llm.baseURL))
 		if errors.Is(err, engine.ErrInvalidRuleset) || errors.Is(err, engine.ErrInvalidInput) {
@@ -129,7 +155,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitFailure
 	}
 
-	if *asJSON {
+	if again != nil {
+		if err := writeRevalidation(stdout, *asJSON, rep, again); err != nil {
+			fmt.Fprintf(stderr, "eval: writing the report: %v\n", err)
+			return exitFailure
+		}
+	} else if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
@@ -203,4 +234,70 @@ func selectCases(ds *eval.Dataset, ids []string) (*eval.Dataset, error) {
 		return nil, errors.New("no case named")
 	}
 	return &kept, nil
+}
+
+// withRuleset is ds with every case judged against the ruleset in file,
+// which must have the rules the labels are for.
+func withRuleset(ds *eval.Dataset, file string) (*eval.Dataset, error) {
+	rs, err := readFile(file, engine.ParseRuleset)
+	if err != nil {
+		return nil, err
+	}
+	out := *ds
+	out.Cases = make([]*eval.Case, len(ds.Cases))
+	for i, c := range ds.Cases {
+		for _, l := range c.Labels {
+			if !slices.ContainsFunc(rs.Rules, func(r engine.Rule) bool { return r.RuleID == l.RuleID }) {
+				return nil, fmt.Errorf("%s has no rule %q, which case %q is labelled for", file, l.RuleID, c.ID)
+			}
+		}
+		cc := *c
+		cc.Ruleset = rs
+		out.Cases[i] = &cc
+	}
+	return &out, nil
+}
+
+// revalidation is what --revalidate-ruleset reports: both runs, and the
+// share of the first run's cost the second took.
+type revalidation struct {
+	First        *eval.Report `json:"first"`
+	Revalidation *eval.Report `json:"revalidation"`
+	// Shares of the first run's model tokens (prompt and completion),
+	// model calls and wall time that the second run took.
+	TokensShare float64 `json:"tokens_share"`
+	CallsShare  float64 `json:"calls_share"`
+	WallShare   float64 `json:"wall_share"`
+}
+
+func writeRevalidation(w io.Writer, asJSON bool, first, again *eval.Report) error {
+	a, b := first.System(eval.SystemEngine).Cost, again.System(eval.SystemEngine).Cost
+	ratio := func(x, y float64) float64 {
+		if y == 0 {
+			return 0
+		}
+		return x / y
+	}
+	r := revalidation{First: first, Revalidation: again,
+		TokensShare: ratio(float64(b.PromptTokens+b.CompletionTokens), float64(a.PromptTokens+a.CompletionTokens)),
+		CallsShare:  ratio(float64(b.Calls), float64(a.Calls)),
+		WallShare:   ratio(float64(b.Wall), float64(a.Wall)),
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintln(w, "First run (the dataset's ruleset, the verdict cache empty)")
+	if err := first.WriteTable(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nRe-validation (the changed ruleset, through the verdict cache the first run filled)")
+	if err := again.WriteTable(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nre-validation against the first run: model tokens %d of %d (%.3f), model calls %d of %d (%.3f), wall time %s of %s (%.3f)\n",
+		b.PromptTokens+b.CompletionTokens, a.PromptTokens+a.CompletionTokens, r.TokensShare,
+		b.Calls, a.Calls, r.CallsShare, b.Wall.Round(100*time.Millisecond), a.Wall.Round(100*time.Millisecond), r.WallShare)
+	return err
 }

@@ -206,7 +206,7 @@ func requestRecord(r *schemas.Request) map[string]any {
 		"text_input":     r.TextInput,
 		"named_inputs":   named,
 		"message":        r.Message,
-		"options":        map[string]any{"generate_report": r.Options.GenerateReport, "model": r.Options.Model, "callback_url": r.Options.CallbackURL},
+		"options":        map[string]any{"generate_report": r.Options.GenerateReport, "model": r.Options.Model, "callback_url": r.Options.CallbackURL, "cache": r.Options.Cache},
 		"submitted_at":   r.SubmittedAt.UnixMilli(),
 	}
 }
@@ -250,6 +250,10 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 	}
 	scores := []int{}
 	scores = append(scores, v.AllowedScores...)
+	var cached any
+	if c := v.Cached; c != nil {
+		cached = map[string]any{"judged_at": c.JudgedAt.UnixMilli(), "request_id": c.RequestID}
+	}
 	return map[string]any{
 		"event_id":         v.EventID,
 		"request_id":       v.RequestID,
@@ -274,6 +278,7 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 		"completed_at":     v.CompletedAt.UnixMilli(),
 		"rule_index":       v.RuleIndex,
 		"rule_count":       v.RuleCount,
+		"cached":           cached,
 	}
 }
 
@@ -304,7 +309,7 @@ func summaryRecord(s *schemas.SummaryEvent) map[string]any {
 		"model":           s.Model,
 		"status":          string(s.Status),
 		"counts": map[string]any{"rules": s.Counts.Rules, "passed": s.Counts.Passed, "failed": s.Counts.Failed,
-			"not_applicable": s.Counts.NotApplicable, "insufficient_data": s.Counts.InsufficientData},
+			"not_applicable": s.Counts.NotApplicable, "insufficient_data": s.Counts.InsufficientData, "cached": s.Counts.Cached},
 		"aggregate": map[string]any{"boolean": boolean, "numerical": numerical},
 		"sources":   sources,
 		"usage": map[string]any{"prompt_tokens": s.Usage.PromptTokens, "completion_tokens": s.Usage.CompletionTokens,

@@ -30,6 +30,11 @@ type llmConfig struct {
 
 // newEngine builds the model client and the engine from the settings.
 func (f *llmConfig) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.Engine, error) {
+	return f.newEngineWith(logger, hooks, nil)
+}
+
+// newEngineWith is newEngine with a verdict cache (nil: none).
+func (f *llmConfig) newEngineWith(logger *slog.Logger, hooks engine.Hooks, cache engine.VerdictCache) (*engine.Engine, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -37,7 +42,9 @@ func (f *llmConfig) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.
 	if err != nil {
 		return nil, err
 	}
-	return engine.New(client, f.engineConfig(logger, hooks))
+	cfg := f.engineConfig(logger, hooks)
+	cfg.Cache = cache
+	return engine.New(client, cfg)
 }
 
 // check reports every value the client or the engine would refuse, named as

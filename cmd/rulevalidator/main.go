@@ -39,6 +39,7 @@ func commands() []command {
 		{"tail", "print the verdicts, summaries and dead letters on the topics", runTail},
 		{"rulesets", "publish, list and check rulesets (see rulesets --help)", runRulesets},
 		{"eval", "score verdicts against a labelled dataset, optionally beside a naive baseline", runEval},
+		{"cache", "purge a tenant's or a ruleset's entries from the verdict cache (cache purge --help)", runCache},
 		{"healthcheck", "probe a running service's readiness endpoint (for container health checks)", runHealthcheck},
 	}
 }

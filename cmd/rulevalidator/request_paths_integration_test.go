@@ -66,6 +66,9 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 		}
 		args = append(args, a)
 	}
+	// Every path's request is judged by the model, so that the prompts can be compared:
+	// the verdict cache would answer the second path's from the first's.
+	args = append(args, "--verdict-cache=false")
 	svc := e.startInProcess(t, args...)
 	public := "http://" + e.httpAddr
 	waitUntil(t, waitLimit, "the public listener", func() bool {

@@ -16,7 +16,6 @@ import (
 
 	"rulevalidator/consumer"
 	"rulevalidator/jobs"
-	"rulevalidator/objstore"
 	"rulevalidator/outbox"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
@@ -54,12 +53,8 @@ type serveConfig struct {
 
 	llm llmConfig
 
-	s3Endpoint  string
-	s3AccessKey string
-	s3SecretKey string
-	s3Bucket    string
-	s3TLS       bool
-	s3MaxObject int
+	s3    s3Config
+	cache verdictCacheConfig
 
 	logLevel  string
 	logFormat string
@@ -104,13 +99,8 @@ func serveSettings(cfg *serveConfig) *settings {
 
 	llmSettings(s, &cfg.llm)
 
-	s.section("Object storage")
-	s.str(&cfg.s3Endpoint, "s3-endpoint", "S3_ENDPOINT", "", "S3-compatible endpoint (host:port) for reports and documents by uri; empty disables both")
-	s.secret(&cfg.s3AccessKey, "s3-access-key", "S3_ACCESS_KEY", "S3 access key")
-	s.secret(&cfg.s3SecretKey, "s3-secret-key", "S3_SECRET_KEY", "S3 secret key")
-	s.str(&cfg.s3Bucket, "s3-bucket", "S3_BUCKET", "rulevalidator-reports", "bucket for reports and claim-checked documents")
-	s.boolean(&cfg.s3TLS, "s3-tls", "S3_TLS", "false", "use HTTPS for S3")
-	s.integer(&cfg.s3MaxObject, "s3-max-object-bytes", "S3_MAX_OBJECT_BYTES", "67108864", "largest document read from object storage")
+	s3Settings(s, &cfg.s3)
+	verdictCacheSettings(s, &cfg.cache)
 
 	httpSettings(s, &cfg.http)
 	s.section("Logging")
@@ -166,8 +156,14 @@ func (c *serveConfig) validate() error {
 			errs = append(errs, fmt.Errorf("--rulesets-dir: %q is not a directory", c.rulesetsDir))
 		}
 	}
-	if c.s3Endpoint != "" && (c.s3AccessKey == "" || c.s3SecretKey == "") {
-		errs = append(errs, errors.New("--s3-endpoint is set but --s3-access-key or --s3-secret-key is empty"))
+	if err := c.s3.check(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.cache.check(); err != nil {
+		errs = append(errs, err)
+	}
+	if p := c.cache.prefix; p == c.http.jobPrefix || p == c.http.reportPrefix {
+		errs = append(errs, fmt.Errorf("--verdict-cache-prefix %q must differ from --job-prefix and --report-prefix", p))
 	}
 	if _, err := parseLevel(c.logLevel); err != nil {
 		errs = append(errs, err)
@@ -276,15 +272,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		return err
 	}
 
-	var store *objstore.Store
-	if cfg.s3Endpoint != "" {
-		store, err = objstore.New(objstore.Config{
-			Endpoint: cfg.s3Endpoint, AccessKey: cfg.s3AccessKey, SecretKey: cfg.s3SecretKey,
-			Bucket: cfg.s3Bucket, UseTLS: cfg.s3TLS, MaxObjectBytes: int64(cfg.s3MaxObject), Logger: logger,
-		})
-		if err != nil {
-			return fmt.Errorf("%w: %v", errConfig, err)
-		}
+	store, err := cfg.s3.store(logger)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 
 	if store == nil {
@@ -295,7 +285,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	eng, err := cfg.llm.newEngine(logger, svc.metrics.EngineHooks())
+	cache, err := cfg.cache.open(store, logger)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	eng, err := cfg.llm.newEngineWith(logger, svc.metrics.EngineHooks(), cache)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}

@@ -159,6 +159,7 @@ func commandSettings() []commandSettingsEntry {
 		{"tail", tailSettings(&kafkaConfig{}, &tailTopicNames{})},
 		{"rulesets publish", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"rulesets list", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
+		{"cache purge", cachePurgeSettings(&s3Config{}, new(string))},
 		{"healthcheck", healthcheckSettings(new(string))},
 	}
 }

@@ -334,6 +334,9 @@ func verdictLine(v *schemas.VerdictEvent) string {
 		}
 		fmt.Fprintf(&b, "%q (%s)", clip(e.Text, quoteWidth), evidenceWhere(e))
 	}
+	if c := v.Cached; c != nil {
+		fmt.Fprintf(&b, "  cached: judged %s under request %s", c.JudgedAt.UTC().Format(time.RFC3339), c.RequestID)
+	}
 	return b.String()
 }
 
@@ -378,6 +381,9 @@ func summaryLine(s *schemas.SummaryEvent) string {
 	if c.Rules > 0 || s.Status == schemas.StatusCompleted {
 		fmt.Fprintf(&b, "  %d rules: %d passed, %d failed, %d not applicable, %d insufficient data",
 			c.Rules, c.Passed, c.Failed, c.NotApplicable, c.InsufficientData)
+		if c.Cached > 0 {
+			fmt.Fprintf(&b, ", %d from the verdict cache", c.Cached)
+		}
 	}
 	if a := s.Aggregate.Boolean; a != nil {
 		verdict := "FAILED"

@@ -111,6 +111,15 @@ func TestTailLines(t *testing.T) {
 			Evidences: []schemas.Evidence{{Text: "five (5) years", QuotedText: "three (3) years", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
 				Anchored: true, Match: schemas.MatchFuzzy, Altered: true}}}),
 			`request r-1  rule term  PASS  insufficient data (your quote does not say what the document says)  "Three years."  evidence: "five (5) years" (msa.pdf p.2, ALTERED: the model wrote "three (3) years")`},
+		{"from the verdict cache", verdictLine(&schemas.VerdictEvent{RequestID: "r-2", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(false), DataSufficiency: true,
+			Rationale: "Over the limit.", Cached: &schemas.CachedFrom{JudgedAt: time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC), RequestID: "r-1"}}),
+			`request r-2  rule limit  FAIL  "Over the limit."  evidence: none  cached: judged 2025-03-01T09:30:00Z under request r-1`},
+		{"summary with cached verdicts", summaryLine(func() *schemas.SummaryEvent {
+			s := tailSummary("r-6")
+			s.Report, s.Aggregate, s.Counts.Cached = nil, schemas.Aggregate{}, 2
+			return &s
+		}()),
+			`request r-6  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data, 2 from the verdict cache  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
 		{"not applicable", verdictLine(&na),
 			`request r-1  rule liability-cap  N/A (PASS)  "Capped at twelve months of fees; data protection is not carved out."  evidence: none`},
 		{"completed summary", summaryLine(tailPtr(tailSummary("r-2"))),

@@ -223,6 +223,9 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		for _, dp := range v.PagesConsidered {
 			fmt.Fprintf(w, "  judged on %s, pages %s\n", dp.Document, joinPages(dp.Pages))
 		}
+		if c := v.Cached; c != nil {
+			fmt.Fprintf(w, "  from the verdict cache: judged %s under request %s\n", c.JudgedAt.UTC().Format(time.RFC3339), c.RequestID)
+		}
 		for _, ev := range v.Evidences {
 			fmt.Fprintf(w, "  • %q\n    %s\n", ev.Text, evidencePlace(ev))
 			if ev.Altered {

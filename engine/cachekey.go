@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+)
+
+// PromptVersion names the instructions, the rendering of the material and
+// the answer checks as they are. It is part of every verdict cache key:
+// change it with any change to them that can change a verdict for the same
+// rule and material, so that verdicts judged the old way are not reused.
+const PromptVersion = "2026-12-01"
+
+// VerdictKey is everything that decides a rule's verdict, the key of the
+// verdict cache: two judgements with the same VerdictKey would ask the model
+// the same question about the same material and check its answer the same
+// way.
+type VerdictKey struct {
+	// Tenant is the request's tenant: tenants never share a verdict.
+	Tenant string
+	// Model is the model that judges.
+	Model string
+	// Settings are the engine settings that change what the model sees or
+	// how its answer is checked (Config.cacheSettings).
+	Settings string
+	// Rule is the rule as the prompt shows it (RulesPrompt of the rule
+	// alone): id, type, allowed scores, text and not-applicable text; not
+	// its display name, weight or position, which no model sees.
+	Rule string
+	// Material is the digest of exactly the material the rule was judged on
+	// (materialDigest): the whole input for a call that holds all of it,
+	// the excerpt a planned call showed.
+	Material string
+}
+
+// String is the key in hex: the SHA-256 of its fields, each written with
+// its length first, so that no two different keys write the same bytes.
+func (k VerdictKey) String() string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, field := range []string{"rulevalidator verdict", k.Tenant, k.Model, k.Settings, k.Rule, k.Material} {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(field)))])
+		h.Write([]byte(field))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// verdictKey is the cache key of rule's verdict on the material whose digest
+// is material, for tenant and model.
+func (e *Engine) verdictKey(tenant, model string, rule Rule, material string) string {
+	return VerdictKey{Tenant: tenant, Model: model, Settings: e.cfg.cacheSettings(), Rule: RulesPrompt([]Rule{rule}), Material: material}.String()
+}
+
+// cacheSettings writes the settings that change what the model sees or how
+// its answer is checked: the prompt version, how the instructions reach the
+// model (the setting, not what auto decided: auto decides the same for a
+// server every time), the evidence mode, the response format, the answer
+// budget, the temperature and the anchoring threshold. Settings that only
+// change how the material is split (the context window, rules per call)
+// change the material itself, which the key holds as its digest; the re-ask
+// budget does not change what an accepted answer is.
+func (c *Config) cacheSettings() string {
+	return "prompt=" + PromptVersion +
+		";instructions=" + string(c.Instructions) +
+		";evidence=" + string(c.Evidence) +
+		";format=" + string(c.Format) +
+		";max_tokens=" + strconv.Itoa(c.MaxTokens) +
+		";temperature=" + strconv.FormatFloat(float64(c.Temperature), 'g', -1, 32) +
+		";fuzzy=" + strconv.FormatFloat(c.FuzzyThreshold, 'g', -1, 64)
+}
+
+// materialDigest is the digest of a call's material, the rules after it
+// left out: the documents, or the excerpts of them, the named inputs, the
+// text input and the message, exactly as the call shows them.
+func materialDigest(m material) string {
+	sum := sha256.Sum256([]byte(m.withoutRules().user))
+	return hex.EncodeToString(sum[:])
+}
+
+// withoutRules is m without the rules written at its end, if any.
+func (m material) withoutRules() material {
+	if m.rules == "" {
+		return m
+	}
+	return material{user: m.user[:len(m.user)-len(m.rules)], ids: m.ids}
+}
