@@ -61,13 +61,6 @@ type CachedVerdict struct {
 	Tokens int `json:"tokens"`
 }
 
-// CachedFrom marks a verdict taken from the cache: when it was judged and
-// under which request (of the same tenant).
-type CachedFrom struct {
-	JudgedAt  time.Time `json:"judged_at"`
-	RequestID string    `json:"request_id"`
-}
-
 // Outcomes of a cache lookup, per rule, as Hooks.CacheLookup counts them.
 const (
 	CacheHit  = "hit"  // the verdict was taken from the cache

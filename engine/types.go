@@ -17,6 +17,7 @@ type (
 	NumericalAggregate   = verdict.NumericalAggregate
 	Aggregate            = verdict.Aggregate
 	Usage                = verdict.Usage
+	CachedFrom           = verdict.CachedFrom
 )
 
 const (

@@ -237,13 +237,6 @@ type VerdictEvent struct {
 	Cached *CachedFrom
 }
 
-// CachedFrom says when, and under which request of the same tenant, a
-// verdict taken from the verdict cache was judged.
-type CachedFrom struct {
-	JudgedAt  time.Time
-	RequestID string
-}
-
 // SchemaName is VerdictSchema.
 func (v *VerdictEvent) SchemaName() string { return VerdictSchema }
 

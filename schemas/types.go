@@ -31,6 +31,9 @@ type (
 	Aggregate = verdict.Aggregate
 	// Usage is token usage summed over every model call of one request.
 	Usage = verdict.Usage
+	// CachedFrom says when, and under which request of the same tenant, a
+	// verdict taken from the verdict cache was judged.
+	CachedFrom = verdict.CachedFrom
 )
 
 // The rule types.

@@ -6,6 +6,8 @@
 // the engine and the engine free of Avro.
 package verdict
 
+import "time"
+
 // RuleType says how a rule is judged.
 type RuleType string
 
@@ -154,4 +156,11 @@ func (u Usage) Add(o Usage) Usage {
 		LLMCalls:         u.LLMCalls + o.LLMCalls,
 		PlannedCalls:     u.PlannedCalls + o.PlannedCalls,
 	}
+}
+
+// CachedFrom marks a verdict taken from the cache: when it was judged and
+// under which request (of the same tenant).
+type CachedFrom struct {
+	JudgedAt  time.Time `json:"judged_at"`
+	RequestID string    `json:"request_id"`
 }
