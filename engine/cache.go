@@ -12,11 +12,11 @@ import (
 // the keys (VerdictKey), since only it knows what each call shows; the store
 // behind the VerdictCache port (package verdictcache) keeps the entries.
 //
-// What is cached: verdicts whose answer was accepted clean, as the model's
-// call returned them, once every call of their request succeeded. Not
-// cached: verdicts kept with problems after the re-asks ran out (a later
-// ask may do better), verdicts of a request that failed, and verdicts of a
-// request or ruleset that opted out. What a request adds to a verdict
+// What is cached: every verdict of a request whose calls all succeeded, as
+// the engine accepted it, kept with problems after the re-asks or clean: it
+// is what that material and those settings gave, and a replay publishes it
+// again instead of paying for a different draw. Not cached: verdicts of a
+// request that failed, and of a request or ruleset that opted out. What a request adds to a verdict
 // (its display name, the pages considered, the mark of a rule judged on an
 // excerpt cut by the budget) is not part of the entry and is set afresh.
 
@@ -148,14 +148,14 @@ func (cr *cacheRun) hit(i int, rule Rule) Verdict {
 	return v
 }
 
-// store puts the clean verdicts cr judged into the cache. A failure is
+// store puts the verdicts cr judged into the cache. A failure is
 // logged and counted, not returned: the verdicts are judged, and the next
 // request asks for them again.
 func (e *Engine) store(ctx context.Context, cr *cacheRun, model string, docs []Document) {
 	var entries []CachedVerdict
 	var idx *docIndex
 	for i, v := range cr.fresh {
-		if v == nil || len(v.Problems) > 0 {
+		if v == nil {
 			continue
 		}
 		if idx == nil {
