@@ -218,6 +218,9 @@ func (r *Reader) Read(ctx context.Context, src Source) (*Document, error) {
 func (r *Reader) mediaType(src Source) (string, error) {
 	sniffed := Sniff(src.Data)
 	if strings.TrimSpace(src.MediaType) == "" {
+		if sniffed == "" && bytes.HasPrefix(src.Data, []byte("PK\x03\x04")) {
+			return "", newError(src.Name, ErrNotDOCX, "it is a zip archive without a Word document part (word/document.xml), or a damaged one")
+		}
 		if sniffed == "" {
 			return "", newError(src.Name, ErrUnsupported, "no media type is given and the bytes are none of PDF, DOCX or UTF-8 text")
 		}

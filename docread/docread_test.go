@@ -117,8 +117,8 @@ func TestUnreadableDocuments(t *testing.T) {
 		{"truncated", pdf[:len(pdf)/2], docread.PDF, docread.ErrCorrupt, "truncated", nil},
 		{"corrupt", append([]byte("%PDF-1.7\n"+strings.Repeat("garbage ", 500)), "\n%%EOF\n"...), "", docread.ErrCorrupt, "not a well-formed PDF", nil},
 		{"not a PDF", []byte("plain words"), "application/pdf", docread.ErrCorrupt, "no %PDF- header", nil},
-		{"scanned", handPDF("iti"), "", docread.ErrNoText, "2 of its 3 pages are images without text (a scan?): page 1, 3; OCR is not done", []int{1, 3}},
-		{"over the page limit", handPDF("tttt"), "", docread.ErrTooManyPages, "4 pages, over the limit of 3", nil},
+		{"scanned", docfixture.ImagePDF("iti"), "", docread.ErrNoText, "2 of its 3 pages are images without text (a scan?): page 1, 3; OCR is not done", []int{1, 3}},
+		{"over the page limit", docfixture.ImagePDF("tttt"), "", docread.ErrTooManyPages, "4 pages, over the limit of 3", nil},
 		{"DOCX over the page limit", docxOf(t, "<w:p><w:r><w:t>1</w:t><w:br w:type=\"page\"/><w:t>2</w:t><w:br w:type=\"page\"/><w:t>3</w:t><w:br w:type=\"page\"/><w:t>4</w:t></w:r></w:p>"), "", docread.ErrTooManyPages, "more than 3 pages", nil},
 		{"over the byte limit", append(bytes.Repeat([]byte(" "), 1<<20), pdf...), docread.PDF, docread.ErrTooLarge, "over the limit of 1048576 bytes", nil},
 		{"zip bomb", zipBomb(t, 2<<20), docread.DOCX, docread.ErrZipBomb, "would expand to", nil},
@@ -152,7 +152,7 @@ func TestUnreadableDocuments(t *testing.T) {
 		})
 	}
 	// After all that, a good document reads.
-	for _, good := range [][]byte{docx, handPDF("t")} {
+	for _, good := range [][]byte{docx, docfixture.ImagePDF("t")} {
 		doc, err := r.Read(context.Background(), docread.Source{Name: "good", Data: good})
 		if err != nil || len(doc.Pages) != 1 || strings.TrimSpace(doc.Pages[0]) == "" {
 			t.Fatalf("a good document after the bad ones: %v, %v", doc, err)
@@ -164,7 +164,7 @@ func TestUnreadableDocuments(t *testing.T) {
 // are pages without text, named in ImageOnly; the document is read.
 func TestSomeImageOnlyPages(t *testing.T) {
 	r := newReader(t, docread.Config{})
-	doc, err := r.Read(context.Background(), docread.Source{Name: "book.pdf", Data: handPDF("ittt")})
+	doc, err := r.Read(context.Background(), docread.Source{Name: "book.pdf", Data: docfixture.ImagePDF("ittt")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestSomeImageOnlyPages(t *testing.T) {
 // A blank page (no text, no image) is a page with no text, not a scan.
 func TestBlankPageIsNotAScan(t *testing.T) {
 	r := newReader(t, docread.Config{})
-	doc, err := r.Read(context.Background(), docread.Source{Name: "blank.pdf", Data: handPDF("bb")})
+	doc, err := r.Read(context.Background(), docread.Source{Name: "blank.pdf", Data: docfixture.ImagePDF("bb")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,44 +293,4 @@ func lyingZip(t testing.TB, n int) []byte {
 		}
 	}
 	return out
-}
-
-// handPDF is a PDF written here, one page per letter of pages: i an image
-// and no text (a scanned page), b nothing (a blank page), t a line of text.
-func handPDF(pages string) []byte {
-	var objs []string
-	// 1 catalog, 2 page tree, 3 image, 4 font, then a page and its content per page.
-	kids := ""
-	for i := range pages {
-		kids += fmt.Sprintf("%d 0 R ", 5+2*i)
-	}
-	objs = append(objs,
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", kids, len(pages)),
-		"<< /Type /XObject /Subtype /Image /Width 2 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8 /Length 4 >>\nstream\n\x00\xff\xff\x00\nendstream",
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-	for i, kind := range pages {
-		content := map[rune]string{
-			'i': "q 400 0 0 400 100 200 cm /Im1 Do Q",
-			'b': "",
-			't': "BT /F1 12 Tf 72 720 Td (The Recipient shall keep it secret.) Tj ET",
-		}[kind]
-		objs = append(objs,
-			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im1 3 0 R >> /Font << /F1 4 0 R >> >> /Contents %d 0 R >>", 6+2*i),
-			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
-	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
 }

@@ -36,8 +36,11 @@ var evalDoc = commandDoc{
 }
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	var llm llmConfig
-	cl := newCommandLine("eval", evalDoc, judgeSettings(&llm), stderr)
+	var (
+		llm  llmConfig
+		docs documentConfig
+	)
+	cl := newCommandLine("eval", evalDoc, judgeSettings(&llm, &docs), stderr)
 	fs := cl.fs
 	var (
 		dir         = fs.String("dataset", "", "dataset directory holding dataset.yaml (required)")

@@ -28,6 +28,7 @@ import (
 // serveConfig is everything `serve` needs, resolved from defaults, the config
 // file, the environment and flags (see serveSettings).
 type serveConfig struct {
+	docs              documentConfig
 	brokers           []string
 	kafka             kafkaConn
 	groupID           string
@@ -112,6 +113,8 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.boolean(&cfg.s3TLS, "s3-tls", "S3_TLS", "false", "use HTTPS for S3")
 	s.integer(&cfg.s3MaxObject, "s3-max-object-bytes", "S3_MAX_OBJECT_BYTES", "67108864", "largest document read from object storage")
 
+	documentSettings(s, &cfg.docs)
+
 	httpSettings(s, &cfg.http)
 	s.section("Logging")
 	s.str(&cfg.logLevel, "log-level", "RULEVALIDATOR_LOG_LEVEL", "info", "debug, info, warn or error")
@@ -133,6 +136,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.memoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("--memory-limit: %d must not be negative", c.memoryLimit))
+	}
+	if err := c.docs.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := checkWireFormat(c.wireFormat, c.schemaRegistry); err != nil {
 		errs = append(errs, err)
@@ -295,6 +301,18 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	documents, err := cfg.docs.reader(logger)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	defer documents.Close()
+	// The PDF engine compiles (or loads from --pdf-cache-dir) while the rest
+	// starts; a PDF arriving first waits for it.
+	go func() {
+		if err := documents.Start(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("the PDF engine did not start; PDFs cannot be read", "error", err)
+		}
+	}()
 	eng, err := cfg.llm.newEngine(logger, svc.metrics.EngineHooks())
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
@@ -332,6 +350,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 
 	pipeCfg := pipeline.Config{
 		Engine:          eng,
+		Documents:       documents,
 		Rulesets:        resolver,
 		Serde:           serde,
 		Publisher:       prod,
@@ -387,7 +406,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
 		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
-	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe.EnvironmentCheck, logger); err != nil {
+	if err := startHTTP(gctx, g, cfg, svc, serde, store, documents, pipe.EnvironmentCheck, logger); err != nil {
 		return err
 	}
 	g.Go(func() error { return cons.Run(gctx) })

@@ -213,3 +213,44 @@ func FODT(pages []string) []byte {
 	b.WriteString("</office:text></office:body></office:document>\n")
 	return b.Bytes()
 }
+
+// ImagePDF is a PDF written here, without LibreOffice, one page per letter
+// of pages: i an image and no text (a scanned page), b nothing (a blank
+// page), t a line of text.
+func ImagePDF(pages string) []byte {
+	var objs []string
+	// 1 catalog, 2 page tree, 3 image, 4 font, then a page and its content per page.
+	kids := ""
+	for i := range pages {
+		kids += fmt.Sprintf("%d 0 R ", 5+2*i)
+	}
+	objs = append(objs,
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", kids, len(pages)),
+		"<< /Type /XObject /Subtype /Image /Width 2 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8 /Length 4 >>\nstream\n\x00\xff\xff\x00\nendstream",
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	for i, kind := range pages {
+		content := map[rune]string{
+			'i': "q 400 0 0 400 100 200 cm /Im1 Do Q",
+			'b': "",
+			't': "BT /F1 12 Tf 72 720 Td (The Recipient shall keep it secret.) Tj ET",
+		}[kind]
+		objs = append(objs,
+			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im1 3 0 R >> /Font << /F1 4 0 R >> >> /Contents %d 0 R >>", 6+2*i),
+			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"rulevalidator/engine"
+	"rulevalidator/internal/docfixture"
+	"rulevalidator/internal/llmfake"
+)
+
+// exampleDocuments writes the example's agreement as a PDF and its policy as
+// a DOCX, made by LibreOffice from their text, and an input naming them as
+// files, beside the example's named inputs and message.
+func exampleDocuments(t *testing.T) (dir, input string) {
+	t.Helper()
+	data, err := os.ReadFile(exampleInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in map[string]any
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatal(err)
+	}
+	msa := in["primary_docs"].([]any)[0].(map[string]any)
+	var pages []string
+	for _, p := range msa["pages"].([]any) {
+		pages = append(pages, p.(string))
+	}
+	policy := in["auxiliary_docs"].([]any)[0].(map[string]any)
+	files := docfixture.Make(t,
+		docfixture.Doc{Pages: pages, Format: docfixture.PDF},
+		docfixture.Doc{Pages: []string{policy["content"].(string)}, Format: docfixture.DOCX})
+	dir = t.TempDir()
+	for name, body := range map[string][]byte{"northwind-msa.pdf": files[0], "policy.docx": files[1]} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delete(in, "primary_docs")
+	in["auxiliary_docs"] = []any{map[string]any{"title": policy["title"], "file": "policy.docx"}}
+	out, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input = filepath.Join(dir, "input.json")
+	if err := os.WriteFile(input, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, input
+}
+
+// validate judges a PDF given with --document and a DOCX named in the
+// input: the evidence lands on the PDF's pages, as a viewer numbers them.
+func TestValidateDocumentFiles(t *testing.T) {
+	t.Parallel()
+	dir, input := exampleDocuments(t)
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.Enqueue(llmfake.Reply{Content: exampleAnswer(t, nil)})
+
+	code, stdout, stderr := runCLI(t, fake, "validate", "--ruleset", exampleRuleset, "--input", input,
+		"--document", filepath.Join(dir, "northwind-msa.pdf"), "--evidence-mode", "quote", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var res engine.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("stdout: %v\n%s", err, stdout)
+	}
+	for _, w := range []struct {
+		rule, page int
+	}{{0, 3}, {1, 3}, {2, 2}, {4, 2}, {5, 3}} {
+		ev := res.Rules[w.rule].Evidences[0]
+		if !ev.Anchored || ev.SourceOrigin != "northwind-msa.pdf" || ev.SourcePageNumber != w.page {
+			t.Errorf("rule %s evidence = %+v, want anchored on page %d of northwind-msa.pdf", res.Rules[w.rule].RuleID, ev, w.page)
+		}
+	}
+	sent := fake.Requests()[0]
+	prompt := ""
+	for _, m := range sent.Messages {
+		prompt += m.Content
+	}
+	for _, want := range []string{"Invoices are payable within thirty (30) days of receipt.", "Contracting policy"} {
+		if !strings.Contains(prompt, want) {
+			t.Errorf("the model was not shown %q", want)
+		}
+	}
+}
+
+// A document that cannot be read is refused before the model is asked,
+// naming the document and what is wrong with it.
+func TestValidateUnreadableDocuments(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	encrypted := write("locked.pdf", docfixture.One(t, docfixture.EncryptedPDF, "secret terms"))
+	scan := write("scan.pdf", docfixture.ImagePDF("iit"))
+	notDOCX := write("sheet.docx", []byte("PK\x03\x04 not really a zip"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"encrypted", []string{"--document", encrypted}, `primary_docs[0] ("locked.pdf"): reading the file: document "locked.pdf" cannot be read (encrypted): it is encrypted with a password`},
+		{"scanned", []string{"--document", scan}, `document "scan.pdf" cannot be read (no text layer): 2 of its 3 pages are images without text (a scan?): page 1-2; OCR is not done`},
+		{"not a DOCX", []string{"--document", notDOCX}, `document "sheet.docx" cannot be read (not a DOCX)`},
+		{"over the page limit", []string{"--document", scan, "--document-max-pages", "2"}, `(over the page limit): it has 3 pages, over the limit of 2`},
+		{"over the byte limit", []string{"--document", scan, "--document-max-bytes", "100"}, `primary_docs[0].file: ` + scan + ` is `},
+		{"missing", []string{"--document", filepath.Join(dir, "nope.pdf")}, `primary_docs[0].file: stat ` + filepath.Join(dir, "nope.pdf")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := llmfake.New()
+			defer fake.Close()
+			code, _, stderr := runCLI(t, fake, append([]string{"validate", "--ruleset", exampleRuleset}, tc.args...)...)
+			if code != exitInvalid || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", code, exitInvalid, stderr, tc.want)
+			}
+			if len(fake.Requests()) != 0 {
+				t.Error("the model was called")
+			}
+		})
+	}
+}
