@@ -32,6 +32,7 @@ var evalDoc = commandDoc{
 	examples: []string{
 		"rulevalidator eval --dataset examples/eval/edgar-nda --baseline per-rule",
 		"rulevalidator eval --dataset DIR --min-accuracy 0.9",
+		"rulevalidator eval --dataset examples/eval/edgar-nda --inputs pdf",
 	},
 }
 
@@ -50,13 +51,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		minAccuracy share
 		cases       = fs.String("cases", "", "comma-separated case ids to judge (default: all)")
 		compare     = fs.String("compare-evidence-mode", "", "also judge with the engine in this evidence mode (cite or quote), reported beside the engine as engine:MODE")
+		inputsDir   = fs.String("inputs", "", "read each case's input from this directory of the dataset instead, by file name: the same labels on other renderings of the documents (the shipped dataset's pdf: its agreements as PDFs)")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
 	)
 	fs.Var(&minAccuracy, "min-accuracy", "exit 3 when the engine's verdict accuracy is below this `share` (0 to 1; 0.9 for 90%); unset, no gate")
 	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
-	if err := llm.check(); err != nil {
+	if err := errors.Join(llm.check(), docs.check()); err != nil {
 		return cl.invalid(err)
 	}
 	switch {
@@ -78,7 +80,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitInvalid
 	}
 
-	ds, err := eval.Load(*dir)
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	reader, err := docs.reader(logger)
+	if err != nil {
+		return cl.invalid(err)
+	}
+	defer reader.Close()
+	ds, err := eval.LoadWith(ctx, *dir, eval.LoadOptions{InputsDir: *inputsDir, Documents: reader})
 	if err != nil {
 		fmt.Fprintf(stderr, "eval: %s\n", strings.ReplaceAll(err.Error(), "\n", "\neval: "))
 		return exitInvalid
@@ -90,11 +102,6 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		}
 	}
 
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	// Every HTTP attempt is counted, retries and format fallbacks included.
 	attempts := &eval.Attempts{}
 	clientCfg := llm.clientConfig(logger)
