@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/internal/docfixture"
 	"rulevalidator/internal/llmfake"
@@ -129,5 +132,56 @@ func TestValidateUnreadableDocuments(t *testing.T) {
 				t.Error("the model was called")
 			}
 		})
+	}
+}
+
+// exampleRequestPDF is the demo's request with its agreement as a PDF.
+const exampleRequestPDF = "../../examples/contract-review/request-pdf.json"
+
+// The demo's PDF request is the example request with its agreement as a PDF
+// (made by LibreOffice from the request's pages; RULEVALIDATOR_UPDATE_PDF_INPUTS=1
+// makes it again): produce reads the file into the request, and the PDF
+// reads back page for page as the request's text.
+func TestExampleRequestPDF(t *testing.T) {
+	t.Parallel()
+	text, err := readRequestFile(exampleRequestFile, nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("RULEVALIDATOR_UPDATE_PDF_INPUTS") == "1" {
+		pdf := docfixture.One(t, docfixture.PDF, text.PrimaryDocs[0].Pages...)
+		if err := os.WriteFile(filepath.Join(filepath.Dir(exampleRequestPDF), "northwind-msa.pdf"), pdf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := readRequestFile(exampleRequestPDF, nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := req.PrimaryDocs[0]
+	if len(req.PrimaryDocs) != 1 || doc.Name != text.PrimaryDocs[0].Name || doc.Data == nil || doc.ContentType == nil || *doc.ContentType != "application/pdf" {
+		t.Fatalf("primary documents %+v", req.PrimaryDocs)
+	}
+	docs := documentConfig{maxBytes: docread.DefaultMaxBytes, maxPages: docread.DefaultMaxPages, pdfEngines: 1}
+	r, err := docs.reader(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := readDocumentFiles(context.Background(), r, req); err != nil {
+		t.Fatal(err)
+	}
+	got, want := req.PrimaryDocs[0].Pages, text.PrimaryDocs[0].Pages
+	if len(got) != len(want) {
+		t.Fatalf("%d pages, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if strings.Join(strings.Fields(got[i]), " ") != strings.Join(strings.Fields(want[i]), " ") {
+			t.Errorf("page %d reads\n%q\nwant\n%q", i+1, got[i], want[i])
+		}
+	}
+	req.RequestID, req.PrimaryDocs, text.PrimaryDocs = text.RequestID, nil, nil
+	if jsonText(t, req) != jsonText(t, text) {
+		t.Errorf("the PDF request differs from the text one beyond its agreement:\n%s\n%s", jsonText(t, req), jsonText(t, text))
 	}
 }
