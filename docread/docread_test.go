@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"rulevalidator/docread"
 	"rulevalidator/eval"
 	"rulevalidator/internal/docfixture"
+	"rulevalidator/internal/synthdoc"
 )
 
 // testCacheDir keeps the compiled PDF engine between test runs, outside the
@@ -293,4 +295,28 @@ func lyingZip(t testing.TB, n int) []byte {
 		}
 	}
 	return out
+}
+
+// A read that runs past its context stops in the middle of the document
+// (PDFium is interrupted), and the next read gets a fresh engine.
+func TestReadStopsWhenTheContextEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads a 300-page PDF")
+	}
+	pdf := docfixture.One(t, docfixture.PDF, synthdoc.Pages(300, 2500, 1)...)
+	r := newReader(t, docread.Config{PDFEngines: 1})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := r.Read(ctx, docread.Source{Name: "long.pdf", Data: pdf})
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 2*time.Second {
+		t.Fatalf("got %v after %v, want the deadline within a moment of it", err, took)
+	}
+	doc, err := r.Read(context.Background(), docread.Source{Name: "short.pdf", Data: docfixture.ImagePDF("t")})
+	if err != nil || len(doc.Pages) != 1 {
+		t.Fatalf("after an interrupted read: %v, %v", doc, err)
+	}
 }
