@@ -167,6 +167,9 @@ func (s *Server) readable(w http.ResponseWriter, ctx context.Context, req *schem
 			case errors.As(err, &de):
 				writeError(w, http.StatusUnprocessableEntity, CodeUnreadable, fmt.Sprintf("%s[%d] (%q): %v", group.field, i, d.Name, err))
 				return false
+			case errors.Is(err, context.DeadlineExceeded):
+				writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("%s[%d] (%q): the document could not be read within the request's time; send it by uri, and the service reads it as it judges", group.field, i, d.Name))
+				return false
 			case err != nil:
 				s.log.Warn("api: reading a document failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "document", d.Name, "error", err)
 				w.Header().Set("Retry-After", "5")
