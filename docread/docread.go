@@ -31,12 +31,12 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultMaxBytes       = 64 << 20
-	DefaultMaxPages       = 2000
-	DefaultMaxUnzipped    = 256 << 20
-	DefaultPDFEngines     = 2
-	defaultMaxZipEntries  = 10000
-	defaultTextKindLength = 512
+	DefaultMaxBytes      = 64 << 20
+	DefaultMaxPages      = 2000
+	DefaultMaxUnzipped   = 256 << 20
+	DefaultPDFEngines    = 2
+	defaultMaxZipEntries = 10000
+	sniffTextBytes       = 512
 )
 
 // Config configures a Reader.
@@ -96,10 +96,9 @@ func (c *Config) Validate() error {
 type Reader struct {
 	cfg Config
 
-	mu      sync.Mutex
-	pdf     *pdfEngines // nil until the first PDF (or Start)
-	closed  bool
-	closing chan struct{}
+	mu     sync.Mutex  // held while the PDF engine starts
+	pdf    *pdfEngines // nil until the first PDF (or Start)
+	closed bool
 }
 
 // New returns a Reader. The PDF engine is compiled on the first PDF, or by
@@ -109,11 +108,8 @@ func New(cfg Config) (*Reader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Reader{cfg: cfg, closing: make(chan struct{})}, nil
+	return &Reader{cfg: cfg}, nil
 }
-
-// Limits are the caps a Reader applies, for callers that state them.
-func (r *Reader) Limits() (maxBytes int64, maxPages int) { return r.cfg.MaxBytes, r.cfg.MaxPages }
 
 // Start compiles the PDF engine now rather than on the first PDF (a service
 // does it at start, so that the first request does not wait for it).
@@ -261,7 +257,7 @@ func Sniff(data []byte) string {
 			return DOCX
 		}
 		return ""
-	case utf8.Valid(data) && !bytes.ContainsRune(data[:min(len(data), defaultTextKindLength)], 0):
+	case utf8.Valid(data) && !bytes.ContainsRune(data[:min(len(data), sniffTextBytes)], 0):
 		return Text
 	}
 	return ""

@@ -92,7 +92,9 @@ type Config struct {
 	// Objects resolves documents given by uri; nil rejects such requests.
 	Objects ObjectReader
 	// Documents reads documents given as files (data) or by uri into pages:
-	// PDF, DOCX, text. Nil: a reader with docread's defaults.
+	// PDF, DOCX, text. Nil: a reader with docread's defaults, whose PDF
+	// engine (started on the first PDF, compiled without a cache) lives as
+	// long as the process.
 	Documents DocumentReader
 	// Reports writes reports when a ruleset or request asks; nil means
 	// reports are disabled: such a request completes without one (its
