@@ -19,7 +19,7 @@ var documentNameKeys = []string{"file_name", "name", "title"}
 // form the service takes, the file itself in base64 ({"data": ...}), named
 // by the file's base name unless the document has a name. Relative paths are
 // read from dir. files are further files to judge as primary documents, as
-// validate --document gives them. A file over maxBytes, or one that cannot be
+// validate --document gives them (relative to the working directory). A file over maxBytes, or one that cannot be
 // read, is a problem named by its field; every problem is one
 // *schemas.RequestError. The service refuses "file": it reads no local
 // files.
@@ -32,7 +32,13 @@ func ReadFiles(m map[string]any, dir string, files []string, maxBytes int64) err
 			return p.err("")
 		}
 		for _, f := range files {
-			docs = append(docs, map[string]any{keyFile: f})
+			// Given on the command line: relative to the working directory, not to dir.
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				p.add("--document", "%s: %v", f, err)
+				continue
+			}
+			docs = append(docs, map[string]any{keyFile: abs, "name": filepath.Base(f)})
 		}
 		m["primary_docs"] = docs
 	}

@@ -15,7 +15,7 @@ import (
 // unless they have a name; --document files are added as primary documents.
 func TestReadFiles(t *testing.T) {
 	dir := t.TempDir()
-	for name, body := range map[string]string{"msa.pdf": "%PDF-1.7 msa", "policy.docx": "PK\x03\x04 policy", "extra.pdf": "%PDF-1.7 extra"} {
+	for name, body := range map[string]string{"msa.pdf": "%PDF-1.7 msa", "policy.docx": "PK\x03\x04 policy"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,13 @@ func TestReadFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ReadFiles(m, dir, []string{filepath.Join(dir, "extra.pdf")}, 1<<20); err != nil {
+	// A --document file is relative to the working directory, not to the input's.
+	cwd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cwd, "extra.pdf"), []byte("%PDF-1.7 extra"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	if err := ReadFiles(m, dir, []string{"extra.pdf"}, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	got, err := FromMap(m)

@@ -15,8 +15,8 @@ import (
 // TestServeReadsDocumentFiles: on the real broker and object storage, requests whose agreement
 // is a PDF sent inline (by produce from the demo's request too) or a DOCX behind a claim check
 // are judged on the pages a reader sees;
-// an encrypted PDF, a scan without text and a PDF over the page limit are each dead-lettered
-// once as unreadable_document, naming the document, with a failed summary; the requests
+// an encrypted PDF, a truncated one, a scan without text, a zip bomb, a DOCX that is not one
+// and files over the page and byte limits are each dead-lettered once as unreadable_document, naming the document, with a failed summary; the requests
 // behind them complete and everything is committed.
 func TestServeReadsDocumentFiles(t *testing.T) {
 	t.Parallel()
@@ -53,6 +53,10 @@ func TestServeReadsDocumentFiles(t *testing.T) {
 		"doc-encrypted":  `document "northwind-msa.pdf" cannot be read (encrypted)`,
 		"doc-scan":       `document "northwind-msa.pdf" cannot be read (no text layer): 2 of its 2 pages are images without text (a scan?): page 1-2; OCR is not done`,
 		"doc-many-pages": `document "northwind-msa.pdf" cannot be read (over the page limit): it has 6 pages, over the limit of 5`,
+		"doc-truncated":  `document "northwind-msa.pdf" cannot be read (corrupt or truncated): it is truncated`,
+		"doc-zip-bomb":   `document "northwind-msa.pdf" cannot be read (zip bomb): its archive would expand to 1125899906842624 bytes`,
+		"doc-not-docx":   `document "northwind-msa.pdf" cannot be read (not a DOCX): it is given as a DOCX but is not a zip archive`,
+		"doc-too-big":    `document "northwind-msa.pdf" cannot be read (over the byte limit): it is 65536 bytes, over the limit of 60000 bytes`,
 	}
 	e.produceRequests(t,
 		withFile("doc-pdf-inline", schemas.Document{Data: pdf}),
@@ -60,6 +64,10 @@ func TestServeReadsDocumentFiles(t *testing.T) {
 		withFile("doc-docx-uri", schemas.Document{URI: ptr(put("inbox/msa.docx", docx))}),
 		withFile("doc-scan", schemas.Document{URI: ptr(put("inbox/scan.pdf", docfixture.ImagePDF("ii"))), ContentType: ptr("application/pdf")}),
 		withFile("doc-many-pages", schemas.Document{Data: docfixture.ImagePDF("tttttt")}),
+		withFile("doc-truncated", schemas.Document{Data: pdf[:len(pdf)/2]}),
+		withFile("doc-zip-bomb", schemas.Document{URI: ptr(put("inbox/bomb.docx", docfixture.ZipBomb(1<<50)))}),
+		withFile("doc-not-docx", schemas.Document{Data: []byte("plain words"), ContentType: ptr(docread.DOCX)}),
+		withFile("doc-too-big", schemas.Document{Data: make([]byte, 65536)}),
 		exampleRequest(t, "doc-text"),
 	)
 	// The demo's request, its agreement a PDF named by the file, sent by produce.
@@ -68,7 +76,7 @@ func TestServeReadsDocumentFiles(t *testing.T) {
 		t.Fatalf("produce: exit %d\n%s", code, stderr)
 	}
 	good = append(good, "doc-produce-pdf")
-	e.startInProcess(t, "--document-max-pages", "5",
+	e.startInProcess(t, "--document-max-pages", "5", "--document-max-bytes", "60000",
 		"--s3-endpoint", endpoint, "--s3-access-key", accessKey, "--s3-secret-key", secretKey, "--s3-bucket", store.Bucket())
 
 	waitUntil(t, waitLimit, "every summary", func() bool { return summaryLog.len() >= len(good)+len(unreadable) })

@@ -109,6 +109,9 @@ func TestValidateUnreadableDocuments(t *testing.T) {
 	encrypted := write("locked.pdf", docfixture.One(t, docfixture.EncryptedPDF, "secret terms"))
 	scan := write("scan.pdf", docfixture.ImagePDF("iit"))
 	notDOCX := write("sheet.docx", []byte("PK\x03\x04 not really a zip"))
+	pdf := docfixture.One(t, docfixture.PDF, "one page", "two pages")
+	truncated := write("cut.pdf", pdf[:len(pdf)/2])
+	bomb := write("bomb.docx", docfixture.ZipBomb(1<<50))
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -117,6 +120,8 @@ func TestValidateUnreadableDocuments(t *testing.T) {
 		{"encrypted", []string{"--document", encrypted}, `primary_docs[0] ("locked.pdf"): reading the file: document "locked.pdf" cannot be read (encrypted): it is encrypted with a password`},
 		{"scanned", []string{"--document", scan}, `document "scan.pdf" cannot be read (no text layer): 2 of its 3 pages are images without text (a scan?): page 1-2; OCR is not done`},
 		{"not a DOCX", []string{"--document", notDOCX}, `document "sheet.docx" cannot be read (not a DOCX)`},
+		{"truncated", []string{"--document", truncated}, `document "cut.pdf" cannot be read (corrupt or truncated): it is truncated`},
+		{"zip bomb", []string{"--document", bomb}, `document "bomb.docx" cannot be read (zip bomb): its archive would expand to 1125899906842624 bytes, over the limit of 268435456`},
 		{"over the page limit", []string{"--document", scan, "--document-max-pages", "2"}, `(over the page limit): it has 3 pages, over the limit of 2`},
 		{"over the byte limit", []string{"--document", scan, "--document-max-bytes", "100"}, `primary_docs[0].file: ` + scan + ` is `},
 		{"missing", []string{"--document", filepath.Join(dir, "nope.pdf")}, `primary_docs[0].file: stat ` + filepath.Join(dir, "nope.pdf")},

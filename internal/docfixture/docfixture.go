@@ -7,12 +7,14 @@
 package docfixture
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
 	"fmt"
+	"hash/crc32"
 	"net/url"
 	"os"
 	"os/exec"
@@ -252,5 +254,23 @@ func ImagePDF(pages string) []byte {
 		fmt.Fprintf(&b, "%010d 00000 n \n", off)
 	}
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// ZipBomb is a DOCX whose document part declares that it inflates to
+// declared bytes (a petabyte-class zip bomb in a few hundred bytes).
+func ZipBomb(declared uint64) []byte {
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	body := []byte(`<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body/></w:document>`)
+	f, err := w.CreateRaw(&zip.FileHeader{Name: "word/document.xml", Method: zip.Store,
+		CompressedSize64: uint64(len(body)), UncompressedSize64: declared, CRC32: crc32.ChecksumIEEE(body)})
+	if err != nil {
+		panic(err)
+	}
+	f.Write(body)
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
 	return b.Bytes()
 }
