@@ -210,10 +210,13 @@ func (r *Reader) Read(ctx context.Context, src Source) (*Document, error) {
 }
 
 // mediaType is the media type src is read as: the one given, checked
-// against what the bytes are, else the one sniffed.
+// against what the bytes are, else the one sniffed. A generic binary type
+// (application/octet-stream, what object stores default to) says nothing
+// and is sniffed too.
 func (r *Reader) mediaType(src Source) (string, error) {
 	sniffed := Sniff(src.Data)
-	if strings.TrimSpace(src.MediaType) == "" {
+	given, _, _ := mime.ParseMediaType(src.MediaType)
+	if strings.TrimSpace(src.MediaType) == "" || given == "application/octet-stream" || given == "binary/octet-stream" {
 		if sniffed == "" && bytes.HasPrefix(src.Data, []byte("PK\x03\x04")) {
 			return "", newError(src.Name, ErrNotDOCX, "it is a zip archive without a Word document part (word/document.xml), or a damaged one")
 		}

@@ -190,7 +190,7 @@ func TestBlankPageIsNotAScan(t *testing.T) {
 // Text is read as before documents were read: pages at form feeds.
 func TestText(t *testing.T) {
 	r := newReader(t, docread.Config{})
-	for _, mt := range []string{"", "text/plain", "text/plain; charset=utf-8", "text/markdown"} {
+	for _, mt := range []string{"", "text/plain", "text/plain; charset=utf-8", "text/markdown", "application/octet-stream"} {
 		doc, err := r.Read(context.Background(), docread.Source{Name: "a.txt", Data: []byte("one\ftwo\f"), MediaType: mt})
 		if err != nil {
 			t.Fatalf("%q: %v", mt, err)
