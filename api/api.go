@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"rulevalidator/auth"
+	"rulevalidator/docread"
 	"rulevalidator/jobs"
 	"rulevalidator/producer"
 )
@@ -83,6 +84,11 @@ type Config struct {
 	// every replica) or a *jobs.MemoryStore (per process; the default, with
 	// its defaults).
 	Jobs jobs.Store
+	// Documents reads the documents a submission carries as files (data)
+	// before it is queued, so that one that cannot be read is answered 422
+	// naming it instead of failing later; nil queues them unread. Documents
+	// by uri are read by the pipeline.
+	Documents DocumentReader
 	// Callbacks checks options.callback_url at submission; the serve
 	// pipeline writes the callback to the callbacks topic, delivered from
 	// there (package outbox). Nil refuses requests that ask for a callback.
@@ -126,6 +132,11 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+}
+
+// DocumentReader reads a document's file (a *docread.Reader).
+type DocumentReader interface {
+	Read(ctx context.Context, src docread.Source) (*docread.Document, error)
 }
 
 // Validate reports the first problem with the configuration.

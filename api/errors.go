@@ -9,15 +9,16 @@ import (
 // Error codes of the API. Clients branch on the code, never on the message;
 // the set only grows.
 const (
-	CodeUnauthorized     = "unauthorized"       // 401: no or bad credentials
-	CodeForbidden        = "forbidden"          // 403: credentials fine, action not allowed
-	CodeNotFound         = "not_found"          // 404: no such resource for this caller
-	CodeMethodNotAllowed = "method_not_allowed" // 405: see the Allow header
-	CodeInvalidRequest   = "invalid_request"    // 400: the message names the problem
-	CodeTooLarge         = "too_large"          // 413: body over the limit
-	CodeBusy             = "busy"               // 503: at capacity; see Retry-After (not answered now; kept, as codes are never withdrawn)
-	CodeUnavailable      = "unavailable"        // 503: a dependency (broker, storage) is down
-	CodeInternal         = "internal"           // 500: a bug; logged
+	CodeUnauthorized     = "unauthorized"        // 401: no or bad credentials
+	CodeForbidden        = "forbidden"           // 403: credentials fine, action not allowed
+	CodeNotFound         = "not_found"           // 404: no such resource for this caller
+	CodeMethodNotAllowed = "method_not_allowed"  // 405: see the Allow header
+	CodeInvalidRequest   = "invalid_request"     // 400: the message names the problem
+	CodeUnreadable       = "unreadable_document" // 422: a document's file cannot be read; the message names it
+	CodeTooLarge         = "too_large"           // 413: body over the limit
+	CodeBusy             = "busy"                // 503: at capacity; see Retry-After (not answered now; kept, as codes are never withdrawn)
+	CodeUnavailable      = "unavailable"         // 503: a dependency (broker, storage) is down
+	CodeInternal         = "internal"            // 500: a bug; logged
 )
 
 // errorBody is every error response: {"error":{"code":...,"message":...}},

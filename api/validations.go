@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/jobs"
 	"rulevalidator/producer"
@@ -90,6 +91,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		writeInvalid(w, err)
 		return
 	}
+	if !s.readable(w, r.Context(), req) {
+		return
+	}
 	callbackURL := ""
 	if cb := req.Options.CallbackURL; cb != nil {
 		if msg := s.checkCallback(*cb); msg != "" {
@@ -135,6 +139,46 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 	}
 	s.log.Info("api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "route", r.Pattern)
 	respond(w, job)
+}
+
+// readable reads the documents req carries as files, answering 422 naming
+// the first that cannot be read, as the pipeline would dead-letter it
+// (unreadable_document). The request is queued with the files as they came:
+// the pipeline reads them again, so what is judged is what was sent.
+func (s *Server) readable(w http.ResponseWriter, ctx context.Context, req *schemas.Request) bool {
+	if s.cfg.Documents == nil {
+		return true
+	}
+	for _, group := range []struct {
+		field string
+		docs  []schemas.Document
+	}{{"primary_docs", req.PrimaryDocs}, {"auxiliary_docs", req.AuxiliaryDocs}} {
+		for i, d := range group.docs {
+			if d.Data == nil {
+				continue
+			}
+			ct := ""
+			if d.ContentType != nil {
+				ct = *d.ContentType
+			}
+			_, err := s.cfg.Documents.Read(ctx, docread.Source{Name: d.Name, Data: d.Data, MediaType: ct})
+			var de *docread.Error
+			switch {
+			case errors.As(err, &de):
+				writeError(w, http.StatusUnprocessableEntity, CodeUnreadable, fmt.Sprintf("%s[%d] (%q): %v", group.field, i, d.Name, err))
+				return false
+			case errors.Is(err, context.DeadlineExceeded):
+				writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("%s[%d] (%q): the document could not be read within the request's time; send it by uri, and the service reads it as it judges", group.field, i, d.Name))
+				return false
+			case err != nil:
+				s.log.Warn("api: reading a document failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "document", d.Name, "error", err)
+				w.Header().Set("Retry-After", "5")
+				writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the document reader is unavailable; try again shortly")
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // forget deletes the job of a request that was not queued, so that its id

@@ -6,6 +6,7 @@ package eval
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/text/message"
 	"gopkg.in/yaml.v3"
 
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/schemas"
 )
@@ -139,7 +141,28 @@ type manifestSpan struct {
 
 // Load reads and checks the dataset in dir. Every problem found is reported;
 // each is a *Problem and matches errors.Is(err, ErrInvalidDataset).
-func Load(dir string) (*Dataset, error) {
+func Load(dir string) (*Dataset, error) { return LoadWith(context.Background(), dir, LoadOptions{}) }
+
+// DocumentReader reads a document's file into pages (a *docread.Reader).
+type DocumentReader interface {
+	Read(ctx context.Context, src docread.Source) (*docread.Document, error)
+}
+
+// LoadOptions widen what Load reads.
+type LoadOptions struct {
+	// InputsDir, when set, is a directory (relative to the dataset's) whose
+	// files stand in for the cases' inputs, by file name: the same cases
+	// and labels judged on other renderings of their documents, such as
+	// PDFs.
+	InputsDir string
+	// Documents reads the documents an input gives as files
+	// ({"file": "nda.pdf"}, relative to the input): PDF, DOCX or text,
+	// into the pages a reader sees. Nil refuses such inputs.
+	Documents DocumentReader
+}
+
+// LoadWith is Load with opt.
+func LoadWith(ctx context.Context, dir string, opt LoadOptions) (*Dataset, error) {
 	path, data, err := readManifest(dir)
 	if err != nil {
 		return nil, err
@@ -159,7 +182,7 @@ func Load(dir string) (*Dataset, error) {
 		return nil, &Problem{File: file, Message: err.Error()}
 	}
 
-	l := &loader{dir: dir, file: file, rulesets: map[string]*engine.Ruleset{}}
+	l := &loader{ctx: ctx, dir: dir, file: file, rulesets: map[string]*engine.Ruleset{}, opt: opt}
 	ds := &Dataset{Name: m.Name, Description: m.Description, Dir: dir}
 	seen := map[string]int{}
 	for i, mc := range m.Cases {
@@ -315,6 +338,8 @@ func jsonPath(tokens []string) string {
 }
 
 type loader struct {
+	ctx      context.Context
+	opt      LoadOptions
 	dir      string
 	file     string
 	rulesets map[string]*engine.Ruleset
@@ -355,11 +380,13 @@ func (l *loader) loadCase(defaultRuleset string, mc manifestCase) *Case {
 	} else {
 		rs = r
 	}
-	var in *engine.Inputs
-	if data, err := os.ReadFile(filepath.Join(l.dir, mc.Input)); err != nil {
+	input := mc.Input
+	if l.opt.InputsDir != "" {
+		input = filepath.Join(l.opt.InputsDir, filepath.Base(mc.Input))
+	}
+	in, err := l.inputs(input)
+	if err != nil {
 		l.add(mc.ID, "", "input", err.Error())
-	} else if in, err = engine.ParseInputs(data); err != nil {
-		l.add(mc.ID, "", "input", mc.Input+": "+err.Error())
 	}
 	if rs == nil || in == nil {
 		return nil
@@ -425,6 +452,80 @@ func (l *loader) loadCase(defaultRuleset string, mc manifestCase) *Case {
 	}
 	slices.SortFunc(c.Labels, func(a, b Label) int { return order[a.RuleID] - order[b.RuleID] })
 	return c
+}
+
+// inputs reads a case's input file, the documents it names as files
+// included.
+func (l *loader) inputs(input string) (*engine.Inputs, error) {
+	path := filepath.Join(l.dir, input)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := engine.DecodeObject(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", input, err)
+	}
+	if err := l.readFiles(m, filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("%s: %w", input, err)
+	}
+	in, err := engine.InputsFromMap(m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", input, err)
+	}
+	return in, nil
+}
+
+// readFiles replaces each document of m that names a file ({"file":
+// "nda.pdf"}) with its pages as the document reader reads them; the
+// document keeps its name, or takes the file's.
+func (l *loader) readFiles(m map[string]any, dir string) error {
+	for _, field := range []string{"primary_docs", "auxiliary_docs"} {
+		docs, _ := m[field].([]any)
+		for i, d := range docs {
+			doc, ok := d.(map[string]any)
+			if !ok {
+				continue
+			}
+			file, ok := doc["file"].(string)
+			if !ok {
+				continue
+			}
+			where := fmt.Sprintf("%s[%d].file", field, i)
+			if l.opt.Documents == nil {
+				return fmt.Errorf("%s: %s is a document's file, and no document reader is given to read it", where, file)
+			}
+			path := file
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(dir, path)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			name := ""
+			for _, k := range []string{"file_name", "name", "title"} {
+				if s, ok := doc[k].(string); ok && s != "" {
+					name = s
+				}
+			}
+			if name == "" {
+				name = filepath.Base(file)
+				doc["name"] = name
+			}
+			read, err := l.opt.Documents.Read(l.ctx, docread.Source{Name: name, Data: data})
+			if err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			pages := make([]any, len(read.Pages))
+			for j, p := range read.Pages {
+				pages[j] = p
+			}
+			delete(doc, "file")
+			doc["pages"] = pages
+		}
+	}
+	return nil
 }
 
 func findRule(rs *engine.Ruleset, id string) (engine.Rule, bool) {

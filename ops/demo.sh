@@ -95,7 +95,7 @@ demo() {
   run_id="demo-$(date +%s)"
   good="$run_id-contract"
   bad="$run_id-unknown-ruleset"
-  step "Sending two requests: $good (contract review) and $bad (names a ruleset that does not exist)"
+  step "Sending two requests: $good (contract review, the agreement as a PDF) and $bad (names a ruleset that does not exist)"
   events="$RV_RUN/demo-events.jsonl"
   # Follow the output topics from now on; 6 verdicts + 1 summary for the
   # contract review, 1 failed summary + 1 dead letter for the other.
@@ -104,7 +104,9 @@ demo() {
   "$BIN" tail --from end --topics verdicts,summaries,deadletter --max 9 --timeout "$DEMO_TIMEOUT" --json >"$events" &
   json_pid=$!
   sleep 2
-  "$BIN" produce --file examples/contract-review/request.json --request-id "$good"
+  # The agreement goes as the PDF itself (request-pdf.json names the file; produce sends it
+  # inline), read by the service page by page.
+  "$BIN" produce --file examples/contract-review/request-pdf.json --request-id "$good"
   "$BIN" produce --file examples/contract-review/request-unknown-ruleset.json --request-id "$bad"
 
   step "Events as they arrive (the local model is small and slow: a minute or two)"

@@ -5,7 +5,8 @@
 #
 # kcat: a Kafka client nobody here wrote, to check the broker and our events from outside.
 # prometheus: the server and promtool (rule and config checks).
-# libreoffice: headless Calc (soffice), to check that Excel reports convert to PDF.
+# libreoffice: headless Calc (soffice), to check that Excel reports convert to PDF, and Writer,
+#   to make the PDF and DOCX files the document-reading tests read.
 # Already-present tools are left alone; `apt-get update` runs only when a package is not
 # known to apt yet, and at most once.
 set -euo pipefail
@@ -85,15 +86,38 @@ install_libreoffice() {
   install_pkg "$pkg" soffice
 }
 
+# install_writer: LibreOffice Writer (no binary of its own: its library is looked for), the
+# nogui package where the release has it.
+install_writer() {
+  if ls /usr/lib/libreoffice/program/libswlo.so >/dev/null 2>&1; then
+    log "libreoffice writer: already installed"
+    return 0
+  fi
+  local pkg=libreoffice-writer-nogui
+  if ! apt_knows "$pkg" && ! apt_knows libreoffice-writer && [ "$APT_UPDATED" -eq 0 ]; then
+    log "libreoffice writer: not in apt's package lists; running apt-get update"
+    as_root apt-get update -qq || die "apt-get update failed"
+    APT_UPDATED=1
+  fi
+  apt_knows "$pkg" || pkg=libreoffice-writer
+  log "$pkg: installing with apt-get"
+  local aptlog="$RV_RUN/apt-$pkg.log"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" \
+    >"$aptlog" 2>&1 || { tail -20 "$aptlog" >&2; die "$pkg: apt-get install failed (full output: $aptlog)"; }
+  ls /usr/lib/libreoffice/program/libswlo.so >/dev/null 2>&1 || die "$pkg: installed, but Writer's library is not there"
+  log "$pkg: installed"
+}
+
 install() {
   case "${1:-}" in
     kcat) install_pkg kcat kcat ;;
     prometheus) install_pkg prometheus prometheus promtool ;;
-    libreoffice) install_libreoffice ;;
+    libreoffice) install_libreoffice; install_writer ;;
     all)
       install_pkg kcat kcat
       install_pkg prometheus prometheus promtool
       install_libreoffice
+      install_writer
       ;;
     *) die "usage: ops/tools.sh install kcat|prometheus|libreoffice|all" ;;
   esac

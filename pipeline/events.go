@@ -16,7 +16,8 @@ import (
 
 // EngineInputs converts the request's inputs for the engine, which applies its own checks
 // (engine.InputsFromMap). A document with a uri and neither content nor pages gives an error
-// wrapping schemas.ErrUnresolvedURI: resolve it first (Request.ResolveURIs). Other problems
+// wrapping schemas.ErrUnresolvedURI, and so does one given as a file (data): read it first
+// (Request.ResolveDocuments). Other problems
 // wrap engine.ErrInvalidInput.
 func EngineInputs(r *schemas.Request) (*engine.Inputs, error) {
 	m := map[string]any{}
@@ -40,8 +41,10 @@ func EngineInputs(r *schemas.Request) (*engine.Inputs, error) {
 				doc["pages"] = d.Pages
 			case d.URI != nil:
 				return nil, fmt.Errorf("%s: %w: %s has not been fetched", where, schemas.ErrUnresolvedURI, *d.URI)
+			case d.Data != nil:
+				return nil, fmt.Errorf("%s: %w: its file (%d bytes) has not been read", where, schemas.ErrUnresolvedURI, len(d.Data))
 			default:
-				return nil, &engine.InputError{Field: where, Problem: "no content, pages or uri given"}
+				return nil, &engine.InputError{Field: where, Problem: "no content, pages, data or uri given"}
 			}
 			docs[i] = doc
 		}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"rulevalidator/consumer"
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/internal/tlserr"
 	"rulevalidator/objstore"
@@ -139,6 +140,8 @@ func messageReason(err error) (schemas.Reason, bool) {
 		return schemas.ReasonUnknownRuleset, true
 	case errors.Is(err, engine.ErrInvalidRuleset):
 		return schemas.ReasonInvalidRuleset, true
+	case errors.Is(err, docread.ErrUnreadable):
+		return schemas.ReasonUnreadableDocument, true
 	case errors.Is(err, engine.ErrInputTooLarge), errors.Is(err, objstore.ErrTooLarge):
 		return schemas.ReasonOversized, true
 	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, schemas.ErrUnresolvedURI), errors.Is(err, objstore.ErrNotFound):

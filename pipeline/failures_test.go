@@ -15,6 +15,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"rulevalidator/consumer"
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/objstore"
 	"rulevalidator/registry"
@@ -53,6 +54,8 @@ func TestClassify(t *testing.T) {
 		{"invalid input", &engine.InputError{Problem: "x"}, message(schemas.ReasonInvalidInput)},
 		{"unresolved uri", fmt.Errorf("x: %w", schemas.ErrUnresolvedURI), message(schemas.ReasonInvalidInput)},
 		{"input too large", fmt.Errorf("x: %w", engine.ErrInputTooLarge), message(schemas.ReasonOversized)},
+		{"unreadable document", fmt.Errorf("x: %w", &docread.Error{Document: "a.pdf", Kind: docread.ErrEncrypted}), message(schemas.ReasonUnreadableDocument)},
+		{"document over the page limit", &docread.Error{Document: "a.pdf", Kind: docread.ErrTooManyPages}, message(schemas.ReasonUnreadableDocument)},
 		{"object too large", fmt.Errorf("x: %w", objstore.ErrTooLarge), message(schemas.ReasonOversized)},
 		{"object missing", s3Error("NoSuchKey", 404), message(schemas.ReasonInvalidInput)},
 		{"object name invalid", s3Error("InvalidObjectName", 400), message(schemas.ReasonInvalidInput)},

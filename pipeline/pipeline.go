@@ -12,12 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"rulevalidator/consumer"
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
@@ -39,6 +38,13 @@ type Publisher interface {
 // ObjectReader reads claim-checked documents (an *objstore.Store).
 type ObjectReader interface {
 	GetURI(ctx context.Context, uri string) ([]byte, error)
+}
+
+// DocumentReader reads a document's file (inline or claim-checked) into
+// pages (a *docread.Reader). What it cannot read is a *docread.Error, the
+// message's fault (unreadable_document).
+type DocumentReader interface {
+	Read(ctx context.Context, src docread.Source) (*docread.Document, error)
 }
 
 // ReportWriter renders and stores the report of a judged request. It retries
@@ -85,6 +91,11 @@ type Config struct {
 	Publisher Publisher
 	// Objects resolves documents given by uri; nil rejects such requests.
 	Objects ObjectReader
+	// Documents reads documents given as files (data) or by uri into pages:
+	// PDF, DOCX, text. Nil: a reader with docread's defaults, whose PDF
+	// engine (started on the first PDF, compiled without a cache) lives as
+	// long as the process.
+	Documents DocumentReader
 	// Reports writes reports when a ruleset or request asks; nil means
 	// reports are disabled: such a request completes without one (its
 	// summary's report is null) and a warning says so.
@@ -139,6 +150,19 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// defaultDocuments is the reader of a pipeline configured without one.
+func defaultDocuments(c *Config) error {
+	if c.Documents != nil {
+		return nil
+	}
+	r, err := docread.New(docread.Config{Logger: c.Logger})
+	if err != nil {
+		return err
+	}
+	c.Documents = r
+	return nil
+}
+
 // Validate reports the first missing dependency.
 func (c *Config) Validate() error {
 	switch {
@@ -181,6 +205,9 @@ type Pipeline struct {
 func New(cfg Config) (*Pipeline, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := defaultDocuments(&cfg); err != nil {
 		return nil, err
 	}
 	return &Pipeline{
@@ -381,7 +408,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Res
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := req.ResolveURIs(ctx, p.fetchDocument); err != nil {
+	if err := req.ResolveDocuments(ctx, p.readDocument); err != nil {
 		return nil, rs, nil, err
 	}
 	in, err := EngineInputs(req)
@@ -438,23 +465,30 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 	return rs, nil
 }
 
-// fetchDocument reads a claim-checked document: UTF-8 text whose pages are
-// separated by form feeds (what pdftotext writes).
-func (p *Pipeline) fetchDocument(ctx context.Context, doc schemas.Document) ([]string, error) {
-	if p.cfg.Objects == nil {
-		return nil, fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
+// readDocument reads a document given as a file (data) or by a claim-check
+// uri into its pages: a PDF's pages, a DOCX's pages between page breaks, or
+// UTF-8 text whose pages are separated by form feeds (what pdftotext writes);
+// the media type is content_type, else sniffed.
+func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document) ([]string, error) {
+	data := doc.Data
+	if data == nil {
+		if p.cfg.Objects == nil {
+			return nil, fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
+		}
+		var err error
+		if data, err = p.cfg.Objects.GetURI(ctx, *doc.URI); err != nil {
+			return nil, err
+		}
 	}
-	if ct := deref(doc.ContentType); ct != "" && !strings.HasPrefix(ct, "text/") {
-		return nil, fmt.Errorf("%w: content_type %q is not text; extract the text upstream (e.g. pdftotext) and store it as text/plain", engine.ErrInvalidInput, ct)
-	}
-	data, err := p.cfg.Objects.GetURI(ctx, *doc.URI)
+	read, err := p.cfg.Documents.Read(ctx, docread.Source{Name: doc.Name, Data: data, MediaType: deref(doc.ContentType)})
 	if err != nil {
 		return nil, err
 	}
-	if !utf8.Valid(data) {
-		return nil, fmt.Errorf("%w: the object is not UTF-8 text", engine.ErrInvalidInput)
+	if len(read.ImageOnly) > 0 {
+		p.cfg.Logger.Warn("document read without the text of its pages that are only an image (OCR is not done)",
+			"document", doc.Name, "media_type", read.MediaType, "pages", read.ImageOnly)
 	}
-	return strings.Split(string(data), "\f"), nil
+	return read.Pages, nil
 }
 
 // mark applies the failure table: a message fault becomes consumer.Permanent

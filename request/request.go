@@ -13,6 +13,7 @@ package request
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,9 +41,11 @@ const (
 // input).
 var requestKeys = []string{keyRequestID, keyTenantID, keyRulesetRef, keyInlineRuleset, keyOptions, keySubmittedAt}
 
-// Document keys beyond the engine's: a claim check and its content type.
+// Document keys beyond the engine's: a claim check, the file itself
+// (base64) and their media type.
 const (
 	keyURI         = "uri"
+	keyData        = "data"
 	keyContentType = "content_type"
 )
 
@@ -80,7 +83,8 @@ func decode(data []byte) (*schemas.Request, error) {
 // inline_ruleset (an object, or a string holding the ruleset), options
 // ({generate_report?, model?, callback_url?, cache?}), submitted_at (RFC 3339), and
 // the inputs in any shape engine.InputsFromMap reads, documents also by uri
-// ({name, uri, content_type?}). Named input values become JSON text. Every
+// ({name, uri, content_type?}) or as the file itself ({name, data (base64),
+// content_type?}). Named input values become JSON text. Every
 // problem is listed in one *schemas.RequestError, next to the request as far
 // as it was read; Validate is not called.
 func FromMap(m map[string]any) (*schemas.Request, error) {
@@ -271,7 +275,7 @@ func (p *problems) time(field string, v any) time.Time {
 // inputs reads the inputs of m (every key but reserved) into r with the
 // engine's parser.
 func (p *problems) inputs(r *schemas.Request, m map[string]any, reserved []string) {
-	form, err := engine.ReadInputForm(m, engine.FormOptions{Reserved: reserved, DocumentFields: []string{keyURI, keyContentType}})
+	form, err := engine.ReadInputForm(m, engine.FormOptions{Reserved: reserved, DocumentFields: []string{keyURI, keyData, keyContentType}})
 	if err != nil {
 		for _, e := range unjoin(err) {
 			var ie *engine.InputError
@@ -286,8 +290,8 @@ func (p *problems) inputs(r *schemas.Request, m map[string]any, reserved []strin
 		}
 		return
 	}
-	r.PrimaryDocs = documentsFromForm(form.PrimaryDocs)
-	r.AuxiliaryDocs = documentsFromForm(form.AuxiliaryDocs)
+	r.PrimaryDocs = p.documentsFromForm("primary_docs", form.PrimaryDocs)
+	r.AuxiliaryDocs = p.documentsFromForm("auxiliary_docs", form.AuxiliaryDocs)
 	r.TextInput = form.TextInput
 	r.Message = form.Message
 	r.NamedInputs = nil
@@ -301,9 +305,9 @@ func (p *problems) inputs(r *schemas.Request, m map[string]any, reserved []strin
 	}
 }
 
-func documentsFromForm(forms []engine.DocumentForm) []schemas.Document {
+func (p *problems) documentsFromForm(field string, forms []engine.DocumentForm) []schemas.Document {
 	var docs []schemas.Document
-	for _, f := range forms {
+	for i, f := range forms {
 		d := schemas.Document{Name: f.Name, Content: f.Content, Pages: f.Pages}
 		if uri, ok := f.Fields[keyURI]; ok {
 			d.URI = &uri
@@ -311,9 +315,35 @@ func documentsFromForm(forms []engine.DocumentForm) []schemas.Document {
 		if ct, ok := f.Fields[keyContentType]; ok {
 			d.ContentType = &ct
 		}
+		if data, ok := f.Fields[keyData]; ok {
+			where := fmt.Sprintf("%s[%d].%s", field, i, keyData)
+			b, err := decodeBase64(data)
+			switch {
+			case err != nil:
+				p.add(where, "the file must be base64 (RFC 4648, standard alphabet): %v", err)
+			case len(b) == 0:
+				p.add(where, "the file is empty")
+			case d.Content != nil || d.Pages != nil || d.URI != nil:
+				p.add(where, "a document is given once: its file (data), its text (content or pages) or a uri")
+			default:
+				d.Data = b
+			}
+		}
 		docs = append(docs, d)
 	}
 	return docs
+}
+
+// decodeBase64 reads standard base64, padded or not, ignoring line breaks
+// (what base64 tools write).
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
 }
 
 // jsonText is v as compact JSON, with <, > and & as they are.

@@ -55,6 +55,14 @@ func TestFromMapShapes(t *testing.T) {
 			want:   schemas.Request{PrimaryDocs: []schemas.Document{{Name: "scan.txt", URI: new("s3://b/k"), ContentType: new("text/plain")}}},
 		},
 		{
+			name:   "a document's file, inline in base64, padded or not, with a media type or without",
+			inputs: `"primary_docs":[{"file_name":"MSA-Acme.pdf","data":"JVBERi0xLjcK","content_type":"application/pdf"},{"name":"nda.docx","data":"UEsDBA"}]`,
+			want: schemas.Request{PrimaryDocs: []schemas.Document{
+				{Name: "MSA-Acme.pdf", Data: []byte("%PDF-1.7\n"), ContentType: new("application/pdf")},
+				{Name: "nda.docx", Data: []byte("PK\x03\x04")},
+			}},
+		},
+		{
 			name:   "text_input as a string",
 			inputs: `"text_input":"free text"`,
 			want:   schemas.Request{TextInput: new("free text")},
@@ -143,9 +151,9 @@ func TestFromMapRejects(t *testing.T) {
 		{"pages and markdown", `"primary_docs":[{"name":"a","pages":["x"],"markdown":"y"}]`,
 			[]string{"primary_docs[0]: ambiguous: the document's text is given as both pages and markdown"}},
 		{"document without text", `"primary_docs":[{"name":"a"}]`,
-			[]string{`primary_docs[0]: document "a" has no text: give one of content, text, markdown, pages, uri, content_type`}},
+			[]string{`primary_docs[0]: document "a" has no text: give one of content, text, markdown, pages, uri, data, content_type`}},
 		{"unknown document field", `"primary_docs":[{"name":"a","contnet":"x"}]`,
-			[]string{`primary_docs[0]: unknown field "contnet" (known: pages, file_name, name, title, content, text, markdown, uri, content_type)`,
+			[]string{`primary_docs[0]: unknown field "contnet" (known: pages, file_name, name, title, content, text, markdown, uri, data, content_type)`,
 				`primary_docs[0]: document "a" has no text`}},
 		{"text_input of the wrong shape", `"text_input":{"txt":"x"}`,
 			[]string{`text_input: unknown field "txt" (known: text)`, "text_input.text: missing"}},
@@ -157,6 +165,14 @@ func TestFromMapRejects(t *testing.T) {
 			[]string{`auxiliary_docs[0]: duplicate document name "a" (primary_docs[0] has it too)`}},
 		{"uri of the wrong type", `"primary_docs":[{"name":"a","uri":5}]`,
 			[]string{"primary_docs[0].uri: must be a string (got a number)"}},
+		{"a file that is not base64", `"primary_docs":[{"name":"a.pdf","data":"%PDF-1.7"}]`,
+			[]string{"primary_docs[0].data: the file must be base64 (RFC 4648, standard alphabet): illegal base64 data at input byte 0"}},
+		{"an empty file", `"primary_docs":[{"name":"a.pdf","data":""}]`,
+			[]string{"primary_docs[0].data: the file is empty"}},
+		{"a file and its text", `"auxiliary_docs":[{"name":"a.pdf","data":"JVBERi0=","content":"x"}]`,
+			[]string{"auxiliary_docs[0].data: a document is given once: its file (data), its text (content or pages) or a uri"}},
+		{"a local file, which the service does not read", `"primary_docs":[{"name":"a.pdf","file":"/etc/passwd"}]`,
+			[]string{`primary_docs[0]: unknown field "file"`, `primary_docs[0]: document "a.pdf" has no text`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := FromJSON([]byte("{" + envelope + "," + tc.inputs + "}"))

@@ -65,7 +65,7 @@ func documentsFromNative(r nativeReader, field string) []Document {
 	var docs []Document
 	for i, v := range r.array(field) {
 		d := r.item(field, i, v)
-		doc := Document{Name: d.str("name"), Content: d.optStr("content"), URI: d.optStr("uri"), ContentType: d.optStr("content_type")}
+		doc := Document{Name: d.str("name"), Content: d.optStr("content"), URI: d.optStr("uri"), ContentType: d.optStr("content_type"), Data: d.optBytes("data")}
 		if pages, ok := get[[]any](d, "pages", nullable); ok {
 			doc.Pages = make([]string, len(pages))
 			for j, p := range pages {

@@ -107,6 +107,7 @@ func documentsNative(docs []Document) []any {
 			"pages":        pages,
 			"uri":          opt("string", d.URI),
 			"content_type": opt("string", d.ContentType),
+			"data":         optBytes(d.Data),
 		}
 	}
 	return out

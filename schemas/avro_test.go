@@ -144,11 +144,11 @@ func asList(v any) []any {
 
 func TestAvroDeadLetterReasonsMatchTheGoConstants(t *testing.T) {
 	s, _ := newTestCodecs(t).Schema(DeadLetterSchema)
-	want := `"symbols":["undecodable","invalid_request","invalid_ruleset","invalid_input","unknown_ruleset","oversized","model_rejected","invalid_output","internal","report_failed","timeout"]`
+	want := `"symbols":["undecodable","invalid_request","invalid_ruleset","invalid_input","unknown_ruleset","oversized","model_rejected","invalid_output","internal","report_failed","timeout","unreadable_document"]`
 	if !strings.Contains(s.Canonical(), want) {
 		t.Errorf("canonical form %s lacks %s", s.Canonical(), want)
 	}
-	for _, r := range []Reason{ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset, ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout} {
+	for _, r := range []Reason{ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset, ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout, ReasonUnreadableDocument} {
 		if !strings.Contains(want, `"`+string(r)+`"`) {
 			t.Errorf("reason %q is not a symbol", r)
 		}

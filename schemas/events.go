@@ -24,9 +24,9 @@ type Event interface {
 // see RequestError for the details.
 var ErrInvalidRequest = errors.New("invalid request")
 
-// ErrUnresolvedURI marks a document that names a uri but carries no text yet.
-// The consumer resolves such documents (Request.ResolveURIs) before asking
-// for the engine's inputs.
+// ErrUnresolvedURI marks a document that names a uri, or carries a file
+// (data), but no text yet. The consumer reads such documents
+// (Request.ResolveDocuments) before asking for the engine's inputs.
 var ErrUnresolvedURI = errors.New("document uri not resolved")
 
 // RequestError lists every problem found in a request. It matches
@@ -74,14 +74,18 @@ type RulesetRef struct {
 }
 
 // Document is one document of a request: inline text (Content, whose form
-// feeds separate pages, or Pages) or a claim-check URI to resolve first.
-// Pages is nil when absent; an empty non-nil Pages is an empty array.
+// feeds separate pages, or Pages), the file itself (Data: a PDF, a DOCX or
+// text) or a claim-check URI, both read into Pages before judging
+// (ResolveDocuments). Pages is nil when absent; an empty non-nil Pages is an
+// empty array. ContentType is the media type of Data or of the object
+// behind URI; nil: sniffed.
 type Document struct {
 	Name        string
 	Content     *string
 	Pages       []string
 	URI         *string
 	ContentType *string
+	Data        []byte
 }
 
 // NamedInput is a named value; ValueJSON is the value as JSON text.
@@ -144,8 +148,10 @@ func (r *Request) validate(needSubmittedAt bool) error {
 				add("%s: name is empty", where)
 			case d.Content != nil && d.Pages != nil:
 				add("%s: both content and pages given; give one", where)
-			case d.Content == nil && d.Pages == nil && d.URI == nil:
-				add("%s: no content, pages or uri given", where)
+			case d.Data != nil && (d.Content != nil || d.Pages != nil || d.URI != nil):
+				add("%s: data given with content, pages or uri; give one", where)
+			case d.Content == nil && d.Pages == nil && d.URI == nil && d.Data == nil:
+				add("%s: no content, pages, data or uri given", where)
 			}
 		}
 	}
@@ -175,27 +181,31 @@ func docField(field string, i int, name string) string {
 	return fmt.Sprintf("%s[%d] (%q)", field, i, name)
 }
 
-// ResolveURIs fills in the pages of every document that has a uri but no
-// content or pages, using fetch (which reads object storage and extracts the
-// text). Documents with inline text are left alone.
-func (r *Request) ResolveURIs(ctx context.Context, fetch func(ctx context.Context, doc Document) (pages []string, err error)) error {
+// ResolveDocuments fills in the pages of every document given as a file
+// (data) or by a uri, with no content or pages, using read (which reads the
+// file, or the object from storage, into pages); the file's bytes are then
+// dropped. Documents with inline text are left alone.
+func (r *Request) ResolveDocuments(ctx context.Context, read func(ctx context.Context, doc Document) (pages []string, err error)) error {
 	for _, group := range []struct {
 		field string
 		docs  []Document
 	}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
 		for i := range group.docs {
 			d := &group.docs[i]
-			if d.URI == nil || d.Content != nil || d.Pages != nil {
+			if (d.URI == nil && d.Data == nil) || d.Content != nil || d.Pages != nil {
 				continue
 			}
-			pages, err := fetch(ctx, *d)
+			pages, err := read(ctx, *d)
 			if err != nil {
+				if d.Data != nil {
+					return fmt.Errorf("%s: reading the file: %w", docField(group.field, i, d.Name), err)
+				}
 				return fmt.Errorf("%s: resolving uri %s: %w", docField(group.field, i, d.Name), *d.URI, err)
 			}
 			if pages == nil {
 				pages = []string{}
 			}
-			d.Pages = pages
+			d.Pages, d.Data = pages, nil
 		}
 	}
 	return nil
@@ -342,6 +352,9 @@ const (
 	ReasonInternal       Reason = "internal"
 	ReasonReportFailed   Reason = "report_failed"
 	ReasonTimeout        Reason = "timeout"
+	// ReasonUnreadableDocument: a document's file cannot be read (encrypted,
+	// corrupt, a scan without text, a zip bomb, over the page or byte limit).
+	ReasonUnreadableDocument Reason = "unreadable_document"
 )
 
 // Known reports whether r is a symbol of the DeadLetterReason enum; others
@@ -349,7 +362,8 @@ const (
 func (r Reason) Known() bool {
 	switch r {
 	case ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset,
-		ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout:
+		ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout,
+		ReasonUnreadableDocument:
 		return true
 	}
 	return false
@@ -409,6 +423,8 @@ type documentJSON struct {
 	Pages       []string `json:"pages,omitzero"`
 	URI         *string  `json:"uri,omitempty"`
 	ContentType *string  `json:"content_type,omitempty"`
+	// Data is base64 in JSON, as encoding/json writes []byte.
+	Data []byte `json:"data,omitempty"`
 }
 
 type namedInputJSON struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestRequestValidate(t *testing.T) {
 		{"no ruleset", func(r *Request) { r.RulesetRef = nil }, []string{"neither ruleset_ref nor inline_ruleset is set; set exactly one"}},
 		{"empty ruleset id", func(r *Request) { r.RulesetRef.ID = "" }, []string{"ruleset_ref.id is empty"}},
 		{"content and pages", func(r *Request) { r.PrimaryDocs[0].Content = new("x") }, []string{`primary_docs[0] ("agreement.pdf"): both content and pages given; give one`}},
-		{"nothing to read", func(r *Request) { r.AuxiliaryDocs[0].Content, r.AuxiliaryDocs[0].ContentType = nil, nil }, []string{`auxiliary_docs[0] ("policy.md"): no content, pages or uri given`}},
+		{"nothing to read", func(r *Request) { r.AuxiliaryDocs[0].Content, r.AuxiliaryDocs[0].ContentType = nil, nil }, []string{`auxiliary_docs[0] ("policy.md"): no content, pages, data or uri given`}},
 		{"unnamed doc", func(r *Request) { r.PrimaryDocs[1].Name = "" }, []string{"primary_docs[1]: name is empty"}},
 		{"bad named input", func(r *Request) { r.NamedInputs[1] = NamedInput{ValueJSON: "{"} }, []string{"named_inputs[1]: name is empty", "named_inputs[1]: value_json is not valid JSON"}},
 		{"no submitted_at", func(r *Request) { r.SubmittedAt = time.Time{} }, []string{"submitted_at is not set"}},
@@ -62,23 +63,37 @@ func TestRequestJSONIsNotReadHere(t *testing.T) {
 	}
 }
 
-func TestRequestResolveURIs(t *testing.T) {
+func TestRequestResolveDocuments(t *testing.T) {
 	req := fullRequest()
-	var fetched []string
-	err := req.ResolveURIs(context.Background(), func(_ context.Context, d Document) ([]string, error) {
-		fetched = append(fetched, *d.URI)
-		return []string{"Insured for EUR 2,000,000."}, nil
+	var read []string
+	err := req.ResolveDocuments(context.Background(), func(_ context.Context, d Document) ([]string, error) {
+		if d.URI != nil {
+			read = append(read, *d.URI)
+			return []string{"Insured for EUR 2,000,000."}, nil
+		}
+		read = append(read, fmt.Sprintf("%s: %d bytes", d.Name, len(d.Data)))
+		return []string{"Order one.", "Order two."}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertEqual(t, fetched, []string{"s3://inbox/acme/scan.pdf"})
+	assertEqual(t, read, []string{"s3://inbox/acme/scan.pdf", "order.pdf: 25 bytes"})
 	assertEqual(t, req.PrimaryDocs[1].Pages, []string{"Insured for EUR 2,000,000."})
+	assertEqual(t, req.PrimaryDocs[2].Pages, []string{"Order one.", "Order two."})
+	if req.PrimaryDocs[2].Data != nil {
+		t.Errorf("the file's bytes are kept once read: %q", req.PrimaryDocs[2].Data)
+	}
 
 	req = fullRequest()
 	boom := errors.New("no such key")
-	err = req.ResolveURIs(context.Background(), func(context.Context, Document) ([]string, error) { return nil, boom })
+	err = req.ResolveDocuments(context.Background(), func(context.Context, Document) ([]string, error) { return nil, boom })
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `primary_docs[1] ("scan.pdf"): resolving uri s3://inbox/acme/scan.pdf`) {
+		t.Errorf("got %v", err)
+	}
+	req = fullRequest()
+	req.PrimaryDocs = req.PrimaryDocs[2:]
+	err = req.ResolveDocuments(context.Background(), func(context.Context, Document) ([]string, error) { return nil, boom })
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `primary_docs[0] ("order.pdf"): reading the file: no such key`) {
 		t.Errorf("got %v", err)
 	}
 }

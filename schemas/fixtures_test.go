@@ -131,6 +131,7 @@ func fullRequest() *Request {
 		PrimaryDocs: []Document{
 			{Name: "agreement.pdf", Pages: []string{"page one", unicodeText}},
 			{Name: "scan.pdf", URI: new("s3://inbox/acme/scan.pdf"), ContentType: new("application/pdf")},
+			{Name: "order.pdf", Data: []byte("%PDF-1.7\n\x00\xff binary\n%%EOF\n"), ContentType: new("application/pdf")},
 		},
 		AuxiliaryDocs: []Document{{Name: "policy.md", Content: new("first\fsecond"), ContentType: new("text/markdown")}},
 		TextInput:     new(unicodeText),

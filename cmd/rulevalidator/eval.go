@@ -33,12 +33,16 @@ var evalDoc = commandDoc{
 	examples: []string{
 		"rulevalidator eval --dataset examples/eval/edgar-nda --baseline per-rule",
 		"rulevalidator eval --dataset DIR --min-accuracy 0.9",
+		"rulevalidator eval --dataset examples/eval/edgar-nda --inputs pdf",
 	},
 }
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	var llm llmConfig
-	cl := newCommandLine("eval", evalDoc, judgeSettings(&llm), stderr)
+	var (
+		llm  llmConfig
+		docs documentConfig
+	)
+	cl := newCommandLine("eval", evalDoc, judgeSettings(&llm, &docs), stderr)
 	fs := cl.fs
 	var (
 		dir         = fs.String("dataset", "", "dataset directory holding dataset.yaml (required)")
@@ -48,6 +52,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		minAccuracy share
 		cases       = fs.String("cases", "", "comma-separated case ids to judge (default: all)")
 		compare     = fs.String("compare-evidence-mode", "", "also judge with the engine in this evidence mode (cite or quote), reported beside the engine as engine:MODE")
+		inputsDir   = fs.String("inputs", "", "read each case's input from this directory of the dataset instead, by file name: the same labels on other renderings of the documents (the shipped dataset's pdf: its agreements as PDFs)")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
 		revalidate  = fs.String("revalidate-ruleset", "", "judge the dataset, then judge it again with this ruleset (the dataset's with some rules changed) through a verdict cache both share, and report what the second run cost against the first")
 	)
@@ -55,7 +60,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
-	if err := llm.check(); err != nil {
+	if err := errors.Join(llm.check(), docs.check()); err != nil {
 		return cl.invalid(err)
 	}
 	switch {
@@ -80,7 +85,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitInvalid
 	}
 
-	ds, err := eval.Load(*dir)
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	reader, err := docs.reader(logger)
+	if err != nil {
+		return cl.invalid(err)
+	}
+	defer reader.Close()
+	ds, err := eval.LoadWith(ctx, *dir, eval.LoadOptions{InputsDir: *inputsDir, Documents: reader})
 	if err != nil {
 		fmt.Fprintf(stderr, "eval: %s\n", strings.ReplaceAll(err.Error(), "\n", "\neval: "))
 		return exitInvalid
@@ -100,11 +115,6 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		}
 	}
 
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	// Every HTTP attempt is counted, retries and format fallbacks included.
 	attempts := &eval.Attempts{}
 	clientCfg := llm.clientConfig(logger)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"rulevalidator/internal/docfixture"
 	"rulevalidator/internal/opsscript"
 	"rulevalidator/schemas"
 )
@@ -125,6 +127,43 @@ func TestInteropServePythonClients(t *testing.T) {
 	}
 }
 
+// An upstream producer in Python (confluent-kafka, fastavro on the shipped schema) sends the
+// agreement as a PDF in the request's data field; the service reads it and cites its pages.
+func TestInteropPythonSendsAPDF(t *testing.T) {
+	t.Parallel()
+	e := newServeEnv(t, 1)
+	python := pythonClients(t)
+	verdictLog := e.watch(t, e.verdicts, 1)
+	summaryLog := e.watch(t, e.summaries, 1)
+	schemaDir, err := filepath.Abs("../../schemas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := exampleRequest(t, "py-pdf-0001")
+	msa := req.PrimaryDocs[0]
+	req.PrimaryDocs = []schemas.Document{{Name: msa.Name, Data: docfixture.One(t, docfixture.PDF, msa.Pages...), ContentType: ptr("application/pdf")}}
+	requestFile := filepath.Join(t.TempDir(), "request.json")
+	if err := os.WriteFile(requestFile, []byte(jsonText(t, requestRecord(req))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runPython(t, python, "produce", "--bootstrap", e.bootstrap, "--topic", e.requests, "--schemas", schemaDir, "--request", requestFile)
+	e.startInProcess(t)
+	waitUntil(t, waitLimit, "the summary", func() bool { return summaryLog.len() >= 1 })
+	waitUntil(t, waitLimit, "the verdicts", func() bool { return verdictLog.len() >= len(exampleRuleIDs) })
+	if s := e.summary(t, summaryLog.snapshot()[0]); s.Status != schemas.StatusCompleted {
+		t.Fatalf("summary %s", jsonText(t, s))
+	}
+	for _, m := range verdictLog.snapshot() {
+		v := e.verdict(t, m)
+		if v.RuleID != "governing-law" {
+			continue
+		}
+		if len(v.Evidences) == 0 || v.Evidences[0].SourceOrigin != msa.Name || v.Evidences[0].SourcePageNumber != 3 || !v.Evidences[0].Anchored {
+			t.Errorf("governing-law evidence %s, want anchored on page 3 of the PDF", jsonText(t, v.Evidences))
+		}
+	}
+}
+
 // pythonClients returns the interpreter of the virtualenv ops/pyclients.sh makes, or skips the
 // test saying why (a failure with RULEVALIDATOR_REQUIRE_INTEGRATION=1).
 func pythonClients(t *testing.T) string {
@@ -184,7 +223,11 @@ func requestRecord(r *schemas.Request) map[string]any {
 			if d.Pages != nil {
 				pages = d.Pages
 			}
-			out = append(out, map[string]any{"name": d.Name, "content": d.Content, "pages": pages, "uri": d.URI, "content_type": d.ContentType})
+			var data any
+			if d.Data != nil {
+				data = hex.EncodeToString(d.Data) // pyclient.py reads bytes as hex
+			}
+			out = append(out, map[string]any{"name": d.Name, "content": d.Content, "pages": pages, "uri": d.URI, "content_type": d.ContentType, "data": data})
 		}
 		return out
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ var produceDoc = commandDoc{
 		`  {"tenant_id": "contoso", "ruleset_ref": {"id": "contract-review"},` + "\n" +
 			`   "primary_docs": [{"name": "msa.pdf", "pages": ["page 1", "page 2"]}],` + "\n" +
 			`   "named_inputs": [{"name": "approval_limit", "value": 250000}]}`,
+		`A document may name a local file ({"file": "msa.pdf"}, relative to the request file), and each ` +
+			"--document is one more primary document: the file (PDF, DOCX or text) is sent inline, in the " +
+			"request's data field, and read by the service.",
 	},
 	exit: "0 sent, 2 invalid flags, settings or request (nothing sent), 1 Kafka failed.",
 	examples: []string{
@@ -44,11 +48,14 @@ var produceDoc = commandDoc{
 
 func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
 	var (
-		kf    kafkaConfig
-		topic string
+		kf       kafkaConfig
+		topic    string
+		maxBytes int
 	)
-	cl := newCommandLine("produce", produceDoc, produceSettings(&kf, &topic), stderr)
+	cl := newCommandLine("produce", produceDoc, produceSettings(&kf, &topic, &maxBytes), stderr)
 	fs := cl.fs
+	var documents fileList
+	fs.Var(&documents, "document", "a document's `file` (PDF, DOCX or text), sent inline as a primary document; repeatable")
 	var (
 		file        = fs.String("file", "", "the request, JSON or YAML, in the JSON form of a validation request (required)")
 		tenant      = fs.String("tenant", "", "tenant_id, overriding the file's")
@@ -87,7 +94,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		}
 	}
 
-	base, readErr := readRequestFile(*file)
+	base, readErr := readRequestFile(*file, documents, maxBytes)
 	if base == nil {
 		return invalid("%v", readErr)
 	}
@@ -167,7 +174,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 // (request.FromMap). It does not validate, as flags may still fill
 // fields: the request comes back with what reading it found wrong, nil only
 // when the file cannot be read as a request at all.
-func readRequestFile(path string) (*schemas.Request, error) {
+func readRequestFile(path string, documents []string, maxBytes int) (*schemas.Request, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -178,6 +185,9 @@ func readRequestFile(path string) (*schemas.Request, error) {
 		if errors.As(err, &ie) {
 			return nil, fmt.Errorf("%s: not a request: %s", path, ie.Problem) // the file, not its inputs
 		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := request.ReadFiles(m, filepath.Dir(path), documents, int64(maxBytes)); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return request.FromMap(m)

@@ -188,11 +188,11 @@ func wantRequest(id, tenant string, submitted time.Time) *schemas.Request {
 
 func TestProduceReadsYAMLAsJSON(t *testing.T) {
 	t.Parallel()
-	fromJSON, err := readRequestFile(opWriteFile(t, "r.json", requestDoc))
+	fromJSON, err := readRequestFile(opWriteFile(t, "r.json", requestDoc), nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromYAML, err := readRequestFile(opWriteFile(t, "r.yaml", requestDocYAML))
+	fromYAML, err := readRequestFile(opWriteFile(t, "r.yaml", requestDocYAML), nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +206,11 @@ func TestProduceReadsYAMLAsJSON(t *testing.T) {
 	// An inline ruleset written as a YAML mapping becomes the same JSON text as in JSON.
 	inlineYAML := "tenant_id: t\ntext_input: hi\nsubmitted_at: 2025-03-01T10:00:00Z\ninline_ruleset:\n  id: x\n  rules:\n    - {rule_id: a, rule_text: Say hi.}\n"
 	inlineJSON := `{"tenant_id":"t","text_input":"hi","submitted_at":"2025-03-01T10:00:00Z","inline_ruleset":{"id":"x","rules":[{"rule_id":"a","rule_text":"Say hi."}]}}`
-	a, err := readRequestFile(opWriteFile(t, "i.yaml", inlineYAML))
+	a, err := readRequestFile(opWriteFile(t, "i.yaml", inlineYAML), nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := readRequestFile(opWriteFile(t, "i.json", inlineJSON))
+	b, err := readRequestFile(opWriteFile(t, "i.json", inlineJSON), nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

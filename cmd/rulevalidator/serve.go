@@ -27,6 +27,7 @@ import (
 // serveConfig is everything `serve` needs, resolved from defaults, the config
 // file, the environment and flags (see serveSettings).
 type serveConfig struct {
+	docs              documentConfig
 	brokers           []string
 	kafka             kafkaConn
 	groupID           string
@@ -102,6 +103,8 @@ func serveSettings(cfg *serveConfig) *settings {
 	s3Settings(s, &cfg.s3)
 	verdictCacheSettings(s, &cfg.cache)
 
+	documentSettings(s, &cfg.docs)
+
 	httpSettings(s, &cfg.http)
 	s.section("Logging")
 	s.str(&cfg.logLevel, "log-level", "RULEVALIDATOR_LOG_LEVEL", "info", "debug, info, warn or error")
@@ -123,6 +126,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.memoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("--memory-limit: %d must not be negative", c.memoryLimit))
+	}
+	if err := c.docs.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := checkWireFormat(c.wireFormat, c.schemaRegistry); err != nil {
 		errs = append(errs, err)
@@ -289,6 +295,18 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
+	documents, err := cfg.docs.reader(logger)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	defer documents.Close()
+	// The PDF engine compiles (or loads from --pdf-cache-dir) while the rest
+	// starts; a PDF arriving first waits for it.
+	go func() {
+		if err := documents.Start(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("the PDF engine did not start; PDFs cannot be read", "error", err)
+		}
+	}()
 	eng, err := cfg.llm.newEngineWith(logger, svc.metrics.EngineHooks(), cache)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
@@ -326,6 +344,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 
 	pipeCfg := pipeline.Config{
 		Engine:          eng,
+		Documents:       documents,
 		Rulesets:        resolver,
 		Serde:           serde,
 		Publisher:       prod,
@@ -381,7 +400,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
 		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
-	if err := startHTTP(gctx, g, cfg, svc, serde, store, pipe.EnvironmentCheck, logger); err != nil {
+	if err := startHTTP(gctx, g, cfg, svc, serde, store, documents, pipe.EnvironmentCheck, logger); err != nil {
 		return err
 	}
 	g.Go(func() error { return cons.Run(gctx) })

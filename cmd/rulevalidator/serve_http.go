@@ -177,7 +177,7 @@ func (r *meteredReports) WriteReport(ctx context.Context, req *schemas.Request, 
 
 // startHTTP starts the job feed and both listeners in g. They stop when ctx
 // ends.
-func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, environment func(context.Context) error, logger *slog.Logger) error {
+func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, documents api.DocumentReader, environment func(context.Context) error, logger *slog.Logger) error {
 	checks := readinessChecks(cfg, store)
 	// An environment fault holding consumption makes the replica unready,
 	// naming the cause and what to fix.
@@ -192,6 +192,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		jobStore = memJobs
 	}
 	acfg := api.Config{
+		Documents: documents,
 		Jobs:      jobStore,
 		Readiness: checks,
 		Metrics:   svc.metrics,

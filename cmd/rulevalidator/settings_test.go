@@ -170,7 +170,7 @@ func TestSettingsSources(t *testing.T) {
 			t.Parallel()
 			var got llmConfig
 			var stderr bytes.Buffer
-			cl := newCommandLine("validate", validateDoc, judgeSettings(&got), &stderr)
+			cl := newCommandLine("validate", validateDoc, judgeSettings(&got, &documentConfig{}), &stderr)
 			code, ok := cl.parse(tt.args, func(k string) string { return tt.env[k] })
 			if tt.wantErr != "" {
 				if ok || code != exitInvalid || !strings.Contains(stderr.String(), tt.wantErr) {
@@ -216,7 +216,7 @@ func TestOutputRetriesOneMeaning(t *testing.T) {
 			llm := &cfg.llm
 			if command != "serve" {
 				llm = &llmConfig{}
-				set = judgeSettings(llm)
+				set = judgeSettings(llm, &documentConfig{})
 			}
 			cl := newCommandLine(command, commandDoc{}, set, io.Discard)
 			if _, ok := cl.parse([]string{"--output-retries", tt.flag}, noEnv); !ok {
@@ -241,7 +241,7 @@ func TestOutputRetriesOneMeaning(t *testing.T) {
 func TestValidateTakesTheAPIKey(t *testing.T) {
 	t.Parallel()
 	var llm llmConfig
-	cl := newCommandLine("validate", validateDoc, judgeSettings(&llm), io.Discard)
+	cl := newCommandLine("validate", validateDoc, judgeSettings(&llm, &documentConfig{}), io.Discard)
 	if _, ok := cl.parse(nil, func(k string) string {
 		if k == "OPENAI_API_KEY" {
 			return "sk-env"

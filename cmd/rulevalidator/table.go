@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/stream"
 )
@@ -90,6 +91,21 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.integer(&f.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; a larger request is refused (serve dead-letters it as oversized)")
 }
 
+// documentMaxBytesSetting caps a document's file, read from disk by the CLI
+// or from a request by the service.
+func documentMaxBytesSetting(s *settings, p *int) {
+	s.integer(p, "document-max-bytes", "RULEVALIDATOR_DOCUMENT_MAX_BYTES", fmt.Sprint(docread.DefaultMaxBytes), "cap on one document's file (PDF, DOCX, text) as it arrives; a larger one is refused (serve dead-letters it as unreadable_document)")
+}
+
+// documentSettings binds how documents given as files are read.
+func documentSettings(s *settings, c *documentConfig) {
+	s.section("Documents")
+	documentMaxBytesSetting(s, &c.maxBytes)
+	s.integer(&c.maxPages, "document-max-pages", "RULEVALIDATOR_DOCUMENT_MAX_PAGES", fmt.Sprint(docread.DefaultMaxPages), "cap on one document's pages; a document with more is refused (serve dead-letters it as unreadable_document)")
+	s.integer(&c.pdfEngines, "pdf-engines", "RULEVALIDATOR_PDF_ENGINES", fmt.Sprint(docread.DefaultPDFEngines), "PDF engine instances (PDFium on WebAssembly) reading PDFs at once; more PDFs wait for one")
+	s.str(&c.cacheDir, "pdf-cache-dir", "RULEVALIDATOR_PDF_CACHE_DIR", "", "directory keeping the PDF engine's compiled code between runs (it starts in a fraction of a second instead of several seconds); empty: rulevalidator/pdfium in the user's cache directory; none: compile at every start")
+}
+
 // opsAddrSetting is where serve answers /metrics, /healthz and /readyz, and
 // where healthcheck asks.
 func opsAddrSetting(s *settings, p *string) {
@@ -97,14 +113,15 @@ func opsAddrSetting(s *settings, p *string) {
 }
 
 // judgeSettings are the settings of validate and eval.
-func judgeSettings(llm *llmConfig) *settings {
+func judgeSettings(llm *llmConfig, docs *documentConfig) *settings {
 	s := &settings{}
 	llmSettings(s, llm)
+	documentSettings(s, docs)
 	return s
 }
 
 // produceSettings are the settings of produce.
-func produceSettings(k *kafkaConfig, topic *string) *settings {
+func produceSettings(k *kafkaConfig, topic *string, maxDocumentBytes *int) *settings {
 	s := &settings{}
 	kafkaSettings(s, &k.brokers, &k.conn)
 	s.section("Topics")
@@ -112,6 +129,8 @@ func produceSettings(k *kafkaConfig, topic *string) *settings {
 	s.section("Wire format")
 	wireFormatSetting(s, &k.wireFormat)
 	schemaRegistrySetting(s, &k.schemaRegistry)
+	s.section("Documents")
+	documentMaxBytesSetting(s, maxDocumentBytes)
 	return s
 }
 
@@ -153,9 +172,9 @@ func healthcheckSettings(opsAddr *string) *settings {
 func commandSettings() []commandSettingsEntry {
 	return []commandSettingsEntry{
 		{"serve", serveSettings(&serveConfig{})},
-		{"validate", judgeSettings(&llmConfig{})},
-		{"eval", judgeSettings(&llmConfig{})},
-		{"produce", produceSettings(&kafkaConfig{}, new(string))},
+		{"validate", judgeSettings(&llmConfig{}, &documentConfig{})},
+		{"eval", judgeSettings(&llmConfig{}, &documentConfig{})},
+		{"produce", produceSettings(&kafkaConfig{}, new(string), new(int))},
 		{"tail", tailSettings(&kafkaConfig{}, &tailTopicNames{})},
 		{"rulesets publish", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"rulesets list", rulesetsTopicSettings(&kafkaConfig{}, new(string))},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,28 +23,37 @@ import (
 
 // validateDoc is validate's --help.
 var validateDoc = commandDoc{
-	synopsis: "validate --ruleset FILE --input FILE [--json] [--report FILE.xlsx] [settings]",
+	synopsis: "validate --ruleset FILE (--input FILE | --document FILE...) [--json] [--report FILE.xlsx] [settings]",
 	about: []string{
 		"Judges the input against every rule of the ruleset with the model and prints the verdicts. " +
 			"The input is read as the service reads a request's JSON form (POST /v1/validations, produce), " +
 			"in the same shapes. It may be a whole request: its inline_ruleset then stands in for --ruleset, " +
 			"its request_id and tenant_id name the report, and its other keys are not used here.",
+		"Documents may be files, PDF, DOCX or text: each --document is a primary document, and in the " +
+			`input a document may name its file ({"file": "msa.pdf"}, relative to the input file). ` +
+			"A PDF page is a page of the document, as a PDF viewer numbers it.",
 	},
 	exit: "0 done, 2 invalid ruleset, input or settings (no model call made), 1 the model could not be " +
 		"reached or gave no valid answer, or the report could not be written.",
 	examples: []string{
 		"rulevalidator validate --ruleset examples/contract-review/ruleset.yaml --input examples/contract-review/input.json",
+		"rulevalidator validate --ruleset examples/contract-review/ruleset.yaml --document MSA-Acme.pdf --document policy.docx",
 		"rulevalidator validate --input examples/contract-review/request.json --json --llm-rules-per-call 1",
 	},
 }
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	var llm llmConfig
-	cl := newCommandLine("validate", validateDoc, judgeSettings(&llm), stderr)
+	var (
+		llm  llmConfig
+		docs documentConfig
+	)
+	cl := newCommandLine("validate", validateDoc, judgeSettings(&llm, &docs), stderr)
 	fs := cl.fs
+	var documents fileList
+	fs.Var(&documents, "document", "a document's `file` (PDF, DOCX or text), judged as a primary document; repeatable")
 	var (
 		rulesetPath = fs.String("ruleset", "", "ruleset file, YAML or JSON (required unless the input has inline_ruleset)")
-		inputPath   = fs.String("input", "", "input file, YAML or JSON: the inputs, or a whole request in its JSON form (required)")
+		inputPath   = fs.String("input", "", "input file, YAML or JSON: the inputs, or a whole request in its JSON form (required unless --document is given)")
 		reportPath  = fs.String("report", "", "also write the Excel report (.xlsx) to this file")
 		asJSON      = fs.Bool("json", false, "print exactly one JSON object on stdout")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
@@ -51,15 +61,15 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
-	if err := llm.check(); err != nil {
+	if err := errors.Join(llm.check(), docs.check()); err != nil {
 		return cl.invalid(err)
 	}
-	if *inputPath == "" {
-		fmt.Fprintln(stderr, "validate: --input is required")
+	if *inputPath == "" && len(documents) == 0 {
+		fmt.Fprintln(stderr, "validate: --input or --document is required")
 		fs.Usage()
 		return exitInvalid
 	}
-	req, err := readFile(*inputPath, readValidateInput)
+	req, err := readValidateInput(*inputPath, documents, docs.maxBytes)
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitInvalid
@@ -69,20 +79,34 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitInvalid
 	}
-	in, err := pipeline.EngineInputs(req)
-	if err != nil {
-		if errors.Is(err, schemas.ErrUnresolvedURI) {
-			err = fmt.Errorf("%w (documents by uri are read by the service from object storage; give their text here)", err)
-		}
-		fmt.Fprintf(stderr, "validate: %s: %v\n", *inputPath, err)
-		return exitInvalid
-	}
 
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	reader, err := docs.reader(logger)
+	if err != nil {
+		return cl.invalid(err)
+	}
+	defer reader.Close()
+	where := *inputPath
+	if where == "" {
+		where = "--document"
+	}
+	if err := readDocumentFiles(ctx, reader, req); err != nil {
+		fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
+		if ctx.Err() != nil {
+			return exitFailure
+		}
+		return exitInvalid
+	}
+	in, err := pipeline.EngineInputs(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
+		return exitInvalid
+	}
+
 	eng, err := llm.newEngine(logger, engine.Hooks{})
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
@@ -116,16 +140,43 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	return exitOK
 }
 
-// readValidateInput reads validate's input file with the mapping the
-// service applies to a request's JSON form, so that a file judged here is
-// read exactly as POST /v1/validations and produce read it.
-func readValidateInput(data []byte) (*schemas.Request, error) {
-	m, err := engine.DecodeObject(data)
-	if err != nil {
-		return nil, err
+// readValidateInput reads validate's input file (none when path is "")
+// with the mapping the service applies to a request's JSON form, so that a
+// file judged here is read exactly as POST /v1/validations and produce read
+// it; documents named by a local file, and the --document files, are read
+// into the request as the files themselves.
+func readValidateInput(path string, documents []string, maxBytes int) (*schemas.Request, error) {
+	m := map[string]any{}
+	dir := "."
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if m, err = engine.DecodeObject(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		dir = filepath.Dir(path)
 	}
-	return request.FromMap(m)
+	name := path
+	if name == "" {
+		name = "--document"
+	}
+	if err := request.ReadFiles(m, dir, documents, int64(maxBytes)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	req, err := request.FromMap(m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return req, nil
 }
+
+// fileList is a repeatable flag of file paths.
+type fileList []string
+
+func (l *fileList) String() string     { return strings.Join(*l, ",") }
+func (l *fileList) Set(v string) error { *l = append(*l, v); return nil }
 
 // validateRuleset is the ruleset of --ruleset, or the input's inline_ruleset
 // when the flag is not given.

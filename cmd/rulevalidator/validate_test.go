@@ -239,7 +239,7 @@ func TestValidateExitCodes(t *testing.T) {
 		wantStderr string
 		noCalls    bool
 	}{
-		{name: "no flags", args: []string{"validate"}, wantCode: exitInvalid, wantStderr: "--input is required", noCalls: true},
+		{name: "no flags", args: []string{"validate"}, wantCode: exitInvalid, wantStderr: "--input or --document is required", noCalls: true},
 		{name: "no ruleset", args: []string{"validate", "--input", exampleInput}, wantCode: exitInvalid, wantStderr: "--ruleset is required (or an inline_ruleset in the input)", noCalls: true},
 		{name: "a stored ruleset named", args: []string{"validate", "--input", exampleRequestFile}, wantCode: exitInvalid, wantStderr: `names the stored ruleset "contract-review" (ruleset_ref); give its file with --ruleset`, noCalls: true},
 		{name: "two rulesets", args: []string{"validate", "--ruleset", exampleRuleset, "--input", inlineInput}, wantCode: exitInvalid, wantStderr: "has an inline_ruleset and --ruleset is given too", noCalls: true},

@@ -5,7 +5,7 @@
     pyclient.py consume --bootstrap HOST:PORT --schemas DIR --expect TOPIC=N [--expect ...] [--timeout S]
 
 produce: encodes the ValidationRequest record in REQUEST.json (Avro field names, submitted_at
-in milliseconds) with fastavro's schemaless_writer and produces it with confluent-kafka
+in milliseconds, a document's data, its file, as hex) with fastavro's schemaless_writer and produces it with confluent-kafka
 (librdkafka), keyed by request_id, acks=all, with the plain wire format's headers: rv-schema
 and rv-schema-fingerprint, the CRC-64-AVRO fingerprint of the schema's canonical form as
 fastavro computes it, plus a traceparent. --partitioner is librdkafka's partitioner setting
@@ -60,6 +60,10 @@ def produce(args):
     fp, schema = schema_named(schemas, "com.rulevalidator.v1.ValidationRequest")
     with open(args.request, encoding="utf-8") as f:
         record = json.load(f)
+    for field in ("primary_docs", "auxiliary_docs"):
+        for doc in record.get(field, []):
+            if isinstance(doc.get("data"), str):
+                doc["data"] = bytes.fromhex(doc["data"])
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, schema, record)
 

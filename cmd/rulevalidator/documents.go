@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"rulevalidator/docread"
+	"rulevalidator/schemas"
+)
+
+// documentConfig is how a command reads documents given as files (PDF,
+// DOCX, text): the settings of documentSettings, the same on serve,
+// validate and eval.
+type documentConfig struct {
+	maxBytes   int
+	maxPages   int
+	pdfEngines int
+	cacheDir   string
+}
+
+// pdfCacheOff turns the PDF engine's compilation cache off.
+const pdfCacheOff = "none"
+
+func (c *documentConfig) check() error {
+	var errs []error
+	if c.maxBytes < 1 {
+		errs = append(errs, fmt.Errorf("--document-max-bytes: %d must be positive", c.maxBytes))
+	}
+	if c.maxPages < 1 {
+		errs = append(errs, fmt.Errorf("--document-max-pages: %d must be positive", c.maxPages))
+	}
+	if c.pdfEngines < 1 {
+		errs = append(errs, fmt.Errorf("--pdf-engines: %d must be at least 1", c.pdfEngines))
+	}
+	return errors.Join(errs...)
+}
+
+// cacheDirectory is where the PDF engine's compiled code is kept: the
+// setting, else the user's cache directory; "" when it is off or there is
+// no cache directory.
+func (c *documentConfig) cacheDirectory() string {
+	switch c.cacheDir {
+	case pdfCacheOff:
+		return ""
+	case "":
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(dir, "rulevalidator", "pdfium")
+	}
+	return c.cacheDir
+}
+
+// reader is the document reader of the settings; close it when done.
+func (c *documentConfig) reader(logger *slog.Logger) (*docread.Reader, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return docread.New(docread.Config{
+		MaxBytes:   int64(c.maxBytes),
+		MaxPages:   c.maxPages,
+		PDFEngines: c.pdfEngines,
+		CacheDir:   c.cacheDirectory(),
+		Logger:     logger,
+	})
+}
+
+// readDocumentFiles reads the request's documents given as files into their
+// pages with r, for the commands that judge without the service (validate,
+// eval). A document by uri is left for the service, which reads object
+// storage.
+func readDocumentFiles(ctx context.Context, r *docread.Reader, req *schemas.Request) error {
+	return req.ResolveDocuments(ctx, func(ctx context.Context, d schemas.Document) ([]string, error) {
+		if d.Data == nil {
+			return nil, fmt.Errorf("%w (documents by uri are read by the service from object storage; give the file here)", schemas.ErrUnresolvedURI)
+		}
+		ct := ""
+		if d.ContentType != nil {
+			ct = *d.ContentType
+		}
+		doc, err := r.Read(ctx, docread.Source{Name: d.Name, Data: d.Data, MediaType: ct})
+		if err != nil {
+			return nil, err
+		}
+		return doc.Pages, nil
+	})
+}
