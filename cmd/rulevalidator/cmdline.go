@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 )
 
@@ -203,4 +204,14 @@ func writeParagraph(w io.Writer, text, indent string, width int) {
 	if len(line) > len(indent) {
 		fmt.Fprintln(w, line)
 	}
+}
+
+// commandLogger is the log of a command run by hand (validate, eval):
+// warnings and errors only, everything with -v.
+func commandLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,11 +84,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitInvalid
 	}
 
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := commandLogger(stderr, *verbose)
 	reader, err := docs.reader(logger)
 	if err != nil {
 		return cl.invalid(err)

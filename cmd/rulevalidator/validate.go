@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -80,11 +79,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		return exitInvalid
 	}
 
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := commandLogger(stderr, *verbose)
 	reader, err := docs.reader(logger)
 	if err != nil {
 		return cl.invalid(err)
