@@ -16,9 +16,10 @@ import (
 // the engine accepted it, kept with problems after the re-asks or clean: it
 // is what that material and those settings gave, and a replay publishes it
 // again instead of paying for a different draw. Not cached: verdicts of a
-// request that failed, and of a request or ruleset that opted out. What a request adds to a verdict
-// (its display name, the pages considered, the mark of a rule judged on an
-// excerpt cut by the budget) is not part of the entry and is set afresh.
+// request that failed, and of a request or ruleset that opted out. What a
+// request adds to a verdict (its display name, the pages considered, the
+// mark of a rule judged on an excerpt cut by the budget) is not part of the
+// entry and is set afresh.
 
 // ErrCacheUnavailable marks a verdict cache that could not be read: the
 // store's failure, not the request's (the failure table holds such a
@@ -48,7 +49,7 @@ type CacheScope struct {
 type CachedVerdict struct {
 	Key    string `json:"key"`
 	RuleID string `json:"rule_id"`
-	// Verdict is as the model's call returned it, accepted clean; the
+	// Verdict is as the engine accepted it, clean or kept with problems; the
 	// offsets of its evidence count from the start of the evidence's page,
 	// so that a verdict judged on unchanged pages of a revised document
 	// still points at its words.

@@ -34,7 +34,10 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	}
 	// The material first, the rules after it: every call of a request
 	// shares the instructions and the material as a prefix.
-	materialText := strings.TrimSuffix(m.user, m.rules)
+	// The rules are written for the rules asked, after the material: a
+	// material rendered with its call's rules is asked for fewer when some
+	// came from the cache or are re-asked.
+	materialText := m.withoutRules().user
 	messages := buildPrompt(mode, first.system, materialText+RulesPrompt(rules))
 	pending := rules
 	accepted := make(map[string]Verdict, len(rules))

@@ -284,11 +284,6 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 					asked[c] = append(asked[c], ri)
 				}
 			}
-			if len(asked[c]) < len(call.Rules) && !call.Partial {
-				// The rules written after the whole material are the
-				// call's, not all of them any more.
-				mats[c] = whole.withoutRules()
-			}
 		}
 	} else {
 		for c, call := range p.Calls {
