@@ -88,7 +88,8 @@ type Failure struct {
 // Classify is the failure table. In order: an error already marked consumer.Permanent keeps
 // its reason; a report that could not be stored is the environment's when storage named what
 // is wrong with it, else the message's (report_failed); a verdict cache that could not be read
-// is the environment's (its storage cause); an adapter's Fault decides whose fault it is; the contracts' and the engine's sentinels name message faults; what is left is the
+// is the environment's (its storage cause); an adapter's Fault decides whose fault it is; the
+// contracts' and the engine's sentinels name message faults; what is left is the
 // environment's, its cause guessed from the error's type.
 func Classify(err error) Failure {
 	if reason, ok := consumer.PermanentReason(err); ok {
