@@ -104,9 +104,48 @@ type rawEvidence struct {
 // found; pending rules with neither a verdict nor a problem of their own get a
 // missing_rule problem.
 func checkAnswer(content string, pending []Rule) (map[string]Verdict, []Problem) {
+	entries, problems, missing := parseAnswer(content, pending)
+	good := make(map[string]Verdict, len(entries))
+	for _, e := range entries {
+		v, ps := checkRule(e.rule, e.raw)
+		if len(ps) > 0 {
+			problems = append(problems, ps...)
+			continue
+		}
+		good[e.rule.RuleID] = v
+	}
+	return good, append(problems, missing...)
+}
+
+// checkRationales parses the answer to a rationale-only re-ask (rationaleNote):
+// the rationale each pending rule was given, trimmed, with the problems of
+// shape found.
+func checkRationales(content string, pending []Rule) (map[string]string, []Problem) {
+	entries, problems, missing := parseAnswer(content, pending)
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		out[e.rule.RuleID] = ""
+		if e.raw.Rationale != nil {
+			out[e.rule.RuleID] = strings.TrimSpace(*e.raw.Rationale)
+		}
+	}
+	return out, append(problems, missing...)
+}
+
+// answeredRule is one pending rule's entry in an answer.
+type answeredRule struct {
+	rule Rule
+	raw  rawRule
+}
+
+// parseAnswer reads the "rules" array of an answer: the entry of each pending
+// rule answered exactly once, in the answer's order, the problems of shape
+// (bad JSON, unknown or duplicate rules), and a missing_rule problem for
+// each pending rule not answered.
+func parseAnswer(content string, pending []Rule) (entries []answeredRule, problems, missing []Problem) {
 	body, fenced := stripCodeFence(content)
 	if strings.TrimSpace(body) == "" {
-		return nil, []Problem{{Reason: ReasonEmptyResponse, Detail: "the answer was empty; answer with the JSON object"}}
+		return nil, []Problem{{Reason: ReasonEmptyResponse, Detail: "the answer was empty; answer with the JSON object"}}, nil
 	}
 	// A line break written raw inside a string is the commonest slip of small
 	// models; read it as the escape it stands for instead of re-asking.
@@ -118,22 +157,20 @@ func checkAnswer(content string, pending []Rule) (map[string]Verdict, []Problem)
 		if fenced {
 			reason, detail = ReasonCodeFence, "the answer was wrapped in a code fence and its content is not valid JSON ("+jsonErrorDetail(body, err)+"); answer with bare JSON, no code fences"
 		}
-		return nil, []Problem{{Reason: reason, Detail: detail}}
+		return nil, []Problem{{Reason: reason, Detail: detail}}, nil
 	}
 	if dec.More() {
-		return nil, []Problem{{Reason: ReasonMalformedJSON, Detail: "the answer has text after the JSON object; answer with exactly one JSON object"}}
+		return nil, []Problem{{Reason: ReasonMalformedJSON, Detail: "the answer has text after the JSON object; answer with exactly one JSON object"}}, nil
 	}
 	if ans.Rules == nil {
-		return nil, []Problem{{Reason: ReasonMalformedJSON, Detail: `the answer has no "rules" array`}}
+		return nil, []Problem{{Reason: ReasonMalformedJSON, Detail: `the answer has no "rules" array`}}, nil
 	}
 
 	byID := make(map[string]Rule, len(pending))
 	for _, r := range pending {
 		byID[r.RuleID] = r
 	}
-	good := make(map[string]Verdict, len(pending))
 	seen := make(map[string]int, len(pending))
-	var problems []Problem
 	for i, raw := range ans.Rules {
 		var rr rawRule
 		if err := json.Unmarshal(raw, &rr); err != nil {
@@ -157,25 +194,21 @@ func checkAnswer(content string, pending []Rule) (map[string]Verdict, []Problem)
 		}
 		seen[id]++
 		if seen[id] == 2 {
-			delete(good, id)
 			problems = append(problems, Problem{RuleID: id, Reason: ReasonDuplicateRule, Detail: "answered more than once; give exactly one entry per rule"})
 		}
 		if seen[id] > 1 {
 			continue
 		}
-		v, ps := checkRule(rule, rr)
-		if len(ps) > 0 {
-			problems = append(problems, ps...)
-			continue
-		}
-		good[id] = v
+		entries = append(entries, answeredRule{rule, rr})
 	}
+	// A rule answered twice has no entry: neither answer is taken.
+	entries = slices.DeleteFunc(entries, func(e answeredRule) bool { return seen[e.rule.RuleID] > 1 })
 	for _, r := range pending {
 		if seen[r.RuleID] == 0 {
-			problems = append(problems, Problem{RuleID: r.RuleID, Reason: ReasonMissingRule, Detail: "no answer was given for this rule"})
+			missing = append(missing, Problem{RuleID: r.RuleID, Reason: ReasonMissingRule, Detail: "no answer was given for this rule"})
 		}
 	}
-	return good, problems
+	return entries, problems, missing
 }
 
 // checkRule turns one answered rule into a verdict, or says what is wrong.
@@ -331,6 +364,50 @@ func correctiveNote(problems []Problem, pending []Rule) string {
 	b.WriteString("\nAnswer again with one JSON object in the same format, containing only these rules: " + ruleIDList(pending) + ". ")
 	b.WriteString("The other rules are already accepted; do not repeat them. No code fences, no prose.\n")
 	return b.String()
+}
+
+// rationaleNote asks, after the material, for the rationales of verdicts
+// that stand: each rule with its verdict and the passage it cites. Like correctiveNote it follows the
+// material in a fresh call, so the cached prefix is shared.
+func rationaleNote(pending []Rule, unexplained map[string]candidate) string {
+	var b strings.Builder
+	// Neither the earlier rationale nor the answer's keys are shown: a
+	// small model copies the nearest text, and that should be the passage.
+	b.WriteString("\nThese rules are judged and their verdicts stand, but the answers gave no rationale that explains them. For each rule, write one or two plain-English sentences of your own that state what its cited passage says and why that decides the rule; if the passage is not about the rule's subject, say what it is about.\n")
+	for i, r := range pending {
+		c := unexplained[r.RuleID]
+		fmt.Fprintf(&b, "\nRule %d, %s: %s\n", i+1, strconv.Quote(r.RuleID), oneLine(r.RuleText))
+		b.WriteString("Verdict: " + describeVerdict(c.verdict) + ".\n")
+		if cited := citedPassage(c.verdict); cited != "" {
+			b.WriteString("Cited passage: " + cited + "\n")
+		} else {
+			b.WriteString("Cited passage: none; say what in the material decides the rule.\n")
+		}
+	}
+	b.WriteString("\nAnswer with one JSON object and nothing else (no code fences, no prose). Its only key is \"rules\": an array with one object per rule above, in their order, each with the keys \"rule_id\" and \"rationale\".\n")
+	return b.String()
+}
+
+// describeVerdict says what a verdict decided, for the model.
+func describeVerdict(v Verdict) string {
+	var s string
+	switch {
+	case v.NumericalOutput != nil:
+		s = "scored " + strconv.Itoa(*v.NumericalOutput)
+	case v.BooleanOutput != nil && *v.BooleanOutput:
+		s = "the material satisfies the rule"
+	case v.BooleanOutput != nil:
+		s = "the material does not satisfy the rule"
+	default:
+		s = "not judged"
+	}
+	if v.NotApplicable {
+		s += ", judged by its alternate because the rule does not apply"
+	}
+	if !v.DataSufficiency {
+		s += ", though the material does not hold enough to be sure"
+	}
+	return s
 }
 
 // EscapeStringControls escapes the raw control characters (U+0000 to U+001F)

@@ -118,30 +118,80 @@ func TestCiteUnknownPassageIsReasked(t *testing.T) {
 	}
 }
 
-// TestCitePlaceholderRationaleShowsThePassage: a placeholder rationale is
-// re-asked with the passage the verdict cites, so the model is asked about
-// one sentence rather than "the material"; the reader's note names the
-// rationale first.
+// TestCitePlaceholderRationaleShowsThePassage: a verdict whose only problem
+// is its rationale is re-asked for the rationale alone, shown the verdict
+// and the passage it cites, so the model is asked about one sentence rather
+// than "the material"; when the budget runs out the reader's note names the
+// rationale.
 func TestCitePlaceholderRationaleShowsThePassage(t *testing.T) {
 	bad := answer(t, withRationale(boolRule("cap", true, cite("d1p1s2", "")), "not applicable"),
 		boolRule("term", false, cite("d1p2s1", "")), numRule("score", 1, cite("d1p1s1", "")))
-	again := answer(t, withRationale(boolRule("cap", true, cite("d1p1s2", "")), "not applicable"))
-	llm := &scriptedLLM{replies: []scriptedReply{{content: bad}, {content: again}, {content: again}}}
+	again := `{"rules":[{"rule_id":"cap","rationale":"not applicable"}]}`
+	llm := &scriptedLLM{replies: []scriptedReply{{content: bad}, {content: again}, {content: again}, {content: again}}}
 	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(llm.calls) != 3 {
+	if len(llm.calls) != 1+rationaleRetries(2) {
 		t.Fatalf("%d calls, want the budget of re-asks used", len(llm.calls))
 	}
-	correction := llm.calls[1].Messages[len(llm.calls[1].Messages)-1].Content
-	want := `rule "cap": the rationale "not applicable" has fewer than 3 distinct words; you cited [d1p1s2] "The supplier's total liability is capped at fees paid in the prior 12 months."; say in one or two sentences what that passage shows`
-	if !strings.Contains(correction, want) {
-		t.Errorf("correction lacks %q:\n%s", want, correction)
+	reask := llm.calls[1]
+	correction := reask.Messages[len(reask.Messages)-1].Content
+	for _, want := range []string{
+		`Rule 1, "cap": `,
+		"Verdict: the material satisfies the rule.",
+		`Cited passage: [d1p1s2] "The supplier's total liability is capped at fees paid in the prior 12 months."`,
+	} {
+		if !strings.Contains(correction, want) {
+			t.Errorf("rationale re-ask lacks %q:\n%s", want, correction)
+		}
+	}
+	if strings.Contains(correction, `"not applicable"`) {
+		t.Errorf("the rationale re-ask shows the placeholder, which a small model copies:\n%s", correction)
+	}
+	for _, schema := range [][]byte{reask.Schema, reask.GrammarSchema} {
+		if !strings.Contains(string(schema), `"rationale"`) || strings.Contains(string(schema), "boolean_output") || strings.Contains(string(schema), "evidences") {
+			t.Errorf("a rationale re-ask's schema asks for more than the rationale: %s", schema)
+		}
 	}
 	cap := res.Rules[0]
 	if cap.DataSufficiency || len(cap.Problems) != 1 || !strings.HasPrefix(cap.Problems[0], "the model gave no rationale that explains the verdict") {
 		t.Errorf("kept verdict: %+v", cap)
+	}
+	if cap.BooleanOutput == nil || !*cap.BooleanOutput || len(cap.Evidences) != 1 || cap.Evidences[0].PassageID != "d1p1s2" {
+		t.Errorf("the kept verdict lost its output or evidence: %+v", cap)
+	}
+}
+
+// TestRationaleReaskKeepsTheVerdict: a rationale given in the rationale-only
+// re-ask completes the first answer's verdict, which is accepted clean with
+// its output and evidence; the rules already accepted are not asked again.
+func TestRationaleReaskKeepsTheVerdict(t *testing.T) {
+	bad := answer(t, withRationale(boolRule("cap", true, cite("d1p1s2", "")), "cap"),
+		boolRule("term", false, cite("d1p2s1", "")), numRule("score", 1, cite("d1p1s1", "")))
+	explained := `{"rules":[{"rationale":"Liability is capped at the fees of the prior twelve months, which is the cap the rule asks for."}]}`
+	var retried []string
+	llm := &scriptedLLM{replies: []scriptedReply{{content: bad}, {content: explained}}}
+	e := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(reason string) { retried = append(retried, reason) }}})
+	res, err := e.Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(llm.calls) != 2 || strings.Join(retried, ",") != ReasonPlaceholderRationale {
+		t.Fatalf("%d calls, re-asked for %v", len(llm.calls), retried)
+	}
+	if n := strings.Count(llm.calls[1].Messages[len(llm.calls[1].Messages)-1].Content, "\nRule "); n != 1 {
+		t.Errorf("the re-ask names %d rules, want the one without a rationale", n)
+	}
+	cap := res.Rules[0]
+	if !cap.DataSufficiency || len(cap.Problems) != 0 || !strings.HasPrefix(cap.Rationale, "Liability is capped") {
+		t.Errorf("explained verdict: %+v", cap)
+	}
+	if cap.BooleanOutput == nil || !*cap.BooleanOutput || len(cap.Evidences) != 1 || cap.Evidences[0].PassageID != "d1p1s2" || !cap.Evidences[0].Anchored {
+		t.Errorf("the explained verdict lost its output or evidence: %+v", cap)
+	}
+	if res.Usage.LLMCalls != 2 {
+		t.Errorf("usage counts %d calls, want 2", res.Usage.LLMCalls)
 	}
 }
 
@@ -223,13 +273,13 @@ func TestMissingRationaleKeptWithItsNote(t *testing.T) {
 	silent := func(r map[string]any) map[string]any { r["rationale"] = " "; return r }
 	reply := answer(t, silent(boolRule("cap", true, cite("d1p1s2", ""))), boolRule("term", true, cite("d1p2s1", "")), numRule("score", 2, cite("d1p1s1", "")))
 	again := answer(t, silent(boolRule("cap", true, cite("d1p1s2", ""))))
-	llm := &scriptedLLM{replies: []scriptedReply{{content: reply}, {content: again}, {content: again}}}
+	llm := &scriptedLLM{replies: []scriptedReply{{content: reply}, {content: again}, {content: again}, {content: again}}}
 	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatalf("a missing rationale failed the request: %v", err)
 	}
 	cap := res.Rules[0]
-	if len(llm.calls) != 3 || cap.DataSufficiency || strings.Join(cap.Problems, "|") != "the model gave no rationale" || cap.Rationale != "" {
+	if len(llm.calls) != 1+rationaleRetries(2) || cap.DataSufficiency || strings.Join(cap.Problems, "|") != "the model gave no rationale" || cap.Rationale != "" {
 		t.Errorf("%d calls; kept verdict %+v", len(llm.calls), cap)
 	}
 	if ev := cap.Evidences[0]; ev.PassageID != "d1p1s2" || !ev.Anchored {

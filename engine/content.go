@@ -166,7 +166,6 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 		problems = append(problems, Problem{RuleID: rule.RuleID, Reason: reason, Note: note, Detail: fmt.Sprintf(format, args...)})
 	}
 	supported := false
-	cited := "" // the first passage the verdict cites, to point a re-asked rationale at
 	for i := range v.Evidences {
 		ev := &v.Evidences[i]
 		if ev.PassageID != "" {
@@ -175,9 +174,6 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 				add(ReasonUnknownPassage, "the model cited a passage that is not in the material ("+clip(ev.PassageID)+")",
 					"the evidence cites passage_id %s, which is not an id shown in the material; cite the id in square brackets before the passage, or give no evidence", clip(ev.PassageID))
 				continue
-			}
-			if cited == "" {
-				cited = "[" + ev.PassageID + "] " + clip(ev.Text)
 			}
 			if a.supports(*ev) {
 				supported = true
@@ -214,20 +210,11 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 		}
 	}
 	// The rationale is checked after the evidence so that a re-ask can show
-	// the model the passage it cited: a small model asked to explain "the
-	// material" writes a placeholder again, asked about one sentence it
-	// can say what the sentence shows.
-	explain := "explain the verdict in one to three sentences about the material"
-	if cited != "" {
-		explain = "you cited " + cited + "; say in one or two sentences what that passage shows and why it decides the rule"
-	}
+	// the model the passage it cited.
 	evidenceProblems := problems
 	problems = nil // the rationale's problem is named first, as the reader reads it
-	if v.Rationale == "" {
-		add(ReasonMissingRationale, "the model gave no rationale", "rationale is missing or empty; %s", explain)
-	} else if why := a.rationaleProblem(rule, v.Rationale); why != "" {
-		add(ReasonPlaceholderRationale, "the model gave no rationale that explains the verdict (it wrote "+clip(v.Rationale)+")",
-			"the rationale %s %s; %s", clip(v.Rationale), why, explain)
+	if p, ok := a.checkRationale(rule, v.Rationale, citedPassage(*v)); !ok {
+		problems = append(problems, p)
 	}
 	problems = append(problems, evidenceProblems...)
 	if a.hasDocuments() && !supported && claimsSupport(rule, *v) {
@@ -239,6 +226,56 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 			"%s but no evidence found in the material supports it — quote the passage it rests on, or reconsider the verdict", claim)
 	}
 	return problems, nil
+}
+
+// checkRationale says what is wrong with a verdict's rationale, as a problem,
+// or reports true when it may stand. cited is the passage the verdict cites
+// ("[id] text"), or "": a small model asked to explain "the material" writes
+// a placeholder again, asked about one sentence it can say what the sentence
+// shows.
+func (a *anchoring) checkRationale(rule Rule, rationale, cited string) (Problem, bool) {
+	explain := "explain the verdict in one to three sentences about the material"
+	if cited != "" {
+		explain = "you cited " + cited + "; say in one or two sentences what that passage shows and why it decides the rule"
+	}
+	if rationale == "" {
+		return Problem{RuleID: rule.RuleID, Reason: ReasonMissingRationale, Note: "the model gave no rationale",
+			Detail: "rationale is missing or empty; " + explain}, false
+	}
+	if why := a.rationaleProblem(rule, rationale); why != "" {
+		return Problem{RuleID: rule.RuleID, Reason: ReasonPlaceholderRationale,
+			Note:   "the model gave no rationale that explains the verdict (it wrote " + clip(rationale) + ")",
+			Detail: "the rationale " + clip(rationale) + " " + why + "; " + explain}, false
+	}
+	return Problem{}, true
+}
+
+// citedPassage is the first passage v's resolved evidence cites, as the
+// model is shown it ("[d1p2s3] \"text\"", or a quote with its page), or "".
+func citedPassage(v Verdict) string {
+	for _, ev := range v.Evidences {
+		switch {
+		case ev.Match == MatchNone || ev.Match == "":
+		case ev.PassageID != "":
+			return "[" + ev.PassageID + "] " + shown(ev.Text)
+		case ev.Match == MatchNotDocument:
+			return shown(ev.Text) + " (" + strconv.Quote(ev.SourceOrigin) + ")"
+		default:
+			return shown(ev.Text) + " (page " + strconv.Itoa(ev.SourcePageNumber) + " of " + strconv.Quote(ev.SourceOrigin) + ")"
+		}
+	}
+	return ""
+}
+
+// onlyRationale reports whether every problem is the rationale's: the
+// verdict and its evidence passed.
+func onlyRationale(problems []Problem) bool {
+	for _, p := range problems {
+		if p.Reason != ReasonMissingRationale && p.Reason != ReasonPlaceholderRationale {
+			return false
+		}
+	}
+	return len(problems) > 0
 }
 
 // claimsSupport reports whether v says the material satisfies the rule: a
@@ -287,6 +324,17 @@ func describeDifferences(ds []Difference) string {
 		return "the document's words differ"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// shown is a passage as the model reads it in the material, on one line
+// and in quotes, shortened like clip: not as a Go string with escapes.
+func shown(s string) string {
+	const maxRunes = 240
+	s = oneLine(s)
+	if r := []rune(s); len(r) > maxRunes {
+		s = string(r[:maxRunes]) + "…"
+	}
+	return "\"" + s + "\""
 }
 
 // clip quotes s for a message to the model, shortened to a readable length.

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,19 +34,19 @@ func TestContentChecksTriggerReask(t *testing.T) {
 			name:       "punctuation rationale",
 			first:      answer(t, withRationale(boolRule("cap", true, capQuote), "..."), boolRule("term", true, termQuote), numRule("score", 1)),
 			reason:     ReasonPlaceholderRationale,
-			correction: `rule "cap": the rationale "..." is a placeholder`,
+			correction: `the rationale "..." is a placeholder`,
 		},
 		{
 			name:       "none rationale",
 			first:      answer(t, boolRule("cap", true, capQuote), withRationale(boolRule("term", true, termQuote), "None"), numRule("score", 1)),
 			reason:     ReasonPlaceholderRationale,
-			correction: `rule "term": the rationale "None" is a placeholder`,
+			correction: `the rationale "None" is a placeholder`,
 		},
 		{
 			name:       "n/a rationale",
 			first:      answer(t, boolRule("cap", true, capQuote), boolRule("term", true, termQuote), withRationale(numRule("score", 1), "N/A")),
 			reason:     ReasonPlaceholderRationale,
-			correction: `rule "score": the rationale "N/A" is a placeholder`,
+			correction: `the rationale "N/A" is a placeholder`,
 		},
 		{
 			name:       "rule text as rationale",
@@ -67,7 +70,7 @@ func TestContentChecksTriggerReask(t *testing.T) {
 			name:       "rationale of numbers",
 			first:      answer(t, boolRule("cap", true, capQuote), boolRule("term", true, termQuote), withRationale(numRule("score", 1), "1, 2, 3 (0-5)")),
 			reason:     ReasonPlaceholderRationale,
-			correction: `rule "score": the rationale "1, 2, 3 (0-5)" has fewer than 3 distinct words`,
+			correction: `the rationale "1, 2, 3 (0-5)" has fewer than 3 distinct words`,
 		},
 		{
 			name:       "rationale of one word repeated",
@@ -145,8 +148,11 @@ func TestContentChecksTriggerReask(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			llm := &scriptedLLM{replies: []scriptedReply{{content: tt.first}, {content: good()}}}
 			var retries []string
-			res, err := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(r string) { retries = append(retries, r) }}}).
-				Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+			var log bytes.Buffer
+			res, err := newTestEngine(t, llm, Config{
+				Hooks:  Hooks{OutputRetry: func(r string) { retries = append(retries, r) }},
+				Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +160,16 @@ func TestContentChecksTriggerReask(t *testing.T) {
 				t.Fatalf("%d calls, want a re-ask", len(llm.calls))
 			}
 			correction := llm.calls[1].Messages[len(llm.calls[1].Messages)-1].Content
-			if !strings.Contains(correction, tt.correction) {
+			if rationaleOnly := tt.reason == ReasonPlaceholderRationale || tt.reason == ReasonMissingRationale; rationaleOnly {
+				// Asked for the rationale alone, the model is not shown the
+				// placeholder (it would copy it): the problem is logged.
+				if !strings.Contains(correction, "their verdicts stand") {
+					t.Errorf("not a rationale-only re-ask:\n%s", correction)
+				}
+				if q := strconv.Quote(tt.correction); !strings.Contains(log.String(), q[1:len(q)-1]) {
+					t.Errorf("the re-ask's log lacks %q:\n%s", tt.correction, log.String())
+				}
+			} else if !strings.Contains(correction, tt.correction) {
 				t.Errorf("correction lacks %q:\n%s", tt.correction, correction)
 			}
 			found := false

@@ -42,6 +42,9 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	pending := rules
 	accepted := make(map[string]Verdict, len(rules))
 	best := map[string]candidate{} // content-flawed answers, the fewest problems kept
+	// Verdicts whose only problem is their rationale wait for a
+	// rationale-only re-ask (explain) once the others are settled.
+	unexplained := map[string]candidate{}
 	var usage Usage
 	schemaPart, grammarPart := first.schema, first.grammar
 	for attempt := 0; ; attempt++ {
@@ -61,25 +64,11 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 		if err != nil {
 			return nil, usage, err
 		}
-		start := time.Now()
-		resp, err := e.llm.Chat(ctx, ChatRequest{
-			Model:         model,
-			Messages:      messages,
-			Format:        e.cfg.Format,
-			SchemaName:    "rule_verdicts",
-			Schema:        schema,
-			GrammarSchema: grammar,
-			Temperature:   e.cfg.Temperature,
-			MaxTokens:     e.cfg.MaxTokens,
-		})
-		if e.cfg.Hooks.LLMCall != nil {
-			e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
-		}
+		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending))
+		usage = usage.Add(resp.Usage)
 		if err != nil {
 			return nil, usage, err
 		}
-		usage = usage.Add(resp.Usage)
-		e.observeUsage(model, messages, len(pending), resp.Usage)
 
 		good, problems := checkAnswer(resp.Content, pending)
 		for _, r := range pending {
@@ -96,12 +85,17 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 				delete(best, r.RuleID)
 				continue
 			}
+			if onlyRationale(cps) {
+				unexplained[r.RuleID] = candidate{v, cps}
+				delete(best, r.RuleID)
+				continue
+			}
 			problems = append(problems, cps...)
 			if c, ok := best[r.RuleID]; !ok || len(cps) <= len(c.problems) {
 				best[r.RuleID] = candidate{v, cps}
 			}
 		}
-		pending = stillPending(pending, accepted)
+		pending = stillPending(pending, accepted, unexplained)
 		if len(pending) == 0 {
 			break
 		}
@@ -111,15 +105,18 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 			}
 			break
 		}
-		if e.cfg.Hooks.OutputRetry != nil {
-			for _, p := range problems {
-				e.cfg.Hooks.OutputRetry(p.Reason)
-			}
-		}
+		e.reasking(problems)
 		// A re-ask is a fresh call for the pending rules with the latest
 		// correction after them: it shares the instructions and material as
 		// a prefix, and re-asks don't grow without bound.
 		messages = buildPrompt(mode, first.system, materialText+RulesPrompt(pending)+correctiveNote(problems, pending))
+	}
+	if len(unexplained) > 0 {
+		u, err := e.explain(ctx, model, mode, first.system, materialText, rules, unexplained, an, accepted)
+		usage = usage.Add(u)
+		if err != nil {
+			return nil, usage, err
+		}
 	}
 	out := make([]Verdict, 0, len(rules))
 	for _, r := range rules {
@@ -178,12 +175,124 @@ func (e *Engine) compiledFor(rs *Ruleset, rules []Rule) (*compiled, error) {
 	return compile(&Ruleset{ID: rs.ID, Version: rs.Version, Rules: rules}, e.cfg.Evidence)
 }
 
-func stillPending(rules []Rule, accepted map[string]Verdict) []Rule {
+// stillPending is the rules neither accepted nor waiting for a rationale.
+func stillPending(rules []Rule, accepted map[string]Verdict, unexplained map[string]candidate) []Rule {
 	var out []Rule
 	for _, r := range rules {
-		if _, ok := accepted[r.RuleID]; !ok {
+		_, ok := accepted[r.RuleID]
+		_, waiting := unexplained[r.RuleID]
+		if !ok && !waiting {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// rationaleRetries is the budget of rationale-only re-asks: one more than
+// outputRetries, since each costs a sentence of output rather than a
+// verdict, and none when re-asking is off.
+func rationaleRetries(outputRetries int) int {
+	if outputRetries <= 0 {
+		return 0
+	}
+	return outputRetries + 1
+}
+
+// reasking reports the problems a re-ask is made for: counted by reason,
+// and each logged at debug level as the model is told it.
+func (e *Engine) reasking(problems []Problem) {
+	for _, p := range problems {
+		if e.cfg.Hooks.OutputRetry != nil {
+			e.cfg.Hooks.OutputRetry(p.Reason)
+		}
+		e.cfg.Logger.Debug("engine: re-asking", "rule_id", p.RuleID, "reason", p.Reason, "problem", p.Detail)
+	}
+}
+
+// ask makes one call of a conversation and reports it to the hooks and the
+// token estimator; pending is how many rules it asks about.
+func (e *Engine) ask(ctx context.Context, model string, messages []Message, schema, grammar []byte, pending int) (ChatResponse, error) {
+	start := time.Now()
+	resp, err := e.llm.Chat(ctx, ChatRequest{
+		Model:         model,
+		Messages:      messages,
+		Format:        e.cfg.Format,
+		SchemaName:    "rule_verdicts",
+		Schema:        schema,
+		GrammarSchema: grammar,
+		Temperature:   e.cfg.Temperature,
+		MaxTokens:     e.cfg.MaxTokens,
+	})
+	if e.cfg.Hooks.LLMCall != nil {
+		e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
+	}
+	if err != nil {
+		return resp, err
+	}
+	e.observeUsage(model, messages, pending, resp.Usage)
+	return resp, nil
+}
+
+// explain asks again, for verdicts whose only problem is their rationale,
+// for the rationale alone: each verdict and its evidence stand, and the
+// model is shown them, the cited passage in full, beside the rule. Asked to
+// judge again, a small model writes a placeholder again as often as not;
+// asked what one passage says, it writes a sentence about it, and a
+// rationale is a fraction of a verdict's output. It has its own budget of
+// re-asks (rationaleRetries); a verdict still without a rationale after it is kept with the
+// problem, as any content problem is.
+func (e *Engine) explain(ctx context.Context, model string, mode Instructions, system, materialText string, rules []Rule, unexplained map[string]candidate, an *anchoring, accepted map[string]Verdict) (Usage, error) {
+	var usage Usage
+	for attempt := 0; attempt < rationaleRetries(e.cfg.OutputRetries); attempt++ {
+		var pending []Rule
+		for _, r := range rules {
+			if c, ok := unexplained[r.RuleID]; ok {
+				pending = append(pending, r)
+				e.reasking(c.problems)
+			}
+		}
+		if len(pending) == 0 {
+			break
+		}
+		schema, err := rationaleSchema(pending, false)
+		if err != nil {
+			return usage, err
+		}
+		grammar, err := rationaleSchema(pending, true)
+		if err != nil {
+			return usage, err
+		}
+		messages := buildPrompt(mode, system, materialText+rationaleNote(pending, unexplained))
+		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending))
+		usage = usage.Add(resp.Usage)
+		if err != nil {
+			return usage, err
+		}
+		// A malformed answer leaves every verdict waiting for the next try.
+		rationales, _ := checkRationales(resp.Content, pending)
+		for _, r := range pending {
+			text, ok := rationales[r.RuleID]
+			if !ok {
+				continue
+			}
+			c := unexplained[r.RuleID]
+			v := c.verdict
+			v.Rationale = text
+			if p, ok := an.checkRationale(r, text, citedPassage(v)); !ok {
+				c.verdict, c.problems = v, []Problem{p}
+				unexplained[r.RuleID] = c
+				continue
+			}
+			accepted[r.RuleID] = v
+			delete(unexplained, r.RuleID)
+		}
+	}
+	var left []Rule
+	for _, r := range rules {
+		if _, ok := unexplained[r.RuleID]; ok {
+			left = append(left, r)
+		}
+	}
+	keepBest(left, unexplained, accepted)
+	return usage, nil
 }

@@ -22,7 +22,7 @@ import (
 const escrowClause = "The supplier shall deposit the quantum cryptography keys in escrow with a Zurich notary."
 
 var (
-	ruleIDLine = regexp.MustCompile(`(?m)^\d+\. rule_id: ("(?:[^"\\]|\\.)*")`)
+	ruleIDLine = regexp.MustCompile(`(?m)^(?:\d+\. rule_id: |Rule \d+, )("(?:[^"\\]|\\.)*")`)
 	pageMarker = regexp.MustCompile(`<------- Page (\d+) ------->`)
 )
 
@@ -44,6 +44,9 @@ type reader struct {
 	prompts  []string // system + user of every request
 	requests []llmfake.Request
 }
+
+// rationaleReask marks the user message of a rationale-only re-ask.
+const rationaleReask = "These rules are judged and their verdicts stand"
 
 func (m *reader) answer(req llmfake.Request) llmfake.Reply {
 	m.mu.Lock()
@@ -73,7 +76,7 @@ func (m *reader) answer(req llmfake.Request) llmfake.Reply {
 		rules = append(rules, verdict)
 	}
 	m.mu.Lock()
-	if m.flawFirst && !m.flawed[user] && !strings.Contains(user, "could not be accepted") && len(rules) > 0 {
+	if m.flawFirst && !m.flawed[user] && !strings.Contains(user, "could not be accepted") && !strings.Contains(user, rationaleReask) && len(rules) > 0 {
 		if m.flawed == nil {
 			m.flawed = map[string]bool{}
 		}
@@ -211,6 +214,9 @@ func TestLongDocumentIsPlanned(t *testing.T) {
 		}
 		if strings.Contains(req.Messages[0].Content, "Section ") {
 			t.Errorf("call %d: document text in the system message", i)
+		}
+		if strings.Contains(user, rationaleReask) {
+			continue // a rationale-only re-ask cites nothing
 		}
 		// A planned call may cite only the passages it shows.
 		shown := map[string]bool{}

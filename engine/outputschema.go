@@ -12,11 +12,14 @@ import (
 // looping inside a string, and keep answers short enough to be fast.
 const (
 	// A rationale starts with a letter, so a grammar-driven model cannot
-	// answer "", "..." or a number, and holds no "<", so it cannot copy a
-	// marker of the material; its length is bounded because every token
-	// a grammar server samples inside a string costs several times a
-	// token's decoding (it checks the whole vocabulary).
-	grammarRationalePattern = `^[A-Za-z][^"\\<]{9,119}$`
+	// answer "", "..." or a number; its first word ends within 25
+	// characters, so it cannot be one identifier ("non-compete"); it holds
+	// no "<", so it cannot copy a marker of the material, and no control
+	// character (a small model pads with line breaks). Its length is
+	// bounded because every token a grammar server samples inside a string
+	// costs several times a token's decoding (it checks the whole
+	// vocabulary).
+	grammarRationalePattern = `^[A-Za-z][^ "\\<\x00-\x1f]{0,24} [^"\\<\x00-\x1f]{8,72}$`
 	grammarMaxQuote         = 300
 	grammarMaxEvidences     = 3
 	// grammarMaxCitations bounds the passages one rule cites in cite mode:
@@ -94,6 +97,44 @@ func grammarBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 			{"minItems", len(rules)},
 			{"maxItems", len(rules)},
 		}}}},
+		{"required", []string{"rules"}},
+		{"additionalProperties", false},
+	})
+}
+
+// rationaleSchema is the answer to a rationale-only re-ask (rationaleNote):
+// for each rule, its id and a rationale. bounded is the grammar server's
+// form, in order, exactly one per rule, the rationale bounded as
+// GrammarSchema bounds it and no id for a rule asked alone.
+func rationaleSchema(rules []Rule, bounded bool) (json.RawMessage, error) {
+	entries := make([]any, 0, len(rules))
+	for _, r := range rules {
+		var props obj
+		var required []string
+		if !bounded || len(rules) > 1 {
+			props = append(props, kv{"rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}}})
+			required = append(required, "rule_id")
+		}
+		rationale := obj{{"type", "string"}}
+		if bounded {
+			rationale = append(rationale, kv{"pattern", grammarRationalePattern})
+		}
+		props = append(props, kv{"rationale", rationale})
+		required = append(required, "rationale")
+		entries = append(entries, obj{{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", false}})
+	}
+	array := obj{{"type", "array"}}
+	switch {
+	case bounded:
+		array = append(array, kv{"prefixItems", entries}, kv{"items", false}, kv{"minItems", len(rules)}, kv{"maxItems", len(rules)})
+	case len(entries) == 1:
+		array = append(array, kv{"items", entries[0]})
+	default:
+		array = append(array, kv{"items", obj{{"anyOf", entries}}})
+	}
+	return marshalSchema(obj{
+		{"type", "object"},
+		{"properties", obj{{"rules", array}}},
 		{"required", []string{"rules"}},
 		{"additionalProperties", false},
 	})
