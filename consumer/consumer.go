@@ -162,7 +162,8 @@ type run struct {
 	// slots bounds the messages in flight: one is taken before each fetch and given back when
 	// the message is let go.
 	slots chan struct{}
-	// bytes bounds the bytes of the messages in flight; each holds messageWeight of it.
+	// bytes bounds the bytes of the messages in flight; each holds messageWeight of it, and
+	// what its handler reserved (Reserve), up to the bound in all.
 	bytes          *semaphore.Weighted
 	handlerCtx     context.Context
 	cancelHandlers context.CancelFunc
@@ -273,7 +274,8 @@ func (r *run) workKey(k keyRef, m *Message) {
 // whether the handler succeeded.
 func (r *run) handle(m *Message) bool {
 	start := time.Now()
-	err := r.call(m)
+	res := newReservation(r.bytes, r.cfg.MaxBytesInFlight, r.messageWeight(m), r.gen.Done())
+	err := r.call(WithReserver(r.handlerCtx, res), m)
 	took := time.Since(start)
 
 	outcome := OutcomeOK
@@ -303,22 +305,25 @@ func (r *run) handle(m *Message) bool {
 		r.fail(fmt.Errorf("consumer: handling %s: %w", where(m), err))
 	}
 	r.cfg.Hooks.handled(outcome, took)
-	r.release(m)
+	r.cfg.Hooks.inFlight(-1)
+	res.letGoAll()
+	<-r.slots
 	return err == nil
 }
 
-// call runs the handler, turning a panic that no Recover middleware caught into an error.
-func (r *run) call(m *Message) (err error) {
+// call runs the handler with ctx, turning a panic that no Recover middleware caught into an
+// error.
+func (r *run) call(ctx context.Context, m *Message) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%w: %v", errHandlerPanicked, v)
 		}
 	}()
-	return r.handler(r.handlerCtx, m)
+	return r.handler(ctx, m)
 }
 
-// release gives a message's slot back. The hook goes first, so that the next message's +1
-// cannot be observed before this -1.
+// release gives the slot and weight of a message let go unhandled back. The hook goes first,
+// so that the next message's +1 cannot be observed before this -1.
 func (r *run) release(m *Message) {
 	r.cfg.Hooks.inFlight(-1)
 	r.bytes.Release(r.messageWeight(m))

@@ -18,6 +18,7 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/objstore"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
@@ -35,16 +36,20 @@ type Publisher interface {
 	Write(ctx context.Context, msgs []stream.Record) error
 }
 
-// ObjectReader reads claim-checked documents (an *objstore.Store).
+// ObjectReader reads claim-checked documents (an *objstore.Store). StatURI
+// gives an object's size before it is read, so that room is made for it.
 type ObjectReader interface {
+	StatURI(ctx context.Context, uri string) (objstore.ObjectInfo, error)
 	GetURI(ctx context.Context, uri string) ([]byte, error)
 }
 
 // DocumentReader reads a document's file (inline or claim-checked) into
 // pages (a *docread.Reader). What it cannot read is a *docread.Error, the
-// message's fault (unreadable_document).
+// message's fault (unreadable_document); CheckSize gives the one for a file
+// too large, before it is fetched.
 type DocumentReader interface {
 	Read(ctx context.Context, src docread.Source) (*docread.Document, error)
+	CheckSize(name string, size int64) error
 }
 
 // ReportWriter renders and stores the report of a judged request. It retries
@@ -276,7 +281,11 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		return "cached", nil
 	}
 
-	out, judgeErr := p.Judge(ctx, req, start)
+	// What is reserved for the documents is held until the request is let go
+	// of: its pages are in req until then.
+	var held holds
+	defer held.release()
+	out, judgeErr := p.judgeHolding(ctx, req, start, &held)
 	if judgeErr != nil {
 		if _, permanent := consumer.PermanentReason(judgeErr); !permanent {
 			if !errors.Is(judgeErr, errRequestTimeout) || !p.timedOutForGood(m) {
@@ -372,10 +381,20 @@ type Outcome struct {
 // storage misconfigured or unavailable, or the request timeout, wrapping
 // errRequestTimeout) returns no outcome; a message fault returns the failed
 // summary with a consumer.Permanent error carrying its reason.
+//
+// Under a consumer, claim-checked documents are counted in the bytes in
+// flight (consumer.Reserve) while Judge runs.
 func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.Time) (Outcome, error) {
+	var held holds
+	defer held.release()
+	return p.judgeHolding(ctx, req, start, &held)
+}
+
+// judgeHolding is Judge, the bytes reserved for documents added to held.
+func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start time.Time, held *holds) (Outcome, error) {
 	jctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	res, rs, report, err := p.judge(jctx, req)
+	res, rs, report, err := p.judge(jctx, req, held)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(jctx.Err(), context.DeadlineExceeded) {
 			return Outcome{}, fmt.Errorf("%w %s: %w", errRequestTimeout, p.cfg.RequestTimeout, err)
@@ -403,12 +422,15 @@ func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.T
 
 // judge resolves the ruleset and documents, asks the engine and writes the
 // report. Its errors are classified by the caller, through the failure table.
-func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Result, *engine.Ruleset, *schemas.ReportDescriptor, error) {
+func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds) (*engine.Result, *engine.Ruleset, *schemas.ReportDescriptor, error) {
 	rs, err := p.ruleset(ctx, req)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := req.ResolveDocuments(ctx, p.readDocument); err != nil {
+	read := func(ctx context.Context, doc schemas.Document) ([]string, error) {
+		return p.readDocument(ctx, doc, held)
+	}
+	if err := req.ResolveDocuments(ctx, read); err != nil {
 		return nil, rs, nil, err
 	}
 	in, err := EngineInputs(req)
@@ -469,15 +491,34 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 // uri into its pages: a PDF's pages, a DOCX's pages between page breaks, or
 // UTF-8 text whose pages are separated by form feeds (what pdftotext writes);
 // the media type is content_type, else sniffed.
-func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document) ([]string, error) {
+//
+// An inline file is in the record, already counted in the bytes in flight;
+// a claim-checked one is stat'ed first, refused there when it is too large,
+// and its documentCost reserved in held before it is downloaded.
+func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds) ([]string, error) {
 	data := doc.Data
 	if data == nil {
 		if p.cfg.Objects == nil {
 			return nil, fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
 		}
-		var err error
+		info, err := p.cfg.Objects.StatURI(ctx, *doc.URI)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.cfg.Documents.CheckSize(doc.Name, info.Size); err != nil {
+			return nil, err
+		}
+		if err := held.reserve(ctx, documentCost(info.Size)); err != nil {
+			return nil, err
+		}
 		if data, err = p.cfg.Objects.GetURI(ctx, *doc.URI); err != nil {
 			return nil, err
+		}
+		// Replaced since the stat by a larger object: count what was read.
+		if n := int64(len(data)); n > info.Size {
+			if err := held.reserve(ctx, documentCost(n-info.Size)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	read, err := p.cfg.Documents.Read(ctx, docread.Source{Name: doc.Name, Data: data, MediaType: deref(doc.ContentType)})
@@ -531,7 +572,7 @@ func (p *Pipeline) forgetTimeouts(m *consumer.Message) {
 // the table puts on the environment holds it (readiness fails, the metric and the log name the
 // cause) until the message's handling ends; any other end of an attempt releases the message.
 func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, err error) {
-	if err != nil && ctx.Err() == nil && !errors.Is(err, errRequestTimeout) {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errRequestTimeout) && !errors.Is(err, consumer.ErrDraining) {
 		if f := Classify(err); !f.Message {
 			if p.env.hold(position(m), f.Cause, err) {
 				p.cfg.Logger.Error("environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
@@ -540,8 +581,9 @@ func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, 
 			return
 		}
 	}
-	// A timeout is counted per message (TimeoutAttempts), and a cancelled attempt is the
-	// shutdown's: neither is the environment's fault.
+	// A timeout is counted per message (TimeoutAttempts), and a cancelled attempt, or one
+	// that gave up waiting for memory at a drain, is the shutdown's or the rebalance's:
+	// none is the environment's fault.
 	p.releaseHold(m)
 }
 
