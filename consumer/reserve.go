@@ -42,58 +42,98 @@ func Reserve(ctx context.Context, n int64) (release func(), err error) {
 // left behind).
 var errLetGo = errors.New("consumer: the message was let go; nothing can be reserved for it")
 
-// reservation is what one message holds of the bytes in flight: its weight, taken before it
-// was fetched, and what its handler reserved since. The total is capped at the bound, as the
-// weight is, so that a message wanting more than the bound still runs, alone.
+// reservation is what one worker holds of the bytes in flight: the weight of the message it
+// handles, taken before the message was fetched, what the handler reserved since, and the
+// weights of the messages queued behind it with the same key. Those cannot finish before it,
+// so they are its to give back while it waits: otherwise it could wait for them forever. The
+// total is capped at the bound, as a weight is, so that a message wanting more than the bound
+// still runs, once it is alone.
 type reservation struct {
 	sem   *semaphore.Weighted
 	limit int64
 	// ended is closed when the generation ends: a wait then gives up (ErrDraining).
 	ended <-chan struct{}
 
-	// mu is held across a wait, so that one message's reservations are taken in turn.
-	mu sync.Mutex
-	// want is what the message asked for in all, its weight included; held is what it holds
-	// of sem, min(want, limit), or less after a wait that gave up.
+	// growing makes one grow wait at a time; mu is never held across a wait.
+	growing sync.Mutex
+	mu      sync.Mutex
+	// want is what was asked for in all; held is what is held of sem: min(want, limit)
+	// except during a wait (then nothing), or less after a wait that gave up.
 	want, held int64
-	letGo      bool
+	waiting    bool
 }
 
 func newReservation(sem *semaphore.Weighted, limit, weight int64, ended <-chan struct{}) *reservation {
 	return &reservation{sem: sem, limit: limit, ended: ended, want: weight, held: weight}
 }
 
-// Reserve implements Reserver. When the bytes are not free at once it gives back all the
-// message holds and waits for the whole new total: a waiting message then holds nothing, so
-// two messages that both grow cannot each hold what the other waits for. The semaphore is
-// FIFO, so the wait ends once the messages that are not waiting give back enough.
-func (s *reservation) Reserve(ctx context.Context, n int64) (func(), error) {
-	if n <= 0 {
-		return func() {}, nil
-	}
+// adopt adds the weight of a message queued behind the worker, already taken from sem.
+func (s *reservation) adopt(weight int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.letGo {
-		return nil, errLetGo
+	s.want += weight
+	if s.waiting {
+		s.sem.Release(weight) // a waiting worker holds nothing; the wait's end takes it again
+		return
 	}
-	target := min(s.want+n, s.limit)
-	if delta := target - s.held; delta <= 0 || s.sem.TryAcquire(delta) {
-		s.want, s.held = s.want+n, max(target, s.held)
-		return s.releaser(n), nil
+	s.held += weight
+}
+
+// shrink gives n of what was asked for back.
+func (s *reservation) shrink(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.want -= n
+	s.trim()
+}
+
+// trim gives back what is held beyond what is wanted. s.mu is held.
+func (s *reservation) trim() {
+	if target := min(s.want, s.limit); !s.waiting && target < s.held {
+		s.sem.Release(s.held - target)
+		s.held = target
 	}
-	s.sem.Release(s.held)
-	before := s.held
-	s.held = 0
-	if err := s.acquire(ctx, target); err != nil {
-		// Take the old share back if it is free; if not, the message goes on holding nothing
-		// until its handler, told to stop, returns.
-		if s.sem.TryAcquire(before) {
-			s.held = before
+}
+
+// grow takes n more. When that is not free at once it gives back all it holds and waits for
+// the whole new total: a waiting worker then holds nothing, so two that both grow cannot each
+// hold what the other waits for. The semaphore is FIFO, so the wait ends once the workers
+// that are not waiting give back enough.
+func (s *reservation) grow(ctx context.Context, n int64) error {
+	s.growing.Lock()
+	defer s.growing.Unlock()
+	s.mu.Lock()
+	s.want += n
+	defer s.mu.Unlock()
+	for {
+		target := min(s.want, s.limit)
+		if target <= s.held {
+			s.trim()
+			return nil
 		}
-		return nil, fmt.Errorf("reserving %d bytes in flight: %w", n, err)
+		if s.sem.TryAcquire(target - s.held) {
+			s.held = target
+			return nil
+		}
+		before := s.held
+		s.sem.Release(before)
+		s.held, s.waiting = 0, true
+		s.mu.Unlock()
+		err := s.acquire(ctx, target)
+		s.mu.Lock()
+		s.waiting = false
+		if err != nil {
+			s.want -= n
+			// Take the old share back if it is free; if not, the worker goes on holding less
+			// until its handler, told to stop, returns.
+			if back := min(before, s.want, s.limit); back > 0 && s.sem.TryAcquire(back) {
+				s.held = back
+			}
+			return err
+		}
+		s.held = target
+		s.trim() // given back during the wait; what was queued meanwhile is taken next round
 	}
-	s.want, s.held = s.want+n, target
-	return s.releaser(n), nil
 }
 
 // acquire waits for n bytes until ctx or the generation ends.
@@ -113,35 +153,66 @@ func (s *reservation) acquire(ctx context.Context, n int64) error {
 	return nil
 }
 
-// releaser gives n of what the message asked for back, once.
-func (s *reservation) releaser(n int64) func() {
+// messageReservation is one message's share of its worker's reservation: its weight and what
+// its handler reserved and did not give back, all given back when it is let go.
+type messageReservation struct {
+	res    *reservation
+	weight int64
+
+	mu          sync.Mutex
+	outstanding int64
+	letGo       bool
+}
+
+// Reserve implements Reserver.
+func (v *messageReservation) Reserve(ctx context.Context, n int64) (func(), error) {
+	if n <= 0 {
+		return func() {}, nil
+	}
+	if v.isLetGo() {
+		return nil, errLetGo
+	}
+	if err := v.res.grow(ctx, n); err != nil {
+		return nil, fmt.Errorf("reserving %d bytes in flight: %w", n, err)
+	}
+	v.mu.Lock()
+	if v.letGo {
+		v.mu.Unlock()
+		v.res.shrink(n)
+		return nil, errLetGo
+	}
+	v.outstanding += n
+	v.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.letGo {
+			v.mu.Lock()
+			if v.letGo {
+				v.mu.Unlock()
 				return
 			}
-			s.want -= n
-			if target := min(s.want, s.limit); target < s.held {
-				s.sem.Release(s.held - target)
-				s.held = target
-			}
+			v.outstanding -= n
+			v.mu.Unlock()
+			v.res.shrink(n)
 		})
-	}
+	}, nil
 }
 
-// letGoAll gives back all the message holds, when it is let go.
-func (s *reservation) letGoAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.letGo {
+func (v *messageReservation) isLetGo() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.letGo
+}
+
+// end gives back the message's weight and all its handler still holds.
+func (v *messageReservation) end() {
+	v.mu.Lock()
+	if v.letGo {
+		v.mu.Unlock()
 		return
 	}
-	s.letGo = true
-	if s.held > 0 {
-		s.sem.Release(s.held)
-	}
-	s.held = 0
+	v.letGo = true
+	n := v.weight + v.outstanding
+	v.mu.Unlock()
+	v.res.shrink(n)
 }

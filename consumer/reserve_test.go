@@ -22,8 +22,13 @@ func free(sem *semaphore.Weighted, limit int64) int64 {
 	return 0
 }
 
+// newMessage is a message that holds weight of sem, handled alone by its worker.
+func newMessage(sem *semaphore.Weighted, limit, weight int64, ended <-chan struct{}) *messageReservation {
+	return &messageReservation{res: newReservation(sem, limit, weight, ended), weight: weight}
+}
+
 // reserved runs Reserve in the background; the channel yields its result.
-func reserved(ctx context.Context, r *reservation, n int64) <-chan error {
+func reserved(ctx context.Context, r *messageReservation, n int64) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Reserve(ctx, n)
@@ -56,7 +61,7 @@ func TestReserveGrowsTheWeightAndReleaseGivesItBack(t *testing.T) {
 	const limit = 100
 	sem := semaphore.NewWeighted(limit)
 	sem.Acquire(context.Background(), 10)
-	r := newReservation(sem, limit, 10, nil)
+	r := newMessage(sem, limit, 10, nil)
 
 	release, err := r.Reserve(context.Background(), 30)
 	if err != nil {
@@ -70,7 +75,7 @@ func TestReserveGrowsTheWeightAndReleaseGivesItBack(t *testing.T) {
 	if got := free(sem, limit); got != 90 {
 		t.Errorf("after its release, %d bytes free, want 90 (the weight still held)", got)
 	}
-	r.letGoAll()
+	r.end()
 	if got := free(sem, limit); got != limit {
 		t.Errorf("after the message is let go, %d bytes free, want %d", got, limit)
 	}
@@ -83,8 +88,8 @@ func TestReserveBlocksAnotherMessageUntilRelease(t *testing.T) {
 	const limit = 100
 	sem := semaphore.NewWeighted(limit)
 	sem.Acquire(context.Background(), 20)
-	a := newReservation(sem, limit, 10, nil)
-	b := newReservation(sem, limit, 10, nil)
+	a := newMessage(sem, limit, 10, nil)
+	b := newMessage(sem, limit, 10, nil)
 
 	releaseA, err := a.Reserve(context.Background(), 70)
 	if err != nil {
@@ -106,12 +111,12 @@ func TestReserveIsCappedAtTheBound(t *testing.T) {
 	const limit = 100
 	sem := semaphore.NewWeighted(limit)
 	sem.Acquire(context.Background(), 20)
-	big := newReservation(sem, limit, 10, nil)
-	other := newReservation(sem, limit, 10, nil)
+	big := newMessage(sem, limit, 10, nil)
+	other := newMessage(sem, limit, 10, nil)
 
 	done := reserved(context.Background(), big, 10*limit)
 	stillWaiting(t, "Reserve of ten times the bound beside another message", done)
-	other.letGoAll()
+	other.end()
 	if err := waitErr(t, "Reserve of ten times the bound, alone", done); err != nil {
 		t.Fatalf("Reserve(%d) = %v", 10*limit, err)
 	}
@@ -121,7 +126,7 @@ func TestReserveIsCappedAtTheBound(t *testing.T) {
 	if _, err := big.Reserve(context.Background(), 5); err != nil {
 		t.Errorf("a further Reserve at the cap = %v, want nil at once", err)
 	}
-	big.letGoAll()
+	big.end()
 	if got := free(sem, limit); got != limit {
 		t.Errorf("after the message is let go, %d bytes free, want %d", got, limit)
 	}
@@ -142,8 +147,8 @@ func TestReserveGivesUp(t *testing.T) {
 			sem := semaphore.NewWeighted(limit)
 			sem.Acquire(context.Background(), 90)
 			ended := make(chan struct{})
-			waiting := newReservation(sem, limit, 10, ended)
-			holder := newReservation(sem, limit, 80, ended)
+			waiting := newMessage(sem, limit, 10, ended)
+			holder := newMessage(sem, limit, 80, ended)
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -154,8 +159,8 @@ func TestReserveGivesUp(t *testing.T) {
 				t.Fatalf("Reserve = %v, want an error wrapping %v", err, tc.want)
 			}
 			// Whatever the waiting message still holds goes back when it is let go.
-			waiting.letGoAll()
-			holder.letGoAll()
+			waiting.end()
+			holder.end()
 			if got := free(sem, limit); got != limit {
 				t.Errorf("after both messages are let go, %d bytes free, want %d", got, limit)
 			}
@@ -170,17 +175,17 @@ func TestReserveDoesNotDeadlock(t *testing.T) {
 	for _, n := range []int{2, 8} {
 		t.Run(fmt.Sprint(n, " messages"), func(t *testing.T) {
 			sem := semaphore.NewWeighted(limit)
-			rs := make([]*reservation, n)
+			rs := make([]*messageReservation, n)
 			for i := range rs {
 				weight := int64(limit / n)
 				sem.Acquire(context.Background(), weight)
-				rs[i] = newReservation(sem, limit, weight, nil)
+				rs[i] = newMessage(sem, limit, weight, nil)
 			}
 			var wg sync.WaitGroup
 			errs := make(chan error, n)
 			for i, r := range rs {
 				wg.Go(func() {
-					defer r.letGoAll()
+					defer r.end()
 					for round := range 20 {
 						release, err := r.Reserve(context.Background(), int64(40+i+round))
 						if err != nil {
@@ -221,11 +226,49 @@ func TestReserveWithoutAConsumerReservesNothing(t *testing.T) {
 	release()
 
 	sem := semaphore.NewWeighted(100)
-	r := newReservation(sem, 100, 0, nil)
+	r := newMessage(sem, 100, 0, nil)
 	if _, err := Reserve(WithReserver(context.Background(), r), 40); err != nil {
 		t.Fatalf("Reserve through WithReserver = %v", err)
 	}
 	if got := free(sem, 100); got != 60 {
 		t.Errorf("%d bytes free, want 60", got)
+	}
+}
+
+// A worker's messages queued behind the one it handles (same key) cannot finish first, so their
+// weights are its own to give back while it waits: a message wanting the whole bound runs
+// once the other workers are done, even with messages queued behind it, and one queued during
+// its wait.
+func TestReserveCountsTheKeyQueue(t *testing.T) {
+	const limit = 100
+	sem := semaphore.NewWeighted(limit)
+	// The weights of a, b queued behind it, another worker's message, and c, fetched before a
+	// waits and queued during its wait.
+	sem.Acquire(context.Background(), 35)
+	res := newReservation(sem, limit, 10, nil)
+	a := &messageReservation{res: res, weight: 10}
+	res.adopt(10) // b, queued behind a
+	other := newMessage(sem, limit, 10, nil)
+
+	done := reserved(context.Background(), a, 10*limit)
+	stillWaiting(t, "Reserve of ten times the bound beside another worker", done)
+	// c is fetched and queued behind a while a waits (its weight was taken before a waited).
+	res.adopt(5)
+	other.end()
+	if err := waitErr(t, "Reserve of ten times the bound, alone", done); err != nil {
+		t.Fatalf("Reserve(%d) = %v", 10*limit, err)
+	}
+	if got := free(sem, limit); got != 0 {
+		t.Errorf("%d bytes free, want 0: the worker holds the whole bound", got)
+	}
+	a.end()
+	if got := free(sem, limit); got != limit-15 {
+		t.Errorf("after a is let go, %d bytes free, want %d (b's and c's weights still held)", got, limit-15)
+	}
+	b := &messageReservation{res: res, weight: 10}
+	b.end()
+	res.shrink(5) // c dropped unhandled
+	if got := free(sem, limit); got != limit {
+		t.Errorf("after every message is let go, %d bytes free, want %d", got, limit)
 	}
 }
