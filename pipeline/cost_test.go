@@ -86,8 +86,9 @@ func (r *recordingReserver) Reserve(_ context.Context, n int64) (func(), error) 
 }
 
 // TestClaimCheckedDocumentIsReserved: a claim-checked document's size is learned from a stat
-// and its cost reserved in the bytes in flight before it is downloaded, and given back when
-// judging ends; one too large is refused from the stat, and storage down still holds.
+// and its cost reserved in the bytes in flight before it is downloaded (a request's documents
+// all at once), and given back when judging ends; one too large is refused from the stat, and
+// storage down still holds.
 func TestClaimCheckedDocumentIsReserved(t *testing.T) {
 	static, err := registry.NewStatic(&engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}})
 	if err != nil {
@@ -100,12 +101,15 @@ func TestClaimCheckedDocumentIsReserved(t *testing.T) {
 		name       string
 		objects    fakeObjects
 		inline     bool
+		two        bool // a second claim-checked document, of the same size
 		reserveErr error
 		wantReason string // "" = judged; "transient" = not permanent
 		want       []string
 	}{
 		{name: "claim-checked", objects: fakeObjects{data: text},
 			want: []string{"stat", fmt.Sprintf("reserve %d", 3*n), "get", fmt.Sprintf("release %d", 3*n)}},
+		{name: "two documents, reserved for in one wait", objects: fakeObjects{data: text}, two: true,
+			want: []string{"stat", "stat", fmt.Sprintf("reserve %d", 6*n), "get", "get", fmt.Sprintf("release %d", 6*n)}},
 		{name: "replaced after the stat by a larger object", objects: fakeObjects{data: text, stat: n - 4},
 			want: []string{"stat", fmt.Sprintf("reserve %d", 3*(n-4)), "get", "reserve 12",
 				fmt.Sprintf("release %d", 3*(n-4)), "release 12"}},
@@ -135,6 +139,9 @@ func TestClaimCheckedDocumentIsReserved(t *testing.T) {
 			}
 			req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"},
 				PrimaryDocs: []schemas.Document{doc}, SubmittedAt: time.Now()}
+			if tc.two {
+				req.AuxiliaryDocs = []schemas.Document{{Name: "b.txt", URI: ptr("s3://docs/b.txt"), ContentType: ptr("text/plain")}}
+			}
 			reserver := &recordingReserver{j: j, err: tc.reserveErr}
 
 			_, err = p.Judge(consumer.WithReserver(context.Background(), reserver), req, time.Now())

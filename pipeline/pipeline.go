@@ -427,8 +427,12 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	stats, err := p.statClaimChecks(ctx, req, held)
+	if err != nil {
+		return nil, rs, nil, err
+	}
 	read := func(ctx context.Context, doc schemas.Document) ([]string, error) {
-		return p.readDocument(ctx, doc, held)
+		return p.readDocument(ctx, doc, held, stats)
 	}
 	if err := req.ResolveDocuments(ctx, read); err != nil {
 		return nil, rs, nil, err
@@ -493,30 +497,32 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 // the media type is content_type, else sniffed.
 //
 // An inline file is in the record, already counted in the bytes in flight;
-// a claim-checked one is stat'ed first, refused there when it is too large,
-// and its documentCost reserved in held before it is downloaded.
-func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds) ([]string, error) {
+// a claim-checked one was stat'ed and reserved for by statClaimChecks.
+func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat) ([]string, error) {
 	data := doc.Data
 	if data == nil {
 		if p.cfg.Objects == nil {
 			return nil, fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
 		}
-		info, err := p.cfg.Objects.StatURI(ctx, *doc.URI)
-		if err != nil {
-			return nil, err
+		st, ok := stats[claimKey{*doc.URI, doc.Name}]
+		if !ok { // cannot happen: statClaimChecks saw every document resolved by uri
+			st = p.statClaimCheck(ctx, doc)
+			if st.err == nil {
+				if err := held.reserve(ctx, documentCost(st.size)); err != nil {
+					return nil, err
+				}
+			}
 		}
-		if err := p.cfg.Documents.CheckSize(doc.Name, info.Size); err != nil {
-			return nil, err
+		if st.err != nil {
+			return nil, st.err
 		}
-		if err := held.reserve(ctx, documentCost(info.Size)); err != nil {
-			return nil, err
-		}
+		var err error
 		if data, err = p.cfg.Objects.GetURI(ctx, *doc.URI); err != nil {
 			return nil, err
 		}
 		// Replaced since the stat by a larger object: count what was read.
-		if n := int64(len(data)); n > info.Size {
-			if err := held.reserve(ctx, documentCost(n-info.Size)); err != nil {
+		if n := int64(len(data)); n > st.size {
+			if err := held.reserve(ctx, documentCost(n-st.size)); err != nil {
 				return nil, err
 			}
 		}
@@ -530,6 +536,69 @@ func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held 
 			"document", doc.Name, "media_type", read.MediaType, "pages", read.ImageOnly)
 	}
 	return read.Pages, nil
+}
+
+// claimKey names a claim-checked document: its object, and its name in the
+// request (which its refusal quotes).
+type claimKey struct{ uri, name string }
+
+// claimStat is what the stat of a claim-checked document found: its size, or
+// why it is not read (storage failing, missing, too large).
+type claimStat struct {
+	size int64
+	err  error
+}
+
+// statClaimChecks stats every claim-checked document of req before any is
+// downloaded and reserves their documentCost in held in one wait, so that a
+// request never waits for room while it holds documents already read. It
+// stops at the first document that cannot be read, whose error readDocument
+// returns when ResolveDocuments comes to it, naming it; those after it are
+// never read.
+func (p *Pipeline) statClaimChecks(ctx context.Context, req *schemas.Request, held *holds) (map[claimKey]claimStat, error) {
+	stats := map[claimKey]claimStat{}
+	if p.cfg.Objects == nil {
+		return stats, nil
+	}
+	var total int64
+stat:
+	for _, docs := range [][]schemas.Document{req.PrimaryDocs, req.AuxiliaryDocs} {
+		for _, d := range docs {
+			// What ResolveDocuments reads by uri.
+			if d.URI == nil || d.Data != nil || d.Content != nil || d.Pages != nil {
+				continue
+			}
+			k := claimKey{*d.URI, d.Name}
+			st, seen := stats[k]
+			if !seen {
+				st = p.statClaimCheck(ctx, d)
+				stats[k] = st
+			}
+			if st.err != nil {
+				break stat
+			}
+			total += documentCost(st.size) // each time it is read
+		}
+	}
+	if total > 0 {
+		if err := held.reserve(ctx, total); err != nil {
+			return nil, fmt.Errorf("making room for the request's claim-checked documents: %w", err)
+		}
+	}
+	return stats, nil
+}
+
+// statClaimCheck stats one claim-checked document, refusing it from its size
+// when it is over the reader's limit.
+func (p *Pipeline) statClaimCheck(ctx context.Context, doc schemas.Document) claimStat {
+	info, err := p.cfg.Objects.StatURI(ctx, *doc.URI)
+	if err != nil {
+		return claimStat{err: err}
+	}
+	if err := p.cfg.Documents.CheckSize(doc.Name, info.Size); err != nil {
+		return claimStat{err: err}
+	}
+	return claimStat{size: info.Size}
 }
 
 // mark applies the failure table: a message fault becomes consumer.Permanent
