@@ -31,13 +31,15 @@ type Config struct {
 	// Concurrency is the most messages in flight at once across all partitions, counting those
 	// waiting behind an earlier message with the same key (default 8).
 	Concurrency int
-	// MaxBytesInFlight bounds the bytes of the messages in flight, as Cost weighs them,
-	// besides their count (default 64 MiB), so that large documents cannot exhaust memory at a
-	// high Concurrency. A message costing more than the bound is taken on alone.
+	// MaxBytesInFlight bounds the bytes of the messages in flight, as Cost weighs them and as
+	// their handlers Reserve more, besides their count (default 64 MiB), so that large
+	// documents cannot exhaust memory at a high Concurrency. A message costing more than the
+	// bound, or reserving more, holds the bound and so runs alone.
 	MaxBytesInFlight int64
 	// Cost is what handling m takes of MaxBytesInFlight: the memory the handler holds for it
 	// (default Size(m), the message alone). Handlers that copy or render a message should say
-	// so here.
+	// so here; memory they learn of only while handling (a document they download) they
+	// Reserve.
 	Cost func(m *Message) int64
 	// CommitInterval is how often completed offsets are committed (default 100ms). Each commit
 	// is a synchronous call that returns once the group coordinator has stored the offsets.

@@ -94,7 +94,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			stop:    stop,
 			offsets: newOffsetTracker(),
 			// Handlers outlive the generation by up to DrainTimeout, keeping ctx's values.
-			keyQueues: make(map[keyRef][]*Message),
+			keyQueues: make(map[keyRef]*keyQueue),
 		}
 		r.draining = make(chan struct{})
 		hctx := context.WithValue(context.WithoutCancel(ctx), drainingKey{}, (<-chan struct{})(r.draining))
@@ -152,6 +152,13 @@ type keyRef struct {
 	key       string
 }
 
+// keyQueue is what one key's worker has to handle after the message it is handling, and the
+// reservation that holds all their weights (see reservation).
+type keyQueue struct {
+	queue []*Message
+	res   *reservation
+}
+
 // run is the state of one generation.
 type run struct {
 	cfg     Config
@@ -162,7 +169,8 @@ type run struct {
 	// slots bounds the messages in flight: one is taken before each fetch and given back when
 	// the message is let go.
 	slots chan struct{}
-	// bytes bounds the bytes of the messages in flight; each holds messageWeight of it.
+	// bytes bounds the bytes of the messages in flight; each holds messageWeight of it, and
+	// what its handler reserved (Reserve), up to the bound in all.
 	bytes          *semaphore.Weighted
 	handlerCtx     context.Context
 	cancelHandlers context.CancelFunc
@@ -177,7 +185,7 @@ type run struct {
 	offsets *offsetTracker
 	// keyQueues holds, for each key with a message being handled, the later messages with that
 	// key, in offset order. A present entry, even empty, means a worker owns the key.
-	keyQueues map[keyRef][]*Message
+	keyQueues map[keyRef]*keyQueue
 	failure   error
 	// closed is set once the generation's partitions were given up; a handler abandoned at
 	// the drain that returns afterwards is not recorded.
@@ -227,53 +235,63 @@ func (r *run) dispatch(m *Message) {
 		r.workers.Add(1)
 		go func() {
 			defer r.workers.Done()
-			r.handle(m)
+			r.handle(m, r.newReservation(m))
 		}()
 		return
 	}
 	k := keyRef{partition: m.Partition, key: string(m.Key)}
-	if queue, busy := r.keyQueues[k]; busy {
-		r.keyQueues[k] = append(queue, m)
+	if kq, busy := r.keyQueues[k]; busy {
+		kq.queue = append(kq.queue, m)
+		kq.res.adopt(r.messageWeight(m))
 		r.mu.Unlock()
 		return
 	}
-	r.keyQueues[k] = nil
+	res := r.newReservation(m)
+	r.keyQueues[k] = &keyQueue{res: res}
 	r.mu.Unlock()
 	r.workers.Add(1)
 	go func() {
 		defer r.workers.Done()
-		r.workKey(k, m)
+		r.workKey(k, m, res)
 	}()
+}
+
+// newReservation is the reservation of a worker starting with m, holding m's weight.
+func (r *run) newReservation(m *Message) *reservation {
+	return newReservation(r.bytes, r.cfg.MaxBytesInFlight, r.messageWeight(m), r.gen.Done())
 }
 
 // workKey handles m and then the messages queued behind it with the same key, one at a time.
 // When one does not succeed the rest are let go unhandled: they must not overtake it, and
 // they will be redelivered.
-func (r *run) workKey(k keyRef, m *Message) {
+func (r *run) workKey(k keyRef, m *Message, res *reservation) {
 	for {
-		ok := r.handle(m)
+		ok := r.handle(m, res)
 		r.mu.Lock()
-		queue := r.keyQueues[k]
-		if len(queue) == 0 || !ok || r.handlerCtx.Err() != nil {
+		kq := r.keyQueues[k]
+		if len(kq.queue) == 0 || !ok || r.handlerCtx.Err() != nil {
 			delete(r.keyQueues, k)
 			r.mu.Unlock()
-			for _, dropped := range queue {
+			for _, dropped := range kq.queue {
 				r.log.Info("not handled: an earlier message with the same key did not finish; it will be redelivered",
 					logAttrs(dropped)...)
-				r.release(dropped)
+				r.cfg.Hooks.inFlight(-1)
+				res.shrink(r.messageWeight(dropped))
+				<-r.slots
 			}
 			return
 		}
-		m, r.keyQueues[k] = queue[0], queue[1:]
+		m, kq.queue = kq.queue[0], kq.queue[1:]
 		r.mu.Unlock()
 	}
 }
 
-// handle runs the handler on m, records the outcome and gives m's slot back. It reports
-// whether the handler succeeded.
-func (r *run) handle(m *Message) bool {
+// handle runs the handler on m, records the outcome and gives m's slot and its share of
+// res back. It reports whether the handler succeeded.
+func (r *run) handle(m *Message, res *reservation) bool {
 	start := time.Now()
-	err := r.call(m)
+	share := &messageReservation{res: res, weight: r.messageWeight(m)}
+	err := r.call(WithReserver(r.handlerCtx, share), m)
 	took := time.Since(start)
 
 	outcome := OutcomeOK
@@ -303,26 +321,22 @@ func (r *run) handle(m *Message) bool {
 		r.fail(fmt.Errorf("consumer: handling %s: %w", where(m), err))
 	}
 	r.cfg.Hooks.handled(outcome, took)
-	r.release(m)
+	// The hook goes first, so that the next message's +1 cannot be observed before this -1.
+	r.cfg.Hooks.inFlight(-1)
+	share.end()
+	<-r.slots
 	return err == nil
 }
 
-// call runs the handler, turning a panic that no Recover middleware caught into an error.
-func (r *run) call(m *Message) (err error) {
+// call runs the handler with ctx, turning a panic that no Recover middleware caught into an
+// error.
+func (r *run) call(ctx context.Context, m *Message) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%w: %v", errHandlerPanicked, v)
 		}
 	}()
-	return r.handler(r.handlerCtx, m)
-}
-
-// release gives a message's slot back. The hook goes first, so that the next message's +1
-// cannot be observed before this -1.
-func (r *run) release(m *Message) {
-	r.cfg.Hooks.inFlight(-1)
-	r.bytes.Release(r.messageWeight(m))
-	<-r.slots
+	return r.handler(ctx, m)
 }
 
 // messageWeight is what m holds of MaxBytesInFlight: its cost, capped at the bound so that a

@@ -849,3 +849,95 @@ func TestRunBoundsCostInFlight(t *testing.T) {
 		t.Errorf("peak concurrent handlers = %d, want 2 or 3 (the cost bound), not up to Concurrency %d", peak, cfg.Concurrency)
 	}
 }
+
+// TestRunCountsReservedBytes: what a handler reserves counts toward the bound with the
+// message's weight, and goes back when the message is let go: messages that weigh nothing
+// but reserve a third of the bound each run at most three at a time, and all finish.
+func TestRunCountsReservedBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2)
+	const n = 24
+	var recs []record
+	for i := range n {
+		recs = append(recs, record{partition: i % 2, value: fmt.Sprintf("v%d", i)})
+	}
+	e.produce(t, recs...)
+
+	handled := newSeen()
+	var running gauge
+	commit := newCommits()
+	cfg := e.config(t)
+	cfg.Concurrency = 16
+	cfg.MaxBytesInFlight = 3 << 20
+	cfg.Cost = func(m *Message) int64 { return 1 }
+	cfg.Hooks = Hooks{Committed: commit.hook}
+	r := start(t, cfg, func(ctx context.Context, m *Message) error {
+		if _, err := Reserve(ctx, 1<<20-1); err != nil {
+			return err
+		}
+		running.add(1)
+		defer running.add(-1)
+		time.Sleep(10 * time.Millisecond)
+		handled.add(m)
+		return nil
+	})
+	waitFor(t, "every message is committed", func() bool { return commit.get(0) == n/2 && commit.get(1) == n/2 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if got := handled.distinct(); got != n {
+		t.Errorf("handled %d distinct messages, want %d", got, n)
+	}
+	if peak := running.peak.Load(); peak > 3 || peak < 2 {
+		t.Errorf("peak concurrent handlers = %d, want 2 or 3 (the reserved bytes), not up to Concurrency %d", peak, cfg.Concurrency)
+	}
+}
+
+// TestRunReserveOfTheWholeBound: messages that each reserve more than the bound run one at a
+// time and all finish, those queued behind a message with the same key included (their
+// weights, held while they wait, do not keep it from running).
+func TestRunReserveOfTheWholeBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2)
+	const n = 16
+	var recs []record
+	for i := range n {
+		key := ""
+		if i%2 == 0 {
+			key = "same"
+		}
+		recs = append(recs, record{partition: 0, key: key, value: fmt.Sprintf("v%d", i)})
+	}
+	e.produce(t, recs...)
+
+	handled := newSeen()
+	var running gauge
+	commit := newCommits()
+	cfg := e.config(t)
+	cfg.Concurrency = 8
+	cfg.MaxBytesInFlight = 1 << 20
+	cfg.Hooks = Hooks{Committed: commit.hook}
+	r := start(t, cfg, func(ctx context.Context, m *Message) error {
+		time.Sleep(50 * time.Millisecond) // until Concurrency messages are fetched, some queued
+		release, err := Reserve(ctx, 2<<20)
+		if err != nil {
+			return err
+		}
+		defer release()
+		running.add(1)
+		defer running.add(-1)
+		time.Sleep(5 * time.Millisecond)
+		handled.add(m)
+		return nil
+	})
+	waitFor(t, "every message is committed", func() bool { return commit.get(0) == n })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if got := handled.distinct(); got != n {
+		t.Errorf("handled %d distinct messages, want %d", got, n)
+	}
+	if peak := running.peak.Load(); peak != 1 {
+		t.Errorf("peak concurrent handlers = %d, want 1: each holds the whole bound", peak)
+	}
+}

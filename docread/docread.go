@@ -175,8 +175,8 @@ type Document struct {
 // is not is the reader's own (the context ended, the engine failed to
 // start).
 func (r *Reader) Read(ctx context.Context, src Source) (*Document, error) {
-	if int64(len(src.Data)) > r.cfg.MaxBytes {
-		return nil, newError(src.Name, ErrTooLarge, "it is %d bytes, over the limit of %d bytes", len(src.Data), r.cfg.MaxBytes)
+	if err := r.CheckSize(src.Name, int64(len(src.Data))); err != nil {
+		return nil, err
 	}
 	mt, err := r.mediaType(src)
 	if err != nil {
@@ -207,6 +207,16 @@ func (r *Reader) Read(ctx context.Context, src Source) (*Document, error) {
 		}
 	}
 	return &Document{MediaType: mt, Pages: pages, ImageOnly: imageOnly}, nil
+}
+
+// CheckSize returns the *Error (ErrTooLarge) Read gives a document named name of size
+// bytes when that is over MaxBytes, else nil: a caller that knows the size before it has
+// the bytes (a claim-checked file) refuses it without fetching it.
+func (r *Reader) CheckSize(name string, size int64) error {
+	if size > r.cfg.MaxBytes {
+		return newError(name, ErrTooLarge, "it is %d bytes, over the limit of %d bytes", size, r.cfg.MaxBytes)
+	}
+	return nil
 }
 
 // mediaType is the media type src is read as: the one given, checked

@@ -320,3 +320,23 @@ func TestReadStopsWhenTheContextEnds(t *testing.T) {
 		t.Fatalf("after an interrupted read: %v, %v", doc, err)
 	}
 }
+
+// CheckSize refuses from a size alone what Read refuses for its bytes.
+func TestCheckSize(t *testing.T) {
+	r, err := docread.New(docread.Config{MaxBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckSize("a.pdf", 100); err != nil {
+		t.Errorf("CheckSize at the limit = %v, want nil", err)
+	}
+	err = r.CheckSize("a.pdf", 101)
+	var de *docread.Error
+	if !errors.As(err, &de) || !errors.Is(err, docread.ErrTooLarge) || !errors.Is(err, docread.ErrUnreadable) || de.Document != "a.pdf" {
+		t.Fatalf("CheckSize over the limit = %v, want a *docread.Error for a.pdf wrapping ErrTooLarge", err)
+	}
+	_, readErr := r.Read(context.Background(), docread.Source{Name: "a.pdf", Data: make([]byte, 101)})
+	if readErr == nil || readErr.Error() != err.Error() {
+		t.Errorf("Read of 101 bytes = %v, want CheckSize's %v", readErr, err)
+	}
+}

@@ -26,7 +26,7 @@ var (
 // OpError is the error of one failed call on the store: which operation, on which object,
 // after how many attempts, and the cause (a minio.ErrorResponse for errors the server gave).
 type OpError struct {
-	Op       string // put, put-new, put-if-match, get, delete, ensure-bucket, ping
+	Op       string // put, put-new, put-if-match, get, stat, delete, ensure-bucket, ping
 	URI      string // s3://bucket/key, or s3://bucket for bucket calls
 	Attempts int    // 0 when the call was refused before any request
 	Err      error

@@ -238,7 +238,7 @@ func (s *Store) getBytes(ctx context.Context, bucket, key string) ([]byte, Objec
 	return data, info, nil
 }
 
-func (s *Store) tooLarge(uri, size string) error {
+func (s *Store) tooLarge(uri, size string) *OpError {
 	return &OpError{Op: "get", URI: uri, Attempts: 1, kind: ErrTooLarge,
 		Err: fmt.Errorf("the object is %s, over the cap of %d bytes (MaxObjectBytes)", size, s.cfg.MaxObjectBytes)}
 }
@@ -247,18 +247,69 @@ func (s *Store) tooLarge(uri, size string) error {
 // the store's bucket or one of Config.AllowedBuckets: a URI from a request must not make
 // the service read any bucket its credentials reach.
 func (s *Store) GetURI(ctx context.Context, uri string) ([]byte, error) {
-	// Refusals made before any request (Attempts 0) are the caller's fault: the uri it gave.
-	bucket, key, err := ParseURI(uri)
+	bucket, key, err := s.readableURI("get", uri)
 	if err != nil {
-		return nil, &OpError{Op: "get", URI: uri, Err: err}
-	}
-	if bucket != s.cfg.Bucket && !slices.Contains(s.cfg.AllowedBuckets, bucket) {
-		allowed := append([]string{s.cfg.Bucket}, s.cfg.AllowedBuckets...)
-		return nil, &OpError{Op: "get", URI: uri, Err: fmt.Errorf("bucket %q is not one this service reads (allowed: %s)",
-			bucket, strings.Join(allowed, ", "))}
+		return nil, err
 	}
 	data, _, err := s.getBytes(ctx, bucket, key)
 	return data, err
+}
+
+// StatURI describes a claim-check document by its s3://bucket/key address without reading
+// it (a HEAD), so that a caller can make room for it first. It refuses what GetURI refuses:
+// a bucket the service does not read, a missing object (ErrNotFound) and one bigger than
+// MaxObjectBytes (ErrTooLarge).
+func (s *Store) StatURI(ctx context.Context, uri string) (ObjectInfo, error) {
+	bucket, key, err := s.readableURI("stat", uri)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if err := checkKey(key); err != nil {
+		return ObjectInfo{}, &OpError{Op: "stat", URI: uri, Err: err}
+	}
+	var stat minio.ObjectInfo
+	err = s.retry(ctx, "stat", uri, func() (err error) {
+		stat, err = s.client.StatObject(ctx, bucket, key, minio.StatObjectOptions{})
+		return err
+	})
+	if errors.Is(err, ErrNotFound) && !s.bucketExists(ctx, bucket) {
+		// As for get: a missing bucket is the configuration's fault, not the caller's.
+		return ObjectInfo{}, &OpError{Op: "stat", URI: uri, Attempts: 1, Err: errNoSuchBucket}
+	}
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	info := ObjectInfo{
+		Bucket:       bucket,
+		Key:          key,
+		URI:          uri,
+		Size:         stat.Size,
+		ETag:         stat.ETag,
+		ContentType:  stat.ContentType,
+		LastModified: stat.LastModified,
+		Metadata:     lowerKeys(stat.UserMetadata),
+	}
+	if info.Size > s.cfg.MaxObjectBytes {
+		err := s.tooLarge(uri, fmt.Sprintf("%d bytes", info.Size))
+		err.Op = "stat"
+		return info, err
+	}
+	return info, nil
+}
+
+// readableURI parses a claim-check address and checks that its bucket is one the service
+// reads. Its refusals, made before any request (Attempts 0), are the caller's fault.
+func (s *Store) readableURI(op, uri string) (bucket, key string, err error) {
+	bucket, key, err = ParseURI(uri)
+	if err != nil {
+		return "", "", &OpError{Op: op, URI: uri, Err: err}
+	}
+	if bucket != s.cfg.Bucket && !slices.Contains(s.cfg.AllowedBuckets, bucket) {
+		allowed := append([]string{s.cfg.Bucket}, s.cfg.AllowedBuckets...)
+		return "", "", &OpError{Op: op, URI: uri, Err: fmt.Errorf("bucket %q is not one this service reads (allowed: %s)",
+			bucket, strings.Join(allowed, ", "))}
+	}
+	return bucket, key, nil
 }
 
 // checkMetadata rejects keys that are not HTTP header tokens and values with control

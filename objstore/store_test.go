@@ -169,6 +169,50 @@ func TestGetBytesRefusesObjectsOverTheCap(t *testing.T) {
 	}
 }
 
+// StatURI tells a claim-checked object's size without reading it, and refuses what GetURI
+// refuses.
+func TestStatURI(t *testing.T) {
+	store := s3test.Store(t)
+	ctx := testContext(t)
+	put, err := store.Put(ctx, "claims/doc.pdf", bytes.Repeat([]byte("x"), 2048), "application/pdf", nil)
+	if err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	info, err := store.StatURI(ctx, put.URI)
+	if err != nil {
+		t.Fatalf("StatURI(%s) = %v", put.URI, err)
+	}
+	if info.Size != 2048 || info.ContentType != "application/pdf" || info.URI != put.URI || info.ETag != put.ETag {
+		t.Errorf("StatURI = %+v, want size 2048, application/pdf, %s and ETag %s", info, put.URI, put.ETag)
+	}
+
+	capped := sameServer(t, store.Bucket(), func(c *objstore.Config) { c.MaxObjectBytes = 1024 })
+	for _, tc := range []struct {
+		name  string
+		store *objstore.Store
+		uri   string
+		want  error // a sentinel, or nil for a refusal before any request
+	}{
+		{"over the cap", capped, put.URI, objstore.ErrTooLarge},
+		{"missing", store, store.URI("claims/nope.pdf"), objstore.ErrNotFound},
+		{"a bucket not read", store, "s3://someone-elses/claims/doc.pdf", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.store.StatURI(ctx, tc.uri)
+			var opErr *objstore.OpError
+			if !errors.As(err, &opErr) || !opErr.MessageFault() {
+				t.Fatalf("StatURI(%s) = %v, want an *OpError that is the caller's fault", tc.uri, err)
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("StatURI(%s) = %v, want an error wrapping %v", tc.uri, err, tc.want)
+			}
+			if tc.want == nil && opErr.Attempts != 0 {
+				t.Errorf("StatURI(%s) made %d attempts, want a refusal before any request", tc.uri, opErr.Attempts)
+			}
+		})
+	}
+}
+
 func TestMissingKeyIsNotFound(t *testing.T) {
 	store := s3test.Store(t)
 	ctx := testContext(t)

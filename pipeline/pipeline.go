@@ -18,6 +18,7 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/objstore"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
@@ -35,16 +36,20 @@ type Publisher interface {
 	Write(ctx context.Context, msgs []stream.Record) error
 }
 
-// ObjectReader reads claim-checked documents (an *objstore.Store).
+// ObjectReader reads claim-checked documents (an *objstore.Store). StatURI
+// gives an object's size before it is read, so that room is made for it.
 type ObjectReader interface {
+	StatURI(ctx context.Context, uri string) (objstore.ObjectInfo, error)
 	GetURI(ctx context.Context, uri string) ([]byte, error)
 }
 
 // DocumentReader reads a document's file (inline or claim-checked) into
 // pages (a *docread.Reader). What it cannot read is a *docread.Error, the
-// message's fault (unreadable_document).
+// message's fault (unreadable_document); CheckSize gives the one for a file
+// too large, before it is fetched.
 type DocumentReader interface {
 	Read(ctx context.Context, src docread.Source) (*docread.Document, error)
+	CheckSize(name string, size int64) error
 }
 
 // ReportWriter renders and stores the report of a judged request. It retries
@@ -276,7 +281,11 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		return "cached", nil
 	}
 
-	out, judgeErr := p.Judge(ctx, req, start)
+	// What is reserved for the documents is held until the request is let go
+	// of: its pages are in req until then.
+	var held holds
+	defer held.release()
+	out, judgeErr := p.judgeHolding(ctx, req, start, &held)
 	if judgeErr != nil {
 		if _, permanent := consumer.PermanentReason(judgeErr); !permanent {
 			if !errors.Is(judgeErr, errRequestTimeout) || !p.timedOutForGood(m) {
@@ -372,10 +381,20 @@ type Outcome struct {
 // storage misconfigured or unavailable, or the request timeout, wrapping
 // errRequestTimeout) returns no outcome; a message fault returns the failed
 // summary with a consumer.Permanent error carrying its reason.
+//
+// Under a consumer, claim-checked documents are counted in the bytes in
+// flight (consumer.Reserve) while Judge runs.
 func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.Time) (Outcome, error) {
+	var held holds
+	defer held.release()
+	return p.judgeHolding(ctx, req, start, &held)
+}
+
+// judgeHolding is Judge, the bytes reserved for documents added to held.
+func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start time.Time, held *holds) (Outcome, error) {
 	jctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	res, rs, report, err := p.judge(jctx, req)
+	res, rs, report, err := p.judge(jctx, req, held)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(jctx.Err(), context.DeadlineExceeded) {
 			return Outcome{}, fmt.Errorf("%w %s: %w", errRequestTimeout, p.cfg.RequestTimeout, err)
@@ -403,12 +422,19 @@ func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.T
 
 // judge resolves the ruleset and documents, asks the engine and writes the
 // report. Its errors are classified by the caller, through the failure table.
-func (p *Pipeline) judge(ctx context.Context, req *schemas.Request) (*engine.Result, *engine.Ruleset, *schemas.ReportDescriptor, error) {
+func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds) (*engine.Result, *engine.Ruleset, *schemas.ReportDescriptor, error) {
 	rs, err := p.ruleset(ctx, req)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := req.ResolveDocuments(ctx, p.readDocument); err != nil {
+	stats, err := p.statClaimChecks(ctx, req, held)
+	if err != nil {
+		return nil, rs, nil, err
+	}
+	read := func(ctx context.Context, doc schemas.Document) ([]string, error) {
+		return p.readDocument(ctx, doc, held, stats)
+	}
+	if err := req.ResolveDocuments(ctx, read); err != nil {
 		return nil, rs, nil, err
 	}
 	in, err := EngineInputs(req)
@@ -469,15 +495,36 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 // uri into its pages: a PDF's pages, a DOCX's pages between page breaks, or
 // UTF-8 text whose pages are separated by form feeds (what pdftotext writes);
 // the media type is content_type, else sniffed.
-func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document) ([]string, error) {
+//
+// An inline file is in the record, already counted in the bytes in flight;
+// a claim-checked one was stat'ed and reserved for by statClaimChecks.
+func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat) ([]string, error) {
 	data := doc.Data
 	if data == nil {
 		if p.cfg.Objects == nil {
 			return nil, fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
 		}
+		st, ok := stats[claimKey{*doc.URI, doc.Name}]
+		if !ok { // cannot happen: statClaimChecks saw every document resolved by uri
+			st = p.statClaimCheck(ctx, doc)
+			if st.err == nil {
+				if err := held.reserve(ctx, documentCost(st.size)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if st.err != nil {
+			return nil, st.err
+		}
 		var err error
 		if data, err = p.cfg.Objects.GetURI(ctx, *doc.URI); err != nil {
 			return nil, err
+		}
+		// Replaced since the stat by a larger object: count what was read.
+		if n := int64(len(data)); n > st.size {
+			if err := held.reserve(ctx, documentCost(n-st.size)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	read, err := p.cfg.Documents.Read(ctx, docread.Source{Name: doc.Name, Data: data, MediaType: deref(doc.ContentType)})
@@ -489,6 +536,69 @@ func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document) ([]st
 			"document", doc.Name, "media_type", read.MediaType, "pages", read.ImageOnly)
 	}
 	return read.Pages, nil
+}
+
+// claimKey names a claim-checked document: its object, and its name in the
+// request (which its refusal quotes).
+type claimKey struct{ uri, name string }
+
+// claimStat is what the stat of a claim-checked document found: its size, or
+// why it is not read (storage failing, missing, too large).
+type claimStat struct {
+	size int64
+	err  error
+}
+
+// statClaimChecks stats every claim-checked document of req before any is
+// downloaded and reserves their documentCost in held in one wait, so that a
+// request never waits for room while it holds documents already read. It
+// stops at the first document that cannot be read, whose error readDocument
+// returns when ResolveDocuments comes to it, naming it; those after it are
+// never read.
+func (p *Pipeline) statClaimChecks(ctx context.Context, req *schemas.Request, held *holds) (map[claimKey]claimStat, error) {
+	stats := map[claimKey]claimStat{}
+	if p.cfg.Objects == nil {
+		return stats, nil
+	}
+	var total int64
+stat:
+	for _, docs := range [][]schemas.Document{req.PrimaryDocs, req.AuxiliaryDocs} {
+		for _, d := range docs {
+			// What ResolveDocuments reads by uri.
+			if d.URI == nil || d.Data != nil || d.Content != nil || d.Pages != nil {
+				continue
+			}
+			k := claimKey{*d.URI, d.Name}
+			st, seen := stats[k]
+			if !seen {
+				st = p.statClaimCheck(ctx, d)
+				stats[k] = st
+			}
+			if st.err != nil {
+				break stat
+			}
+			total += documentCost(st.size) // each time it is read
+		}
+	}
+	if total > 0 {
+		if err := held.reserve(ctx, total); err != nil {
+			return nil, fmt.Errorf("making room for the request's claim-checked documents: %w", err)
+		}
+	}
+	return stats, nil
+}
+
+// statClaimCheck stats one claim-checked document, refusing it from its size
+// when it is over the reader's limit.
+func (p *Pipeline) statClaimCheck(ctx context.Context, doc schemas.Document) claimStat {
+	info, err := p.cfg.Objects.StatURI(ctx, *doc.URI)
+	if err != nil {
+		return claimStat{err: err}
+	}
+	if err := p.cfg.Documents.CheckSize(doc.Name, info.Size); err != nil {
+		return claimStat{err: err}
+	}
+	return claimStat{size: info.Size}
 }
 
 // mark applies the failure table: a message fault becomes consumer.Permanent
@@ -531,7 +641,7 @@ func (p *Pipeline) forgetTimeouts(m *consumer.Message) {
 // the table puts on the environment holds it (readiness fails, the metric and the log name the
 // cause) until the message's handling ends; any other end of an attempt releases the message.
 func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, err error) {
-	if err != nil && ctx.Err() == nil && !errors.Is(err, errRequestTimeout) {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errRequestTimeout) && !errors.Is(err, consumer.ErrDraining) {
 		if f := Classify(err); !f.Message {
 			if p.env.hold(position(m), f.Cause, err) {
 				p.cfg.Logger.Error("environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
@@ -540,8 +650,9 @@ func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, 
 			return
 		}
 	}
-	// A timeout is counted per message (TimeoutAttempts), and a cancelled attempt is the
-	// shutdown's: neither is the environment's fault.
+	// A timeout is counted per message (TimeoutAttempts), and a cancelled attempt, or one
+	// that gave up waiting for memory at a drain, is the shutdown's or the rebalance's:
+	// none is the environment's fault.
 	p.releaseHold(m)
 }
 

@@ -57,6 +57,8 @@ func TestServeReadsDocumentFiles(t *testing.T) {
 		"doc-zip-bomb":   `document "northwind-msa.pdf" cannot be read (zip bomb): its archive would expand to 1125899906842624 bytes`,
 		"doc-not-docx":   `document "northwind-msa.pdf" cannot be read (not a DOCX): it is given as a DOCX but is not a zip archive`,
 		"doc-too-big":    `document "northwind-msa.pdf" cannot be read (over the byte limit): it is 65536 bytes, over the limit of 60000 bytes`,
+		// Refused from the object's size, before it is downloaded.
+		"doc-too-big-uri": `document "northwind-msa.pdf" cannot be read (over the byte limit): it is 65536 bytes, over the limit of 60000 bytes`,
 	}
 	e.produceRequests(t,
 		withFile("doc-pdf-inline", schemas.Document{Data: pdf}),
@@ -68,6 +70,7 @@ func TestServeReadsDocumentFiles(t *testing.T) {
 		withFile("doc-zip-bomb", schemas.Document{URI: ptr(put("inbox/bomb.docx", docfixture.ZipBomb(1<<50)))}),
 		withFile("doc-not-docx", schemas.Document{Data: []byte("plain words"), ContentType: ptr(docread.DOCX)}),
 		withFile("doc-too-big", schemas.Document{Data: make([]byte, 65536)}),
+		withFile("doc-too-big-uri", schemas.Document{URI: ptr(put("inbox/big.pdf", make([]byte, 65536)))}),
 		exampleRequest(t, "doc-text"),
 	)
 	// The demo's request, its agreement a PDF named by the file, sent by produce.

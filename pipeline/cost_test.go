@@ -1,0 +1,181 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"rulevalidator/consumer"
+	"rulevalidator/docread"
+	"rulevalidator/engine"
+	"rulevalidator/objstore"
+	"rulevalidator/registry"
+	"rulevalidator/schemas"
+)
+
+// journal records, in order, what the fakes below were asked.
+type journal struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (j *journal) add(format string, args ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.events = append(j.events, fmt.Sprintf(format, args...))
+}
+
+func (j *journal) list() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.events)
+}
+
+// fakeObjects holds claim-checked objects; stat, when set, is the size StatURI reports (an
+// object replaced after the stat).
+type fakeObjects struct {
+	j       *journal
+	data    []byte
+	stat    int64
+	statErr error
+}
+
+func (f *fakeObjects) StatURI(_ context.Context, uri string) (objstore.ObjectInfo, error) {
+	f.j.add("stat")
+	if f.statErr != nil {
+		return objstore.ObjectInfo{}, f.statErr
+	}
+	size := int64(len(f.data))
+	if f.stat != 0 {
+		size = f.stat
+	}
+	return objstore.ObjectInfo{URI: uri, Size: size}, nil
+}
+
+func (f *fakeObjects) GetURI(context.Context, string) ([]byte, error) {
+	f.j.add("get")
+	return f.data, nil
+}
+
+// recordingReserver stands in for the consumer's reservation of a message.
+type recordingReserver struct {
+	j    *journal
+	err  error
+	mu   sync.Mutex
+	held int64
+}
+
+func (r *recordingReserver) Reserve(_ context.Context, n int64) (func(), error) {
+	if r.err != nil {
+		r.j.add("reserve %d refused", n)
+		return nil, r.err
+	}
+	r.j.add("reserve %d", n)
+	r.mu.Lock()
+	r.held += n
+	r.mu.Unlock()
+	return func() {
+		r.j.add("release %d", n)
+		r.mu.Lock()
+		r.held -= n
+		r.mu.Unlock()
+	}, nil
+}
+
+// TestClaimCheckedDocumentIsReserved: a claim-checked document's size is learned from a stat
+// and its cost reserved in the bytes in flight before it is downloaded (a request's documents
+// all at once), and given back when judging ends; one too large is refused from the stat, and
+// storage down still holds.
+func TestClaimCheckedDocumentIsReserved(t *testing.T) {
+	static, err := registry.NewStatic(&engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := []byte("page one\fpage two, a little longer")
+	n := int64(len(text))
+	draining := fmt.Errorf("no room: %w", consumer.ErrDraining)
+	for _, tc := range []struct {
+		name       string
+		objects    fakeObjects
+		inline     bool
+		two        bool // a second claim-checked document, of the same size
+		reserveErr error
+		wantReason string // "" = judged; "transient" = not permanent
+		want       []string
+	}{
+		{name: "claim-checked", objects: fakeObjects{data: text},
+			want: []string{"stat", fmt.Sprintf("reserve %d", 3*n), "get", fmt.Sprintf("release %d", 3*n)}},
+		{name: "two documents, reserved for in one wait", objects: fakeObjects{data: text}, two: true,
+			want: []string{"stat", "stat", fmt.Sprintf("reserve %d", 6*n), "get", "get", fmt.Sprintf("release %d", 6*n)}},
+		{name: "replaced after the stat by a larger object", objects: fakeObjects{data: text, stat: n - 4},
+			want: []string{"stat", fmt.Sprintf("reserve %d", 3*(n-4)), "get", "reserve 12",
+				fmt.Sprintf("release %d", 3*(n-4)), "release 12"}},
+		{name: "over --document-max-bytes", objects: fakeObjects{data: make([]byte, 1000)},
+			wantReason: string(schemas.ReasonUnreadableDocument), want: []string{"stat"}},
+		{name: "storage down", objects: fakeObjects{statErr: s3Error("ServiceUnavailable", 503)},
+			wantReason: "transient", want: []string{"stat"}},
+		{name: "no room before the drain", objects: fakeObjects{data: text}, reserveErr: draining,
+			wantReason: "transient", want: []string{"stat", fmt.Sprintf("reserve %d refused", 3*n)}},
+		{name: "inline data is in the record", inline: true, want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &journal{}
+			objects := tc.objects
+			objects.j = j
+			reader, err := docread.New(docread.Config{MaxBytes: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := New(Config{Engine: fakeEngine{res: passResult()}, Rulesets: static, Objects: &objects, Documents: reader})
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := schemas.Document{Name: "a.txt", URI: ptr("s3://docs/a.txt"), ContentType: ptr("text/plain")}
+			if tc.inline {
+				doc.URI, doc.Data = nil, text
+			}
+			req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"},
+				PrimaryDocs: []schemas.Document{doc}, SubmittedAt: time.Now()}
+			if tc.two {
+				req.AuxiliaryDocs = []schemas.Document{{Name: "b.txt", URI: ptr("s3://docs/b.txt"), ContentType: ptr("text/plain")}}
+			}
+			reserver := &recordingReserver{j: j, err: tc.reserveErr}
+
+			_, err = p.Judge(consumer.WithReserver(context.Background(), reserver), req, time.Now())
+			reason, permanent := consumer.PermanentReason(err)
+			switch tc.wantReason {
+			case "":
+				if err != nil {
+					t.Fatalf("Judge = %v, want it judged", err)
+				}
+			case "transient":
+				if err == nil || permanent {
+					t.Fatalf("Judge = %v (permanent %v), want a transient error", err, permanent)
+				}
+			default:
+				if reason != tc.wantReason {
+					t.Fatalf("Judge = %v (reason %q), want reason %q", err, reason, tc.wantReason)
+				}
+			}
+			if got := j.list(); !slices.Equal(got, tc.want) {
+				t.Errorf("calls %q, want %q", got, tc.want)
+			}
+			if reserver.held != 0 {
+				t.Errorf("%d bytes still reserved after Judge returned, want 0", reserver.held)
+			}
+		})
+	}
+}
+
+// TestGivingUpForTheDrainHoldsNothing: a request that gave up waiting for room in the bytes
+// in flight because its partition is being given up is not an environment fault.
+func TestGivingUpForTheDrainHoldsNothing(t *testing.T) {
+	p, _, m := handleFixture(t, fakeEngine{res: passResult()}, nil)
+	p.observeEnvironment(context.Background(), m, fmt.Errorf("reserving: %w", consumer.ErrDraining))
+	if err := p.EnvironmentCheck(context.Background()); err != nil {
+		t.Errorf("readiness after a request gave up at the drain = %v, want nil", err)
+	}
+}
