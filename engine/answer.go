@@ -132,6 +132,24 @@ func checkRationales(content string, pending []Rule) (map[string]string, []Probl
 	return out, append(problems, missing...)
 }
 
+// isRuleEntry reports whether body is a JSON object with a key of a rule's
+// entry and no "rules".
+func isRuleEntry(body string) bool {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal([]byte(body), &keys) != nil {
+		return false
+	}
+	if _, ok := keys["rules"]; ok {
+		return false
+	}
+	for _, k := range []string{"rationale", "evidences", "boolean_output", "numerical_output", "data_sufficiency"} {
+		if _, ok := keys[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // answeredRule is one pending rule's entry in an answer.
 type answeredRule struct {
 	rule Rule
@@ -161,6 +179,11 @@ func parseAnswer(content string, pending []Rule) (entries []answeredRule, proble
 	}
 	if dec.More() {
 		return nil, []Problem{{Reason: ReasonMalformedJSON, Detail: "the answer has text after the JSON object; answer with exactly one JSON object"}}, nil
+	}
+	if ans.Rules == nil && len(pending) == 1 && isRuleEntry(body) {
+		// The only rule asked for, its object alone: what GrammarSchema
+		// asks of a grammar server.
+		ans.Rules = []json.RawMessage{json.RawMessage(body)}
 	}
 	if ans.Rules == nil {
 		return nil, []Problem{{Reason: ReasonMalformedJSON, Detail: `the answer has no "rules" array`}}, nil
@@ -371,9 +394,10 @@ func correctiveNote(problems []Problem, pending []Rule) string {
 // material in a fresh call, so the cached prefix is shared.
 func rationaleNote(pending []Rule, unexplained map[string]candidate) string {
 	var b strings.Builder
-	// Neither the earlier rationale nor the answer's keys are shown: a
-	// small model copies the nearest text, and that should be the passage.
-	b.WriteString("\nThese rules are judged and their verdicts stand, but the answers gave no rationale that explains them. For each rule, write one or two plain-English sentences of your own that state what its cited passage says and why that decides the rule; if the passage is not about the rule's subject, say what it is about.\n")
+	// Neither the earlier rationale nor the answer's keys are shown, and the
+	// instruction is short: a small model copies the nearest text, and that
+	// should be the passage.
+	b.WriteString("\n" + rationaleInstruction + "\n")
 	for i, r := range pending {
 		c := unexplained[r.RuleID]
 		fmt.Fprintf(&b, "\nRule %d, %s: %s\n", i+1, strconv.Quote(r.RuleID), oneLine(r.RuleText))
@@ -381,33 +405,30 @@ func rationaleNote(pending []Rule, unexplained map[string]candidate) string {
 		if cited := citedPassage(c.verdict); cited != "" {
 			b.WriteString("Cited passage: " + cited + "\n")
 		} else {
-			b.WriteString("Cited passage: none; say what in the material decides the rule.\n")
+			b.WriteString("Cited passage: none.\n")
 		}
 	}
 	b.WriteString("\nAnswer with one JSON object and nothing else (no code fences, no prose). Its only key is \"rules\": an array with one object per rule above, in their order, each with the keys \"rule_id\" and \"rationale\".\n")
 	return b.String()
 }
 
-// describeVerdict says what a verdict decided, for the model.
+// rationaleInstruction opens a rationale-only re-ask.
+const rationaleInstruction = "These rules are judged and their verdicts stand, but the answers gave no rationale. For each rule, say in your own words what its cited passage is about and whether that is what the rule asks for."
+
+// describeVerdict says what a verdict decided, for the model: only the
+// decision, since whatever else it says the model may copy as a rationale.
 func describeVerdict(v Verdict) string {
-	var s string
 	switch {
 	case v.NumericalOutput != nil:
-		s = "scored " + strconv.Itoa(*v.NumericalOutput)
+		return "scored " + strconv.Itoa(*v.NumericalOutput)
 	case v.BooleanOutput != nil && *v.BooleanOutput:
-		s = "the material satisfies the rule"
+		return "satisfied"
 	case v.BooleanOutput != nil:
-		s = "the material does not satisfy the rule"
-	default:
-		s = "not judged"
+		return "not satisfied"
+	case v.NotApplicable:
+		return "does not apply"
 	}
-	if v.NotApplicable {
-		s += ", judged by its alternate because the rule does not apply"
-	}
-	if !v.DataSufficiency {
-		s += ", though the material does not hold enough to be sure"
-	}
-	return s
+	return "not judged"
 }
 
 // EscapeStringControls escapes the raw control characters (U+0000 to U+001F)

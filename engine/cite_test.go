@@ -139,7 +139,7 @@ func TestCitePlaceholderRationaleShowsThePassage(t *testing.T) {
 	correction := reask.Messages[len(reask.Messages)-1].Content
 	for _, want := range []string{
 		`Rule 1, "cap": `,
-		"Verdict: the material satisfies the rule.",
+		"Verdict: satisfied.",
 		`Cited passage: [d1p1s2] "The supplier's total liability is capped at fees paid in the prior 12 months."`,
 	} {
 		if !strings.Contains(correction, want) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -65,7 +66,53 @@ func rationaleProblem(rule Rule, rationale string) string {
 	if contentWords(w) < minContentWords {
 		return "says nothing about the material"
 	}
+	if copiesPrompt(w) {
+		return "copies the instructions instead of explaining the verdict"
+	}
 	return ""
+}
+
+// A rationale copies the instructions when most of its words (copiedShare)
+// lie in runs of three or more that the prompt's own English holds: the
+// local model answered "one or two plain-English sentences of your own that
+// state …" and "the material does not hold enough information to judge the
+// rule". "The rule does not apply because the agreement names no term" has
+// such a run too, but not most of its words.
+const copiedShare = 0.6
+
+// promptTrigrams is every run of three words in the fixed English of the
+// prompts: the output contracts, the rules' heading and the rationale-only
+// re-ask.
+var promptTrigrams = sync.OnceValue(func() map[[3]string]bool {
+	runs := map[[3]string]bool{}
+	for _, text := range []string{outputContract(EvidenceCite), outputContract(EvidenceQuote), rulesHeading, rationaleInstruction} {
+		w := words(text)
+		for i := 0; i+3 <= len(w); i++ {
+			runs[[3]string(w[i:i+3])] = true
+		}
+	}
+	return runs
+})
+
+// copiesPrompt reports whether most of a rationale's words are copied from
+// the prompt's own English.
+func copiesPrompt(w []string) bool {
+	if len(w) < 3 {
+		return false
+	}
+	covered := make([]bool, len(w))
+	for i := 0; i+3 <= len(w); i++ {
+		if promptTrigrams()[[3]string(w[i:i+3])] {
+			covered[i], covered[i+1], covered[i+2] = true, true, true
+		}
+	}
+	n := 0
+	for _, c := range covered {
+		if c {
+			n++
+		}
+	}
+	return float64(n) >= copiedShare*float64(len(w))
 }
 
 // minContentWords is the fewest words of a rationale that say something of

@@ -423,6 +423,12 @@ func TestRationaleProblem(t *testing.T) {
 		{"The agreement is governed by English law.", true},
 		{"本契約は英国法に準拠する。", true}, // a script written without spaces
 		{"准拠", false},
+		// Copies of the prompt's own English, which the local model wrote.
+		{"one or two plain-English sentences in your own words", false},
+		{"the material does not hold enough information to judge the rule", false},
+		{"These rules are judged and their verdicts stand", false},
+		// A run of the prompt's words inside a sentence of its own is not a copy.
+		{"The rule does not apply because the agreement names no term.", true},
 	}
 	for _, tt := range tests {
 		why := rationaleProblem(rule, tt.rationale)

@@ -31,8 +31,9 @@ type Config struct {
 	// OutputRetries is the corrective re-ask budget per request (default 2;
 	// negative disables re-asking).
 	OutputRetries int
-	// Temperature is passed to the model (default 0: as deterministic as the
-	// server allows).
+	// Temperature is passed to the model when above 0; at 0 (the default)
+	// none is sent and the server's default applies (llama-cpp-python's is
+	// 0.8), as a zero in the field means unset to the OpenAI client.
 	Temperature float32
 	// MaxTokens caps each answer (0: the server's default). Rules are split
 	// into calls whose answers fit it.

@@ -19,7 +19,7 @@ const (
 	// bounded because every token a grammar server samples inside a string
 	// costs several times a token's decoding (it checks the whole
 	// vocabulary).
-	grammarRationalePattern = `^[A-Za-z][^ "\\<\x00-\x1f]{0,24} [^"\\<\x00-\x1f]{8,72}$`
+	grammarRationalePattern = `^[A-Za-z][^ "\\<\x00-\x1f]{0,24} [^"\\<\x00-\x1f]{8,56}$`
 	grammarMaxQuote         = 300
 	grammarMaxEvidences     = 3
 	// grammarMaxCitations bounds the passages one rule cites in cite mode:
@@ -71,8 +71,9 @@ func outputBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 
 // GrammarSchema is a stricter form of OutputSchema for servers that enforce a
 // schema with a grammar (llama.cpp): exactly one entry per rule, in ruleset
-// order, with bounded string lengths and, in cite mode, evidence that is a
-// passage id only. Such servers need no schema support from the API to
+// order (a lone rule's entry is the whole answer, without the "rules" array
+// or its rule_id), with bounded string lengths and, in cite mode, evidence
+// that is a passage id only. Such servers need no schema support from the API to
 // produce a valid answer, and cannot write an id that was not shown.
 func GrammarSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawMessage, error) {
 	body, err := grammarBody(rules, mode)
@@ -84,9 +85,15 @@ func GrammarSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawM
 
 // grammarBody is GrammarSchema without its definition of what is citable.
 func grammarBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
+	if len(rules) == 1 {
+		// The rule's object alone (parseAnswer reads it as the only
+		// entry): a grammar server generates every token of the array
+		// around it as slowly as a free one.
+		return marshalSchema(ruleSchema(rules[0], mode, true, true))
+	}
 	items := make([]any, 0, len(rules))
 	for _, r := range rules {
-		items = append(items, ruleSchema(r, mode, true, len(rules) == 1))
+		items = append(items, ruleSchema(r, mode, true, false))
 	}
 	return marshalSchema(obj{
 		{"type", "object"},
@@ -122,6 +129,9 @@ func rationaleSchema(rules []Rule, bounded bool) (json.RawMessage, error) {
 		props = append(props, kv{"rationale", rationale})
 		required = append(required, "rationale")
 		entries = append(entries, obj{{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", false}})
+	}
+	if bounded && len(entries) == 1 {
+		return marshalSchema(entries[0].(obj)) // alone, as grammarBody writes it
 	}
 	array := obj{{"type", "array"}}
 	switch {

@@ -107,3 +107,44 @@ func TestSchemasThinkFirstDecideLast(t *testing.T) {
 		}
 	}
 }
+
+// TestGrammarLoneRuleIsTheWholeAnswer: a grammar server asked about one rule
+// writes the rule's object alone (no "rules" array, no rule_id, every token
+// of which it would generate), and the answer is read as that rule's entry;
+// so is a rationale-only re-ask's.
+func TestGrammarLoneRuleIsTheWholeAnswer(t *testing.T) {
+	rule := testRuleset().Rules[:1]
+	for name, schema := range map[string]func() (json.RawMessage, error){
+		"verdict":   func() (json.RawMessage, error) { return GrammarSchema(rule, EvidenceCite, []string{"d1p1s1"}) },
+		"rationale": func() (json.RawMessage, error) { return rationaleSchema(rule, true) },
+	} {
+		g, err := schema()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(g, &s); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.Properties["rules"]; ok || s.Properties["rationale"] == nil {
+			t.Errorf("%s: a lone rule's grammar is not its object: %s", name, g)
+		}
+		if _, ok := s.Properties["rule_id"]; ok {
+			t.Errorf("%s: a lone rule's grammar forces its id: %s", name, g)
+		}
+	}
+	good, problems := checkAnswer(`{"evidences":[{"passage_id":"d1p1s1"}],"rationale":"Liability is capped at the fees paid.","data_sufficiency":true,"boolean_output":true}`, rule)
+	if len(problems) != 0 || good[rule[0].RuleID].BooleanOutput == nil || good[rule[0].RuleID].Evidences[0].PassageID != "d1p1s1" {
+		t.Errorf("a lone rule's object: %+v, %v", good, problems)
+	}
+	rationales, problems := checkRationales(`{"rationale":"Liability is capped at the fees paid."}`, rule)
+	if len(problems) != 0 || rationales[rule[0].RuleID] != "Liability is capped at the fees paid." {
+		t.Errorf("a lone rationale: %v, %v", rationales, problems)
+	}
+	// Asked about two rules, a bare object is not an answer.
+	if _, problems := checkAnswer(`{"rationale":"Liability is capped.","boolean_output":true}`, testRuleset().Rules[:2]); len(problems) == 0 || problems[0].Reason != ReasonMalformedJSON {
+		t.Errorf("a bare object for two rules: %v", problems)
+	}
+}

@@ -129,7 +129,7 @@ func outputContract(mode EvidenceMode) string {
 	return `
 Output contract. Answer with one JSON object and nothing else (no code fences, no prose). Its only key is "rules": an array with one object per rule to judge, in their order, each with these keys in this order:
 - "rule_id": the rule's id exactly as given.
-` + evidence + `- "rationale": one or two plain-English sentences in your own words that state what the material says on the rule's subject (a party, a duration, a remedy, a law) and why that decides the rule.
+` + evidence + `- "rationale": one or two plain-English sentences in your own words: what the cited passage says, and why that decides the rule.
 - "not_applicable": true only when the rule does not apply to this material, else false.
 - "data_sufficiency": false when the material does not hold enough information to judge the rule, else true.
 - "boolean_output" for a boolean rule (true when the material satisfies the rule, false when it does not), or "numerical_output" for a numerical rule (one of its allowed scores), never both.

@@ -54,6 +54,13 @@ func TestDemoRequestCitesRealPassages(t *testing.T) {
 		if n := distinctWords(v.Rationale); n < 3 {
 			t.Errorf("%s: rationale %q is a placeholder (%d distinct words of two letters or more)", v.RuleID, v.Rationale, n)
 		}
+		// The engine's own checks are stricter: a verdict kept with a
+		// rationale they reject is marked, and the demo must show none.
+		for _, p := range v.Problems {
+			if strings.Contains(p, "rationale") {
+				t.Errorf("%s: kept with a rationale the checks reject: %s", v.RuleID, p)
+			}
+		}
 		real := 0
 		for _, ev := range v.Evidences {
 			t.Logf("  %s p.%d (cited p.%d) %s: %q", ev.SourceOrigin, ev.SourcePageNumber, ev.CitedPageNumber, ev.PassageID, ev.Text)

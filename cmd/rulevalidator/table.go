@@ -82,7 +82,7 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.deprecated("format") // validate's and eval's name, documented in the README
 	s.str(&f.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
 	s.str(&f.evidence, "evidence-mode", "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite), "how the model gives evidence: cite (the id of a passage shown in the material; the text is copied from it, verbatim by construction) or quote (verbatim quotes, anchored to the documents)")
-	s.integer(&f.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request when an answer fails the checks (0: none)")
+	s.integer(&f.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request when an answer fails the checks (0: none); a verdict whose only problem is its rationale gets one more, for the rationale alone")
 	s.duration(&f.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
 	s.integer(&f.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")
 	s.integer(&f.contextTokens, "llm-context-tokens", "RULEVALIDATOR_LLM_CONTEXT_TOKENS", "0", "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
