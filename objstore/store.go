@@ -183,7 +183,12 @@ func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, Obj
 	if err != nil {
 		return nil, ObjectInfo{}, err
 	}
-	return body, ObjectInfo{
+	return body, objectInfo(bucket, key, uri, stat), nil
+}
+
+// objectInfo is what a get or a stat learned of the object at uri.
+func objectInfo(bucket, key, uri string, stat minio.ObjectInfo) ObjectInfo {
+	return ObjectInfo{
 		Bucket:       bucket,
 		Key:          key,
 		URI:          uri,
@@ -192,7 +197,7 @@ func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, Obj
 		ContentType:  stat.ContentType,
 		LastModified: stat.LastModified,
 		Metadata:     lowerKeys(stat.UserMetadata),
-	}, nil
+	}
 }
 
 // bucketExists reports whether bucket is known to exist; it answers true when the store
@@ -279,16 +284,7 @@ func (s *Store) StatURI(ctx context.Context, uri string) (ObjectInfo, error) {
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	info := ObjectInfo{
-		Bucket:       bucket,
-		Key:          key,
-		URI:          uri,
-		Size:         stat.Size,
-		ETag:         stat.ETag,
-		ContentType:  stat.ContentType,
-		LastModified: stat.LastModified,
-		Metadata:     lowerKeys(stat.UserMetadata),
-	}
+	info := objectInfo(bucket, key, uri, stat)
 	if info.Size > s.cfg.MaxObjectBytes {
 		err := s.tooLarge(uri, fmt.Sprintf("%d bytes", info.Size))
 		err.Op = "stat"
