@@ -1,13 +1,16 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"rulevalidator/docread"
 	"rulevalidator/internal/docfixture"
@@ -25,7 +28,41 @@ func documentReader(t *testing.T) *docread.Reader {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
+	// The engine compiles before the first request, as the service starts
+	// it: these tests are about reading, not about an engine still starting.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatalf("starting the PDF engine: %v", err)
+	}
 	return r
+}
+
+// startingReader is a reader whose PDF engine never finishes compiling.
+type startingReader struct{}
+
+func (startingReader) Read(ctx context.Context, src docread.Source) (*docread.Document, error) {
+	<-ctx.Done()
+	return nil, fmt.Errorf("%w: %w", docread.ErrEngineStarting, ctx.Err())
+}
+
+// A document arriving while the PDF engine still compiles is answered 503
+// with Retry-After: the service is not ready, and the document is not too
+// large or unreadable.
+func TestSubmitWhileTheEngineStarts(t *testing.T) {
+	id := newIdentity(t)
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Internal: internalVerifier(t), Documents: startingReader{},
+		RequestTimeout: 200 * time.Millisecond})
+	body := `{"inline_ruleset":{"id":"contract-check","rules":[{"rule_id":"signed","type":"boolean","rule_text":"Is the contract signed?"}]},` +
+		`"primary_docs":[{"name":"contract.pdf","data":"` + base64.StdEncoding.EncodeToString(docfixture.ImagePDF("t")) + `"}]}`
+	r := call(t, http.MethodPost, ts.URL+"/v1/validations", id.token(t, "acme"), []byte(body))
+	if r.status != http.StatusServiceUnavailable || r.errorCode() != CodeUnavailable || r.header.Get("Retry-After") == "" ||
+		!strings.Contains(r.errorMessage(), "PDF engine is still starting") {
+		t.Fatalf("got %s (Retry-After %q), want 503 %s saying the PDF engine is starting, with Retry-After", r, r.header.Get("Retry-After"), CodeUnavailable)
+	}
+	if n := len(runner.requests()); n != 0 {
+		t.Fatalf("%d requests queued, want none", n)
+	}
 }
 
 // A submission carrying a document that cannot be read is answered 422

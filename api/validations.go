@@ -167,6 +167,11 @@ func (s *Server) readable(w http.ResponseWriter, ctx context.Context, req *schem
 			case errors.As(err, &de):
 				writeError(w, http.StatusUnprocessableEntity, CodeUnreadable, fmt.Sprintf("%s[%d] (%q): %v", group.field, i, d.Name, err))
 				return false
+			case errors.Is(err, docread.ErrEngineStarting):
+				// The service has just started; the document is not at fault.
+				w.Header().Set("Retry-After", "10")
+				writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the PDF engine is still starting; try again shortly")
+				return false
 			case errors.Is(err, context.DeadlineExceeded):
 				writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("%s[%d] (%q): the document could not be read within the request's time; send it by uri, and the service reads it as it judges", group.field, i, d.Name))
 				return false

@@ -91,14 +91,30 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// ErrEngineStarting is a PDF read whose context ended while the PDF engine
+// was still compiling: the environment is not ready yet, and the document
+// says nothing wrong about itself. It wraps the context's error.
+var ErrEngineStarting = errors.New("docread: the PDF engine is still starting")
+
 // Reader reads documents. It is safe for concurrent use; Close releases the
 // PDF engines.
 type Reader struct {
 	cfg Config
+	// startEngines builds the PDF engines; a test replaces it.
+	startEngines func(context.Context, Config) (*pdfEngines, error)
 
-	mu     sync.Mutex  // held while the PDF engine starts
-	pdf    *pdfEngines // nil until the first PDF (or Start)
+	mu     sync.Mutex
+	start  *engineStart // the last start; nil before the first PDF (or Start)
 	closed bool
+}
+
+// engineStart is one compile of the PDF engine. Readers wait on done, or
+// give up when their context ends; the compile itself goes on, since
+// wazero cannot stop it, and its result serves the next read.
+type engineStart struct {
+	done    chan struct{} // closed when engines and err are set
+	engines *pdfEngines
+	err     error
 }
 
 // New returns a Reader. The PDF engine is compiled on the first PDF, or by
@@ -108,34 +124,69 @@ func New(cfg Config) (*Reader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Reader{cfg: cfg}, nil
+	return &Reader{cfg: cfg, startEngines: startPDFEngines}, nil
 }
 
 // Start compiles the PDF engine now rather than on the first PDF (a service
-// does it at start, so that the first request does not wait for it).
+// does it at start, so that the first request does not wait for it). It
+// returns when the engine is ready, or ErrEngineStarting when ctx ends
+// first.
 func (r *Reader) Start(ctx context.Context) error {
 	_, err := r.engines(ctx)
 	return err
 }
 
+// engines returns the PDF engines, starting them on the first call and
+// again after a start that failed.
 func (r *Reader) engines(ctx context.Context) (*pdfEngines, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return nil, errors.New("docread: the reader is closed")
 	}
-	if r.pdf != nil {
-		return r.pdf, nil
+	st := r.start
+	if st == nil || st.failed() {
+		st = &engineStart{done: make(chan struct{})}
+		r.start = st
+		go r.compile(st)
 	}
-	e, err := startPDFEngines(ctx, r.cfg)
-	if err != nil {
-		return nil, err
+	r.mu.Unlock()
+	select {
+	case <-st.done:
+		return st.engines, st.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrEngineStarting, ctx.Err())
 	}
-	r.pdf = e
-	return e, nil
 }
 
-// Close releases the PDF engines; reads in progress fail.
+// failed reports a start that ended in an error; the next read tries again.
+func (st *engineStart) failed() bool {
+	select {
+	case <-st.done:
+		return st.err != nil
+	default:
+		return false
+	}
+}
+
+// compile runs one start. A reader closed meanwhile gets no engines: they
+// are released here, as Close did not wait for them.
+func (r *Reader) compile(st *engineStart) {
+	e, err := r.startEngines(context.Background(), r.cfg)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil && r.closed {
+		err = errors.Join(errors.New("docread: the reader is closed"), e.close())
+		e = nil
+	}
+	st.engines, st.err = e, err
+	close(st.done)
+}
+
+// Close releases the PDF engines; reads in progress fail. It does not wait
+// for an engine still compiling (that can take minutes on a loaded machine,
+// and a service stopping should not): the compile releases what it built
+// when it ends.
 func (r *Reader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -143,10 +194,17 @@ func (r *Reader) Close() error {
 		return nil
 	}
 	r.closed = true
-	if r.pdf == nil {
+	if r.start == nil {
 		return nil
 	}
-	return r.pdf.close()
+	select {
+	case <-r.start.done:
+		if r.start.engines != nil {
+			return r.start.engines.close()
+		}
+	default:
+	}
+	return nil
 }
 
 // Source is a document as it arrives.

@@ -34,6 +34,8 @@ const pdfMemoryPages = 16384
 type pdfEngines struct {
 	pool  pdfium.Pool
 	cache wazero.CompilationCache
+	// onClose replaces closing pool and cache, in tests of the start.
+	onClose func()
 }
 
 func startPDFEngines(ctx context.Context, cfg Config) (*pdfEngines, error) {
@@ -75,6 +77,10 @@ func startPDFEngines(ctx context.Context, cfg Config) (*pdfEngines, error) {
 }
 
 func (e *pdfEngines) close() error {
+	if e.onClose != nil {
+		e.onClose()
+		return nil
+	}
 	err := e.pool.Close()
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(context.Background()))
