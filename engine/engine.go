@@ -134,10 +134,8 @@ func (c *Config) now() time.Time {
 
 // Validate reports the first problem with the configuration.
 func (c *Config) Validate() error {
-	switch c.Format {
-	case FormatJSONSchema, FormatJSONObject, FormatText:
-	default:
-		return fmt.Errorf("engine: Format %q is not one of json_schema, json_object, text", c.Format)
+	if err := ValidateFormat(c.Format); err != nil {
+		return fmt.Errorf("engine: Format %w", err)
 	}
 	if err := c.Instructions.validate(); c.Instructions != "" && err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ResponseFormat is how strictly the model is asked to shape its answer.
@@ -13,11 +14,36 @@ type ResponseFormat string
 const (
 	// FormatJSONSchema: structured output constrained by a JSON Schema.
 	FormatJSONSchema ResponseFormat = "json_schema"
+	// FormatGrammar: a llama.cpp GBNF grammar rendered from the request's
+	// GrammarSchema, for llama.cpp-family servers that lack json_schema. It
+	// allows one spelling of each answer, compact JSON, where the servers'
+	// own schema grammars allow whitespace between every token, which a
+	// small model spends a quarter of its output on.
+	FormatGrammar ResponseFormat = "grammar"
 	// FormatJSONObject: any JSON object.
 	FormatJSONObject ResponseFormat = "json_object"
 	// FormatText: plain text; the output contract in the prompt is all there is.
 	FormatText ResponseFormat = "text"
 )
+
+// ResponseFormats are the response formats, strongest first: the order an
+// LLM falls back along when a server refuses one.
+func ResponseFormats() []ResponseFormat {
+	return []ResponseFormat{FormatJSONSchema, FormatGrammar, FormatJSONObject, FormatText}
+}
+
+// ValidateFormat reports whether f is one of ResponseFormats, naming them
+// when it is not.
+func ValidateFormat(f ResponseFormat) error {
+	names := make([]string, 0, 4)
+	for _, known := range ResponseFormats() {
+		if f == known {
+			return nil
+		}
+		names = append(names, string(known))
+	}
+	return fmt.Errorf("%q is not one of %s", f, strings.Join(names, ", "))
+}
 
 // EvidenceMode is how the model is asked to give its evidence.
 type EvidenceMode string

@@ -61,10 +61,8 @@ func (f *llmConfig) check() error {
 	default:
 		errs = append(errs, fmt.Errorf("--llm-instructions: %q is not system, user or auto", f.instructions))
 	}
-	switch engine.ResponseFormat(f.format) {
-	case engine.FormatJSONSchema, engine.FormatJSONObject, engine.FormatText:
-	default:
-		errs = append(errs, fmt.Errorf("--llm-format: %q is not json_schema, json_object or text", f.format))
+	if err := engine.ValidateFormat(engine.ResponseFormat(f.format)); err != nil {
+		errs = append(errs, fmt.Errorf("--llm-format: %w", err))
 	}
 	if f.outputRetries < 0 {
 		errs = append(errs, fmt.Errorf("--output-retries: %d must not be negative (0: none)", f.outputRetries))

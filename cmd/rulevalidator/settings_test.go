@@ -254,7 +254,7 @@ func TestValidateTakesTheAPIKey(t *testing.T) {
 	defer cancel()
 	var stderr bytes.Buffer
 	if code := run(ctx, []string{"validate", "--llm-api-key", "sk", "--llm-format", "xml", "--input", "x"}, io.Discard, &stderr, noEnv); code != exitInvalid ||
-		!strings.Contains(stderr.String(), `validate: --llm-format: "xml" is not json_schema, json_object or text`) {
+		!strings.Contains(stderr.String(), `validate: --llm-format: "xml" is not one of json_schema, grammar, json_object, text`) {
 		t.Errorf("exit %d: %s", code, stderr.String())
 	}
 }

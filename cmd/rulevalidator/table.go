@@ -78,7 +78,7 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.deprecated("base-url") // validate's and eval's name, documented in the README
 	s.secret(&f.apiKey, "llm-api-key", "OPENAI_API_KEY", "API key (empty for local servers)")
 	s.str(&f.model, "model", "RULEVALIDATOR_MODEL", defaultModel, "model name")
-	s.str(&f.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, json_object or text; weaker ones are tried when the server refuses")
+	s.str(&f.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, grammar (a GBNF grammar, llama.cpp servers), json_object or text; weaker ones are tried in that order when the server refuses")
 	s.deprecated("format") // validate's and eval's name, documented in the README
 	s.str(&f.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
 	s.str(&f.evidence, "evidence-mode", "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite), "how the model gives evidence: cite (the id of a passage shown in the material; the text is copied from it, verbatim by construction) or quote (verbatim quotes, anchored to the documents)")

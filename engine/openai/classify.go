@@ -68,12 +68,20 @@ type attemptRecord struct {
 	// errorBody is the start of an error response's body, for what servers say beside the
 	// fields go-openai keeps (llama.cpp's n_ctx).
 	errorBody []byte
-	// schemaHint, when set, is added to a json_object response_format as
-	// "schema" (see Config.OmitSchemaHint).
-	schemaHint json.RawMessage
+	extensions
 	// contents are long message contents by the placeholder that stands for
 	// them in the body (see spliceContents).
 	contents map[string]string
+}
+
+// extensions are the llama.cpp fields go-openai has no place for, added to
+// the body on the wire.
+type extensions struct {
+	// schemaHint, when set, is added to a json_object response_format as
+	// "schema" (see Config.OmitSchemaHint).
+	schemaHint json.RawMessage
+	// grammar, when set, is sent as "grammar" (engine.FormatGrammar).
+	grammar string
 }
 
 type attemptKey struct{}
@@ -84,8 +92,8 @@ type recordingDoer struct{ next *http.Client }
 
 func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	rec, _ := req.Context().Value(attemptKey{}).(*attemptRecord)
-	if rec != nil && rec.schemaHint != nil {
-		if err := addSchemaHint(req, rec.schemaHint); err != nil {
+	if rec != nil && (rec.schemaHint != nil || rec.grammar != "") {
+		if err := addExtensions(req, rec.extensions); err != nil {
 			return nil, err
 		}
 	}
@@ -165,24 +173,38 @@ func (b *sentBody) Close() error {
 	return err
 }
 
-// addSchemaHint rewrites a chat request's body so that its json_object
-// response_format carries the schema. go-openai has no field for this
-// llama.cpp extension, so it is added on the wire.
-func addSchemaHint(req *http.Request, schema json.RawMessage) error {
+// addExtensions rewrites a chat request's body to carry ext: the schema in
+// its json_object response_format, the grammar beside it. go-openai has no
+// fields for these llama.cpp extensions, so they are added on the wire.
+func addExtensions(req *http.Request, ext extensions) error {
 	return rewriteBody(req, func(raw []byte) ([]byte, error) {
 		var body map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &body); err == nil {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			return raw, nil // not the request it is meant for: sent as it is
+		}
+		if ext.schemaHint != nil {
 			var rf map[string]json.RawMessage
-			if err := json.Unmarshal(body["response_format"], &rf); err == nil && string(rf["type"]) == `"json_object"` {
-				rf["schema"] = schema
-				if body["response_format"], err = json.Marshal(rf); err == nil {
-					if patched, err := json.Marshal(body); err == nil {
-						return patched, nil
-					}
-				}
+			if err := json.Unmarshal(body["response_format"], &rf); err != nil || string(rf["type"]) != `"json_object"` {
+				return raw, nil
+			}
+			rf["schema"] = ext.schemaHint
+			var err error
+			if body["response_format"], err = json.Marshal(rf); err != nil {
+				return raw, nil
 			}
 		}
-		return raw, nil // not the request it is meant for: sent as it is
+		if ext.grammar != "" {
+			g, err := json.Marshal(ext.grammar)
+			if err != nil {
+				return raw, nil
+			}
+			body["grammar"] = g
+		}
+		patched, err := json.Marshal(body)
+		if err != nil {
+			return raw, nil
+		}
+		return patched, nil
 	})
 }
 
@@ -192,9 +214,11 @@ type attemptInfo struct {
 	// configuredModel says model is the one this service is configured
 	// with, not one a request chose.
 	configuredModel bool
-	// withFormat says the request carried a response_format.
+	// withFormat says the request carried a response_format or a grammar.
 	withFormat bool
-	timeout    time.Duration
+	// grammar says it carried a grammar (engine.FormatGrammar).
+	grammar bool
+	timeout time.Duration
 	// timedOut says the attempt's own deadline expired while the caller's
 	// context is still live.
 	timedOut bool
@@ -262,7 +286,8 @@ type serverError struct {
 //     response_format parameter: formatRefused. llama-cpp-python's server
 //     reports its request validation errors ("Input should be 'text' or
 //     'json_object'" at body.response_format.type) as 500s; retrying
-//     those would only repeat the refusal;
+//     those would only repeat the refusal. So is a 500 naming the grammar
+//     to a request that carried one;
 //   - 408, 429 and 5xx other than 501 and 505: transient;
 //   - 400 or 422 to a request with a response_format, pointing at it (param response_format,
 //     or a message mentioning response_format, json_schema, json_object,
@@ -284,7 +309,8 @@ func classifyStatus(f *failure, se serverError, a attemptInfo) {
 		f.kind = permanent
 		f.reason = fmt.Sprintf("the input is too long for the model's context window (%d%s)", status, detail)
 		f.cause = newContextLengthError(f.cause, se.message, se.body)
-	case a.withFormat && status == http.StatusInternalServerError && strings.Contains(se.message, "response_format"):
+	case a.withFormat && status == http.StatusInternalServerError &&
+		(strings.Contains(se.message, "response_format") || a.grammar && strings.Contains(strings.ToLower(se.message), "grammar")):
 		f.kind = formatRefused
 		f.reason = fmt.Sprintf("the server refused the response format (%d%s)", status, detail)
 	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests ||

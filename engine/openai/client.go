@@ -15,6 +15,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"rulevalidator/engine"
+	"rulevalidator/engine/gbnf"
 	"rulevalidator/internal/backoff"
 )
 
@@ -63,8 +64,21 @@ func (c *Client) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatR
 	}
 	start := time.Now()
 	for {
-		resp, refused, err := c.callWithRetries(ctx, req, format, start)
+		var grammar string
+		if format == engine.FormatGrammar {
+			if grammar = c.grammar(req); grammar == "" {
+				format = engine.FormatJSONObject // this call only: it has no grammar
+			}
+		}
+		resp, refused, err := c.callWithRetries(ctx, req, format, grammar, start)
 		if refused == nil {
+			if err == nil && format == engine.FormatGrammar && !compactJSON(resp.Content) {
+				// A server that ignores the field answers in its own spelling:
+				// the grammar would only cost a wasted render from now on.
+				c.remember(req.Model, engine.FormatJSONObject)
+				c.log.Warn("openai: server ignored the grammar, later calls use json_object",
+					"model", req.Model)
+			}
 			return resp, err
 		}
 		// Text sends no response_format, so a refusal always has a weaker
@@ -76,6 +90,44 @@ func (c *Client) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatR
 			"status", refused.status, "error", refused.reason)
 		format = next
 	}
+}
+
+// grammar is req's GrammarSchema as a GBNF grammar, or "" when it has none
+// or it cannot be rendered (logged: the engine's schemas are meant to be).
+func (c *Client) grammar(req engine.ChatRequest) string {
+	if len(req.GrammarSchema) == 0 {
+		return ""
+	}
+	g, err := gbnf.FromSchema(req.GrammarSchema)
+	if err != nil {
+		c.log.Warn("openai: the grammar schema has no GBNF form, sending json_object", "model", req.Model, "error", err)
+		return ""
+	}
+	return g
+}
+
+// compactJSON reports whether s is spelled as a grammar from gbnf makes
+// it: an object or array with no whitespace outside its strings (a prefix
+// of one when the answer was cut at max_tokens).
+func compactJSON(s string) bool {
+	if s == "" || s[0] != '{' && s[0] != '[' {
+		return false
+	}
+	inString, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case b == '"':
+			inString = !inString
+		case !inString && (b == ' ' || b == '\t' || b == '\n' || b == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // Format is the response format calls for model start at: the configured
@@ -117,10 +169,10 @@ func (c *Client) startFormat(req engine.ChatRequest) (engine.ResponseFormat, err
 			want = engine.FormatJSONSchema
 		}
 	}
+	if err := engine.ValidateFormat(want); err != nil {
+		return "", rejectedLocally("format %s", err)
+	}
 	switch {
-	case strength(want) == 0:
-		return "", rejectedLocally("format %q is not one of %s, %s, %s",
-			want, engine.FormatJSONSchema, engine.FormatJSONObject, engine.FormatText)
 	case len(req.Messages) == 0:
 		return "", rejectedLocally("the request has no messages")
 	case want == engine.FormatJSONSchema && len(req.Schema) == 0:
@@ -137,12 +189,12 @@ func (c *Client) startFormat(req engine.ChatRequest) (engine.ResponseFormat, err
 // the server refuses the format (refused is then set and err is nil). The
 // retry budget (MaxElapsed) counts from start, the call's first attempt in
 // any format.
-func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, format engine.ResponseFormat, start time.Time) (resp engine.ChatResponse, refused *failure, err error) {
+func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, format engine.ResponseFormat, grammar string, start time.Time) (resp engine.ChatResponse, refused *failure, err error) {
 	creq := buildRequest(req, format)
-	hint := c.schemaHint(req, format)
+	ext := extensions{schemaHint: c.schemaHint(req, format), grammar: grammar}
 	var last *failure // the last transient failure
 	err = c.retry.Retry(ctx, func(n int) error {
-		out, f := c.attempt(ctx, creq, req.Model, format, n, hint)
+		out, f := c.attempt(ctx, creq, req.Model, format, n, ext)
 		if f == nil {
 			resp = c.toChatResponse(out, req.Model, format)
 			return nil
@@ -211,9 +263,9 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 
 // attempt sends one request under its own timeout; n numbers it among the
 // attempts of its call in this format.
-func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, n int, hint json.RawMessage) (goopenai.ChatCompletionResponse, *failure) {
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, n int, ext extensions) (goopenai.ChatCompletionResponse, *failure) {
 	creq, contents := withPlaceholders(creq)
-	rec := &attemptRecord{schemaHint: hint, contents: contents}
+	rec := &attemptRecord{extensions: ext, contents: contents}
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, rec), c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -225,6 +277,7 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 			model:           model,
 			configuredModel: c.cfg.Model == "" || model == "" || model == c.cfg.Model,
 			withFormat:      format != engine.FormatText,
+			grammar:         format == engine.FormatGrammar,
 			timeout:         c.cfg.Timeout,
 			timedOut:        ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded),
 			now:             time.Now(),
@@ -348,15 +401,14 @@ func schemaName(req engine.ChatRequest) string {
 	return req.SchemaName
 }
 
-// strength orders formats; 0 means unknown.
+// strength orders formats (engine.ResponseFormats, strongest first); 0
+// means unknown.
 func strength(f engine.ResponseFormat) int {
-	switch f {
-	case engine.FormatJSONSchema:
-		return 3
-	case engine.FormatJSONObject:
-		return 2
-	case engine.FormatText:
-		return 1
+	all := engine.ResponseFormats()
+	for i, known := range all {
+		if f == known {
+			return len(all) - i
+		}
 	}
 	return 0
 }
@@ -370,8 +422,11 @@ func weakest(a, b engine.ResponseFormat) engine.ResponseFormat {
 
 // weaker is the next format to try after f is refused.
 func weaker(f engine.ResponseFormat) engine.ResponseFormat {
-	if f == engine.FormatJSONSchema {
-		return engine.FormatJSONObject
+	all := engine.ResponseFormats()
+	for i, known := range all[:len(all)-1] {
+		if f == known {
+			return all[i+1]
+		}
 	}
 	return engine.FormatText
 }

@@ -599,13 +599,20 @@ func TestChatFormatFallback(t *testing.T) {
 		wantFirst  map[string]int // requests by wire format after the first call
 		wantSecond map[string]int // after the second call
 		wantFormat engine.ResponseFormat
+		// wantRemembered is the format later calls start at, when not
+		// wantFormat.
+		wantRemembered engine.ResponseFormat
 	}{
 		{
-			name:       "json_schema refused",
-			refuse:     []string{"json_schema"},
-			wantFirst:  map[string]int{"json_schema": 1, "json_object": 1},
-			wantSecond: map[string]int{"json_schema": 1, "json_object": 2},
-			wantFormat: engine.FormatJSONObject,
+			// The request has no grammar schema, so the grammar tier
+			// sends json_object; the model stays at grammar for calls
+			// that have one.
+			name:           "json_schema refused",
+			refuse:         []string{"json_schema"},
+			wantFirst:      map[string]int{"json_schema": 1, "json_object": 1},
+			wantSecond:     map[string]int{"json_schema": 1, "json_object": 2},
+			wantFormat:     engine.FormatJSONObject,
+			wantRemembered: engine.FormatGrammar,
 		},
 		{
 			name:       "json_schema and json_object refused",
@@ -642,8 +649,12 @@ func TestChatFormatFallback(t *testing.T) {
 					t.Errorf("after call %d: requests by format = %v, want %v", i+1, got, want)
 				}
 			}
-			if got := c.Format("test-model"); got != tt.wantFormat {
-				t.Errorf("remembered format = %q, want %q", got, tt.wantFormat)
+			wantRemembered := tt.wantFormat
+			if tt.wantRemembered != "" {
+				wantRemembered = tt.wantRemembered
+			}
+			if got := c.Format("test-model"); got != wantRemembered {
+				t.Errorf("remembered format = %q, want %q", got, wantRemembered)
 			}
 			wantOther := tt.cfgFormat
 			if wantOther == "" {
@@ -744,7 +755,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative timeout", openai.Config{BaseURL: "http://h/v1", Timeout: -time.Second}, "openai: Timeout must not be negative, got -1s"},
 		{"negative attempts", openai.Config{BaseURL: "http://h/v1", MaxAttempts: -1}, "openai: MaxAttempts must not be negative, got -1"},
 		{"base above max delay", openai.Config{BaseURL: "http://h/v1", BaseDelay: time.Minute}, "openai: BaseDelay 1m0s exceeds MaxDelay 30s"},
-		{"unknown format", openai.Config{BaseURL: "http://h/v1", Format: "yaml"}, `openai: Format "yaml" is not one of json_schema, json_object, text`},
+		{"unknown format", openai.Config{BaseURL: "http://h/v1", Format: "yaml"}, `openai: Format "yaml" is not one of json_schema, grammar, json_object, text`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -824,5 +835,124 @@ func TestChatJSONObjectCarriesSchemaHint(t *testing.T) {
 		if !omit && !json.Valid(body.ResponseFormat.Schema) {
 			t.Errorf("schema hint is not JSON: %s", body.ResponseFormat.Schema)
 		}
+	}
+}
+
+// grammarRequest is schemaRequest with a grammar schema, as the engine sends
+// its calls.
+func grammarRequest() engine.ChatRequest {
+	req := schemaRequest()
+	req.GrammarSchema = json.RawMessage(testSchema)
+	return req
+}
+
+// A server that lacks json_schema but takes llama.cpp's grammar field gets
+// the grammar schema as a compact GBNF grammar, with no response_format;
+// one that refuses the field, or ignores it, gets json_object.
+func TestChatGrammarTier(t *testing.T) {
+	tests := []struct {
+		name       string
+		refuse     []string
+		answer     string
+		req        func() engine.ChatRequest
+		wantWire   []string // the formats of the first call's requests, in order
+		wantFormat engine.ResponseFormat
+		wantNext   engine.ResponseFormat // the format the next call starts at
+	}{
+		{name: "json_schema refused, grammar taken", refuse: []string{"json_schema"}, answer: `{"verdict":"pass"}`, req: grammarRequest,
+			wantWire: []string{"json_schema", "grammar"}, wantFormat: engine.FormatGrammar, wantNext: engine.FormatGrammar},
+		{name: "grammar refused as an unknown field", refuse: []string{"json_schema", "grammar"}, answer: `{"verdict":"pass"}`, req: grammarRequest,
+			wantWire: []string{"json_schema", "grammar", "json_object"}, wantFormat: engine.FormatJSONObject, wantNext: engine.FormatJSONObject},
+		{name: "grammar ignored: the answer is spaced", refuse: []string{"json_schema"}, answer: "{\"verdict\": \"pass\"}", req: grammarRequest,
+			wantWire: []string{"json_schema", "grammar"}, wantFormat: engine.FormatGrammar, wantNext: engine.FormatJSONObject},
+		{name: "grammar ignored: prose", refuse: []string{"json_schema"}, answer: "The verdict is pass.", req: grammarRequest,
+			wantWire: []string{"json_schema", "grammar"}, wantFormat: engine.FormatGrammar, wantNext: engine.FormatJSONObject},
+		{name: "spaces inside strings are the answer's own", refuse: []string{"json_schema"}, answer: `{"verdict":"it \" passes\\","n":[1,{"a":" "}]}`, req: grammarRequest,
+			wantWire: []string{"json_schema", "grammar"}, wantFormat: engine.FormatGrammar, wantNext: engine.FormatGrammar},
+		{name: "no grammar schema: json_object for this call", refuse: []string{"json_schema"}, answer: `{"verdict":"pass"}`, req: schemaRequest,
+			wantWire: []string{"json_schema", "json_object"}, wantFormat: engine.FormatJSONObject, wantNext: engine.FormatGrammar},
+		{name: "a grammar schema without a GBNF form: json_object for this call", refuse: []string{"json_schema"}, answer: `{"verdict":"pass"}`,
+			req: func() engine.ChatRequest {
+				req := grammarRequest()
+				req.GrammarSchema = json.RawMessage(`{"oneOf":[{"type":"string"}]}`)
+				return req
+			},
+			wantWire: []string{"json_schema", "json_object"}, wantFormat: engine.FormatJSONObject, wantNext: engine.FormatGrammar},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake(t)
+			fake.RefuseFormats(tt.refuse...)
+			fake.SetDefault(llmfake.Reply{Content: tt.answer})
+			c, _ := newClient(t, fake.URL(), nil)
+
+			resp, err := c.Chat(t.Context(), tt.req())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Format != tt.wantFormat || resp.Content != tt.answer {
+				t.Errorf("answer in format %q: %q; want %q and the answer", resp.Format, resp.Content, tt.wantFormat)
+			}
+			var wire []string
+			for _, r := range fake.Requests() {
+				wire = append(wire, r.Format)
+				var body map[string]json.RawMessage
+				if err := json.Unmarshal(r.Raw, &body); err != nil {
+					t.Fatal(err)
+				}
+				_, hasFormat := body["response_format"]
+				switch {
+				case r.Format == "grammar" && (hasFormat || !strings.Contains(r.Grammar, "root ::=")):
+					t.Errorf("a grammar request must carry the grammar and no response_format: %s", r.Raw)
+				case r.Format != "grammar" && r.Grammar != "":
+					t.Errorf("a %q request carried a grammar", r.Format)
+				}
+			}
+			if strings.Join(wire, ",") != strings.Join(tt.wantWire, ",") {
+				t.Errorf("requests by format = %v, want %v", wire, tt.wantWire)
+			}
+			if got := c.Format("test-model"); got != tt.wantNext {
+				t.Errorf("the next call starts at %q, want %q", got, tt.wantNext)
+			}
+		})
+	}
+}
+
+// The grammar sent allows the schema's answer spelled compactly, and not
+// spaced: llama.cpp's own schema grammars allow whitespace between tokens.
+func TestChatGrammarIsCompact(t *testing.T) {
+	fake := newFake(t)
+	fake.SetDefault(llmfake.Reply{Content: `{"verdict":"pass"}`})
+	c, _ := newClient(t, fake.URL(), func(c *openai.Config) { c.Format = engine.FormatGrammar })
+	if _, err := c.Chat(t.Context(), grammarRequest()); err != nil {
+		t.Fatal(err)
+	}
+	g := fake.Requests()[0].Grammar
+	if !strings.Contains(g, `"{\"verdict\":"`) || strings.Contains(g, "space") {
+		t.Errorf("grammar %q does not spell the object compactly", g)
+	}
+}
+
+// llama-cpp-python reports a grammar it cannot parse as a 500 naming it:
+// that refuses the grammar, it is not retried.
+func TestChatGrammarRefusedWith500(t *testing.T) {
+	fake := newFake(t)
+	fake.Enqueue(
+		llmfake.Reply{Status: http.StatusInternalServerError, Error: &llmfake.Error{Message: "from_string: error parsing grammar file: parse_space: need newline", Type: "internal_server_error"}},
+		llmfake.Reply{Content: `{"verdict":"pass"}`},
+	)
+	c, w := newClient(t, fake.URL(), func(c *openai.Config) { c.Format = engine.FormatGrammar })
+	resp, err := c.Chat(t.Context(), grammarRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Format != engine.FormatJSONObject {
+		t.Errorf("format = %q, want json_object after the refusal", resp.Format)
+	}
+	if got := fake.CountByFormat(); !equalCounts(got, map[string]int{"grammar": 1, "json_object": 1}) {
+		t.Errorf("requests by format = %v", got)
+	}
+	if got := w.get(); len(got) != 0 {
+		t.Errorf("waited %v; a format refusal is not retried with backoff", got)
 	}
 }

@@ -51,8 +51,10 @@ type Config struct {
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// Format is the strongest response format to ask for; "" starts at
-	// json_schema and falls back as the server requires. json_object never
-	// tries json_schema; text never sends response_format.
+	// json_schema and falls back as the server requires, along
+	// engine.ResponseFormats: json_schema, grammar, json_object, text.
+	// json_object never tries the stronger ones; text never sends
+	// response_format.
 	Format engine.ResponseFormat
 	// HTTPClient sends the requests; nil uses a client with the default
 	// transport. Its own Timeout, if any, also applies.
@@ -158,9 +160,10 @@ func (c Config) Validate() error {
 	if c.BaseDelay > 0 && c.MaxDelay > 0 && c.BaseDelay > c.MaxDelay {
 		return fmt.Errorf("openai: BaseDelay %s exceeds MaxDelay %s", c.BaseDelay, c.MaxDelay)
 	}
-	if c.Format != "" && strength(c.Format) == 0 {
-		return fmt.Errorf("openai: Format %q is not one of %s, %s, %s",
-			c.Format, engine.FormatJSONSchema, engine.FormatJSONObject, engine.FormatText)
+	if c.Format != "" {
+		if err := engine.ValidateFormat(c.Format); err != nil {
+			return fmt.Errorf("openai: Format %w", err)
+		}
 	}
 	return nil
 }

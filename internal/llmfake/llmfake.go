@@ -56,8 +56,11 @@ type Request struct {
 	Header   http.Header
 	Model    string
 	Messages []Message
-	// Format is response_format.type, "" when response_format was absent.
-	Format      string
+	// Format is response_format.type; "grammar" for a request that carried
+	// a grammar (llama.cpp's field) instead; "" for neither.
+	Format string
+	// Grammar is the GBNF grammar a request carried.
+	Grammar     string
 	SchemaName  string
 	Schema      json.RawMessage
 	Strict      bool
@@ -158,8 +161,10 @@ func (s *Server) Answer(answer func(Request) Reply) {
 }
 
 // RefuseFormats makes the server answer 400 to any request whose
-// response_format.type is one of formats, before the queue is consulted,
-// with a message like the one llama.cpp-style servers send.
+// response_format.type is one of formats ("grammar": that carries a
+// grammar), before the queue is consulted, with a message like the one
+// llama.cpp-style servers send (OpenAI's for an unknown field, for a
+// grammar).
 func (s *Server) RefuseFormats(formats ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -199,6 +204,7 @@ type wireRequest struct {
 			Strict bool            `json:"strict"`
 		} `json:"json_schema"`
 	} `json:"response_format"`
+	Grammar             string   `json:"grammar"`
 	Temperature         *float64 `json:"temperature"`
 	MaxTokens           int      `json:"max_tokens"`
 	MaxCompletionTokens int      `json:"max_completion_tokens"`
@@ -221,7 +227,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		Temperature:         wire.Temperature,
 		MaxTokens:           wire.MaxTokens,
 		MaxCompletionTokens: wire.MaxCompletionTokens,
+		Grammar:             wire.Grammar,
 		Raw:                 raw,
+	}
+	if wire.Grammar != "" {
+		rec.Format = "grammar"
 	}
 	if rf := wire.ResponseFormat; rf != nil {
 		rec.Format = rf.Type
@@ -238,6 +248,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var reply Reply
 	answer := s.answer
 	switch {
+	case s.refuse[rec.Format] && rec.Format == "grammar":
+		reply = Reply{Status: http.StatusBadRequest, Error: &Error{ // as OpenAI refuses a field it does not know
+			Message: "Unrecognized request argument supplied: grammar",
+			Type:    "invalid_request_error",
+		}}
+		answer = nil
 	case s.refuse[rec.Format]:
 		reply = Reply{Status: http.StatusBadRequest, Error: &Error{
 			Message: fmt.Sprintf("response_format type %q is not supported by this server", rec.Format),
