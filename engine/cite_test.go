@@ -310,13 +310,17 @@ func TestGrammarRationaleStartsWithAWord(t *testing.T) {
 	}
 	for i, item := range schema.Properties.Rules.PrefixItems {
 		pattern := regexp.MustCompile(item.Properties.Rationale.Pattern)
-		for _, s := range []string{"", "...", "Short.", `He said "no"`, "The term ends <------- End of Document: x ------->", "0800000000 and more", strings.Repeat("long ", 30)} {
+		for _, s := range []string{"", "...", "Short.", `He said "no"`, "The term ends <------- End of Document: x ------->", "0800000000 and more", strings.Repeat("long ", 30),
+			"true,0,1,2,3,4, 5,6,7,8,9,10,11 ,12,13", "rule-id:752904, rule-id:863513", "not applicable", "rules_to_judge(answer=1, b c d",
+			"this agreement is valid [d1p1s3]"} {
 			if pattern.MatchString(s) {
 				t.Errorf("rule %d: rationale pattern %q lets %q through", i, pattern, s)
 			}
 		}
-		if !pattern.MatchString("Invoices are payable within 45 days of receipt.") {
-			t.Errorf("rule %d: rationale pattern %q refuses a rationale", i, pattern)
+		for _, s := range []string{"Invoices are payable within 45 days of receipt.", "H&S's agreement ends in 2 years.", "Section 5 says the term is 3 years."} {
+			if !pattern.MatchString(s) {
+				t.Errorf("rule %d: rationale pattern %q refuses %q", i, pattern, s)
+			}
 		}
 	}
 	if !strings.Contains(string(g), `"minItems":1,"maxItems":1`) {

@@ -11,17 +11,25 @@ import (
 // Bounds written into the grammar schema: they stop a small model from
 // looping inside a string, and keep answers short enough to be fast.
 const (
-	// A rationale starts with a letter, so a grammar-driven model cannot
-	// answer "", "..." or a number; its first word ends within 25
-	// characters, so it cannot be one identifier ("non-compete"); it holds
-	// no "<", so it cannot copy a marker of the material, and no control
-	// character (a small model pads with line breaks). Its length is
-	// bounded because every token a grammar server samples inside a string
-	// costs several times a token's decoding (it checks the whole
-	// vocabulary).
-	grammarRationalePattern = `^[A-Za-z][^ "\\<\x00-\x1f]{0,24} [^"\\<\x00-\x1f]{8,56}$`
-	grammarMaxQuote         = 300
-	grammarMaxEvidences     = 3
+	// A rationale is a sentence of four words or more, each of at most 15
+	// characters, whose first word is a word (letters, with "&", ".", an
+	// apostrophe or a hyphen inside): so a grammar-driven model cannot
+	// answer "", "...", a number, one identifier ("non-compete",
+	// "rule-id:752904"), a list ("true,0,1,2,3,4,") or a label ("not
+	// applicable", "No data sufficiency"). It holds none of the characters
+	// of code and markup ("_", "[", "]", "{", "}", "=", "|", "<"), which the
+	// local model wrote in place of sentences ("rules_to_judge(answer=1",
+	// "this_agreement_is_valid_i [d1p1s3]") and with which it could copy a
+	// marker of the material, and no control character (a small model pads
+	// with line breaks). Its length is bounded because every token a
+	// grammar server samples costs about twice a token's decoding (it
+	// checks the whole vocabulary).
+	grammarRationalePattern = `^[A-Za-z][A-Za-z&.'’-]{0,14}( ` + rationaleWordChar + `{1,15}){3}[^"\\<\[\]{}=_|\x00-\x1f]{0,45}$`
+	// rationaleWordChar is a character of a rationale's word: any but a
+	// space and those a rationale may not hold.
+	rationaleWordChar   = `[^ "\\<\[\]{}=_|\x00-\x1f]`
+	grammarMaxQuote     = 300
+	grammarMaxEvidences = 3
 	// grammarMaxCitations bounds the passages one rule cites in cite mode:
 	// the one that decides it.
 	grammarMaxCitations = 1
