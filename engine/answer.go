@@ -89,6 +89,10 @@ type rawRule struct {
 	NumericalOutput json.RawMessage `json:"numerical_output"`
 	NotApplicable   *bool           `json:"not_applicable"`
 	Evidences       []rawEvidence   `json:"evidences"`
+	// PassageID is a citation written as the entry's own key, the form a
+	// grammar server is held to in cite mode (GrammarSchema); it is read
+	// as one more evidence.
+	PassageID *string `json:"passage_id"`
 }
 
 type rawEvidence struct {
@@ -142,7 +146,7 @@ func isRuleEntry(body string) bool {
 	if _, ok := keys["rules"]; ok {
 		return false
 	}
-	for _, k := range []string{"rationale", "evidences", "boolean_output", "numerical_output", "data_sufficiency"} {
+	for _, k := range []string{"rationale", "evidences", "passage_id", "boolean_output", "numerical_output", "data_sufficiency"} {
 		if _, ok := keys[k]; ok {
 			return true
 		}
@@ -199,6 +203,9 @@ func parseAnswer(content string, pending []Rule) (entries []answeredRule, proble
 		if err := json.Unmarshal(raw, &rr); err != nil {
 			problems = append(problems, Problem{Reason: ReasonMalformedJSON, Detail: fmt.Sprintf("rules[%d] is not an object of the expected shape (%v)", i, err)})
 			continue
+		}
+		if rr.PassageID != nil {
+			rr.Evidences = append(rr.Evidences, rawEvidence{PassageID: *rr.PassageID})
 		}
 		if rr.RuleID == nil && len(pending) == 1 && len(ans.Rules) == 1 {
 			// The only rule asked for: a grammar server is not made to

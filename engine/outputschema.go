@@ -30,9 +30,6 @@ const (
 	rationaleWordChar   = `[^ "\\<\[\]{}=_|\x00-\x1f]`
 	grammarMaxQuote     = 300
 	grammarMaxEvidences = 3
-	// grammarMaxCitations bounds the passages one rule cites in cite mode:
-	// the one that decides it.
-	grammarMaxCitations = 1
 	// maxEnumCitable is the most passage ids or source names a schema lists
 	// as an enum; beyond it a pattern constrains their form and the content
 	// checks what was cited (strict structured-output servers cap an enum
@@ -250,14 +247,7 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	var evidence obj
 	switch {
 	case mode == EvidenceCite && bounded:
-		// The id alone: the engine copies the passage, and every token a
-		// small model does not write is time saved.
-		evidence = obj{
-			{"type", "object"},
-			{"properties", obj{{"passage_id", citable}}},
-			{"required", []string{"passage_id"}},
-			{"additionalProperties", false},
-		}
+		// Written as the entry's own passage_id, below.
 	case mode == EvidenceCite:
 		evidence = obj{
 			{"type", "object"},
@@ -278,13 +268,7 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 		}
 	}
 	evidences := obj{{"type", "array"}, {"items", evidence}}
-	switch {
-	case bounded && mode == EvidenceCite:
-		// Every verdict rests on a passage: a grammar-driven model otherwise
-		// leaves the list empty. A cited id always exists, so this costs no
-		// re-ask; in quote mode a forced quote the model cannot copy would.
-		evidences = append(evidences, kv{"minItems", 1}, kv{"maxItems", grammarMaxCitations})
-	case bounded:
+	if bounded {
 		evidences = append(evidences, kv{"maxItems", grammarMaxEvidences})
 	}
 	rationale := obj{{"type", "string"}}
@@ -302,7 +286,16 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	if !bounded || !alone {
 		add("rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}})
 	}
-	add("evidences", evidences)
+	if bounded && mode == EvidenceCite {
+		// Exactly one citation, the passage that decides the rule, as the
+		// entry's own key: a grammar-driven model otherwise leaves a list
+		// empty, a cited id always exists (so this costs no re-ask), and
+		// every token a grammar server samples is slow, the "evidences"
+		// list around the id included. The engine copies the passage.
+		add("passage_id", citable)
+	} else {
+		add("evidences", evidences)
+	}
 	add("rationale", rationale)
 	// A rule without an alternate is judged as stated: on grammar servers
 	// (small models) its not_applicable is left out, false, which such a
