@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -35,12 +36,13 @@ func ResponseFormats() []ResponseFormat {
 // ValidateFormat reports whether f is one of ResponseFormats, naming them
 // when it is not.
 func ValidateFormat(f ResponseFormat) error {
-	names := make([]string, 0, 4)
-	for _, known := range ResponseFormats() {
-		if f == known {
-			return nil
-		}
-		names = append(names, string(known))
+	all := ResponseFormats()
+	if slices.Contains(all, f) {
+		return nil
+	}
+	names := make([]string, len(all))
+	for i, known := range all {
+		names[i] = string(known)
 	}
 	return fmt.Errorf("%q is not one of %s", f, strings.Join(names, ", "))
 }

@@ -11,10 +11,10 @@ import (
 // Bounds written into the grammar schema: they stop a small model from
 // looping inside a string, and keep answers short enough to be fast.
 const (
-	// A rationale is a sentence of four words or more, each of at most 15
-	// characters, whose first word is a word (letters, with "&", ".", an
-	// apostrophe or a hyphen inside): so a grammar-driven model cannot
-	// answer "", "...", a number, one identifier ("non-compete",
+	// A rationale is a sentence of four words or more, the first four of
+	// at most 15 characters each and the first a word (letters, with "&",
+	// ".", an apostrophe or a hyphen inside): so a grammar-driven model
+	// cannot answer "", "...", a number, one identifier ("non-compete",
 	// "rule-id:752904"), a list ("true,0,1,2,3,4,") or a label ("not
 	// applicable", "No data sufficiency"). It holds none of the characters
 	// of code and markup ("_", "[", "]", "{", "}", "=", "|", "<"), which the
@@ -24,10 +24,10 @@ const (
 	// with line breaks). Its length is bounded because every token a
 	// grammar server samples costs about twice a token's decoding (it
 	// checks the whole vocabulary).
-	grammarRationalePattern = `^[A-Za-z][A-Za-z&.'’-]{0,14}( ` + rationaleWordChar + `{1,15}){3}[^"\\<\[\]{}=_|\x00-\x1f]{0,45}$`
-	// rationaleWordChar is a character of a rationale's word: any but a
-	// space and those a rationale may not hold.
-	rationaleWordChar   = `[^ "\\<\[\]{}=_|\x00-\x1f]`
+	grammarRationalePattern = `^[A-Za-z][A-Za-z&.'’-]{0,14}( [^ ` + rationaleForbidden + `]{1,15}){3}[^` + rationaleForbidden + `]{0,45}$`
+	// rationaleForbidden are the characters a rationale may not hold, as a
+	// character class's contents.
+	rationaleForbidden  = `"\\<\[\]{}=_|\x00-\x1f`
 	grammarMaxQuote     = 300
 	grammarMaxEvidences = 3
 	// maxEnumCitable is the most passage ids or source names a schema lists
@@ -237,40 +237,7 @@ func isPassageID(id string) bool {
 // rule, and a rule without an alternate needs no not_applicable, which is
 // false.
 func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
-	str := func(maxLen int) obj {
-		if !bounded {
-			return obj{{"type", "string"}}
-		}
-		return obj{{"type", "string"}, {"maxLength", maxLen}}
-	}
 	citable := obj{{"$ref", citableRef}}
-	var evidence obj
-	switch {
-	case mode == EvidenceCite && bounded:
-		// Written as the entry's own passage_id, below.
-	case mode == EvidenceCite:
-		evidence = obj{
-			{"type", "object"},
-			{"properties", obj{{"passage_id", citable}, {"quote", str(grammarMaxQuote)}}},
-			{"required", []string{"passage_id", "quote"}},
-			{"additionalProperties", false},
-		}
-	default:
-		evidence = obj{
-			{"type", "object"},
-			{"properties", obj{
-				{"text", str(grammarMaxQuote)},
-				{"source_origin", citable},
-				{"source_page_number", obj{{"type", "integer"}}},
-			}},
-			{"required", []string{"text", "source_origin", "source_page_number"}},
-			{"additionalProperties", false},
-		}
-	}
-	evidences := obj{{"type", "array"}, {"items", evidence}}
-	if bounded {
-		evidences = append(evidences, kv{"maxItems", grammarMaxEvidences})
-	}
 	rationale := obj{{"type", "string"}}
 	if bounded {
 		rationale = append(rationale, kv{"pattern", grammarRationalePattern})
@@ -294,7 +261,7 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 		// list around the id included. The engine copies the passage.
 		add("passage_id", citable)
 	} else {
-		add("evidences", evidences)
+		add("evidences", evidencesSchema(mode, bounded, citable))
 	}
 	add("rationale", rationale)
 	// A rule without an alternate is judged as stated: on grammar servers
@@ -316,6 +283,41 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 		{"required", required},
 		{"additionalProperties", false},
 	}
+}
+
+// evidencesSchema is a rule's list of evidence: in cite mode passage ids
+// with the words quoted from them, in quote mode quotes with their source
+// and page. bounded bounds its strings and length for grammar servers.
+func evidencesSchema(mode EvidenceMode, bounded bool, citable obj) obj {
+	str := func(maxLen int) obj {
+		if !bounded {
+			return obj{{"type", "string"}}
+		}
+		return obj{{"type", "string"}, {"maxLength", maxLen}}
+	}
+	evidence := obj{
+		{"type", "object"},
+		{"properties", obj{
+			{"text", str(grammarMaxQuote)},
+			{"source_origin", citable},
+			{"source_page_number", obj{{"type", "integer"}}},
+		}},
+		{"required", []string{"text", "source_origin", "source_page_number"}},
+		{"additionalProperties", false},
+	}
+	if mode == EvidenceCite {
+		evidence = obj{
+			{"type", "object"},
+			{"properties", obj{{"passage_id", citable}, {"quote", str(grammarMaxQuote)}}},
+			{"required", []string{"passage_id", "quote"}},
+			{"additionalProperties", false},
+		}
+	}
+	evidences := obj{{"type", "array"}, {"items", evidence}}
+	if bounded {
+		evidences = append(evidences, kv{"maxItems", grammarMaxEvidences})
+	}
+	return evidences
 }
 
 // kv and obj build JSON objects whose keys keep their order: grammar-based

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -405,10 +406,8 @@ func schemaName(req engine.ChatRequest) string {
 // means unknown.
 func strength(f engine.ResponseFormat) int {
 	all := engine.ResponseFormats()
-	for i, known := range all {
-		if f == known {
-			return len(all) - i
-		}
+	if i := slices.Index(all, f); i >= 0 {
+		return len(all) - i
 	}
 	return 0
 }
@@ -423,10 +422,8 @@ func weakest(a, b engine.ResponseFormat) engine.ResponseFormat {
 // weaker is the next format to try after f is refused.
 func weaker(f engine.ResponseFormat) engine.ResponseFormat {
 	all := engine.ResponseFormats()
-	for i, known := range all[:len(all)-1] {
-		if f == known {
-			return all[i+1]
-		}
+	if i := slices.Index(all, f); i >= 0 && i < len(all)-1 {
+		return all[i+1]
 	}
 	return engine.FormatText
 }
