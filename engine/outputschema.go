@@ -77,8 +77,8 @@ func outputBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 // GrammarSchema is a stricter form of OutputSchema for servers that enforce a
 // schema with a grammar (llama.cpp): exactly one entry per rule, in ruleset
 // order (a lone rule's entry is the whole answer, without the "rules" array
-// or its rule_id), with bounded string lengths and, in cite mode, evidence
-// that is a passage id only. Such servers need no schema support from the API to
+// or its rule_id), with bounded string lengths, no data_sufficiency (true)
+// and, in cite mode, evidence that is a passage id only. Such servers need no schema support from the API to
 // produce a valid answer, and cannot write an id that was not shown.
 func GrammarSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawMessage, error) {
 	body, err := grammarBody(rules, mode)
@@ -234,8 +234,8 @@ func isPassageID(id string) bool {
 // data suffice, then the verdict. A grammar server generates every token of
 // a key the schema forces, each as slow as a free one: an entry that is the
 // only one of its answer (alone) needs no rule_id, its position names the
-// rule, and a rule without an alternate needs no not_applicable, which is
-// false.
+// rule, a rule without an alternate needs no not_applicable, which is
+// false, and no entry needs data_sufficiency, which is true.
 func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	citable := obj{{"$ref", citableRef}}
 	rationale := obj{{"type", "string"}}
@@ -271,7 +271,14 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	if !bounded || r.NotApplicableText != "" {
 		add("not_applicable", obj{{"type", "boolean"}})
 	}
-	add("data_sufficiency", obj{{"type", "boolean"}})
+	// On grammar servers data_sufficiency is left out too, true: the local
+	// model set it false on 8 of 10 verdicts of one case, each of which then
+	// read as judged on insufficient data, and its seven forced tokens are a
+	// seventh of a verdict. The engine still marks a verdict insufficient
+	// when it keeps it with problems or judges it on an excerpt.
+	if !bounded {
+		add("data_sufficiency", obj{{"type", "boolean"}})
+	}
 	if r.Type == Numerical {
 		add("numerical_output", obj{{"type", "integer"}, {"enum", r.AllowedScores()}})
 	} else {

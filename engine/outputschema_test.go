@@ -68,8 +68,9 @@ func TestOutputSchemaStaysInTheStrictSubset(t *testing.T) {
 }
 
 // TestSchemasThinkFirstDecideLast: both schemas ask for the evidence, then
-// the rationale, then applicability and sufficiency, then the verdict, so a
-// model generating in schema order decides last.
+// the rationale, then applicability and sufficiency (the strict schema
+// only), then the verdict, so a model generating in schema order decides
+// last.
 func TestSchemasThinkFirstDecideLast(t *testing.T) {
 	for name, build := range map[string]func([]Rule, EvidenceMode, []string) (json.RawMessage, error){"output": OutputSchema, "grammar": GrammarSchema} {
 		for _, rule := range testRuleset().Rules {
@@ -83,13 +84,17 @@ func TestSchemasThinkFirstDecideLast(t *testing.T) {
 			}
 			text := string(data)
 			// The grammar of one rule leaves out its id (the position names
-			// it) and the not_applicable of a rule without an alternate.
+			// it), its data_sufficiency (true) and the not_applicable of a
+			// rule without an alternate.
 			order := []string{`"rule_id"`, `"evidences"`, `"rationale"`, `"not_applicable"`, `"data_sufficiency"`, verdict}
 			if name == "grammar" {
 				// One citation, as the entry's own passage_id.
-				order = append([]string{`"passage_id"`}, order[2:]...)
+				order = []string{`"passage_id"`, `"rationale"`, `"not_applicable"`, verdict}
 				if rule.NotApplicableText == "" {
-					order = slices.Delete(slices.Clone(order), 2, 3)
+					order = slices.Delete(order, 2, 3)
+				}
+				if strings.Contains(text, `"data_sufficiency"`) {
+					t.Errorf("grammar schema of %s asks for data_sufficiency: %s", rule.RuleID, text)
 				}
 			}
 			props := text[strings.Index(text, order[0]+`:{`):]
@@ -139,11 +144,12 @@ func TestGrammarLoneRuleIsTheWholeAnswer(t *testing.T) {
 	// Its citation is the entry's own passage_id, as the grammar has it, or
 	// an evidences list, as a strict-schema server writes it.
 	for _, answer := range []string{
-		`{"passage_id":"d1p1s1","rationale":"Liability is capped at the fees paid.","data_sufficiency":true,"boolean_output":true}`,
+		`{"passage_id":"d1p1s1","rationale":"Liability is capped at the fees paid.","boolean_output":true}`,
 		`{"evidences":[{"passage_id":"d1p1s1"}],"rationale":"Liability is capped at the fees paid.","data_sufficiency":true,"boolean_output":true}`,
 	} {
 		good, problems := checkAnswer(answer, rule)
-		if v := good[rule[0].RuleID]; len(problems) != 0 || v.BooleanOutput == nil || len(v.Evidences) != 1 || v.Evidences[0].PassageID != "d1p1s1" {
+		// Without data_sufficiency (the grammar asks none), the data suffice.
+		if v := good[rule[0].RuleID]; len(problems) != 0 || v.BooleanOutput == nil || !v.DataSufficiency || len(v.Evidences) != 1 || v.Evidences[0].PassageID != "d1p1s1" {
 			t.Errorf("a lone rule's object %s: %+v, %v", answer, good, problems)
 		}
 	}

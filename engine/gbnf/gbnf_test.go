@@ -46,15 +46,22 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 		}
 		return s
 	}
-	loneCite := `{"passage_id":"d1p1s1","rationale":"` + okRationale + `","not_applicable":false,"data_sufficiency":true,"boolean_output":true}`
+	loneCite := `{"passage_id":"d1p1s1","rationale":"` + okRationale + `","not_applicable":false,"boolean_output":true}`
 	withRationale := func(r string) string { return strings.Replace(loneCite, okRationale, r, 1) }
-	entry := func(id, evidences, verdict string) string {
-		na := ""
-		if id == "cap" {
-			na = `"not_applicable":false,`
+	// A grammar entry has no data_sufficiency; a strict one (strict) has.
+	entryOf := func(strict bool) func(id, evidences, verdict string) string {
+		return func(id, evidences, verdict string) string {
+			na, ds := "", ""
+			if id == "cap" || strict {
+				na = `"not_applicable":false,`
+			}
+			if strict {
+				ds = `"data_sufficiency":true,`
+			}
+			return `{"rule_id":"` + id + `","evidences":` + evidences + `,"rationale":"` + okRationale + `",` + na + ds + verdict + `}`
 		}
-		return `{"rule_id":"` + id + `","evidences":` + evidences + `,"rationale":"` + okRationale + `",` + na + `"data_sufficiency":true,` + verdict + `}`
 	}
+	entry, strictEntry := entryOf(false), entryOf(true)
 	quoteEv := `{"text":"The supplier's total liability is capped.","source_origin":"msa.pdf","source_page_number":1}`
 	quote3 := func(ev0, score string) string {
 		return `{"rules":[` + entry("cap", ev0, `"boolean_output":true`) + `,` + entry("term", `[]`, `"boolean_output":false`) + `,` + entry("score", `[]`, `"numerical_output":`+score) + `]}`
@@ -72,22 +79,23 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 		schema: schema(engine.GrammarSchema(rules[:1], engine.EvidenceCite, []string{"d1p1s1", "d1p2s1"})),
 		accept: []string{loneCite, strings.Replace(loneCite, "d1p1s1", "d1p2s1", 1)},
 		reject: []string{
-			strings.Replace(loneCite, `"rationale":`, `"rationale": `, 1),               // space after a colon
-			strings.Replace(loneCite, `,"data_sufficiency"`, `, "data_sufficiency"`, 1), // space after a comma
+			strings.Replace(loneCite, `"rationale":`, `"rationale": `, 1),           // space after a colon
+			strings.Replace(loneCite, `,"boolean_output"`, `, "boolean_output"`, 1), // space after a comma
 			" " + loneCite,
 			loneCite + "\n",
-			strings.Replace(loneCite, `"data_sufficiency":true,"boolean_output":true`, `"boolean_output":true,"data_sufficiency":true`, 1), // key order
-			strings.Replace(loneCite, "d1p1s1", "d9p9s9", 1),                                               // id not in the enum
-			strings.Replace(loneCite, `"passage_id":"d1p1s1",`, ``, 1),                                     // no citation
-			strings.Replace(loneCite, `"passage_id":"d1p1s1"`, `"evidences":[{"passage_id":"d1p1s1"}]`, 1), // a list, not the one id
-			strings.Replace(loneCite, `"not_applicable":false,`, ``, 1),                                    // a required key left out
-			strings.Replace(loneCite, `}`, `,"extra":1}`, 1),                                               // a key not in the schema
-			withRationale("9 is capped at the fees paid."),                                                 // starts with a digit
-			withRationale("Supercalifragilisticexpialidocious is capped."),                                 // first word over 25 characters
-			withRationale("Liability is <capped> at the fees."),                                            // holds "<"
-			withRationale("Liability"),                                                                     // no second part
-			withRationale("Liability is\ncapped at the fees paid."),                                        // a raw control character
-			withRationale(`Liability is \"capped\" at the fees.`),                                          // a quote, even escaped
+			strings.Replace(loneCite, `"not_applicable":false,"boolean_output":true`, `"boolean_output":true,"not_applicable":false`, 1), // key order
+			strings.Replace(loneCite, `"boolean_output"`, `"data_sufficiency":true,"boolean_output"`, 1),                                 // data_sufficiency is not asked
+			strings.Replace(loneCite, "d1p1s1", "d9p9s9", 1),                                                                             // id not in the enum
+			strings.Replace(loneCite, `"passage_id":"d1p1s1",`, ``, 1),                                                                   // no citation
+			strings.Replace(loneCite, `"passage_id":"d1p1s1"`, `"evidences":[{"passage_id":"d1p1s1"}]`, 1),                               // a list, not the one id
+			strings.Replace(loneCite, `"not_applicable":false,`, ``, 1),                                                                  // a required key left out
+			strings.Replace(loneCite, `}`, `,"extra":1}`, 1),                                                                             // a key not in the schema
+			withRationale("9 is capped at the fees paid."),                                                                               // starts with a digit
+			withRationale("Supercalifragilisticexpialidocious is capped."),                                                               // first word over 25 characters
+			withRationale("Liability is <capped> at the fees."),                                                                          // holds "<"
+			withRationale("Liability"),                                                                                                   // no second part
+			withRationale("Liability is\ncapped at the fees paid."),                                                                      // a raw control character
+			withRationale(`Liability is \"capped\" at the fees.`),                                                                        // a quote, even escaped
 		},
 	}, {
 		name:   "grammar, quote, three rules",
@@ -134,7 +142,7 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 			strictCite(`[]`),
 			strictCite(`[{"passage_id":"d1p1s1","quote":"He said \"no\" \\ \/ \n \u00e9 <b>"}]`), // escaped quote in a plain string
 			strictCite(`[{"passage_id":"d1p1s1","quote":""},{"passage_id":"d1p1s1","quote":"q"}]`),
-			`{"rules":[` + strings.Replace(entry("score", `[]`, `"numerical_output":3`), `"data_sufficiency"`, `"not_applicable":true,"data_sufficiency"`, 1) + `,` + strings.TrimPrefix(strictCite(`[]`), `{"rules":[`),
+			`{"rules":[` + strings.Replace(strictEntry("score", `[]`, `"numerical_output":3`), `"not_applicable":false`, `"not_applicable":true`, 1) + `,` + strings.TrimPrefix(strictCite(`[]`), `{"rules":[`),
 		},
 		reject: []string{
 			strictCite(`[{"passage_id":"d1p1s1","quote":"an "unescaped" quote"}]`),
