@@ -184,6 +184,17 @@ func TestVerdictsKeptWithProblemsCountedApart(t *testing.T) {
 	wantCells(t, rep, "verdict accuracy", "83.3% (5/6)")
 	wantCells(t, rep, "kept with problems left out", "66.7% (2/3)")
 	wantCells(t, rep, "kept with problems (correct)", "3 (3)")
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	// The table names each kept verdict, with what was wrong.
+	listed := b.String()[strings.Index(b.String(), "engine verdicts kept with problems"):]
+	for _, id := range []string{"law", "term", "years"} {
+		if !strings.Contains(listed, "case a run 1 rule "+id+": ") || strings.Contains(listed, "case b run 1 rule "+id) {
+			t.Errorf("kept verdict %s of case a not listed alone:\n%s", id, listed)
+		}
+	}
 }
 
 // A judge whose every answer is unreadable, run twice, gave the same

@@ -182,6 +182,21 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	tw.Flush()
 
+	// Which verdicts were kept with problems, and why: the count above
+	// says how many, a reader checking a run needs which.
+	for _, s := range r.Systems {
+		kept := 0
+		for _, o := range s.Outcomes {
+			if !o.KeptWithProblems() {
+				continue
+			}
+			if kept == 0 {
+				fmt.Fprintf(ew, "\n%s verdicts kept with problems\n", s.Name)
+			}
+			kept++
+			fmt.Fprintf(ew, "  case %s run %d rule %s: %s\n", o.Case, o.Run, o.RuleID, strings.Join(o.Problems, "; "))
+		}
+	}
 	for _, s := range r.Systems {
 		for _, f := range s.Errors {
 			fmt.Fprintf(ew, "\n%s: case %s run %d failed: %s", s.Name, f.Case, f.Run, f.Error)
