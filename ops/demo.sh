@@ -51,12 +51,15 @@ start_serve() {
   # shellcheck disable=SC2046
   eval "$(bash ops/s3.sh env)"
   # One rule a call: the local 270M model judges one rule better than six at
-  # once, and the calls share the material through the server's prompt cache
-  # (README, Measuring verdict quality).
+  # once, and the calls share the material through the server's prompt cache.
+  # One call at a time: llama-cpp-python serves one request at once, and the
+  # requests waiting in it slow the one it serves (README, Measuring verdict
+  # quality).
   nohup "$BIN" serve \
     --kafka-brokers "$(bash ops/kafka.sh bootstrap)" \
     --llm-base-url "$(bash ops/llm.sh url)" \
     --llm-rules-per-call "${RULEVALIDATOR_LLM_RULES_PER_CALL:-1}" \
+    --llm-calls-per-request "${RULEVALIDATOR_LLM_CALLS_PER_REQUEST:-1}" \
     --http-addr "$HTTP_ADDR" --ops-addr "$OPS_ADDR" \
     --jwt-pem-files "$KEYS/devtoken.pem" --jwt-issuer "$ISSUER" --jwt-audience rulevalidator \
     --s3-endpoint "$S3_ENDPOINT" --s3-access-key "$S3_ACCESS_KEY" --s3-secret-key "$S3_SECRET_KEY" \
