@@ -78,8 +78,9 @@ func outputBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 // schema with a grammar (llama.cpp): exactly one entry per rule, in ruleset
 // order (a lone rule's entry is the whole answer, without the "rules" array
 // or its rule_id), with bounded string lengths, no data_sufficiency (true)
-// and, in cite mode, evidence that is a passage id only. Such servers need no schema support from the API to
-// produce a valid answer, and cannot write an id that was not shown.
+// and, in cite mode, evidence that is a passage id only. Such servers need
+// no schema support from the API to produce a valid answer, and cannot
+// write an id that was not shown.
 func GrammarSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawMessage, error) {
 	body, err := grammarBody(rules, mode)
 	if err != nil {
@@ -302,21 +303,23 @@ func evidencesSchema(mode EvidenceMode, bounded bool, citable obj) obj {
 		}
 		return obj{{"type", "string"}, {"maxLength", maxLen}}
 	}
-	evidence := obj{
-		{"type", "object"},
-		{"properties", obj{
-			{"text", str(grammarMaxQuote)},
-			{"source_origin", citable},
-			{"source_page_number", obj{{"type", "integer"}}},
-		}},
-		{"required", []string{"text", "source_origin", "source_page_number"}},
-		{"additionalProperties", false},
-	}
+	var evidence obj
 	if mode == EvidenceCite {
 		evidence = obj{
 			{"type", "object"},
 			{"properties", obj{{"passage_id", citable}, {"quote", str(grammarMaxQuote)}}},
 			{"required", []string{"passage_id", "quote"}},
+			{"additionalProperties", false},
+		}
+	} else {
+		evidence = obj{
+			{"type", "object"},
+			{"properties", obj{
+				{"text", str(grammarMaxQuote)},
+				{"source_origin", citable},
+				{"source_page_number", obj{{"type", "integer"}}},
+			}},
+			{"required", []string{"text", "source_origin", "source_page_number"}},
 			{"additionalProperties", false},
 		}
 	}

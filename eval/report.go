@@ -185,16 +185,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	// Which verdicts were kept with problems, and why: the count above
 	// says how many, a reader checking a run needs which.
 	for _, s := range r.Systems {
-		kept := 0
+		if s.Overall.KeptWithProblems == 0 {
+			continue
+		}
+		fmt.Fprintf(ew, "\n%s verdicts kept with problems\n", s.Name)
 		for _, o := range s.Outcomes {
-			if !o.KeptWithProblems() {
-				continue
+			if o.KeptWithProblems() {
+				fmt.Fprintf(ew, "  case %s run %d rule %s: %s\n", o.Case, o.Run, o.RuleID, strings.Join(o.Problems, "; "))
 			}
-			if kept == 0 {
-				fmt.Fprintf(ew, "\n%s verdicts kept with problems\n", s.Name)
-			}
-			kept++
-			fmt.Fprintf(ew, "  case %s run %d rule %s: %s\n", o.Case, o.Run, o.RuleID, strings.Join(o.Problems, "; "))
 		}
 	}
 	for _, s := range r.Systems {
