@@ -125,11 +125,19 @@ func OwnBroker(t testing.TB) *Own {
 	return b
 }
 
-// Restart restarts the broker, keeping its data, and waits until it answers again.
+// Restart restarts the broker, keeping its data, and waits until it answers again and every
+// partition it holds has a leader: a broker answers metadata requests before it has taken the
+// leadership of its partitions back, and kafka-go's Writer gives up at once on a partition
+// without a leader.
 func (b *Own) Restart(t testing.TB) {
 	t.Helper()
 	if _, _, err := opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "restart"); err != nil {
 		t.Fatalf("restarting the test's broker on %s: %v", b.Addr, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	if err := waitForLeaders(ctx, b.Addr); err != nil {
+		t.Fatalf("the test's broker on %s after its restart: %v", b.Addr, err)
 	}
 }
 
@@ -184,7 +192,7 @@ func CreateTopic(t testing.TB, bootstrap, name string, partitions int) {
 	}
 	t.Cleanup(func() { deleteTopic(t, bootstrap, name) })
 
-	if err := waitForLeaders(ctx, bootstrap, name, partitions); err != nil {
+	if err := waitForTopicLeaders(ctx, bootstrap, name, partitions); err != nil {
 		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
 	}
 }
@@ -204,7 +212,7 @@ func AddPartitions(t testing.TB, bootstrap, name string, total int) {
 	if err != nil {
 		t.Fatalf("growing topic %s on %s to %d partitions: %v", name, bootstrap, total, err)
 	}
-	if err := waitForLeaders(ctx, bootstrap, name, total); err != nil {
+	if err := waitForTopicLeaders(ctx, bootstrap, name, total); err != nil {
 		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
 	}
 }
@@ -228,7 +236,7 @@ func CreateTopicWith(t testing.TB, bootstrap, name string, partitions int, confi
 		t.Fatalf("creating topic %s on %s with %v: %v", name, bootstrap, configs, err)
 	}
 	t.Cleanup(func() { deleteTopic(t, bootstrap, name) })
-	if err := waitForLeaders(ctx, bootstrap, name, partitions); err != nil {
+	if err := waitForTopicLeaders(ctx, bootstrap, name, partitions); err != nil {
 		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
 	}
 }
@@ -285,9 +293,17 @@ func sanitize(s string) string {
 	}, s)
 }
 
-func waitForLeaders(ctx context.Context, bootstrap, name string, partitions int) error {
+// waitForTopicLeaders waits until topic name has partitions partitions, each with a leader.
+func waitForTopicLeaders(ctx context.Context, bootstrap, name string, partitions int) error {
 	err := backoff.Policy{Initial: 100 * time.Millisecond}.Retry(ctx, func(int) error {
-		return leadersReady(ctx, bootstrap, name, partitions)
+		got, err := readPartitions(ctx, bootstrap, name)
+		if err != nil {
+			return err
+		}
+		if len(got) != partitions {
+			return fmt.Errorf("metadata shows %d partitions, want %d", len(got), partitions)
+		}
+		return everyLeader(got)
 	})
 	if err != nil {
 		return fmt.Errorf("partitions without a leader after %s: %w", adminTimeout, err)
@@ -295,34 +311,47 @@ func waitForLeaders(ctx context.Context, bootstrap, name string, partitions int)
 	return nil
 }
 
-// leadersReady asks the broker itself (kafka-go's Client would answer from its cache).
-func leadersReady(ctx context.Context, bootstrap, name string, partitions int) error {
+// waitForLeaders waits until every partition of every topic on the broker has a leader.
+func waitForLeaders(ctx context.Context, bootstrap string) error {
+	err := backoff.Policy{Initial: 100 * time.Millisecond}.Retry(ctx, func(int) error {
+		got, err := readPartitions(ctx, bootstrap)
+		if err != nil {
+			return err
+		}
+		return everyLeader(got)
+	})
+	if err != nil {
+		return fmt.Errorf("partitions without a leader after %s: %w", adminTimeout, err)
+	}
+	return nil
+}
+
+func everyLeader(partitions []kafka.Partition) error {
+	for _, p := range partitions {
+		if p.Error != nil {
+			return fmt.Errorf("%s partition %d: %w", p.Topic, p.ID, p.Error)
+		}
+		if p.Leader.ID < 0 {
+			return fmt.Errorf("%s partition %d has no leader yet", p.Topic, p.ID)
+		}
+	}
+	return nil
+}
+
+// readPartitions asks the broker itself for the partitions of topics, or of every topic when
+// none is named (kafka-go's Client would answer from its cache).
+func readPartitions(ctx context.Context, bootstrap string, topics ...string) ([]kafka.Partition, error) {
 	conn, err := kafka.DialContext(ctx, "tcp", bootstrap)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close()
 	if deadline, ok := ctx.Deadline(); ok {
 		if err := conn.SetDeadline(deadline); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	got, err := conn.ReadPartitions(name)
-	if err != nil {
-		return err
-	}
-	if len(got) != partitions {
-		return fmt.Errorf("metadata shows %d partitions, want %d", len(got), partitions)
-	}
-	for _, p := range got {
-		if p.Error != nil {
-			return fmt.Errorf("partition %d: %w", p.ID, p.Error)
-		}
-		if p.Leader.ID < 0 {
-			return fmt.Errorf("partition %d has no leader yet", p.ID)
-		}
-	}
-	return nil
+	return conn.ReadPartitions(topics...)
 }
 
 func deleteTopic(t testing.TB, bootstrap, name string) {

@@ -137,9 +137,12 @@ func TestRestartKeepsDataAndOffsets(t *testing.T) {
 	}
 }
 
+// newWriter writes through a transport of its own: kafka-go's default transport shares the
+// metadata it cached, and one cached while a broker restarted names no leader for a while.
 func newWriter(bootstrap, topic string) *kafka.Writer {
 	return &kafka.Writer{
 		Addr:         kafka.TCP(bootstrap),
+		Transport:    &kafka.Transport{},
 		Topic:        topic,
 		Balancer:     &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll,
