@@ -14,8 +14,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,12 +167,30 @@ func freePorts(n int) ([]int, error) {
 // and waits until every partition has a leader, so producing right away works. An existing
 // topic of that name is accepted. The topic is deleted when the test ends, unless the test
 // failed, in which case it is kept for inspection.
+//
+// Its records are kept however old their timestamps: a record carries its event's time, and
+// tests publish events stamped with fixed dates, which the broker's retention (72 hours)
+// would otherwise delete at its next check, within a second of their writing.
 func CreateTopic(t testing.TB, bootstrap, name string, partitions int) {
+	t.Helper()
+	CreateTopicWith(t, bootstrap, name, partitions, nil)
+}
+
+// CreateTopicWith creates topic name like CreateTopic, with topic configs (such as
+// max.message.bytes or cleanup.policy) beside the unlimited retention, which configs may
+// override.
+func CreateTopicWith(t testing.TB, bootstrap, name string, partitions int, configs map[string]string) {
 	t.Helper()
 	// Created through kafka-go's default transport on purpose: Writers share its metadata
 	// cache, and a create through it refreshes that cache at once. Otherwise a Writer that
 	// already talked to this broker fails with UnknownTopicOrPartition until the next refresh.
 	client := &kafka.Client{Addr: kafka.TCP(bootstrap)}
+	tc := kafka.TopicConfig{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}
+	all := map[string]string{"retention.ms": "-1"}
+	maps.Copy(all, configs)
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: all[k]})
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
@@ -179,19 +199,18 @@ func CreateTopic(t testing.TB, bootstrap, name string, partitions int) {
 	// is dialled on the next try.
 	err := backoff.Policy{Initial: 200 * time.Millisecond, MaxAttempts: 3}.Retry(ctx, func(int) error {
 		var err error
-		res, err = client.CreateTopics(ctx, &kafka.CreateTopicsRequest{
-			Topics: []kafka.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}},
-		})
+		res, err = client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
 		return err
 	})
-	if err != nil {
-		t.Fatalf("creating topic %s on %s: %v", name, bootstrap, err)
+	if err == nil {
+		if err = res.Errors[name]; errors.Is(err, kafka.TopicAlreadyExists) {
+			err = nil
+		}
 	}
-	if err := res.Errors[name]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-		t.Fatalf("creating topic %s on %s: %v", name, bootstrap, err)
+	if err != nil {
+		t.Fatalf("creating topic %s on %s with %v: %v", name, bootstrap, all, err)
 	}
 	t.Cleanup(func() { deleteTopic(t, bootstrap, name) })
-
 	if err := waitForTopicLeaders(ctx, bootstrap, name, partitions); err != nil {
 		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
 	}
@@ -213,30 +232,6 @@ func AddPartitions(t testing.TB, bootstrap, name string, total int) {
 		t.Fatalf("growing topic %s on %s to %d partitions: %v", name, bootstrap, total, err)
 	}
 	if err := waitForTopicLeaders(ctx, bootstrap, name, total); err != nil {
-		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
-	}
-}
-
-// CreateTopicWith creates topic name like CreateTopic, with topic configs (such as
-// max.message.bytes or cleanup.policy).
-func CreateTopicWith(t testing.TB, bootstrap, name string, partitions int, configs map[string]string) {
-	t.Helper()
-	client := &kafka.Client{Addr: kafka.TCP(bootstrap)}
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
-	defer cancel()
-	tc := kafka.TopicConfig{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}
-	for k, v := range configs {
-		tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: v})
-	}
-	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
-	if err == nil {
-		err = res.Errors[name]
-	}
-	if err != nil {
-		t.Fatalf("creating topic %s on %s with %v: %v", name, bootstrap, configs, err)
-	}
-	t.Cleanup(func() { deleteTopic(t, bootstrap, name) })
-	if err := waitForTopicLeaders(ctx, bootstrap, name, partitions); err != nil {
 		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
 	}
 }
