@@ -56,8 +56,8 @@ type Config struct {
 	// json_object never tries the stronger ones; text never sends
 	// response_format.
 	Format engine.ResponseFormat
-	// HTTPClient sends the requests; nil uses a client with the default
-	// transport. Its own Timeout, if any, also applies.
+	// HTTPClient sends the requests; nil uses a client with a transport of
+	// its own (newTransport). Its own Timeout, if any, also applies.
 	HTTPClient *http.Client
 	// OmitSchemaHint stops the adapter from sending the JSON Schema inside a
 	// json_object response_format ({"type":"json_object","schema":{...}}).
@@ -121,7 +121,7 @@ func (c *Config) setDefaults() {
 		c.MaxDelay = DefaultMaxDelay
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
+		c.HTTPClient = &http.Client{Transport: newTransport()}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -166,4 +166,18 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// maxIdleConnsPerHost keeps a connection for each call in flight to the
+// model server: calls run side by side (requests at once times calls per
+// request), and net/http's default keeps two, so the rest would dial anew.
+const maxIdleConnsPerHost = 64
+
+// newTransport is net/http's default transport, cloned: a client's
+// connections are its own, not shared with (and closed by) whatever else in
+// the process uses http.DefaultTransport.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	return t
 }
