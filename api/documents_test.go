@@ -4,39 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"rulevalidator/docread"
 	"rulevalidator/internal/docfixture"
+	"rulevalidator/internal/pdftest"
 )
-
-func documentReader(t *testing.T) *docread.Reader {
-	t.Helper()
-	// The compiled PDF engine is kept where the service keeps it by default.
-	cache := ""
-	if dir, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(dir, "rulevalidator", "pdfium")
-	}
-	r, err := docread.New(docread.Config{CacheDir: cache, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	// The engine compiles before the first request, as the service starts
-	// it: these tests are about reading, not about an engine still starting.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := r.Start(ctx); err != nil {
-		t.Fatalf("starting the PDF engine: %v", err)
-	}
-	return r
-}
 
 // startingReader is a reader whose PDF engine never finishes compiling.
 type startingReader struct{}
@@ -70,7 +46,8 @@ func TestSubmitWhileTheEngineStarts(t *testing.T) {
 // readable one is queued with its file as it came.
 func TestSubmitUnreadableDocument(t *testing.T) {
 	id := newIdentity(t)
-	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Internal: internalVerifier(t), Documents: documentReader(t)})
+	// The engine is compiled before the first request, as the service starts it.
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Internal: internalVerifier(t), Documents: pdftest.Reader(t)})
 	token := id.token(t, "acme")
 	doc := func(name string, data []byte) string {
 		return `"primary_docs":[{"name":"` + name + `","data":"` + base64.StdEncoding.EncodeToString(data) + `"}]`

@@ -3,15 +3,13 @@ package bench
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/internal/docfixture"
+	"rulevalidator/internal/pdftest"
 	"rulevalidator/internal/synthdoc"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
@@ -34,18 +32,7 @@ func BenchmarkDocumentRequest(b *testing.B) {
 	f.load(b)
 	pages := append(slices.Clone(f.inputs.PrimaryDocs[0].Pages), synthdoc.Pages(documentPages-len(f.inputs.PrimaryDocs[0].Pages), 2500, 7)...)
 	pdf := docfixture.One(b, docfixture.PDF, pages...)
-	cache := ""
-	if dir, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(dir, "rulevalidator", "pdfium")
-	}
-	reader, err := docread.New(docread.Config{CacheDir: cache, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer reader.Close()
-	if err := reader.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	reader := pdftest.Reader(b)
 	for _, tc := range []struct {
 		name string
 		doc  schemas.Document

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"log/slog"
 	"mime"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"unicode"
@@ -56,6 +58,17 @@ type Config struct {
 	// compiling the module again; empty compiles in memory each start.
 	CacheDir string
 	Logger   *slog.Logger
+}
+
+// DefaultCacheDir is where a service keeps the compiled PDF engine unless
+// told otherwise: rulevalidator/pdfium in the user's cache directory, or ""
+// where there is none.
+func DefaultCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "rulevalidator", "pdfium")
 }
 
 func (c *Config) setDefaults() {

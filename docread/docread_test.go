@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,23 +15,17 @@ import (
 	"rulevalidator/docread"
 	"rulevalidator/eval"
 	"rulevalidator/internal/docfixture"
+	"rulevalidator/internal/pdftest"
 	"rulevalidator/internal/synthdoc"
 )
-
-// testCacheDir keeps the compiled PDF engine between test runs, outside the
-// repository, as a service keeps it (--pdf-cache-dir).
-func testCacheDir(t testing.TB) string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "rulevalidator", "pdfium")
-}
 
 func newReader(t testing.TB, cfg docread.Config) *docread.Reader {
 	t.Helper()
 	if cfg.CacheDir == "" {
-		cfg.CacheDir = testCacheDir(t)
+		// The compiled engine is kept where a service keeps it by default,
+		// compiled once for the package's tests.
+		pdftest.Warm(t)
+		cfg.CacheDir = docread.DefaultCacheDir()
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	r, err := docread.New(cfg)

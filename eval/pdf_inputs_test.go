@@ -3,13 +3,12 @@ package eval
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"rulevalidator/docread"
 	"rulevalidator/internal/docfixture"
+	"rulevalidator/internal/pdftest"
 )
 
 // pdfInputs is the directory of the shipped dataset holding its agreements
@@ -31,11 +30,7 @@ func TestShippedPDFInputs(t *testing.T) {
 	if os.Getenv(envUpdatePDFs) == "1" {
 		writePDFInputs(t, text)
 	}
-	r, err := docread.New(docread.Config{CacheDir: pdfiumCache(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := pdftest.Reader(t)
 	pdf, err := LoadWith(context.Background(), shippedDataset, LoadOptions{InputsDir: pdfInputs, Documents: r})
 	if err != nil {
 		t.Fatalf("the dataset with its PDF inputs (%s=1 writes them again): %v", envUpdatePDFs, err)
@@ -61,14 +56,6 @@ func TestShippedPDFInputs(t *testing.T) {
 	if gold == 0 {
 		t.Fatal("no gold passage checked")
 	}
-}
-
-func pdfiumCache() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "rulevalidator", "pdfium")
 }
 
 // writePDFInputs makes each case's agreement a PDF and writes an input

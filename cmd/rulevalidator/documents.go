@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"rulevalidator/docread"
 	"rulevalidator/schemas"
@@ -47,11 +45,7 @@ func (c *documentConfig) cacheDirectory() string {
 	case pdfCacheOff:
 		return ""
 	case "":
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			return ""
-		}
-		return filepath.Join(dir, "rulevalidator", "pdfium")
+		return docread.DefaultCacheDir()
 	}
 	return c.cacheDir
 }

@@ -13,6 +13,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/internal/docfixture"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/pdftest"
 )
 
 // exampleDocuments writes the example's agreement as a PDF and its policy as
@@ -60,6 +61,7 @@ func exampleDocuments(t *testing.T) (dir, input string) {
 // input: the evidence lands on the PDF's pages, as a viewer numbers them.
 func TestValidateDocumentFiles(t *testing.T) {
 	t.Parallel()
+	pdftest.Warm(t)
 	dir, input := exampleDocuments(t)
 	fake := llmfake.New()
 	defer fake.Close()
@@ -98,6 +100,7 @@ func TestValidateDocumentFiles(t *testing.T) {
 // naming the document and what is wrong with it.
 func TestValidateUnreadableDocuments(t *testing.T) {
 	t.Parallel()
+	pdftest.Warm(t)
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
 		p := filepath.Join(dir, name)

@@ -11,6 +11,7 @@ import (
 
 	"rulevalidator/eval"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/pdftest"
 	"rulevalidator/internal/testtier"
 )
 
@@ -278,6 +279,7 @@ func TestEvalAgainstRealModel(t *testing.T) {
 // answering the labels and quoting the gold passages, it scores 100%, every page right.
 func TestEvalCLIFromPDFInputs(t *testing.T) {
 	t.Parallel()
+	pdftest.Warm(t)
 	fake := llmfake.New()
 	defer fake.Close()
 	ds, err := eval.Load(evalDataset)

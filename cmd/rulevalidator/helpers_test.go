@@ -24,6 +24,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/pdftest"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -108,6 +109,11 @@ func newServeEnv(t *testing.T, partitions int) *serveEnv {
 // newServeEnvOn is newServeEnv on the broker at bootstrap.
 func newServeEnvOn(t *testing.T, bootstrap string, partitions int) *serveEnv {
 	t.Helper()
+	// serve compiles the PDF engine at start unless it finds it compiled. On a cold cache the
+	// services of tests started side by side each compiled it, starving one another and the
+	// tests' own readers past their timeouts, and none lived long enough to keep it. Compiled
+	// here first, it is loaded.
+	pdftest.Warm(t)
 	e := &serveEnv{
 		bootstrap:   bootstrap,
 		group:       kafkatest.UniqueTopic(t, "group"),
