@@ -519,6 +519,26 @@ func (l *topicLog) len() int {
 	return len(l.msgs)
 }
 
+// waitReadToEnd waits until l holds every record of topic (of the given partitions) written
+// so far. Each partition is read on its own, so a record can be on the broker and not in l
+// yet, behind a record of another topic that is.
+func (l *topicLog) waitReadToEnd(t *testing.T, bootstrap, topic string, partitions int) {
+	t.Helper()
+	end := opEndOffsets(t, bootstrap, topic, partitions)
+	waitUntil(t, waitLimit, "every record of "+topic+" is read", func() bool {
+		next := make([]int64, partitions)
+		for _, m := range l.snapshot() {
+			next[m.Partition] = max(next[m.Partition], m.Offset+1)
+		}
+		for p := range partitions {
+			if next[p] < end[p] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // keys counts the records by key.
 func (l *topicLog) keys() map[string]int {
 	out := map[string]int{}

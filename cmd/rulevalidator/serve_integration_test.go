@@ -614,6 +614,8 @@ func TestServeSIGKILLLosesNothing(t *testing.T) {
 	if code := second.wait(t, 30*time.Second); code != exitOK {
 		t.Fatalf("exit status %d after SIGTERM, want %d", code, exitOK)
 	}
+	summaryLog.waitReadToEnd(t, e.bootstrap, e.summaries, e.partitions)
+	verdictLog.waitReadToEnd(t, e.bootstrap, e.verdicts, e.partitions)
 
 	summaries := summaryLog.keys()
 	for _, id := range ids {
@@ -679,6 +681,7 @@ func TestServeSIGTERMDrains(t *testing.T) {
 	if code := second.wait(t, 30*time.Second); code != exitOK {
 		t.Fatalf("second run: exit status %d after SIGTERM, want %d", code, exitOK)
 	}
+	summaryLog.waitReadToEnd(t, e.bootstrap, e.summaries, e.partitions)
 	seen := ticketsSeen(e.llm)
 	for _, id := range ids {
 		if seen[id] != 1 {
