@@ -138,7 +138,7 @@ func (b *Own) Restart(t testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	if err := waitForLeaders(ctx, b.Addr); err != nil {
+	if err := waitForLeaders(ctx, b.Addr, 0); err != nil {
 		t.Fatalf("the test's broker on %s after its restart: %v", b.Addr, err)
 	}
 }
@@ -211,7 +211,7 @@ func CreateTopicWith(t testing.TB, bootstrap, name string, partitions int, confi
 		t.Fatalf("creating topic %s on %s with %v: %v", name, bootstrap, all, err)
 	}
 	t.Cleanup(func() { deleteTopic(t, bootstrap, name) })
-	if err := waitForTopicLeaders(ctx, bootstrap, name, partitions); err != nil {
+	if err := waitForLeaders(ctx, bootstrap, partitions, name); err != nil {
 		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
 	}
 }
@@ -231,7 +231,7 @@ func AddPartitions(t testing.TB, bootstrap, name string, total int) {
 	if err != nil {
 		t.Fatalf("growing topic %s on %s to %d partitions: %v", name, bootstrap, total, err)
 	}
-	if err := waitForTopicLeaders(ctx, bootstrap, name, total); err != nil {
+	if err := waitForLeaders(ctx, bootstrap, total, name); err != nil {
 		t.Fatalf("topic %s on %s: %v", name, bootstrap, err)
 	}
 }
@@ -288,30 +288,16 @@ func sanitize(s string) string {
 	}, s)
 }
 
-// waitForTopicLeaders waits until topic name has partitions partitions, each with a leader.
-func waitForTopicLeaders(ctx context.Context, bootstrap, name string, partitions int) error {
+// waitForLeaders waits until every partition of topics (of every topic when none is named) has a
+// leader and, when partitions is not 0, until there are that many of them.
+func waitForLeaders(ctx context.Context, bootstrap string, partitions int, topics ...string) error {
 	err := backoff.Policy{Initial: 100 * time.Millisecond}.Retry(ctx, func(int) error {
-		got, err := readPartitions(ctx, bootstrap, name)
+		got, err := readPartitions(ctx, bootstrap, topics...)
 		if err != nil {
 			return err
 		}
-		if len(got) != partitions {
+		if partitions != 0 && len(got) != partitions {
 			return fmt.Errorf("metadata shows %d partitions, want %d", len(got), partitions)
-		}
-		return everyLeader(got)
-	})
-	if err != nil {
-		return fmt.Errorf("partitions without a leader after %s: %w", adminTimeout, err)
-	}
-	return nil
-}
-
-// waitForLeaders waits until every partition of every topic on the broker has a leader.
-func waitForLeaders(ctx context.Context, bootstrap string) error {
-	err := backoff.Policy{Initial: 100 * time.Millisecond}.Retry(ctx, func(int) error {
-		got, err := readPartitions(ctx, bootstrap)
-		if err != nil {
-			return err
 		}
 		return everyLeader(got)
 	})
