@@ -159,6 +159,11 @@ type Verdict struct {
 	// was judged and under which request. Nil for a verdict judged for
 	// this request.
 	Cached *CachedFrom `json:"cached,omitempty"`
+	// Confidence is how sure the model was of the verdict's value, from 0
+	// to 1: the probability its own tokens gave the value it chose, where
+	// the server returns log-probabilities. Nil when nothing measured it;
+	// never invented.
+	Confidence *float64 `json:"confidence"`
 }
 
 // Result is the engine's answer for one request.
