@@ -53,8 +53,7 @@ start_serve() {
   # One rule a call: the local 270M model judges one rule better than six at
   # once, and the calls share the material through the server's prompt cache.
   # One call at a time: llama-cpp-python serves one request at once, and the
-  # requests waiting in it slow the one it serves (README, Measuring verdict
-  # quality).
+  # requests waiting in it slow the one it serves (docs/measuring-quality.md).
   nohup "$BIN" serve \
     --kafka-brokers "$(bash ops/kafka.sh bootstrap)" \
     --llm-base-url "$(bash ops/llm.sh url)" \

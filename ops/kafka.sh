@@ -273,7 +273,7 @@ topics() {
   local existing spec name
   existing=$(tool org.apache.kafka.tools.TopicCommand --list) || die "listing topics on $BOOTSTRAP failed"
   # A callback carries every verdict of its request: its topic takes records of up to 8 MiB
-  # (a larger one is sent without the verdicts, see README).
+  # (a larger one is sent without the verdicts, see docs/http-api.md).
   for spec in "$TOPIC_REQUESTS 6" "$TOPIC_VERDICTS 6" "$TOPIC_SUMMARIES 6" "$TOPIC_DEADLETTER 3" \
     "$TOPIC_CALLBACKS 6 max.message.bytes=8388608" "$TOPIC_RULESETS 3 cleanup.policy=compact"; do
     name=${spec%% *}

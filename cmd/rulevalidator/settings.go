@@ -27,7 +27,7 @@ type setting struct {
 	kind    string // what the value is, for --help; empty for a boolean
 	secret  bool   // a credential
 	// aliases are deprecated flag spellings, still accepted with a warning
-	// where removing them would break what the README documented.
+	// where removing them would break what the documentation said.
 	aliases []string
 	apply   func(value string) error
 }

@@ -85,7 +85,7 @@ func TestHelpListsEachSettingTheSameWay(t *testing.T) {
 }
 
 // Every command whose --help lists settings is in the table's list of
-// commands, so that the README and the checks above see its settings.
+// commands, so that the configuration reference and the checks above see its settings.
 func TestEveryCommandWithSettingsIsListed(t *testing.T) {
 	t.Parallel()
 	listed := map[string]bool{}

@@ -14,7 +14,7 @@ import (
 // declared here, once, so that it has the same name, environment variable,
 // default and help on each; a command's own settings are declared with the
 // command (serveSettings, httpSettings). commandSettings says which command
-// reads which, for --help, the README's configuration reference and its test.
+// reads which, for --help, the configuration reference (docs/configuration.md) and its test.
 
 // Defaults for reaching a model; the local server is the one ops/llm.sh runs.
 const (
@@ -75,11 +75,11 @@ func schemaRegistrySetting(s *settings, p *[]string) {
 func llmSettings(s *settings, f *llmConfig) {
 	s.section("Model")
 	s.str(&f.baseURL, "llm-base-url", "OPENAI_BASE_URL", defaultBaseURL, "OpenAI-compatible API base URL")
-	s.deprecated("base-url") // validate's and eval's name, documented in the README
+	s.deprecated("base-url") // validate's and eval's name, documented in docs/configuration.md
 	s.secret(&f.apiKey, "llm-api-key", "OPENAI_API_KEY", "API key (empty for local servers)")
 	s.str(&f.model, "model", "RULEVALIDATOR_MODEL", defaultModel, "model name")
 	s.str(&f.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, grammar (a GBNF grammar, llama.cpp servers), json_object or text; weaker ones are tried in that order when the server refuses")
-	s.deprecated("format") // validate's and eval's name, documented in the README
+	s.deprecated("format") // validate's and eval's name, documented in docs/configuration.md
 	s.str(&f.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
 	s.str(&f.evidence, "evidence-mode", "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite), "how the model gives evidence: cite (the id of a passage shown in the material; the text is copied from it, verbatim by construction) or quote (verbatim quotes, anchored to the documents)")
 	s.integer(&f.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request when an answer fails the checks (0: none); a verdict whose only problem is its rationale gets one more, for the rationale alone")
@@ -200,11 +200,11 @@ func isSetting(name string) bool {
 	return false
 }
 
-// referenceHeader starts the README's configuration reference.
+// referenceHeader starts the configuration reference (docs/configuration.md).
 const referenceHeader = "| flag / config key | environment | default | commands | meaning |"
 
 // writeReference writes every setting of every command once, as a Markdown
-// table row with the commands that read it, for the README.
+// table row with the commands that read it, for docs/configuration.md.
 func writeReference(w io.Writer) {
 	var order []*setting
 	readers := map[string][]string{}

@@ -1,7 +1,7 @@
 // Package testtier says which tier of the test suite a test belongs to, for the tests that
 // are not run by default.
 //
-// The tiers, each one command (see the README's "Development and tests"):
+// The tiers, each one command (see docs/development.md):
 //
 //   - unit: go test ./... (no services; integration tests skip, saying why);
 //   - integration: bash ops/test.sh (real broker, object storage, LibreOffice, promtool and
