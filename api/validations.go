@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"rulevalidator/docread"
-	"rulevalidator/engine"
 	"rulevalidator/jobs"
 	"rulevalidator/producer"
 	"rulevalidator/request"
@@ -46,7 +45,7 @@ func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "not a request in JSON form: the body must be a JSON object")
 		return
 	}
-	m, err := engine.DecodeObject(body)
+	m, err := request.DecodeObject(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "not a request in JSON form: "+strings.TrimPrefix(err.Error(), "inputs: "))
 		return

@@ -22,6 +22,7 @@ import (
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -136,7 +137,7 @@ func (f *fixture) load(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if f.inputs, err = engine.ParseInputs(input); err != nil {
+	if f.inputs, err = request.ParseInputs(input); err != nil {
 		b.Fatal(err)
 	}
 	f.serde, err = schemas.NewSerde(context.Background(), schemas.SerdeConfig{

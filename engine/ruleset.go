@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"rulevalidator/internal/jsonyaml"
 )
 
 // Limits on a ruleset. They keep one request's prompt and report bounded; the
@@ -74,7 +76,7 @@ func joinRulesetErrors(problems []*RulesetError) error {
 // is reported; each one matches errors.Is(err, ErrInvalidRuleset) and
 // errors.As(err, **RulesetError).
 func ParseRuleset(data []byte) (*Ruleset, error) {
-	doc, err := decodeDocument(data)
+	doc, err := jsonyaml.Decode(data)
 	if err != nil {
 		return nil, &RulesetError{RuleIndex: -1, Problem: err.Error()}
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"rulevalidator/internal/jsonyaml"
 )
 
 // rulesetParser turns a decoded document into a Ruleset, recording unknown
@@ -33,7 +35,7 @@ func (p *rulesetParser) typeErr(ruleIndex int, ruleID, field, want string, got a
 	} else {
 		p.ruleTypeErr[ruleIndex] = true
 	}
-	problem := fmt.Sprintf("must be %s (got %s)", want, DescribeJSONType(got))
+	problem := fmt.Sprintf("must be %s (got %s)", want, jsonyaml.TypeName(got))
 	if want == "a string" && yamlNumber(got) {
 		problem += `; quote it in YAML, e.g. "1.0"`
 	}
@@ -77,7 +79,7 @@ func (p *rulesetParser) ruleset(doc any) *Ruleset {
 		}
 		return s
 	}
-	for _, key := range sortedMapKeys(obj) {
+	for _, key := range jsonyaml.SortedKeys(obj) {
 		v := obj[key]
 		switch key {
 		case "id":
@@ -133,7 +135,7 @@ func (p *rulesetParser) globalConfig(v any) *GlobalNumericalRuleConfig {
 		return nil
 	}
 	g := &GlobalNumericalRuleConfig{}
-	for _, key := range sortedMapKeys(obj) {
+	for _, key := range jsonyaml.SortedKeys(obj) {
 		var dst **int
 		switch key {
 		case "min_score":
@@ -172,7 +174,7 @@ func (p *rulesetParser) rule(i int, v any, r *Rule) {
 		}
 		return s
 	}
-	for _, key := range sortedMapKeys(obj) {
+	for _, key := range jsonyaml.SortedKeys(obj) {
 		v := obj[key]
 		switch key {
 		case "rule_id":
@@ -208,7 +210,7 @@ func (p *rulesetParser) numericalConfig(i int, ruleID string, v any) *NumericalR
 		return nil
 	}
 	c := &NumericalRuleConfig{}
-	for _, key := range sortedMapKeys(obj) {
+	for _, key := range jsonyaml.SortedKeys(obj) {
 		if key != "possible_scores" {
 			p.add(i, ruleID, field, "unknown field %q (known: possible_scores)", key)
 			continue

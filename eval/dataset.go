@@ -25,6 +25,7 @@ import (
 
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -462,14 +463,14 @@ func (l *loader) inputs(input string) (*engine.Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := engine.DecodeObject(data)
+	m, err := request.DecodeObject(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", input, err)
 	}
 	if err := l.readFiles(m, filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("%s: %w", input, err)
 	}
-	in, err := engine.InputsFromMap(m)
+	in, err := request.InputsFromMap(m)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", input, err)
 	}

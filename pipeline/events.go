@@ -14,31 +14,35 @@ import (
 // This file is where the engine's side meets the contracts: a request's inputs for the
 // engine and the engine's result as events. The failure table is failures.go.
 
-// EngineInputs converts the request's inputs for the engine, which applies its own checks
-// (engine.InputsFromMap). A document with a uri and neither content nor pages gives an error
-// wrapping schemas.ErrUnresolvedURI, and so does one given as a file (data): read it first
-// (Request.ResolveDocuments). Other problems
-// wrap engine.ErrInvalidInput.
+// EngineInputs builds the engine's inputs from the decoded request, field by field, and
+// applies the engine's own checks (engine.Inputs.Validate). A document without a name takes
+// the name the JSON form gives it (primary_doc_N, auxiliary_doc_N). A document with a uri and
+// neither content nor pages gives an error wrapping schemas.ErrUnresolvedURI, and so does one
+// given as a file (data): read it first (Request.ResolveDocuments). Other problems wrap
+// engine.ErrInvalidInput.
 func EngineInputs(r *schemas.Request) (*engine.Inputs, error) {
-	m := map[string]any{}
+	in := &engine.Inputs{}
 	for _, group := range []struct {
-		field string
-		docs  []schemas.Document
-	}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
-		if len(group.docs) == 0 {
-			continue
-		}
-		docs := make([]any, len(group.docs))
+		field, defaultName string
+		docs               []schemas.Document
+		into               *[]engine.Document
+	}{
+		{"primary_docs", "primary_doc", r.PrimaryDocs, &in.PrimaryDocs},
+		{"auxiliary_docs", "auxiliary_doc", r.AuxiliaryDocs, &in.AuxiliaryDocs},
+	} {
 		for i, d := range group.docs {
-			where := docField(group.field, i, d.Name)
-			doc := map[string]any{"name": d.Name}
+			where := schemas.DocField(group.field, i, d.Name)
+			doc := engine.Document{Name: d.Name}
+			if strings.TrimSpace(doc.Name) == "" {
+				doc.Name = fmt.Sprintf("%s_%d", group.defaultName, i+1)
+			}
 			switch {
 			case d.Content != nil && d.Pages != nil:
 				return nil, &engine.InputError{Field: where, Problem: "both content and pages given; give one"}
 			case d.Content != nil:
-				doc["content"] = *d.Content
+				doc.Pages = strings.Split(*d.Content, "\f")
 			case d.Pages != nil:
-				doc["pages"] = d.Pages
+				doc.Pages = d.Pages
 			case d.URI != nil:
 				return nil, fmt.Errorf("%s: %w: %s has not been fetched", where, schemas.ErrUnresolvedURI, *d.URI)
 			case d.Data != nil:
@@ -46,40 +50,30 @@ func EngineInputs(r *schemas.Request) (*engine.Inputs, error) {
 			default:
 				return nil, &engine.InputError{Field: where, Problem: "no content, pages, data or uri given"}
 			}
-			docs[i] = doc
+			*group.into = append(*group.into, doc)
 		}
-		m[group.field] = docs
 	}
 	if r.TextInput != nil {
-		m["text_input"] = *r.TextInput
+		in.TextInput = *r.TextInput
 	}
 	if r.Message != nil {
-		m["message"] = *r.Message
+		in.Message = *r.Message
 	}
-	if len(r.NamedInputs) > 0 {
-		inputs := make([]any, len(r.NamedInputs))
-		for i, in := range r.NamedInputs {
-			value, err := decodeJSONValue(in.ValueJSON)
-			if err != nil {
-				return nil, &engine.InputError{Field: docField("named_inputs", i, in.Name) + ".value_json", Problem: err.Error()}
-			}
-			item := map[string]any{"name": in.Name, "value": value}
-			if in.Description != nil {
-				item["description"] = *in.Description
-			}
-			inputs[i] = item
+	for i, n := range r.NamedInputs {
+		value, err := decodeJSONValue(n.ValueJSON)
+		if err != nil {
+			return nil, &engine.InputError{Field: schemas.DocField("named_inputs", i, n.Name) + ".value_json", Problem: err.Error()}
 		}
-		m["named_inputs"] = inputs
+		named := engine.NamedInput{Name: n.Name, Value: value}
+		if n.Description != nil {
+			named.Description = *n.Description
+		}
+		in.NamedInputs = append(in.NamedInputs, named)
 	}
-	return engine.InputsFromMap(m)
-}
-
-// docField names an array element for error messages: primary_docs[1] ("a.pdf").
-func docField(field string, i int, name string) string {
-	if name == "" {
-		return fmt.Sprintf("%s[%d]", field, i)
+	if err := in.Validate(); err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("%s[%d] (%q)", field, i, name)
+	return in, nil
 }
 
 // decodeJSONValue reads one JSON value, keeping numbers exact as the engine does.

@@ -11,9 +11,6 @@ import (
 // (validate, produce) into data, never by the service.
 const keyFile = "file"
 
-// documentNameKeys are the keys that name a document (the engine's aliases).
-var documentNameKeys = []string{"file_name", "name", "title"}
-
 // ReadFiles reads the documents of m (a request's or its inputs' decoded
 // JSON) that name a local file ({"file": "contract.pdf", ...}) into the
 // form the service takes, the file itself in base64 ({"data": ...}), named

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"rulevalidator/engine"
 	"rulevalidator/schemas"
 )
 
@@ -20,7 +19,7 @@ func TestReadFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := engine.DecodeObject([]byte(`{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"rs"},
+	m, err := DecodeObject([]byte(`{"request_id":"r","tenant_id":"t","ruleset_ref":{"id":"rs"},
 		"primary_docs":[{"file":"msa.pdf","content_type":"application/pdf"},"inline text"],
 		"auxiliary_docs":[{"title":"Contracting policy","file":"policy.docx"}]}`))
 	if err != nil {
@@ -65,7 +64,7 @@ func TestReadFilesRejects(t *testing.T) {
 		{"a --document beside a bad list", `{"file":"big.pdf"}`, []string{"x.pdf"}, "primary_docs[0].file: " + filepath.Join(dir, "big.pdf") + " is 100 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := engine.DecodeObject([]byte(`{"primary_docs":[` + tc.doc + `]}`))
+			m, err := DecodeObject([]byte(`{"primary_docs":[` + tc.doc + `]}`))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,9 +1,11 @@
-// Package request reads the JSON form of a validation request, in every
-// shape the specification allows, into the Avro contract schemas.Request.
-// The HTTP API, the execute-async envelope, produce and validate all read a
-// request through FromMap, so a payload is accepted alike on every path.
+// Package request owns the JSON form of a validation request: it reads it, in
+// every shape the specification allows, into the Avro contract schemas.Request
+// (FromJSON, FromMap) or, for the inputs alone, into the engine's Inputs
+// (ParseInputs, InputsFromMap). The HTTP API, the execute-async envelope,
+// produce, validate and eval all read a request here, so a payload is accepted
+// alike on every path.
 //
-// The inputs are read by the engine's own parser (engine.ReadInputForm):
+// The inputs are read by one parser (ReadInputForm, inputs.go):
 // documents as strings or objects named by file_name, name or title with
 // their text in content, text, markdown or pages (or a claim-check uri),
 // text_input as a string or {text}, and, when named_inputs is absent, any
@@ -23,6 +25,7 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/jsonyaml"
 	"rulevalidator/schemas"
 )
 
@@ -67,7 +70,7 @@ func FromJSON(data []byte) (*schemas.Request, error) {
 
 // decode reads a request from JSON with FromMap. It does not validate.
 func decode(data []byte) (*schemas.Request, error) {
-	m, err := engine.DecodeObject(data)
+	m, err := DecodeObject(data)
 	if err != nil {
 		var ie *engine.InputError
 		if errors.As(err, &ie) {
@@ -158,7 +161,7 @@ func (p *problems) err(requestID string) error {
 }
 
 func (p *problems) typeErr(field, want string, got any) {
-	p.add(field, "must be %s (got %s)", want, engine.DescribeJSONType(got))
+	p.add(field, "must be %s (got %s)", want, jsonyaml.TypeName(got))
 }
 
 // str reads an optional string field of m.
@@ -219,7 +222,7 @@ func (p *problems) inlineRuleset(field string, v any) *string {
 		}
 		return &text
 	default:
-		p.add(field, "must be a JSON object or a string holding one (got %s)", engine.DescribeJSONType(v))
+		p.add(field, "must be a JSON object or a string holding one (got %s)", jsonyaml.TypeName(v))
 		return nil
 	}
 }
@@ -275,7 +278,7 @@ func (p *problems) time(field string, v any) time.Time {
 // inputs reads the inputs of m (every key but reserved) into r with the
 // engine's parser.
 func (p *problems) inputs(r *schemas.Request, m map[string]any, reserved []string) {
-	form, err := engine.ReadInputForm(m, engine.FormOptions{Reserved: reserved, DocumentFields: []string{keyURI, keyData, keyContentType}})
+	form, err := ReadInputForm(m, FormOptions{Reserved: reserved, DocumentFields: []string{keyURI, keyData, keyContentType}})
 	if err != nil {
 		for _, e := range unjoin(err) {
 			var ie *engine.InputError
@@ -305,7 +308,7 @@ func (p *problems) inputs(r *schemas.Request, m map[string]any, reserved []strin
 	}
 }
 
-func (p *problems) documentsFromForm(field string, forms []engine.DocumentForm) []schemas.Document {
+func (p *problems) documentsFromForm(field string, forms []DocumentForm) []schemas.Document {
 	var docs []schemas.Document
 	for i, f := range forms {
 		d := schemas.Document{Name: f.Name, Content: f.Content, Pages: f.Pages}

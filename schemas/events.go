@@ -142,7 +142,7 @@ func (r *Request) validate(needSubmittedAt bool) error {
 		docs  []Document
 	}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
 		for i, d := range group.docs {
-			where := docField(group.field, i, d.Name)
+			where := DocField(group.field, i, d.Name)
 			switch {
 			case d.Name == "":
 				add("%s: name is empty", where)
@@ -156,7 +156,7 @@ func (r *Request) validate(needSubmittedAt bool) error {
 		}
 	}
 	for i, in := range r.NamedInputs {
-		where := docField("named_inputs", i, in.Name)
+		where := DocField("named_inputs", i, in.Name)
 		if in.Name == "" {
 			add("%s: name is empty", where)
 		}
@@ -173,8 +173,8 @@ func (r *Request) validate(needSubmittedAt bool) error {
 	return &RequestError{RequestID: r.RequestID, Problems: problems}
 }
 
-// docField names an array element for error messages: primary_docs[1] ("a.pdf").
-func docField(field string, i int, name string) string {
+// DocField names an array element for error messages: primary_docs[1] ("a.pdf").
+func DocField(field string, i int, name string) string {
 	if name == "" {
 		return fmt.Sprintf("%s[%d]", field, i)
 	}
@@ -198,9 +198,9 @@ func (r *Request) ResolveDocuments(ctx context.Context, read func(ctx context.Co
 			pages, err := read(ctx, *d)
 			if err != nil {
 				if d.Data != nil {
-					return fmt.Errorf("%s: reading the file: %w", docField(group.field, i, d.Name), err)
+					return fmt.Errorf("%s: reading the file: %w", DocField(group.field, i, d.Name), err)
 				}
-				return fmt.Errorf("%s: resolving uri %s: %w", docField(group.field, i, d.Name), *d.URI, err)
+				return fmt.Errorf("%s: resolving uri %s: %w", DocField(group.field, i, d.Name), *d.URI, err)
 			}
 			if pages == nil {
 				pages = []string{}
@@ -473,7 +473,7 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 	}
 	for i, in := range r.NamedInputs {
 		if !json.Valid([]byte(in.ValueJSON)) {
-			return nil, fmt.Errorf("request %q: %s: value_json is not valid JSON", r.RequestID, docField("named_inputs", i, in.Name))
+			return nil, fmt.Errorf("request %q: %s: value_json is not valid JSON", r.RequestID, DocField("named_inputs", i, in.Name))
 		}
 		out.NamedInputs = append(out.NamedInputs, namedInputJSON{Name: in.Name, Description: in.Description, Value: json.RawMessage(in.ValueJSON)})
 	}

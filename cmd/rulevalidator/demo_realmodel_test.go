@@ -14,6 +14,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/testtier"
+	"rulevalidator/request"
 )
 
 // TestDemoRequestCitesRealPassages judges the demo's contract request (the
@@ -111,7 +112,7 @@ func requestPages(t *testing.T, path string) map[string][]string {
 			docs[k] = v
 		}
 	}
-	in, err := engine.InputsFromMap(docs)
+	in, err := request.InputsFromMap(docs)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

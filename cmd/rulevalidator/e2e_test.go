@@ -13,6 +13,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/testtier"
+	"rulevalidator/request"
 )
 
 // TestValidateAgainstRealModel runs the example through a real
@@ -47,7 +48,7 @@ func TestValidateAgainstRealModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := readFile(exampleInput, engine.ParseInputs)
+	in, err := readFile(exampleInput, request.ParseInputs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/pdftest"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -328,7 +329,7 @@ func (p *process) wait(t *testing.T, limit time.Duration) int {
 // exampleInputs are the example's inputs, read once per call (tests change the copies).
 func exampleInputs(t *testing.T) *engine.Inputs {
 	t.Helper()
-	in, err := readFile(exampleInput, engine.ParseInputs)
+	in, err := readFile(exampleInput, request.ParseInputs)
 	if err != nil {
 		t.Fatal(err)
 	}

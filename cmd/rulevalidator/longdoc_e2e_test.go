@@ -14,6 +14,7 @@ import (
 	"rulevalidator/engine/plan"
 	"rulevalidator/internal/synthdoc"
 	"rulevalidator/internal/testtier"
+	"rulevalidator/request"
 )
 
 // TestValidateLongDocumentAgainstRealModel judges, with the real local
@@ -42,7 +43,7 @@ func TestValidateLongDocumentAgainstRealModel(t *testing.T) {
 			rs.Rules = append(rs.Rules, r)
 		}
 	}
-	example, err := readFile(exampleInput, engine.ParseInputs)
+	example, err := readFile(exampleInput, request.ParseInputs)
 	if err != nil {
 		t.Fatal(err)
 	}

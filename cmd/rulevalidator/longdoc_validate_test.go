@@ -13,6 +13,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/synthdoc"
+	"rulevalidator/request"
 )
 
 var ruleEntry = regexp.MustCompile(`(?m)^\d+\. rule_id: ("(?:[^"\\]|\\.)*")\n   type: (boolean|numerical)`)
@@ -41,7 +42,7 @@ func insufficientAnswers(req llmfake.Request) llmfake.Reply {
 // the JSON result says how many and on which pages each rule was judged.
 func TestValidateSplitsALongDocument(t *testing.T) {
 	t.Parallel()
-	example, err := readFile(exampleInput, engine.ParseInputs)
+	example, err := readFile(exampleInput, request.ParseInputs)
 	if err != nil {
 		t.Fatal(err)
 	}

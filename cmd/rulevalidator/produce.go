@@ -179,7 +179,7 @@ func readRequestFile(path string, documents []string, maxBytes int) (*schemas.Re
 	if err != nil {
 		return nil, err
 	}
-	m, err := engine.DecodeObject(data)
+	m, err := request.DecodeObject(data)
 	if err != nil {
 		var ie *engine.InputError
 		if errors.As(err, &ie) {

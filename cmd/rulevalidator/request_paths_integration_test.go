@@ -14,6 +14,7 @@ import (
 	"rulevalidator/callback"
 	"rulevalidator/engine"
 	"rulevalidator/report"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -257,7 +258,7 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 // documentJSON is a JSON or YAML object as JSON.
 func documentJSON(t *testing.T, data []byte) []byte {
 	t.Helper()
-	m, err := engine.DecodeObject(data)
+	m, err := request.DecodeObject(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func readValidateInput(path string, documents []string, maxBytes int) (*schemas.
 		if err != nil {
 			return nil, err
 		}
-		if m, err = engine.DecodeObject(data); err != nil {
+		if m, err = request.DecodeObject(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		dir = filepath.Dir(path)

@@ -1,4 +1,7 @@
-package engine
+// Package jsonyaml reads a JSON or YAML document into the plain values encoding/json gives
+// (map[string]any, []any, string, bool, nil, json.Number), so that a ruleset or a request
+// written in YAML reads exactly as its JSON twin, and names what it found for messages.
+package jsonyaml
 
 import (
 	"bytes"
@@ -6,19 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-// decodeDocument reads one JSON document (when the data starts with '{') or
+// Decode reads one JSON document (when the data starts with '{') or
 // one YAML document into plain values: map[string]any, []any, string, bool,
 // nil and numbers (json.Number from JSON; int, uint64 or float64 from YAML).
 // Errors name the line and column where the syntax broke.
-func decodeDocument(data []byte) (any, error) {
+func Decode(data []byte) (any, error) {
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 {
@@ -128,7 +129,8 @@ func lineAndColumn(data []byte, offset int64) (line, col int) {
 	return line, col
 }
 
-func sortedMapKeys(m map[string]any) []string {
+// SortedKeys lists the keys of m in order, so that problems are reported in a stable order.
+func SortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -137,66 +139,9 @@ func sortedMapKeys(m map[string]any) []string {
 	return keys
 }
 
-// integerValue reads an integral number (3, 3.0 and 3e0 alike, as JSON Schema's
-// "integer" does) that fits in an int.
-func integerValue(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case uint64:
-		if n > math.MaxInt64 {
-			return 0, false
-		}
-		return int(n), true
-	case float64:
-		return integralFloat(n)
-	case json.Number:
-		if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
-			return int(i), true
-		}
-		f, err := strconv.ParseFloat(n.String(), 64)
-		if err != nil {
-			return 0, false
-		}
-		return integralFloat(f)
-	default:
-		return 0, false
-	}
-}
-
-func integralFloat(f float64) (int, bool) {
-	// -2^63 is exact as a float64; 2^63 is the first value out of range.
-	if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
-		return 0, false
-	}
-	return int(f), true
-}
-
-// numberValue reads a finite number; non-finite YAML values (.inf, .nan) are
-// returned as they are for Validate to reject.
-func numberValue(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := strconv.ParseFloat(n.String(), 64)
-		return f, err == nil
-	default:
-		return 0, false
-	}
-}
-
-// DescribeJSONType names the JSON type of a value DecodeObject gave ("a string", "an
+// TypeName names the JSON type of a value Decode gave ("a string", "an
 // object", "null"), for messages that say what was found instead.
-func DescribeJSONType(v any) string {
+func TypeName(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
