@@ -25,6 +25,7 @@ import (
 
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/pipeline"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
@@ -79,7 +80,11 @@ type Case struct {
 	ID          string
 	Description string
 	Ruleset     *engine.Ruleset
-	Inputs      *engine.Inputs
+	// Request is the case as the service would receive it: what the engine judges
+	// (pipeline.Evaluate). Inputs are the engine's inputs built from it, for the
+	// baseline and for locating gold evidence.
+	Request *schemas.Request
+	Inputs  *engine.Inputs
 	// Labels are in the ruleset's rule order.
 	Labels []Label
 }
@@ -385,7 +390,7 @@ func (l *loader) loadCase(defaultRuleset string, mc manifestCase) *Case {
 	if l.opt.InputsDir != "" {
 		input = filepath.Join(l.opt.InputsDir, filepath.Base(mc.Input))
 	}
-	in, err := l.inputs(input)
+	req, in, err := l.inputs(mc.ID, input)
 	if err != nil {
 		l.add(mc.ID, "", "input", err.Error())
 	}
@@ -393,7 +398,7 @@ func (l *loader) loadCase(defaultRuleset string, mc manifestCase) *Case {
 		return nil
 	}
 
-	c := &Case{ID: mc.ID, Description: mc.Description, Ruleset: rs, Inputs: in}
+	c := &Case{ID: mc.ID, Description: mc.Description, Ruleset: rs, Request: req, Inputs: in}
 	byRule := map[string]int{}
 	for i, ml := range mc.Labels {
 		fieldOf := func(f string) string { return fmt.Sprintf("labels[%d].%s", i, f) }
@@ -456,25 +461,34 @@ func (l *loader) loadCase(defaultRuleset string, mc manifestCase) *Case {
 }
 
 // inputs reads a case's input file, the documents it names as files
-// included.
-func (l *loader) inputs(input string) (*engine.Inputs, error) {
+// included, into the request the service would judge for the case (its
+// tenant EvalTenant, its id the case's) and the engine's inputs built from it.
+func (l *loader) inputs(caseID, input string) (*schemas.Request, *engine.Inputs, error) {
 	path := filepath.Join(l.dir, input)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := request.DecodeObject(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", input, err)
+		return nil, nil, fmt.Errorf("%s: %w", input, err)
 	}
 	if err := l.readFiles(m, filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("%s: %w", input, err)
+		return nil, nil, fmt.Errorf("%s: %w", input, err)
 	}
-	in, err := request.InputsFromMap(m)
+	// The inputs' own checks first, for messages that name the input's fields.
+	if _, err := request.InputsFromMap(m); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", input, err)
+	}
+	req := &schemas.Request{RequestID: caseID, TenantID: EvalTenant}
+	if err := request.ReadInputs(req, m); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", input, err)
+	}
+	in, err := pipeline.EngineInputs(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", input, err)
+		return nil, nil, fmt.Errorf("%s: %w", input, err)
 	}
-	return in, nil
+	return req, in, nil
 }
 
 // readFiles replaces each document of m that names a file ({"file":

@@ -10,6 +10,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
+	"rulevalidator/pipeline"
 )
 
 // Systems a report can hold.
@@ -357,7 +358,7 @@ func engineJudge(eng *engine.Engine) judge {
 	return func(ctx context.Context, c *Case) (map[string]*engine.Verdict, error) {
 		// One tenant for the dataset: with a verdict cache (Options.Engine.Cache), a
 		// case judged again asks only for what changed.
-		res, err := eng.Evaluate(ctx, engine.Request{Ruleset: c.Ruleset, Inputs: c.Inputs, Tenant: EvalTenant, RequestID: c.ID})
+		res, err := pipeline.Evaluate(ctx, eng, c.Ruleset, c.Request)
 		if err != nil {
 			return nil, err
 		}

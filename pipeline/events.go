@@ -1,9 +1,6 @@
 package pipeline
 
 import (
-	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
 
 	"rulevalidator/engine"
@@ -11,84 +8,8 @@ import (
 	"rulevalidator/schemas"
 )
 
-// This file is where the engine's side meets the contracts: a request's inputs for the
-// engine and the engine's result as events. The failure table is failures.go.
-
-// EngineInputs builds the engine's inputs from the decoded request, field by field, and
-// applies the engine's own checks (engine.Inputs.Validate). A document without a name takes
-// the name the JSON form gives it (primary_doc_N, auxiliary_doc_N). A document with a uri and
-// neither content nor pages gives an error wrapping schemas.ErrUnresolvedURI, and so does one
-// given as a file (data): read it first (Request.ResolveDocuments). Other problems wrap
-// engine.ErrInvalidInput.
-func EngineInputs(r *schemas.Request) (*engine.Inputs, error) {
-	in := &engine.Inputs{}
-	for _, group := range []struct {
-		field, defaultName string
-		docs               []schemas.Document
-		into               *[]engine.Document
-	}{
-		{"primary_docs", "primary_doc", r.PrimaryDocs, &in.PrimaryDocs},
-		{"auxiliary_docs", "auxiliary_doc", r.AuxiliaryDocs, &in.AuxiliaryDocs},
-	} {
-		for i, d := range group.docs {
-			where := schemas.DocField(group.field, i, d.Name)
-			doc := engine.Document{Name: d.Name}
-			if strings.TrimSpace(doc.Name) == "" {
-				doc.Name = fmt.Sprintf("%s_%d", group.defaultName, i+1)
-			}
-			switch {
-			case d.Content != nil && d.Pages != nil:
-				return nil, &engine.InputError{Field: where, Problem: "both content and pages given; give one"}
-			case d.Content != nil:
-				doc.Pages = strings.Split(*d.Content, "\f")
-			case d.Pages != nil:
-				doc.Pages = d.Pages
-			case d.URI != nil:
-				return nil, fmt.Errorf("%s: %w: %s has not been fetched", where, schemas.ErrUnresolvedURI, *d.URI)
-			case d.Data != nil:
-				return nil, fmt.Errorf("%s: %w: its file (%d bytes) has not been read", where, schemas.ErrUnresolvedURI, len(d.Data))
-			default:
-				return nil, &engine.InputError{Field: where, Problem: "no content, pages, data or uri given"}
-			}
-			*group.into = append(*group.into, doc)
-		}
-	}
-	if r.TextInput != nil {
-		in.TextInput = *r.TextInput
-	}
-	if r.Message != nil {
-		in.Message = *r.Message
-	}
-	for i, n := range r.NamedInputs {
-		value, err := decodeJSONValue(n.ValueJSON)
-		if err != nil {
-			return nil, &engine.InputError{Field: schemas.DocField("named_inputs", i, n.Name) + ".value_json", Problem: err.Error()}
-		}
-		named := engine.NamedInput{Name: n.Name, Value: value}
-		if n.Description != nil {
-			named.Description = *n.Description
-		}
-		in.NamedInputs = append(in.NamedInputs, named)
-	}
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	return in, nil
-}
-
-// decodeJSONValue reads one JSON value, keeping numbers exact as the engine does.
-func decodeJSONValue(text string) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("not valid JSON: data after the value at byte offset %d", dec.InputOffset())
-	}
-	return v, nil
-}
+// This file is where the engine's result meets the contracts: the result as events. The
+// request's way into the engine is evaluate.go; the failure table is failures.go.
 
 // NewVerdictEvents builds one event per verdict of res, in res's order. rs gives each rule's
 // position, display name and allowed scores; it may be nil, in which case positions follow

@@ -437,17 +437,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds)
 	if err := req.ResolveDocuments(ctx, read); err != nil {
 		return nil, rs, nil, err
 	}
-	in, err := EngineInputs(req)
-	if err != nil {
-		return nil, rs, nil, err
-	}
-	model := ""
-	if req.Options.Model != nil {
-		model = *req.Options.Model
-	}
-	noCache := req.Options.Cache != nil && !*req.Options.Cache
-	res, err := p.cfg.Engine.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Model: model,
-		Tenant: req.TenantID, RequestID: req.RequestID, NoCache: noCache})
+	res, err := Evaluate(ctx, p.cfg.Engine, rs, req)
 	if err != nil {
 		return nil, rs, nil, err
 	}
@@ -474,9 +464,9 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds)
 
 func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.Ruleset, error) {
 	if req.InlineRuleset != nil {
-		rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
+		rs, err := InlineRuleset(req)
 		if err != nil {
-			return nil, consumer.Permanent(string(schemas.ReasonInvalidRuleset), fmt.Errorf("inline_ruleset: %w", err))
+			return nil, consumer.Permanent(string(schemas.ReasonInvalidRuleset), err)
 		}
 		return rs, nil
 	}

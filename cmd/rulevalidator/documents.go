@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"rulevalidator/docread"
+	"rulevalidator/engine"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -83,4 +87,33 @@ func readDocumentFiles(ctx context.Context, r *docread.Reader, req *schemas.Requ
 		}
 		return doc.Pages, nil
 	})
+}
+
+// readRequestFile reads a request in its JSON form (or, for validate, the inputs alone),
+// from JSON or from YAML of the same structure, with the mapping the service applies
+// (request.FromMap); documents that name a local file, and the --document files, are read
+// into the request as the files themselves. path "" reads the --document files alone. It
+// does not validate, as flags may still fill fields: the request comes back with what
+// reading it found wrong, nil only when the file cannot be read as a request at all.
+func readRequestFile(path string, documents []string, maxBytes int) (*schemas.Request, error) {
+	m := map[string]any{}
+	name, dir := "--document", "."
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if m, err = request.DecodeObject(data); err != nil {
+			var ie *engine.InputError
+			if errors.As(err, &ie) {
+				return nil, fmt.Errorf("%s: not a request: %s", path, ie.Problem) // the file, not its inputs
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		name, dir = path, filepath.Dir(path)
+	}
+	if err := request.ReadFiles(m, dir, documents, int64(maxBytes)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return request.FromMap(m)
 }

@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"rulevalidator/engine"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
 	"rulevalidator/request"
@@ -112,7 +108,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		return invalid("%s: %v", *file, err)
 	}
 	if *strict {
-		if err := checkRequestContent(reqs[0]); err != nil {
+		if err := pipeline.CheckRequest(reqs[0]); err != nil {
 			return invalid("%s: %v", *file, err)
 		}
 	}
@@ -169,30 +165,6 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	return exitOK
 }
 
-// readRequestFile reads a request in its JSON form, from JSON or from YAML
-// of the same structure, with the mapping the service applies
-// (request.FromMap). It does not validate, as flags may still fill
-// fields: the request comes back with what reading it found wrong, nil only
-// when the file cannot be read as a request at all.
-func readRequestFile(path string, documents []string, maxBytes int) (*schemas.Request, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	m, err := request.DecodeObject(data)
-	if err != nil {
-		var ie *engine.InputError
-		if errors.As(err, &ie) {
-			return nil, fmt.Errorf("%s: not a request: %s", path, ie.Problem) // the file, not its inputs
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := request.ReadFiles(m, filepath.Dir(path), documents, int64(maxBytes)); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return request.FromMap(m)
-}
-
 // requestCopies returns n requests like base, each with its own id: base's
 // id alone when n is 1; base's id with a numbered suffix when it has one;
 // otherwise a new random id for each.
@@ -213,24 +185,6 @@ func requestCopies(base *schemas.Request, n int) []*schemas.Request {
 	return out
 }
 
-// checkRequestContent runs the checks the service makes after decoding: the
-// inline ruleset and the inputs. Documents given by uri are fetched by the
-// service, so they are not checked here.
-func checkRequestContent(r *schemas.Request) error {
-	var errs []error
-	if r.InlineRuleset != nil {
-		if _, err := engine.ParseRuleset([]byte(*r.InlineRuleset)); err != nil {
-			errs = append(errs, fmt.Errorf("inline_ruleset: %w", err))
-		}
-	}
-	if _, err := pipeline.EngineInputs(r); err != nil && !errors.Is(err, schemas.ErrUnresolvedURI) {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// writeRequests writes one batch within timeout, each request with trace as
-// its traceparent, or a new trace of its own when trace is empty.
 func writeRequests(ctx context.Context, w *producer.RequestWriter, reqs []*schemas.Request, trace string, timeout time.Duration) error {
 	subs := make([]producer.Submission, len(reqs))
 	for i, r := range reqs {

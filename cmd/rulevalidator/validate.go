@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,7 +15,6 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
 	"rulevalidator/report"
-	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -68,7 +66,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		fs.Usage()
 		return exitInvalid
 	}
-	req, err := readValidateInput(*inputPath, documents, docs.maxBytes)
+	req, err := readRequestFile(*inputPath, documents, docs.maxBytes)
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitInvalid
@@ -96,22 +94,20 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		}
 		return exitInvalid
 	}
-	in, err := pipeline.EngineInputs(req)
-	if err != nil {
-		fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
-		return exitInvalid
-	}
-
 	eng, err := llm.newEngine(logger, engine.Hooks{})
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return exitInvalid
 	}
 
-	res, err := eng.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in})
+	res, err := pipeline.Evaluate(ctx, eng, rs, req)
 	if err != nil {
+		if errors.Is(err, engine.ErrInvalidInput) {
+			fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
+			return exitInvalid
+		}
 		fmt.Fprintf(stderr, "validate: %s\n", describeEvalError(err, llm.baseURL))
-		if errors.Is(err, engine.ErrInvalidRuleset) || errors.Is(err, engine.ErrInvalidInput) {
+		if errors.Is(err, engine.ErrInvalidRuleset) {
 			return exitInvalid
 		}
 		return exitFailure
@@ -135,38 +131,6 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	return exitOK
 }
 
-// readValidateInput reads validate's input file (none when path is "")
-// with the mapping the service applies to a request's JSON form, so that a
-// file judged here is read exactly as POST /v1/validations and produce read
-// it; documents named by a local file, and the --document files, are read
-// into the request as the files themselves.
-func readValidateInput(path string, documents []string, maxBytes int) (*schemas.Request, error) {
-	m := map[string]any{}
-	dir := "."
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if m, err = request.DecodeObject(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		dir = filepath.Dir(path)
-	}
-	name := path
-	if name == "" {
-		name = "--document"
-	}
-	if err := request.ReadFiles(m, dir, documents, int64(maxBytes)); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	req, err := request.FromMap(m)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return req, nil
-}
-
 // fileList is a repeatable flag of file paths.
 type fileList []string
 
@@ -182,9 +146,9 @@ func validateRuleset(path, inputPath string, req *schemas.Request) (*engine.Rule
 	case path != "":
 		return readFile(path, engine.ParseRuleset)
 	case req.InlineRuleset != nil:
-		rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
+		rs, err := pipeline.InlineRuleset(req)
 		if err != nil {
-			return nil, fmt.Errorf("%s: inline_ruleset: %w", inputPath, err)
+			return nil, fmt.Errorf("%s: %w", inputPath, err)
 		}
 		return rs, nil
 	case req.RulesetRef != nil:

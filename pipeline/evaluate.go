@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"rulevalidator/engine"
+	"rulevalidator/schemas"
+)
+
+// This file is the one road from a decoded request to its verdicts, taken by the service
+// (Pipeline.Judge), validate and eval alike: the ruleset given inline is parsed here, the
+// engine's inputs are built from the request here, and the engine is asked here.
+
+// Evaluate judges req against rs: the engine's inputs built from the request (its documents
+// already read, see schemas.Request.ResolveDocuments), its options applied (the model, the
+// verdict cache), under its tenant and id. Errors are EngineInputs' and the engine's.
+func Evaluate(ctx context.Context, eng Evaluator, rs *engine.Ruleset, req *schemas.Request) (*engine.Result, error) {
+	in, err := EngineInputs(req)
+	if err != nil {
+		return nil, err
+	}
+	task := engine.Request{Ruleset: rs, Inputs: in, Tenant: req.TenantID, RequestID: req.RequestID}
+	if req.Options.Model != nil {
+		task.Model = *req.Options.Model
+	}
+	task.NoCache = req.Options.Cache != nil && !*req.Options.Cache
+	return eng.Evaluate(ctx, task)
+}
+
+// InlineRuleset parses the request's inline_ruleset; nil and no error when it has none.
+// Problems wrap engine.ErrInvalidRuleset and name inline_ruleset.
+func InlineRuleset(req *schemas.Request) (*engine.Ruleset, error) {
+	if req.InlineRuleset == nil {
+		return nil, nil
+	}
+	rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
+	if err != nil {
+		return nil, fmt.Errorf("inline_ruleset: %w", err)
+	}
+	return rs, nil
+}
+
+// CheckRequest makes the checks Evaluate would make of a request's content before any
+// document is read or the model asked: its inline ruleset parses and its inputs are
+// well formed (a document still to be fetched or read is not a problem here). For a
+// client that wants to refuse a request before sending it.
+func CheckRequest(req *schemas.Request) error {
+	_, rerr := InlineRuleset(req)
+	_, ierr := EngineInputs(req)
+	if errors.Is(ierr, schemas.ErrUnresolvedURI) {
+		ierr = nil
+	}
+	return errors.Join(rerr, ierr)
+}
+
+// EngineInputs builds the engine's inputs from the decoded request, field by field, and
+// applies the engine's own checks (engine.Inputs.Validate). A document without a name takes
+// the name the JSON form gives it (primary_doc_N, auxiliary_doc_N). A document with a uri and
+// neither content nor pages gives an error wrapping schemas.ErrUnresolvedURI, and so does one
+// given as a file (data): read it first (Request.ResolveDocuments). Other problems wrap
+// engine.ErrInvalidInput.
+func EngineInputs(r *schemas.Request) (*engine.Inputs, error) {
+	in := &engine.Inputs{}
+	for _, group := range []struct {
+		field, defaultName string
+		docs               []schemas.Document
+		into               *[]engine.Document
+	}{
+		{"primary_docs", "primary_doc", r.PrimaryDocs, &in.PrimaryDocs},
+		{"auxiliary_docs", "auxiliary_doc", r.AuxiliaryDocs, &in.AuxiliaryDocs},
+	} {
+		for i, d := range group.docs {
+			where := schemas.DocField(group.field, i, d.Name)
+			doc := engine.Document{Name: d.Name}
+			if strings.TrimSpace(doc.Name) == "" {
+				doc.Name = fmt.Sprintf("%s_%d", group.defaultName, i+1)
+			}
+			switch {
+			case d.Content != nil && d.Pages != nil:
+				return nil, &engine.InputError{Field: where, Problem: "both content and pages given; give one"}
+			case d.Content != nil:
+				doc.Pages = strings.Split(*d.Content, "\f")
+			case d.Pages != nil:
+				doc.Pages = d.Pages
+			case d.URI != nil:
+				return nil, fmt.Errorf("%s: %w: %s has not been fetched", where, schemas.ErrUnresolvedURI, *d.URI)
+			case d.Data != nil:
+				return nil, fmt.Errorf("%s: %w: its file (%d bytes) has not been read", where, schemas.ErrUnresolvedURI, len(d.Data))
+			default:
+				return nil, &engine.InputError{Field: where, Problem: "no content, pages, data or uri given"}
+			}
+			*group.into = append(*group.into, doc)
+		}
+	}
+	if r.TextInput != nil {
+		in.TextInput = *r.TextInput
+	}
+	if r.Message != nil {
+		in.Message = *r.Message
+	}
+	for i, n := range r.NamedInputs {
+		value, err := decodeJSONValue(n.ValueJSON)
+		if err != nil {
+			return nil, &engine.InputError{Field: schemas.DocField("named_inputs", i, n.Name) + ".value_json", Problem: err.Error()}
+		}
+		named := engine.NamedInput{Name: n.Name, Value: value}
+		if n.Description != nil {
+			named.Description = *n.Description
+		}
+		in.NamedInputs = append(in.NamedInputs, named)
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// decodeJSONValue reads one JSON value, keeping numbers exact as the engine does.
+func decodeJSONValue(text string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("not valid JSON: data after the value at byte offset %d", dec.InputOffset())
+	}
+	return v, nil
+}
