@@ -3,11 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"sort"
-	"strings"
-	"sync"
 	"syscall"
 
 	"rulevalidator/consumer"
@@ -231,100 +227,3 @@ func (e *attemptsError) Attempts() int { return e.n }
 // errTimedOut marks a request dead-lettered because it ran out of the request timeout on
 // every attempt allowed.
 var errTimedOut = errors.New("request timed out on every attempt")
-
-// environment tracks the environment faults holding consumption, for /readyz, the
-// rulevalidator_environment_fault metric and the log. A fault is held by the messages it
-// stopped: a cause is active while at least one message's last attempt failed with it, and it
-// clears when the last of them ends (handled, dead-lettered for its own fault, or given up at a
-// drain). Other messages ending, a dead-lettered one included, leave it alone, so the metric
-// and its alert stay steady for as long as the fault lasts.
-type environment struct {
-	mu      sync.Mutex
-	held    map[string]Cause // message position → the cause its last attempt failed with
-	lastErr map[Cause]string // cause → the last error seen with it
-	hook    func(cause string, active bool)
-}
-
-func newEnvironment(hook func(cause string, active bool)) *environment {
-	return &environment{held: map[string]Cause{}, lastErr: map[Cause]string{}, hook: hook}
-}
-
-// hold records that the message at position failed with an environment fault; it reports
-// whether the cause became active.
-func (e *environment) hold(position string, c Cause, err error) bool {
-	e.mu.Lock()
-	prev, had := e.held[position]
-	became := !e.holds(c)
-	e.held[position] = c
-	e.lastErr[c] = err.Error()
-	var freed []Cause
-	if had && prev != c && !e.holds(prev) {
-		freed = append(freed, prev)
-		delete(e.lastErr, prev)
-	}
-	e.mu.Unlock()
-	e.notify(freed, became, c)
-	return became
-}
-
-// release forgets the message at position; it returns the causes that no message holds any
-// more.
-func (e *environment) release(position string) []Cause {
-	e.mu.Lock()
-	c, had := e.held[position]
-	delete(e.held, position)
-	var freed []Cause
-	if had && !e.holds(c) {
-		freed = append(freed, c)
-		delete(e.lastErr, c)
-	}
-	e.mu.Unlock()
-	e.notify(freed, false, "")
-	return freed
-}
-
-// holds reports whether any message holds c; e.mu is held.
-func (e *environment) holds(c Cause) bool {
-	for _, h := range e.held {
-		if h == c {
-			return true
-		}
-	}
-	return false
-}
-
-func (e *environment) notify(freed []Cause, became bool, c Cause) {
-	if e.hook == nil {
-		return
-	}
-	for _, f := range freed {
-		e.hook(string(f), false)
-	}
-	if became {
-		e.hook(string(c), true)
-	}
-}
-
-// check fails while a fault holds consumption, naming the causes, their fixes, how many
-// messages each holds and the last error.
-func (e *environment) check(context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.held) == 0 {
-		return nil
-	}
-	count := map[Cause]int{}
-	for _, c := range e.held {
-		count[c]++
-	}
-	causes := make([]string, 0, len(count))
-	for c := range count {
-		causes = append(causes, string(c))
-	}
-	sort.Strings(causes)
-	parts := make([]string, len(causes))
-	for i, c := range causes {
-		parts[i] = fmt.Sprintf("%s: %s (%d held; last error: %s)", c, Cause(c).Fix(), count[Cause(c)], e.lastErr[Cause(c)])
-	}
-	return fmt.Errorf("consumption held by an environment fault: %s", strings.Join(parts, "; "))
-}

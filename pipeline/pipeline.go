@@ -627,45 +627,6 @@ func (p *Pipeline) forgetTimeouts(m *consumer.Message) {
 	p.timeoutsMu.Unlock()
 }
 
-// observeEnvironment keeps the environment-fault state: an attempt that fails with a fault
-// the table puts on the environment holds it (readiness fails, the metric and the log name the
-// cause) until the message's handling ends; any other end of an attempt releases the message.
-func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, err error) {
-	if err != nil && ctx.Err() == nil && !errors.Is(err, errRequestTimeout) && !errors.Is(err, consumer.ErrDraining) {
-		if f := Classify(err); !f.Message {
-			if p.env.hold(position(m), f.Cause, err) {
-				p.cfg.Logger.Error("environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
-					"cause", f.Cause, "fix", f.Cause.Fix(), "position", position(m), "error", err)
-			}
-			return
-		}
-	}
-	// A timeout is counted per message (TimeoutAttempts), and a cancelled attempt, or one
-	// that gave up waiting for memory at a drain, is the shutdown's or the rebalance's:
-	// none is the environment's fault.
-	p.releaseHold(m)
-}
-
-// ReleaseHolds is the consumer middleware that forgets what the pipeline keeps about a
-// message in flight once its handling ends, however it ends: handled, dead-lettered, or given
-// up uncommitted at a drain (then no attempt of the pipeline sees the end, and the message may
-// be judged by the partition's next owner). It ends the message's hold on the environment
-// faults it hit and drops the count of its timed-out attempts. Put it outermost:
-// consumer.Chain(p.Handle, p.ReleaseHolds, consumer.Retry(…), …).
-func (p *Pipeline) ReleaseHolds(next consumer.Handler) consumer.Handler {
-	return func(ctx context.Context, m *consumer.Message) error {
-		defer p.forgetTimeouts(m)
-		defer p.releaseHold(m)
-		return next(ctx, m)
-	}
-}
-
-func (p *Pipeline) releaseHold(m *consumer.Message) {
-	if cleared := p.env.release(position(m)); len(cleared) > 0 {
-		p.cfg.Logger.Info("environment fault cleared: consumption resumed", "causes", cleared, "position", position(m))
-	}
-}
-
 func wantsReport(req *schemas.Request, rs *engine.Ruleset) bool {
 	if req.Options.GenerateReport != nil {
 		return *req.Options.GenerateReport
