@@ -78,6 +78,18 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // backoff), or MaxElapsed has passed, the last error is returned, still transient: the
 // consumer then does not commit the message.
 func Retry(p RetryPolicy, logger *slog.Logger) Middleware {
+	return RetryWithFilter(p, PermanentReason, logger)
+}
+
+// FaultFunc says whose fault err is: the message's (messageFault, with a short reason such as
+// "invalid_input") or the environment's. One FaultFunc, given to RetryWithFilter and
+// DeadLetterWithFilter alike, decides what is retried and what is dead-lettered, so the two
+// cannot disagree. PermanentReason, which reads the marks of Permanent, is the default.
+type FaultFunc func(err error) (reason string, messageFault bool)
+
+// RetryWithFilter is Retry with fault deciding which errors are the message's and so
+// returned at once.
+func RetryWithFilter(p RetryPolicy, fault FaultFunc, logger *slog.Logger) Middleware {
 	p = p.withDefaults()
 	policy := backoff.Policy{Initial: p.Initial, Max: p.Max, MaxElapsed: p.MaxElapsed}
 	logger = orDiscard(logger)
@@ -87,7 +99,7 @@ func Retry(p RetryPolicy, logger *slog.Logger) Middleware {
 			err := policy.Retry(ctx, func(n int) error {
 				attempts = n
 				err := next(ctx, m)
-				if _, permanent := PermanentReason(err); permanent || errors.Is(err, ErrDraining) {
+				if _, permanent := fault(err); err != nil && permanent || errors.Is(err, ErrDraining) {
 					return backoff.Permanent(err)
 				}
 				return err
@@ -128,11 +140,21 @@ type DeadLetterPublisher interface {
 // publishing fails it returns that failure, transient, so that the message is retried and never
 // committed unpublished. Transient handler errors pass through untouched.
 func DeadLetter(pub DeadLetterPublisher, logger *slog.Logger) Middleware {
+	return DeadLetterWithFilter(pub, PermanentReason, logger)
+}
+
+// DeadLetterWithFilter is DeadLetter with fault deciding which errors are the message's and
+// so dead-lettered, with the reason it names (the shape of watermill's
+// PoisonQueueWithFilter).
+func DeadLetterWithFilter(pub DeadLetterPublisher, fault FaultFunc, logger *slog.Logger) Middleware {
 	logger = orDiscard(logger)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, m *Message) error {
 			err := next(ctx, m)
-			reason, permanent := PermanentReason(err)
+			if err == nil {
+				return nil
+			}
+			reason, permanent := fault(err)
 			if !permanent {
 				return err
 			}

@@ -321,3 +321,52 @@ func TestRecommendedChain(t *testing.T) {
 		t.Errorf("handler calls = %d, want 2 (the first dead-letter publish failed)", calls)
 	}
 }
+
+// One injected predicate decides for both middlewares: what it calls the message's fault is
+// dead-lettered with its reason at the first attempt, unmarked; what it does not is retried.
+func TestOneFaultPredicateDecidesRetryAndDeadLetter(t *testing.T) {
+	badInput := errors.New("bad input")
+	fault := func(err error) (string, bool) {
+		if errors.Is(err, badInput) {
+			return "invalid_input", true
+		}
+		return "", false
+	}
+	policy := RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond, MaxElapsed: time.Second}
+	for _, tc := range []struct {
+		name         string
+		fails        []error // what each attempt returns, then nil
+		wantAttempts int
+		wantReason   string
+	}{
+		{"the message's fault", []error{badInput}, 1, "invalid_input"},
+		{"the environment's, then fine", []error{errFlaky, errFlaky}, 3, ""},
+		{"a mark the predicate does not share is not its business", []error{Permanent("undecodable", errFlaky), Permanent("undecodable", errFlaky)}, 3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dl := &deadLetters{}
+			attempts := 0
+			h := func(context.Context, *Message) error {
+				attempts++
+				if attempts <= len(tc.fails) {
+					return tc.fails[attempts-1]
+				}
+				return nil
+			}
+			handler := Chain(h, RetryWithFilter(policy, fault, nil), DeadLetterWithFilter(dl, fault, nil))
+			if err := handler(context.Background(), testMessage()); err != nil {
+				t.Fatalf("err = %v, want nil", err)
+			}
+			if attempts != tc.wantAttempts {
+				t.Errorf("%d attempts, want %d", attempts, tc.wantAttempts)
+			}
+			got := dl.published()
+			switch {
+			case tc.wantReason == "" && len(got) != 0:
+				t.Errorf("dead-lettered %+v, want nothing", got)
+			case tc.wantReason != "" && (len(got) != 1 || got[0].reason != tc.wantReason):
+				t.Errorf("dead-lettered %+v, want one with reason %s", got, tc.wantReason)
+			}
+		})
+	}
+}

@@ -145,7 +145,7 @@ func TestClaimCheckedDocumentIsReserved(t *testing.T) {
 			reserver := &recordingReserver{j: j, err: tc.reserveErr}
 
 			_, err = p.Judge(consumer.WithReserver(context.Background(), reserver), req, time.Now())
-			reason, permanent := consumer.PermanentReason(err)
+			reason, permanent := MessageFault(err)
 			switch tc.wantReason {
 			case "":
 				if err != nil {

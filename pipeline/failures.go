@@ -125,6 +125,19 @@ func Classify(err error) Failure {
 	return Failure{Cause: environmentCause(err)}
 }
 
+// MessageFault is the one predicate of whose fault an error is, for the consumer's retry and
+// dead-letter middleware (consumer.RetryWithFilter, consumer.DeadLetterWithFilter) and the
+// pipeline alike: the failure table's answer (Classify), with the dead-letter reason when the
+// message is at fault. An attempt that ran out of the request timeout is nobody's fault yet:
+// it is retried until TimeoutAttempts, and then its error is the message's (timeout).
+func MessageFault(err error) (reason string, messageFault bool) {
+	if err == nil || errors.Is(err, errRequestTimeout) && !errors.Is(err, errTimedOut) {
+		return "", false
+	}
+	f := Classify(err)
+	return string(f.Reason), f.Message
+}
+
 // messageReason names the dead-letter reason of the message faults the contracts and the
 // engine define.
 func messageReason(err error) (schemas.Reason, bool) {

@@ -244,7 +244,7 @@ func TestEnvironmentFaultHoldsThenResumes(t *testing.T) {
 	})
 	for attempt := 1; attempt <= 3; attempt++ {
 		err := p.Handle(context.Background(), m)
-		if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+		if _, permanent := MessageFault(err); err == nil || permanent {
 			t.Fatalf("attempt %d with the key refused: %v, want a transient error", attempt, err)
 		}
 		if err := p.EnvironmentCheck(context.Background()); err == nil || !strings.Contains(err.Error(), "model_auth") {
@@ -279,7 +279,7 @@ func TestRequestTimeoutIsBounded(t *testing.T) {
 	})
 	for attempt := 1; attempt <= 2; attempt++ {
 		err := p.Handle(context.Background(), m)
-		if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+		if _, permanent := MessageFault(err); err == nil || permanent {
 			t.Fatalf("attempt %d: %v, want a transient error", attempt, err)
 		}
 	}
@@ -287,7 +287,7 @@ func TestRequestTimeoutIsBounded(t *testing.T) {
 		t.Errorf("readiness held by a request's timeouts: %v", err)
 	}
 	err := p.Handle(context.Background(), m)
-	if reason, _ := consumer.PermanentReason(err); reason != string(schemas.ReasonTimeout) {
+	if reason, _ := MessageFault(err); reason != string(schemas.ReasonTimeout) {
 		t.Fatalf("attempt 3: %v, want reason timeout", err)
 	}
 	var a interface{ Attempts() int }
@@ -316,7 +316,7 @@ func TestTimeoutCountsEndWithTheHandling(t *testing.T) {
 	})
 	handle := consumer.Chain(p.Handle, p.ReleaseHolds)
 	err := handle(context.Background(), m)
-	if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+	if _, permanent := MessageFault(err); err == nil || permanent {
 		t.Fatalf("a timed-out attempt: %v, want a transient error", err)
 	}
 	p.timeoutsMu.Lock()
@@ -345,7 +345,7 @@ func TestEnvironmentFaultOutlastsOtherMessages(t *testing.T) {
 			}
 			if attempts == 1 {
 				junk := &consumer.Message{Topic: "requests", Partition: 0, Offset: 3, Value: []byte("not avro")}
-				if _, permanent := consumer.PermanentReason(p.Handle(ctx, junk)); !permanent {
+				if _, permanent := MessageFault(p.Handle(ctx, junk)); !permanent {
 					t.Fatal("an undecodable message is not a message fault")
 				}
 				if err := p.EnvironmentCheck(ctx); err == nil || !strings.Contains(err.Error(), "model_auth") {

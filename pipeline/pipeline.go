@@ -234,7 +234,7 @@ func (p *Pipeline) Handle(ctx context.Context, m *consumer.Message) error {
 	start := p.cfg.Now()
 	outcome, err := p.handle(ctx, m, start)
 	if err != nil {
-		if _, permanent := consumer.PermanentReason(err); !permanent {
+		if _, messageFault := MessageFault(err); !messageFault {
 			outcome = "retry"
 		}
 	}
@@ -251,11 +251,11 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	}
 	ev, err := p.cfg.Serde.Decode(ctx, m.Topic, m.Value, m.Headers)
 	if err != nil {
-		return "failed", mark(fmt.Errorf("decoding %s: %w", position(m), err)) // e.g. registry unavailable: held
+		return "failed", fmt.Errorf("decoding %s: %w", position(m), err) // e.g. registry unavailable: held
 	}
 	req, ok := ev.(*schemas.Request)
 	if !ok {
-		return "failed", mark(fmt.Errorf("%w: %s holds a %s, not a %s", schemas.ErrUndecodable, position(m), ev.SchemaName(), schemas.RequestSchema))
+		return "failed", fmt.Errorf("%w: %s holds a %s, not a %s", schemas.ErrUndecodable, position(m), ev.SchemaName(), schemas.RequestSchema)
 	}
 	if err := req.Validate(); err != nil {
 		return "failed", consumer.Permanent(string(schemas.ReasonInvalidRequest), err)
@@ -287,14 +287,14 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	defer held.release()
 	out, judgeErr := p.judgeHolding(ctx, req, start, &held)
 	if judgeErr != nil {
-		if _, permanent := consumer.PermanentReason(judgeErr); !permanent {
+		if _, messageFault := MessageFault(judgeErr); !messageFault {
 			if !errors.Is(judgeErr, errRequestTimeout) || !p.timedOutForGood(m) {
 				return "", judgeErr
 			}
 			// The last attempt allowed: the failure table makes it the
 			// message's fault, as for every other reason.
-			judgeErr = mark(&attemptsError{n: p.cfg.TimeoutAttempts,
-				err: fmt.Errorf("%w (%d attempts of %s): %w", errTimedOut, p.cfg.TimeoutAttempts, p.cfg.RequestTimeout, judgeErr)})
+			judgeErr = &attemptsError{n: p.cfg.TimeoutAttempts,
+				err: fmt.Errorf("%w (%d attempts of %s): %w", errTimedOut, p.cfg.TimeoutAttempts, p.cfg.RequestTimeout, judgeErr)}
 			out = Outcome{Summary: schemas.NewFailedSummary(req, Classify(judgeErr).Reason, judgeErr.Error(), start, p.cfg.Now())}
 		}
 	}
@@ -399,12 +399,11 @@ func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start
 		if ctx.Err() == nil && errors.Is(jctx.Err(), context.DeadlineExceeded) {
 			return Outcome{}, fmt.Errorf("%w %s: %w", errRequestTimeout, p.cfg.RequestTimeout, err)
 		}
-		err = mark(err)
-		reason, permanent := consumer.PermanentReason(err)
-		if !permanent {
+		f := Classify(err)
+		if !f.Message {
 			return Outcome{}, err
 		}
-		summary := schemas.NewFailedSummary(req, schemas.Reason(reason), err.Error(), start, p.cfg.Now())
+		summary := schemas.NewFailedSummary(req, f.Reason, err.Error(), start, p.cfg.Now())
 		if rs != nil {
 			summary.RulesetID = rs.ID
 			if rs.Version != "" {
@@ -589,18 +588,6 @@ func (p *Pipeline) statClaimCheck(ctx context.Context, doc schemas.Document) cla
 		return claimStat{err: err}
 	}
 	return claimStat{size: info.Size}
-}
-
-// mark applies the failure table: a message fault becomes consumer.Permanent
-// with its reason; an environment fault is returned as is, to be retried.
-func mark(err error) error {
-	if _, ok := consumer.PermanentReason(err); ok {
-		return err
-	}
-	if f := Classify(err); f.Message {
-		return consumer.Permanent(string(f.Reason), err)
-	}
-	return err
 }
 
 // requestKey identifies a request across tenants: a request_id is unique

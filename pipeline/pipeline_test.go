@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
@@ -82,7 +81,7 @@ func TestJudgeClassifiesFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, err := p.Judge(context.Background(), tt.req, time.Now())
-			reason, permanent := consumer.PermanentReason(err)
+			reason, permanent := MessageFault(err)
 			switch tt.wantReason {
 			case "":
 				if err != nil || out.Summary.Status != schemas.StatusCompleted || len(out.Verdicts) != 1 {

@@ -100,12 +100,12 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
 				err := p.Handle(context.Background(), m)
-				if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+				if _, permanent := MessageFault(err); err == nil || permanent {
 					t.Fatalf("attempt %d with the broker down: %v, want a transient error", attempt, err)
 				}
 			}
 			err = p.Handle(context.Background(), m)
-			reason, _ := consumer.PermanentReason(err)
+			reason, _ := MessageFault(err)
 			if (tc.wantReason == "" && err != nil) || reason != tc.wantReason {
 				t.Fatalf("once the broker is back: %v, want reason %q", err, tc.wantReason)
 			}

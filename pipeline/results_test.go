@@ -92,7 +92,7 @@ func TestResultStoredBeforePublishing(t *testing.T) {
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
 				err := p.Handle(context.Background(), m)
-				if _, permanent := consumer.PermanentReason(err); err == nil || permanent {
+				if _, permanent := MessageFault(err); err == nil || permanent {
 					t.Fatalf("attempt %d with storage failing: %v, want an error that holds the request", attempt, err)
 				}
 				if f := Classify(err); f.Message || f.Cause != tc.wantCause {

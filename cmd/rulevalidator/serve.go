@@ -381,8 +381,8 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	deadLetters := svc.metrics.CountDeadLetters(prod)
 	handler := consumer.Chain(pipe.Handle,
 		pipe.ReleaseHolds,
-		consumer.Retry(retry, logger),
-		consumer.DeadLetter(deadLetters, logger),
+		consumer.RetryWithFilter(retry, pipeline.MessageFault, logger),
+		consumer.DeadLetterWithFilter(deadLetters, pipeline.MessageFault, logger),
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
