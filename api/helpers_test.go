@@ -240,7 +240,7 @@ func call(t *testing.T, method, url, bearer string, body []byte, headers ...stri
 type standIn struct {
 	t       *testing.T
 	results jobs.Store // a *jobs.ObjectStore or a *jobs.MemoryStore
-	judge   func(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error)
+	judge   func(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Events, error)
 	gate    chan struct{} // nil: judge at once
 
 	ctx context.Context // ends when the test does
@@ -357,14 +357,14 @@ func (p *standIn) sentCallbacks() []sentCallback {
 
 // passAll judges every rule of an inline ruleset as passed; a request by
 // reference fails, its ruleset unknown.
-func passAll(_ context.Context, req *schemas.Request, start time.Time) (pipeline.Outcome, error) {
+func passAll(_ context.Context, req *schemas.Request, start time.Time) (pipeline.Events, error) {
 	if req.InlineRuleset == nil {
 		err := fmt.Errorf("no ruleset %q", req.RulesetRef.ID)
-		return pipeline.Outcome{Summary: schemas.NewFailedSummary(req, schemas.ReasonUnknownRuleset, err.Error(), start, start)}, err
+		return pipeline.Events{Summary: schemas.NewFailedSummary(req, schemas.ReasonUnknownRuleset, err.Error(), start, start)}, err
 	}
 	rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
 	if err != nil {
-		return pipeline.Outcome{}, err
+		return pipeline.Events{}, err
 	}
 	pass := true
 	res := &engine.Result{RulesetID: rs.ID, Model: "scripted"}
@@ -377,7 +377,7 @@ func passAll(_ context.Context, req *schemas.Request, start time.Time) (pipeline
 	}
 	res.Aggregate.Boolean = &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: true, Applicable: len(rs.Rules), PassedCount: len(rs.Rules)}
 	done := start.Add(time.Second)
-	return pipeline.Outcome{
+	return pipeline.Events{
 		Verdicts: pipeline.NewVerdictEvents(req, rs, res, "", start, done),
 		Summary:  pipeline.NewSummary(req, rs, res, "", nil, start, done),
 	}, nil

@@ -82,7 +82,7 @@ func inFlightMemory(b *testing.B, name string, contextTokens int) {
 	fake := llmfake.New()
 	defer fake.Close()
 	fake.Forget()
-	fake.Answer(func(r llmfake.Request) llmfake.Reply {
+	fake.Answer(func(r llmfake.Call) llmfake.Reply {
 		reply := llmfake.Verdicts(r)
 		mu.Lock()
 		reply.Hold = hold

@@ -125,7 +125,7 @@ func benchmarkEvaluate(b *testing.B, mode EvidenceMode, paraphrased bool) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	res, err := eng.Evaluate(ctx, Request{Ruleset: rs, Inputs: in})
+	res, err := eng.Evaluate(ctx, Task{Ruleset: rs, Inputs: in})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func benchmarkEvaluate(b *testing.B, mode EvidenceMode, paraphrased bool) {
 	b.ResetTimer()
 	calls.Store(0)
 	for b.Loop() {
-		if _, err := eng.Evaluate(ctx, Request{Ruleset: rs, Inputs: in}); err != nil {
+		if _, err := eng.Evaluate(ctx, Task{Ruleset: rs, Inputs: in}); err != nil {
 			b.Fatal(err)
 		}
 	}

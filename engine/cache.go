@@ -88,7 +88,7 @@ type cacheRun struct {
 
 // cacheRunFor is req's use of the cache; nil when there is none, or when
 // the request or its ruleset opts out.
-func (e *Engine) cacheRunFor(req Request) *cacheRun {
+func (e *Engine) cacheRunFor(req Task) *cacheRun {
 	if e.cfg.Cache == nil || req.NoCache || (req.Ruleset.Cache != nil && !*req.Ruleset.Cache) {
 		return nil
 	}

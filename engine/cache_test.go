@@ -81,7 +81,7 @@ func TestCacheAnswersARepeatWithoutTheModel(t *testing.T) {
 	rs, in, m := contractRules("1")
 	e, _, counts := cachedEngine(t, m, engine.Config{})
 	ctx := context.Background()
-	first, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1"})
+	first, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestCacheAnswersARepeatWithoutTheModel(t *testing.T) {
 			t.Fatalf("first request: verdict %+v", v)
 		}
 	}
-	second, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r2"})
+	second, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,13 +126,13 @@ func TestCacheAsksOnlyTheChangedRule(t *testing.T) {
 	rs, in, m := contractRules("1")
 	e, _, _ := cachedEngine(t, m, engine.Config{})
 	ctx := context.Background()
-	if _, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1"}); err != nil {
+	if _, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
 	v2, _, _ := contractRules("2")
 	v2.Rules[3].RuleText = "The supplier keeps obligation 3 at all times."
 	v2.Rules[5].Name = "Renamed"
-	res, err := e.Evaluate(ctx, engine.Request{Ruleset: v2, Inputs: in, Tenant: "contoso", RequestID: "r2"})
+	res, err := e.Evaluate(ctx, engine.Task{Ruleset: v2, Inputs: in, Tenant: "contoso", RequestID: "r2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestCacheKeepsTenantsApart(t *testing.T) {
 	rs, in, m := contractRules("1")
 	e, _, _ := cachedEngine(t, m, engine.Config{})
 	for _, tenant := range []string{"contoso", "fabrikam"} {
-		res, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in, Tenant: tenant, RequestID: "r1"})
+		res, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in, Tenant: tenant, RequestID: "r1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,18 +181,18 @@ func TestCacheOptOut(t *testing.T) {
 	rs, in, m := contractRules("1")
 	e, cache, _ := cachedEngine(t, m, engine.Config{})
 	ctx := context.Background()
-	if _, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1", NoCache: true}); err != nil {
+	if _, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1", NoCache: true}); err != nil {
 		t.Fatal(err)
 	}
 	if cache.Len() != 0 {
 		t.Errorf("a request that opted out stored %d verdicts", cache.Len())
 	}
-	if _, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r2"}); err != nil {
+	if _, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r2"}); err != nil {
 		t.Fatal(err)
 	}
 	off := *rs
 	off.Cache = new(bool)
-	res, err := e.Evaluate(ctx, engine.Request{Ruleset: &off, Inputs: in, Tenant: "contoso", RequestID: "r3"})
+	res, err := e.Evaluate(ctx, engine.Task{Ruleset: &off, Inputs: in, Tenant: "contoso", RequestID: "r3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestCacheKeepsVerdictsWithProblems(t *testing.T) {
 	m.flawFirst = true // the first rule's answer lacks its rationale: kept with problems when no re-ask is allowed
 	e, cache, _ := cachedEngine(t, m, engine.Config{OutputRetries: -1})
 	ctx := context.Background()
-	first, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1"})
+	first, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestCacheKeepsVerdictsWithProblems(t *testing.T) {
 	if cache.Len() != 10 {
 		t.Errorf("%d verdicts cached, want all 10", cache.Len())
 	}
-	again, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r2"})
+	again, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func (failingCache) Put(context.Context, engine.CacheScope, []engine.CachedVerdi
 func TestCacheUnavailable(t *testing.T) {
 	rs, in, m := contractRules("1")
 	e := newPlanningEngine(t, m, engine.Config{Cache: failingCache{}})
-	_, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1"})
+	_, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: "r1"})
 	if !errors.Is(err, engine.ErrCacheUnavailable) || !errors.Is(err, errStoreDown) {
 		t.Errorf("error %v, want ErrCacheUnavailable wrapping the store's", err)
 	}
@@ -278,7 +278,7 @@ func TestCacheAsksAgainOnlyForTheRevisedPage(t *testing.T) {
 	}
 	e, _, counts := cachedEngine(t, m, engine.Config{ContextTokens: 4096})
 	ctx := context.Background()
-	first, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in(pages), Tenant: "contoso", RequestID: "v1"})
+	first, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in(pages), Tenant: "contoso", RequestID: "v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestCacheAsksAgainOnlyForTheRevisedPage(t *testing.T) {
 		next[earlier-1] = "Intentionally left blank. " + next[earlier-1]
 	}
 	before := len(m.requests)
-	second, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in(next), Tenant: "contoso", RequestID: "v2"})
+	second, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in(next), Tenant: "contoso", RequestID: "v2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestCacheExpires(t *testing.T) {
 	ctx := context.Background()
 	for i, at := range []time.Duration{0, 30 * time.Minute, 2 * time.Hour} {
 		now = now.Add(at)
-		if _, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: fmt.Sprint("r", i)}); err != nil {
+		if _, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in, Tenant: "contoso", RequestID: fmt.Sprint("r", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

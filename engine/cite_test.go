@@ -34,7 +34,7 @@ func TestCiteResolvesEvidenceFromPassages(t *testing.T) {
 		boolRule("term", true, cite("d1p2s1", "a term of three years")),
 		numRule("score", 2, cite("budget", "")),
 	)}}}
-	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestCiteUnknownPassageIsReasked(t *testing.T) {
 		{content: answer(t, boolRule("cap", true, cite("d1p1s2", "")))},
 	}}
 	e := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(reason string) { retried = append(retried, reason) }}})
-	res, err := e.Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	res, err := e.Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestCitePlaceholderRationaleShowsThePassage(t *testing.T) {
 		boolRule("term", false, cite("d1p2s1", "")), numRule("score", 1, cite("d1p1s1", "")))
 	again := `{"rules":[{"rule_id":"cap","rationale":"not applicable"}]}`
 	llm := &scriptedLLM{replies: []scriptedReply{{content: bad}, {content: again}, {content: again}, {content: again}}}
-	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRationaleReaskKeepsTheVerdict(t *testing.T) {
 	var retried []string
 	llm := &scriptedLLM{replies: []scriptedReply{{content: bad}, {content: explained}}}
 	e := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(reason string) { retried = append(retried, reason) }}})
-	res, err := e.Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	res, err := e.Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestRationaleReaskKeepsTheVerdict(t *testing.T) {
 func TestCiteUnknownPassageKeptForTheReader(t *testing.T) {
 	bad := answer(t, boolRule("cap", true, cite("d7p1s1", "")), boolRule("term", false, cite("d1p2s1", "")), numRule("score", 1, cite("d1p1s1", "")))
 	llm := &scriptedLLM{replies: []scriptedReply{{content: bad}, {content: answer(t, boolRule("cap", true, cite("d7p1s1", "")))}, {content: answer(t, boolRule("cap", true, cite("d7p1s1", "")))}}}
-	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestQuoteTooLongIsUnfocused(t *testing.T) {
 		{content: answer(t, boolRule("cap", true, focused))},
 	}}
 	e := newTestEngine(t, llm, Config{Evidence: EvidenceQuote, Hooks: Hooks{OutputRetry: func(reason string) { retried = append(retried, reason) }}})
-	res, err := e.Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in})
+	res, err := e.Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestQuoteTooLongIsUnfocused(t *testing.T) {
 // sources a quote may give; the contract asks for quotes.
 func TestQuoteModeConstrainsOrigins(t *testing.T) {
 	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t, boolRule("cap", true, capQuote), boolRule("term", true, termQuote), numRule("score", 1))}}}
-	if _, err := newTestEngine(t, llm, Config{Evidence: EvidenceQuote}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()}); err != nil {
+	if _, err := newTestEngine(t, llm, Config{Evidence: EvidenceQuote}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()}); err != nil {
 		t.Fatal(err)
 	}
 	req := llm.calls[0]
@@ -274,7 +274,7 @@ func TestMissingRationaleKeptWithItsNote(t *testing.T) {
 	reply := answer(t, silent(boolRule("cap", true, cite("d1p1s2", ""))), boolRule("term", true, cite("d1p2s1", "")), numRule("score", 2, cite("d1p1s1", "")))
 	again := answer(t, silent(boolRule("cap", true, cite("d1p1s2", ""))))
 	llm := &scriptedLLM{replies: []scriptedReply{{content: reply}, {content: again}, {content: again}, {content: again}}}
-	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatalf("a missing rationale failed the request: %v", err)
 	}
@@ -360,7 +360,7 @@ func TestRulesPerCallShareTheMaterial(t *testing.T) {
 	llm := &ruleReader{}
 	var planned []int
 	e := newTestEngine(t, llm, Config{RulesPerCall: 1, Hooks: Hooks{PlannedCalls: func(_ string, n int) { planned = append(planned, n) }}})
-	res, err := e.Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: citeInputs()})
+	res, err := e.Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func TestContentChecksTriggerReask(t *testing.T) {
 			res, err := newTestEngine(t, llm, Config{
 				Hooks:  Hooks{OutputRetry: func(r string) { retries = append(retries, r) }},
 				Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-			}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+			}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +214,7 @@ func TestContentChecksAccept(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t, tt.rules...)}}}
-			if _, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in}); err != nil {
+			if _, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: in}); err != nil {
 				t.Fatal(err)
 			}
 			if len(llm.calls) != 1 {
@@ -229,7 +229,7 @@ func TestContentChecksAccept(t *testing.T) {
 func TestUnsupportedVerdictNeedsDocuments(t *testing.T) {
 	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t, boolRule("cap", true), boolRule("term", true), numRule("score", 3))}}}
 	in := &Inputs{TextInput: "The supplier's liability is capped."}
-	if _, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in}); err != nil {
+	if _, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: in}); err != nil {
 		t.Fatal(err)
 	}
 	if len(llm.calls) != 1 {
@@ -248,7 +248,7 @@ func TestContentBudgetKeepsBestAnswer(t *testing.T) {
 		{content: answer(t, oneProblem)},
 		{content: answer(t, twoProblems)},
 	}}
-	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestShapeProblemsStillFail(t *testing.T) {
 	first := answer(t, boolRule("cap", true), boolRule("term", false), numRule("score", 9))
 	again := answer(t, boolRule("cap", true), numRule("score", 9))
 	llm := &scriptedLLM{replies: []scriptedReply{{content: first}, {content: again}, {content: again}}}
-	_, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	_, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 	var oe *OutputError
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "numerical_output 9") {
 		t.Fatalf("err = %v, want an OutputError about the score", err)
@@ -298,7 +298,7 @@ func TestAlteredEvidence(t *testing.T) {
 			altered := answer(t, boolRule("cap", true, capQuote),
 				boolRule("term", true, map[string]any{"text": tt.quote, "source_origin": "msa.pdf", "source_page_number": 2}), numRule("score", 1))
 			llm := &scriptedLLM{replies: []scriptedReply{{content: altered}}}
-			res, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+			res, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +342,7 @@ func TestSourcesOnlyFromDocuments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t, boolRule("cap", false, tt.ev...), boolRule("term", false), numRule("score", 1))}}}
-			res, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in})
+			res, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: in})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -385,7 +385,7 @@ func TestEvidenceKindsThroughTheEngine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			reply := answer(t, boolRule("law", true, map[string]any{"text": tt.quote, "source_origin": "nda.txt", "source_page_number": 1}))
 			llm := &scriptedLLM{replies: []scriptedReply{{content: reply}}}
-			res, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Request{Ruleset: rs, Inputs: &Inputs{PrimaryDocs: []Document{doc}}})
+			res, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Task{Ruleset: rs, Inputs: &Inputs{PrimaryDocs: []Document{doc}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -193,8 +193,9 @@ func New(llm LLM, cfg Config) (*Engine, error) {
 		est: plan.NewEstimator(), windows: newContextWindows()}, nil
 }
 
-// Request is one thing to judge.
-type Request struct {
+// Task is one request to judge, as the engine sees it: the ruleset, the inputs, and whose
+// they are (the service's request, schemas.Request, becomes one in pipeline.Evaluate).
+type Task struct {
 	Ruleset *Ruleset
 	Inputs  *Inputs
 	// Model overrides Config.Model when set.
@@ -212,7 +213,7 @@ type Request struct {
 // Evaluate judges req. Errors wrap ErrInvalidRuleset or ErrInvalidInput (no
 // model call was made), ErrLLMUnavailable or ErrLLMRejected (from the LLM), or
 // ErrInvalidOutput (the answer was still wrong when the retry budget ran out).
-func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
+func (e *Engine) Evaluate(ctx context.Context, req Task) (*Result, error) {
 	rs, in := req.Ruleset, req.Inputs
 	if rs == nil {
 		return nil, fmt.Errorf("%w: no ruleset given", ErrInvalidRuleset)

@@ -26,7 +26,7 @@ func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 		boolRule("term", true, map[string]any{"text": "The term of this agreement is two (2) years", "source_origin": "msa.pdf", "source_page_number": 1}),
 		boolRule("cap", true, map[string]any{"text": "total liability is capped at fees paid", "source_origin": "msa.pdf", "source_page_number": 1}),
 	)}}}
-	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestEvaluateReasksOnlyFailingRules(t *testing.T) {
 	}}
 	var retries []string
 	res, err := newTestEngine(t, llm, Config{Hooks: Hooks{OutputRetry: func(r string) { retries = append(retries, r) }}}).
-		Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+		Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestEvaluateReasksOnlyFailingRules(t *testing.T) {
 func TestEvaluateBudgetExhausted(t *testing.T) {
 	bad := answer(t, boolRule("cap", true), boolRule("term", true), numRule("score", 9))
 	llm := &scriptedLLM{replies: []scriptedReply{{content: "not json"}, {content: bad}, {content: bad}}}
-	_, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	_, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 	if !errors.Is(err, ErrInvalidOutput) {
 		t.Fatalf("err = %v, want ErrInvalidOutput", err)
 	}
@@ -126,7 +126,7 @@ func TestEvaluateBudgetExhausted(t *testing.T) {
 
 func TestEvaluateNoRetriesWhenDisabled(t *testing.T) {
 	llm := &scriptedLLM{replies: []scriptedReply{{content: "{"}}}
-	_, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+	_, err := newTestEngine(t, llm, Config{OutputRetries: -1}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 	if !errors.Is(err, ErrInvalidOutput) || len(llm.calls) != 1 {
 		t.Fatalf("err = %v after %d calls", err, len(llm.calls))
 	}
@@ -135,7 +135,7 @@ func TestEvaluateNoRetriesWhenDisabled(t *testing.T) {
 func TestEvaluateLLMErrorsPassThrough(t *testing.T) {
 	for _, sentinel := range []error{ErrLLMUnavailable, ErrLLMRejected} {
 		llm := &scriptedLLM{replies: []scriptedReply{{err: fmt.Errorf("%w: boom", sentinel)}}}
-		_, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: testInputs()})
+		_, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 		if !errors.Is(err, sentinel) {
 			t.Errorf("err = %v, want %v", err, sentinel)
 		}
@@ -145,14 +145,14 @@ func TestEvaluateLLMErrorsPassThrough(t *testing.T) {
 func TestEvaluateRejectsBadRequestsWithoutCallingTheModel(t *testing.T) {
 	tests := []struct {
 		name string
-		req  Request
+		req  Task
 		want error
 	}{
-		{"no ruleset", Request{Inputs: testInputs()}, ErrInvalidRuleset},
-		{"invalid ruleset", Request{Ruleset: &Ruleset{ID: "x"}, Inputs: testInputs()}, ErrInvalidRuleset},
-		{"no inputs", Request{Ruleset: testRuleset()}, ErrInvalidInput},
-		{"empty inputs", Request{Ruleset: testRuleset(), Inputs: &Inputs{}}, ErrInvalidInput},
-		{"too large", Request{Ruleset: testRuleset(), Inputs: &Inputs{TextInput: strings.Repeat("x", 2048)}}, ErrInputTooLarge},
+		{"no ruleset", Task{Inputs: testInputs()}, ErrInvalidRuleset},
+		{"invalid ruleset", Task{Ruleset: &Ruleset{ID: "x"}, Inputs: testInputs()}, ErrInvalidRuleset},
+		{"no inputs", Task{Ruleset: testRuleset()}, ErrInvalidInput},
+		{"empty inputs", Task{Ruleset: testRuleset(), Inputs: &Inputs{}}, ErrInvalidInput},
+		{"too large", Task{Ruleset: testRuleset(), Inputs: &Inputs{TextInput: strings.Repeat("x", 2048)}}, ErrInputTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,7 +185,7 @@ func TestEvaluateEvidenceOrigins(t *testing.T) {
 	var matches []Match
 	// No re-asks: the unfound quote is kept, and its verdict marked.
 	res, err := newTestEngine(t, llm, Config{OutputRetries: -1, Hooks: Hooks{Anchor: func(m Match) { matches = append(matches, m) }}}).
-		Evaluate(context.Background(), Request{Ruleset: testRuleset(), Inputs: in})
+		Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}

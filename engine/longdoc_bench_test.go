@@ -38,7 +38,7 @@ func BenchmarkSplitRequestTokens(b *testing.B) {
 		// every iteration.
 		e := newPlanningEngine(b, m, engine.Config{ContextTokens: 8192})
 		var err error
-		if res, err = e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in}); err != nil {
+		if res, err = e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -63,7 +63,7 @@ func TestRealServerWindowIsLearned(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	res, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in})
+	res, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in})
 	if err != nil {
 		t.Fatalf("%v (after %d calls, %d refused)", err, calls, refused)
 	}
@@ -79,7 +79,7 @@ func TestRealServerWindowIsLearned(t *testing.T) {
 	}
 
 	before := refused
-	if _, err := e.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in}); err != nil {
+	if _, err := e.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in}); err != nil {
 		t.Fatal(err)
 	}
 	if refused != before {

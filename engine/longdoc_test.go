@@ -42,13 +42,13 @@ type reader struct {
 
 	mu       sync.Mutex
 	prompts  []string // system + user of every request
-	requests []llmfake.Request
+	requests []llmfake.Call
 }
 
 // rationaleReask marks the user message of a rationale-only re-ask.
 const rationaleReask = "These rules are judged and their verdicts stand"
 
-func (m *reader) answer(req llmfake.Request) llmfake.Reply {
+func (m *reader) answer(req llmfake.Call) llmfake.Reply {
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
 	m.mu.Unlock()
@@ -183,7 +183,7 @@ func TestLongDocumentIsPlanned(t *testing.T) {
 		planned = append(planned, n)
 		mu.Unlock()
 	}}})
-	res, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+	res, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestManyRulesAreBatched(t *testing.T) {
 	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "contract.pdf", Pages: []string{sentence}}}}
 	const maxTokens = 1024
 	e := newPlanningEngine(t, m, engine.Config{ContextTokens: 32768, MaxTokens: maxTokens})
-	res, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+	res, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestFittingRequestIsOneCall(t *testing.T) {
 	m := &reader{need: map[string]string{"writing": sentence, "law": sentence}}
 	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "contract.pdf", Pages: []string{sentence, "Signatures."}}}}
 	e := newPlanningEngine(t, m, engine.Config{ContextTokens: 4096})
-	res, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+	res, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestExcerptKeepsInjectionDefences(t *testing.T) {
 	rs := &engine.Ruleset{ID: "inj", Rules: []engine.Rule{{RuleID: "escrow", RuleText: "The cryptography keys must be held in escrow by a notary."}}}
 	m := &reader{need: map[string]string{"escrow": escrowClause}}
 	e := newPlanningEngine(t, m, engine.Config{ContextTokens: 4096})
-	if _, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "contract.pdf", Pages: pages}}}}); err != nil {
+	if _, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "contract.pdf", Pages: pages}}}}); err != nil {
 		t.Fatal(err)
 	}
 	sawPage200 := false
@@ -420,7 +420,7 @@ func TestCutRuleIsInsufficientUnlessSupported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "c.pdf", Pages: pages}}}})
+	res, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "c.pdf", Pages: pages}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestContextTooSmallForTheFixedInputs(t *testing.T) {
 	}
 	m := &reader{}
 	e := newPlanningEngine(t, m, engine.Config{ContextTokens: 1024})
-	_, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+	_, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in})
 	if err == nil || !strings.Contains(err.Error(), "context window") {
 		t.Fatalf("got %v, want an error about the context window", err)
 	}
@@ -479,7 +479,7 @@ func TestContextWindowLearnedFromRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "contract.pdf", Pages: pages}}}
-	res, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+	res, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestContextWindowLearnedFromRefusal(t *testing.T) {
 	// The next request starts within the learned window: no refusal, no
 	// wasted call.
 	before := len(fake.Requests())
-	if _, err := e.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in}); err != nil {
+	if _, err := e.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in}); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(fake.Requests()) - before; got != 1 {

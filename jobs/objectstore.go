@@ -263,7 +263,7 @@ func (s *ObjectStore) Delete(ctx context.Context, tenant, requestID string) erro
 // pipeline.ResultStore. The document is made from the request alone (its
 // submitted_at and callback URL are the ones the API recorded), so no read
 // comes first.
-func (s *ObjectStore) StoreResult(ctx context.Context, req *schemas.Request, out pipeline.Outcome) error {
+func (s *ObjectStore) StoreResult(ctx context.Context, req *schemas.Request, out pipeline.Events) error {
 	return s.save(ctx, Finished(req, out))
 }
 

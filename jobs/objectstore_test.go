@@ -69,7 +69,7 @@ func objectStore(t *testing.T) (*ObjectStore, *objstore.Store) {
 
 func TestObjectStoreCreateIsIdempotent(t *testing.T) {
 	jobs, _ := objectStore(t)
-	testCreateIsIdempotent(t, jobs, func(req *schemas.Request, out pipeline.Outcome) {
+	testCreateIsIdempotent(t, jobs, func(req *schemas.Request, out pipeline.Events) {
 		if err := jobs.StoreResult(t.Context(), req, out); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestObjectStoreCreateIsIdempotent(t *testing.T) {
 func TestObjectStoreTenantIsolation(t *testing.T) {
 	jobs, store := objectStore(t)
 	ctx := t.Context()
-	out := pipeline.Outcome{Summary: summary("acme", "r1", schemas.StatusCompleted, 1), Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
+	out := pipeline.Events{Summary: summary("acme", "r1", schemas.StatusCompleted, 1), Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
 	if err := jobs.StoreResult(ctx, &schemas.Request{TenantID: "acme", RequestID: "r1"}, out); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestObjectStoreStoreResult(t *testing.T) {
 	if err != nil || pending.Status != Pending || pending.Summary != nil {
 		t.Fatalf("pending job %+v, %v", pending, err)
 	}
-	out := pipeline.Outcome{
+	out := pipeline.Events{
 		Summary:  summary("acme", "r1", schemas.StatusCompleted, 2),
 		Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)},
 	}
@@ -232,7 +232,7 @@ func TestObjectStoreStorageDown(t *testing.T) {
 	if created || !errors.As(err, &op) || op.FaultCause() != objstore.CauseStorageAuth {
 		t.Errorf("Create with refused credentials: created=%v, %v; want a storage_auth error", created, err)
 	}
-	if f := pipeline.Classify(jobs.StoreResult(ctx, &schemas.Request{RequestID: "r1", TenantID: "acme"}, pipeline.Outcome{})); f.Message {
+	if f := pipeline.Classify(jobs.StoreResult(ctx, &schemas.Request{RequestID: "r1", TenantID: "acme"}, pipeline.Events{})); f.Message {
 		t.Errorf("StoreResult with refused credentials is classified %+v, want an environment fault", f)
 	}
 }
@@ -278,7 +278,7 @@ func TestObjectStoreAbandonedPendingJob(t *testing.T) {
 	// Queued after the pipeline stored the result leaves the result.
 	fresh, _ := create("quick")
 	done := summary("acme", "quick", schemas.StatusCompleted, 0)
-	if err := jobs.StoreResult(ctx, &schemas.Request{RequestID: "quick", TenantID: "acme"}, pipeline.Outcome{Summary: done}); err != nil {
+	if err := jobs.StoreResult(ctx, &schemas.Request{RequestID: "quick", TenantID: "acme"}, pipeline.Events{Summary: done}); err != nil {
 		t.Fatal(err)
 	}
 	if err := jobs.Queued(ctx, fresh); err != nil {

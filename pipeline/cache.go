@@ -16,7 +16,7 @@ type published struct {
 	// req is the request's envelope: the cache holds many of these, and a
 	// document can be megabytes.
 	req      *schemas.Request
-	out      Outcome
+	out      Events
 	judgeErr error // the permanent failure, when the request failed
 	stored   bool  // the result is in Config.Results
 }

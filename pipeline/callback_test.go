@@ -37,7 +37,7 @@ func (r *resultPublisher) Encode(ctx context.Context, res producer.Result) ([]st
 // or without a callback URL, there is none.
 func TestCallbackIsPublishedWithTheEvents(t *testing.T) {
 	static, ok, serde := oneRuleFixture(t)
-	payload := func(req *schemas.Request, out Outcome) ([]byte, []byte, error) {
+	payload := func(req *schemas.Request, out Events) ([]byte, []byte, error) {
 		return fmt.Appendf(nil, `{"id":%q,"status":%q,"verdicts":%d}`, req.RequestID, out.Summary.Status, len(out.Verdicts)),
 			fmt.Appendf(nil, `{"id":%q,"status":%q}`, req.RequestID, out.Summary.Status), nil
 	}

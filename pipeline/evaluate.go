@@ -23,7 +23,7 @@ func Evaluate(ctx context.Context, eng Evaluator, rs *engine.Ruleset, req *schem
 	if err != nil {
 		return nil, err
 	}
-	task := engine.Request{Ruleset: rs, Inputs: in, Tenant: req.TenantID, RequestID: req.RequestID}
+	task := engine.Task{Ruleset: rs, Inputs: in, Tenant: req.TenantID, RequestID: req.RequestID}
 	if req.Options.Model != nil {
 		task.Model = *req.Options.Model
 	}

@@ -175,7 +175,7 @@ type scriptedEngine struct {
 	calls int
 }
 
-func (s *scriptedEngine) Evaluate(ctx context.Context, _ engine.Request) (*engine.Result, error) {
+func (s *scriptedEngine) Evaluate(ctx context.Context, _ engine.Task) (*engine.Result, error) {
 	s.mu.Lock()
 	s.calls++
 	if s.block > 0 {

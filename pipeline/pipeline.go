@@ -27,7 +27,7 @@ import (
 
 // Evaluator judges one request (an *engine.Engine).
 type Evaluator interface {
-	Evaluate(ctx context.Context, req engine.Request) (*engine.Result, error)
+	Evaluate(ctx context.Context, req engine.Task) (*engine.Result, error)
 }
 
 // Publisher encodes and writes events (a *producer.Producer).
@@ -62,7 +62,7 @@ type ReportWriter interface {
 // status (a *jobs.ObjectStore). Storing is idempotent: the same request may be
 // stored again after a redelivery.
 type ResultStore interface {
-	StoreResult(ctx context.Context, req *schemas.Request, out Outcome) error
+	StoreResult(ctx context.Context, req *schemas.Request, out Events) error
 }
 
 // Hooks observe the pipeline; every field is optional and must be safe for
@@ -84,7 +84,7 @@ type Hooks struct {
 	// or failed (not for redeliveries answered from the cache). req is the
 	// request without the text of its documents and text input, which is not
 	// kept past judging.
-	Finished func(req *schemas.Request, out Outcome)
+	Finished func(req *schemas.Request, out Events)
 }
 
 // Config configures a Pipeline.
@@ -127,7 +127,7 @@ type Config struct {
 	// fit the callback topic. It is published with the request's events
 	// (producer.Result.Callback), so the callback is durable before the
 	// request's offset is committed. Nil publishes no callbacks.
-	CallbackPayload func(req *schemas.Request, out Outcome) (payload, withoutVerdicts []byte, err error)
+	CallbackPayload func(req *schemas.Request, out Events) (payload, withoutVerdicts []byte, err error)
 	Logger          *slog.Logger
 	Hooks           Hooks
 	// Now is the clock (tests).
@@ -295,7 +295,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 			// message's fault, as for every other reason.
 			judgeErr = &attemptsError{n: p.cfg.TimeoutAttempts,
 				err: fmt.Errorf("%w (%d attempts of %s): %w", errTimedOut, p.cfg.TimeoutAttempts, p.cfg.RequestTimeout, judgeErr)}
-			out = Outcome{Summary: schemas.NewFailedSummary(req, Classify(judgeErr).Reason, judgeErr.Error(), start, p.cfg.Now())}
+			out = Events{Summary: schemas.NewFailedSummary(req, Classify(judgeErr).Reason, judgeErr.Error(), start, p.cfg.Now())}
 		}
 	}
 	p.forgetTimeouts(m)
@@ -357,7 +357,7 @@ func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 
 // callback is the request's callback, nil when it asks for none or callbacks
 // are not configured.
-func (p *Pipeline) callback(req *schemas.Request, out Outcome) (*producer.Callback, error) {
+func (p *Pipeline) callback(req *schemas.Request, out Events) (*producer.Callback, error) {
 	if p.cfg.CallbackPayload == nil || req.Options.CallbackURL == nil || *req.Options.CallbackURL == "" {
 		return nil, nil
 	}
@@ -368,9 +368,9 @@ func (p *Pipeline) callback(req *schemas.Request, out Outcome) (*producer.Callba
 	return &producer.Callback{URL: *req.Options.CallbackURL, Payload: payload, Fallback: fallback}, nil
 }
 
-// Outcome is what judging one request produced: its verdict events (none
+// Events is what judging one request produced: its verdict events (none
 // when it failed) and its summary.
-type Outcome struct {
+type Events struct {
 	Verdicts []schemas.VerdictEvent
 	Summary  schemas.SummaryEvent
 }
@@ -384,24 +384,24 @@ type Outcome struct {
 //
 // Under a consumer, claim-checked documents are counted in the bytes in
 // flight (consumer.Reserve) while Judge runs.
-func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.Time) (Outcome, error) {
+func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.Time) (Events, error) {
 	var held holds
 	defer held.release()
 	return p.judgeHolding(ctx, req, start, &held)
 }
 
 // judgeHolding is Judge, the bytes reserved for documents added to held.
-func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start time.Time, held *holds) (Outcome, error) {
+func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start time.Time, held *holds) (Events, error) {
 	jctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	res, rs, report, err := p.judge(jctx, req, held)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(jctx.Err(), context.DeadlineExceeded) {
-			return Outcome{}, fmt.Errorf("%w %s: %w", errRequestTimeout, p.cfg.RequestTimeout, err)
+			return Events{}, fmt.Errorf("%w %s: %w", errRequestTimeout, p.cfg.RequestTimeout, err)
 		}
 		f := Classify(err)
 		if !f.Message {
-			return Outcome{}, err
+			return Events{}, err
 		}
 		summary := schemas.NewFailedSummary(req, f.Reason, err.Error(), start, p.cfg.Now())
 		if rs != nil {
@@ -410,10 +410,10 @@ func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start
 				summary.RulesetVersion = &rs.Version
 			}
 		}
-		return Outcome{Summary: summary}, err
+		return Events{Summary: summary}, err
 	}
 	completed := p.cfg.Now()
-	return Outcome{
+	return Events{
 		Verdicts: NewVerdictEvents(req, rs, res, res.Model, start, completed),
 		Summary:  NewSummary(req, rs, res, res.Model, report, start, completed),
 	}, nil

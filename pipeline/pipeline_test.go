@@ -23,7 +23,7 @@ type fakeEngine struct {
 	err error
 }
 
-func (f fakeEngine) Evaluate(context.Context, engine.Request) (*engine.Result, error) {
+func (f fakeEngine) Evaluate(context.Context, engine.Task) (*engine.Result, error) {
 	return f.res, f.err
 }
 

@@ -24,7 +24,7 @@ type countingEngine struct {
 	err   error
 }
 
-func (c *countingEngine) Evaluate(context.Context, engine.Request) (*engine.Result, error) {
+func (c *countingEngine) Evaluate(context.Context, engine.Task) (*engine.Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
@@ -84,7 +84,7 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 			p, err := New(Config{
 				Engine: tc.eng, Rulesets: static, Serde: serde, Publisher: pub, CacheEntries: -1,
 				Now:   func() time.Time { clock = clock.Add(time.Second); return clock },
-				Hooks: Hooks{Finished: func(*schemas.Request, Outcome) { finished++ }},
+				Hooks: Hooks{Finished: func(*schemas.Request, Events) { finished++ }},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -160,7 +160,7 @@ func TestFinishedRequestsKeepNoDocumentText(t *testing.T) {
 	eng := &countingEngine{res: passing}
 	var got *schemas.Request
 	p, err := New(Config{Engine: eng, Rulesets: static, Serde: serde, Publisher: &flakyPublisher{},
-		Hooks: Hooks{Finished: func(req *schemas.Request, _ Outcome) { got = req }}})
+		Hooks: Hooks{Finished: func(req *schemas.Request, _ Events) { got = req }}})
 	if err != nil {
 		t.Fatal(err)
 	}

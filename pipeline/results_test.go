@@ -21,11 +21,11 @@ type flakyResults struct {
 	mu       sync.Mutex
 	failures int
 	err      error
-	stored   []Outcome
+	stored   []Events
 	order    *[]string
 }
 
-func (f *flakyResults) StoreResult(_ context.Context, req *schemas.Request, out Outcome) error {
+func (f *flakyResults) StoreResult(_ context.Context, req *schemas.Request, out Events) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failures > 0 {

@@ -65,7 +65,7 @@ func runModel(args []string) error {
 	srv := llmfake.Listen(l)
 	defer srv.Close()
 	srv.Forget()
-	srv.Answer(func(req llmfake.Request) llmfake.Reply {
+	srv.Answer(func(req llmfake.Call) llmfake.Reply {
 		reply := llmfake.Verdicts(req)
 		reply.Delay = *delay
 		return reply

@@ -124,7 +124,7 @@ func TestServeCallbacksSurviveSIGTERM(t *testing.T) {
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { close(releaseB) }) }
 	t.Cleanup(release)
-	e.llm.Answer(func(r llmfake.Request) llmfake.Reply {
+	e.llm.Answer(func(r llmfake.Call) llmfake.Reply {
 		for _, m := range r.Messages {
 			if strings.Contains(m.Content, "[ticket cb-slow]") {
 				<-releaseB

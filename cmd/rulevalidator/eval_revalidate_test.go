@@ -28,7 +28,7 @@ type ruleAnswerer struct {
 	counted bool
 }
 
-func (a *ruleAnswerer) answer(req llmfake.Request) llmfake.Reply {
+func (a *ruleAnswerer) answer(req llmfake.Call) llmfake.Reply {
 	user := req.Messages[len(req.Messages)-1].Content
 	var rules []map[string]any
 	for _, m := range askedRule.FindAllStringSubmatch(user, -1) {

@@ -247,7 +247,7 @@ func TestServeRequestTimeoutDeadLettered(t *testing.T) {
 	summaryLog := e.watch(t, e.summaries, 1)
 	deadLog := e.watch(t, e.deadLetters, 1)
 	fast := exampleReply(t, 0)
-	e.llm.Answer(func(r llmfake.Request) llmfake.Reply {
+	e.llm.Answer(func(r llmfake.Call) llmfake.Reply {
 		for _, m := range r.Messages {
 			if strings.Contains(m.Content, "[ticket always-slow]") {
 				return exampleReply(t, 30*time.Second)

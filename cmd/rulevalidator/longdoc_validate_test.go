@@ -20,7 +20,7 @@ var ruleEntry = regexp.MustCompile(`(?m)^\d+\. rule_id: ("(?:[^"\\]|\\.)*")\n   
 
 // insufficientAnswers answers every rule the request names after its
 // material as judged on insufficient data.
-func insufficientAnswers(req llmfake.Request) llmfake.Reply {
+func insufficientAnswers(req llmfake.Call) llmfake.Reply {
 	var rules []map[string]any
 	for _, m := range ruleEntry.FindAllStringSubmatch(req.Messages[len(req.Messages)-1].Content, -1) {
 		id, _ := strconv.Unquote(m[1])

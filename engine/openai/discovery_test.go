@@ -66,7 +66,7 @@ func TestContextWindowProbedOncePerModel(t *testing.T) {
 	errs := make(chan error, requests)
 	for range requests {
 		wg.Go(func() {
-			_, err := eng.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+			_, err := eng.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in})
 			errs <- err
 		})
 	}
@@ -106,7 +106,7 @@ func TestRefusedKeyOnTheProbeEndsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs, in := discoveryFixture(t)
-	_, err = eng.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+	_, err = eng.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in})
 
 	var fault interface {
 		Permanent() bool

@@ -86,7 +86,7 @@ func TestInstructionsReachTheLocalModel(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
-			res, err := eng.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in})
+			res, err := eng.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in})
 			t.Logf("log:\n%s", logs.String())
 			if err != nil {
 				t.Fatal(err)

@@ -32,7 +32,7 @@ const (
 func templateServer(t *testing.T, tmpl template) *llmfake.Server {
 	t.Helper()
 	fake := newFake(t)
-	fake.Answer(func(req llmfake.Request) llmfake.Reply {
+	fake.Answer(func(req llmfake.Call) llmfake.Reply {
 		hasSystem := req.Messages[0].Role == "system"
 		switch {
 		case tmpl == refusesKey:
@@ -92,9 +92,9 @@ func TestAutoInstructionsThroughTheClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := eng.Evaluate(context.Background(), engine.Request{Ruleset: rs, Inputs: in})
+			res, err := eng.Evaluate(context.Background(), engine.Task{Ruleset: rs, Inputs: in})
 
-			var decisions, judging []llmfake.Request
+			var decisions, judging []llmfake.Call
 			for _, r := range fake.Requests() {
 				if r.Format == "" {
 					decisions = append(decisions, r)

@@ -79,7 +79,7 @@ func TestSmokeLocalModel(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	res, err := eng.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in})
+	res, err := eng.Evaluate(ctx, engine.Task{Ruleset: rs, Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,8 +51,8 @@ type Error struct {
 	Param   string `json:"param,omitempty"`
 }
 
-// Request is what the server saw of one request.
-type Request struct {
+// Call is what the server saw of one chat completion request.
+type Call struct {
 	Header   http.Header
 	Model    string
 	Messages []Message
@@ -84,9 +84,9 @@ type Server struct {
 	mu       sync.Mutex
 	queue    []Reply
 	fallback Reply
-	answer   func(Request) Reply
+	answer   func(Call) Reply
 	refuse   map[string]bool
-	requests []Request
+	requests []Call
 	// forget drops each request once answered instead of recording it.
 	forget bool
 }
@@ -154,7 +154,7 @@ func (s *Server) SetDefault(r Reply) {
 // request itself once the queue is empty, instead of sending the default: a
 // scripted model that reads its prompt, for requests whose order is not
 // known (concurrent calls). answer runs concurrently with itself.
-func (s *Server) Answer(answer func(Request) Reply) {
+func (s *Server) Answer(answer func(Call) Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answer = answer
@@ -174,10 +174,10 @@ func (s *Server) RefuseFormats(formats ...string) {
 }
 
 // Requests returns a copy of the requests seen so far, oldest first.
-func (s *Server) Requests() []Request {
+func (s *Server) Requests() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
+	return append([]Call(nil), s.requests...)
 }
 
 // CountByFormat counts the requests seen so far by response_format.type
@@ -220,7 +220,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody(Error{Message: "llmfake: request body is not JSON: " + err.Error(), Type: "invalid_request_error"}))
 		return
 	}
-	rec := Request{
+	rec := Call{
 		Header:              r.Header.Clone(),
 		Model:               wire.Model,
 		Messages:            wire.Messages,
@@ -272,12 +272,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		reply = answer(rec)
 	}
 	if forget {
-		rec = Request{Model: rec.Model}
+		rec = Call{Model: rec.Model}
 	}
 	s.send(w, r, rec, reply)
 }
 
-func (s *Server) send(w http.ResponseWriter, r *http.Request, req Request, reply Reply) {
+func (s *Server) send(w http.ResponseWriter, r *http.Request, req Call, reply Reply) {
 	if reply.Delay > 0 {
 		select {
 		case <-time.After(reply.Delay):
@@ -319,7 +319,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, req Request, reply
 	panic(http.ErrAbortHandler)
 }
 
-func replyBody(req Request, reply Reply, status int) any {
+func replyBody(req Call, reply Reply, status int) any {
 	if status >= http.StatusBadRequest {
 		e := Error{Message: http.StatusText(status)}
 		if reply.Error != nil {

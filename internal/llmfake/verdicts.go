@@ -13,7 +13,7 @@ import (
 // different page of the user message with that page's number and document (or judged on
 // insufficient data when the message has no page markers). It is an answer
 // function for Answer, for load tests where what is judged does not matter.
-func Verdicts(req Request) Reply {
+func Verdicts(req Call) Reply {
 	user := ""
 	for _, m := range req.Messages {
 		if m.Role == "user" {
