@@ -42,7 +42,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	for _, res := range results {
 		if res.Status != "ok" {
 			body.Status, status = "not_ready", http.StatusServiceUnavailable
-			s.log.Warn("api: not ready", "check", res.Name, "error", res.Error)
+			s.log.Warn("api: not ready", "check", res.Name, "err", res.Error)
 		}
 	}
 	writeJSON(w, status, body)

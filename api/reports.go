@@ -96,12 +96,12 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, tenant, ref
 		writeError(w, http.StatusNotFound, CodeNotFound, msgReportNotFound)
 		return
 	case isTimeout(err), objstore.Temporary(err):
-		s.log.Warn("api: report storage unavailable", "tenant_id", tenant, "reference_id", referenceID, "error", err)
+		s.log.Warn("api: report storage unavailable", "tenant_id", tenant, "reference_id", referenceID, "err", err)
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "report storage is unavailable; try again shortly")
 		return
 	default:
-		s.log.Error("api: opening report", "tenant_id", tenant, "reference_id", referenceID, "error", err)
+		s.log.Error("api: opening report", "tenant_id", tenant, "reference_id", referenceID, "err", err)
 		writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
 		return
 	}
@@ -124,7 +124,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, tenant, ref
 	}
 	if n, err := io.Copy(w, body); err != nil {
 		// Too late for an error status: the client sees a short body.
-		s.log.Warn("api: report download cut short", "tenant_id", tenant, "reference_id", referenceID, "bytes", n, "error", err)
+		s.log.Warn("api: report download cut short", "tenant_id", tenant, "reference_id", referenceID, "bytes", n, "err", err)
 	}
 }
 

@@ -137,7 +137,7 @@ func (c *jwksCache) trigger(reason string) <-chan struct{} {
 			c.mu.Lock()
 			age := c.now().Sub(c.fetchedAt)
 			c.mu.Unlock()
-			c.log.Warn("JWKS refresh failed; keeping cached keys", "reason", reason, "cached_age", age.Round(time.Second), "error", err)
+			c.log.Warn("JWKS refresh failed; keeping cached keys", "reason", reason, "cached_age", age.Round(time.Second), "err", err)
 			return
 		}
 		c.store(keys)

@@ -190,7 +190,7 @@ func (n *Notifier) CheckURL(rawURL string) error {
 func (n *Notifier) Deliver(ctx context.Context, rawURL string, payload []byte, eventID string, stopRetrying <-chan struct{}) Delivery {
 	u, err := n.policy.checkURL(rawURL)
 	if err != nil {
-		n.cfg.Logger.Warn("callback given up", "event_id", eventID, "reason", "refused", "error", err)
+		n.cfg.Logger.Warn("callback given up", "event_id", eventID, "reason", "refused", "err", err)
 		d := Delivery{URL: rawURL, EventID: eventID, Err: err}
 		n.done(d)
 		return d
@@ -210,7 +210,7 @@ func (n *Notifier) deliver(ctx context.Context, j job, stopRetrying <-chan struc
 	log := n.cfg.Logger.With("event_id", j.eventID, "url", logURL(j.url))
 	d := Delivery{URL: j.url.String(), EventID: j.eventID}
 	interrupted := func(err error) Delivery {
-		log.Warn("callback interrupted by shutdown", "attempts", d.Attempts, "error", err)
+		log.Warn("callback interrupted by shutdown", "attempts", d.Attempts, "err", err)
 		d.Err = fmt.Errorf("%w after %d attempts: %w", ErrInterrupted, d.Attempts, err)
 		return d
 	}
@@ -231,7 +231,7 @@ func (n *Notifier) deliver(ctx context.Context, j job, stopRetrying <-chan struc
 	},
 		backoff.Stop(stopRetrying, ErrInterrupted),
 		backoff.OnRetry(func(attempt int, wait time.Duration, err error) {
-			log.Info("callback attempt failed; retrying", "attempt", attempt, "status", d.Status, "error", err, "retry_in", wait)
+			log.Info("callback attempt failed; retrying", "attempt", attempt, "status", d.Status, "err", err, "retry_in", wait)
 		}))
 	gaveUp, retried := errors.AsType[*backoff.GiveUpError](err)
 	reason := "refused"
@@ -245,7 +245,7 @@ func (n *Notifier) deliver(ctx context.Context, j job, stopRetrying <-chan struc
 	case retried:
 		reason, err = "out of attempts", gaveUp.Last
 	}
-	log.Warn("callback given up", "reason", reason, "attempts", d.Attempts, "status", d.Status, "error", err)
+	log.Warn("callback given up", "reason", reason, "attempts", d.Attempts, "status", d.Status, "err", err)
 	d.Err = err
 	return d
 }

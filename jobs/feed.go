@@ -90,7 +90,7 @@ func (f *Feed) Run(ctx context.Context) error { return f.reader.Run(ctx) }
 func (f *Feed) record(ctx context.Context, m stream.Record) {
 	ev, err := f.cfg.Serde.Decode(ctx, m.Topic, m.Value, m.Headers)
 	if err != nil {
-		f.log.Warn("jobs: job feed skipped an event it cannot decode", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "error", err)
+		f.log.Warn("jobs: job feed skipped an event it cannot decode", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
 		return
 	}
 	switch e := ev.(type) {

@@ -121,7 +121,7 @@ func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, 
 		if f := Classify(err); !f.Message {
 			if p.env.hold(position(m), f.Cause, err) {
 				p.cfg.Logger.Error("environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
-					"cause", f.Cause, "fix", f.Cause.Fix(), "position", position(m), "error", err)
+					"cause", f.Cause, "fix", f.Cause.Fix(), "position", position(m), "err", err)
 			}
 			return
 		}

@@ -343,7 +343,7 @@ func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 		p.cfg.Hooks.Finished(pub.req, pub.out)
 	}
 	if pub.judgeErr != nil {
-		log.Warn("request failed", "reason", pub.out.Summary.Error.Code, "error", pub.judgeErr)
+		log.Warn("request failed", "reason", pub.out.Summary.Error.Code, "err", pub.judgeErr)
 		return "failed", pub.judgeErr
 	}
 	if h := p.cfg.Hooks.VerdictsPublished; h != nil {

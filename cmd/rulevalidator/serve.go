@@ -246,7 +246,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	cfg.gomemlimit = getenv("GOMEMLIMIT")
 	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if err := serve(ctx, cfg, logger); err != nil {
-		logger.Error("serve stopped", "error", err)
+		logger.Error("serve stopped", "err", err)
 		if errors.Is(err, errConfig) {
 			return exitInvalid
 		}
@@ -267,7 +267,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	// the container allows.
 	limit, from, err := memoryLimit(cfg.memoryLimit, cfg.gomemlimit, "/sys/fs/cgroup")
 	if err != nil {
-		logger.Warn("no memory limit set", "error", err)
+		logger.Warn("no memory limit set", "err", err)
 	}
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)
@@ -304,7 +304,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	// starts; a PDF arriving first waits for it.
 	go func() {
 		if err := documents.Start(ctx); err != nil && ctx.Err() == nil {
-			logger.Error("the PDF engine did not start; PDFs cannot be read", "error", err)
+			logger.Error("the PDF engine did not start; PDFs cannot be read", "err", err)
 		}
 	}()
 	eng, err := cfg.llm.newEngineWith(logger, svc.metrics.EngineHooks(), cache)
@@ -332,7 +332,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 	defer func() {
 		if err := prod.Close(); err != nil {
-			logger.Warn("closing the producer", "error", err)
+			logger.Warn("closing the producer", "err", err)
 		}
 	}()
 

@@ -121,7 +121,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := enc.Encode(newResultJSON(res)); err != nil {
 			fmt.Fprintf(stderr, "validate: writing the result: %v\n", err)
 			return exitFailure
 		}
@@ -167,6 +167,34 @@ func writeReportFile(path string, req *schemas.Request, rs *engine.Ruleset, res 
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return nil
+}
+
+// resultJSON is validate --json's object: the engine's result, with each verdict's rule type
+// also under rule_type, the key the verdict events use. The older key, type, is written as
+// well for one release (docs/cli.md says so); read rule_type.
+type resultJSON struct {
+	RulesetID      string           `json:"ruleset_id,omitempty"`
+	RulesetVersion string           `json:"ruleset_version,omitempty"`
+	Model          string           `json:"model,omitempty"`
+	Rules          []verdictJSON    `json:"rules"`
+	Aggregate      engine.Aggregate `json:"aggregate"`
+	Sources        []engine.Source  `json:"sources"`
+	Usage          engine.Usage     `json:"usage"`
+}
+
+// verdictJSON is a verdict with its type under rule_type too.
+type verdictJSON struct {
+	engine.Verdict
+	RuleType engine.RuleType `json:"rule_type"`
+}
+
+func newResultJSON(res *engine.Result) resultJSON {
+	out := resultJSON{RulesetID: res.RulesetID, RulesetVersion: res.RulesetVersion, Model: res.Model,
+		Rules: make([]verdictJSON, len(res.Rules)), Aggregate: res.Aggregate, Sources: res.Sources, Usage: res.Usage}
+	for i, v := range res.Rules {
+		out.Rules[i] = verdictJSON{Verdict: v, RuleType: v.Type}
+	}
+	return out
 }
 
 // readFile reads and parses one file, naming the file in any error.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -90,14 +91,26 @@ func TestValidateJSON(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
-	var res engine.Result
+	var out resultJSON
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&res); err != nil {
+	if err := dec.Decode(&out); err != nil {
 		t.Fatalf("stdout is not one result object: %v\n%s", err, stdout)
 	}
 	if dec.More() {
 		t.Fatal("stdout holds more than one JSON value")
+	}
+	res := engine.Result{RulesetID: out.RulesetID, RulesetVersion: out.RulesetVersion, Model: out.Model,
+		Aggregate: out.Aggregate, Sources: out.Sources, Usage: out.Usage}
+	for _, v := range out.Rules {
+		// rule_type is the key the events use; type is kept beside it for one release.
+		if v.RuleType == "" || v.RuleType != v.Type {
+			t.Errorf("rule %s: rule_type %q, type %q: want both, the same", v.RuleID, v.RuleType, v.Type)
+		}
+		res.Rules = append(res.Rules, v.Verdict)
+	}
+	if n := strings.Count(stdout, `"rule_type": `); n != len(res.Rules) {
+		t.Errorf("stdout has rule_type %d times, want once per rule (%d)", n, len(res.Rules))
 	}
 	if len(res.Rules) != 6 || res.Rules[0].RuleID != "governing-law" || res.Rules[5].RuleID != "termination" {
 		t.Fatalf("rules = %+v", res.Rules)
@@ -459,5 +472,19 @@ func TestEvidencePlaces(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, tt.got, tt.want)
 		}
+	}
+}
+
+// validate --json writes every field of the engine's result: resultJSON mirrors it.
+func TestResultJSONMirrorsTheResult(t *testing.T) {
+	tags := func(typ reflect.Type) []string {
+		var out []string
+		for i := range typ.NumField() {
+			out = append(out, typ.Field(i).Tag.Get("json"))
+		}
+		return out
+	}
+	if got, want := tags(reflect.TypeFor[resultJSON]()), tags(reflect.TypeFor[engine.Result]()); !reflect.DeepEqual(got, want) {
+		t.Errorf("resultJSON's fields %q, engine.Result's %q", got, want)
 	}
 }
