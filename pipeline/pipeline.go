@@ -134,18 +134,26 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Defaults for Config's zero fields, declared once: serve's settings show these.
+const (
+	DefaultCacheEntries    = 1024
+	DefaultCacheBytes      = 64 << 20
+	DefaultRequestTimeout  = 10 * time.Minute
+	DefaultTimeoutAttempts = 3
+)
+
 func (c *Config) setDefaults() {
 	if c.CacheEntries == 0 {
-		c.CacheEntries = 1024
+		c.CacheEntries = DefaultCacheEntries
 	}
 	if c.CacheBytes == 0 {
-		c.CacheBytes = 64 << 20
+		c.CacheBytes = DefaultCacheBytes
 	}
 	if c.RequestTimeout == 0 {
-		c.RequestTimeout = 10 * time.Minute
+		c.RequestTimeout = DefaultRequestTimeout
 	}
 	if c.TimeoutAttempts == 0 {
-		c.TimeoutAttempts = 3
+		c.TimeoutAttempts = DefaultTimeoutAttempts
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,16 +88,16 @@ func serveSettings(cfg *serveConfig) *settings {
 	schemaRegistrySetting(s, &cfg.schemaRegistry)
 	s.section("Consumer")
 	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
-	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", "8", "requests judged at once by this process")
-	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", "67108864", "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3x its record (record, decoded request, prompt) and, from before it is downloaded, 3x each claim-checked document's size (file, text, prompt); a larger request runs alone. 64 MiB keeps a process under 256 MB RSS with 1 MB documents (ops/membench.sh)")
+	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", strconv.Itoa(consumer.DefaultConcurrency), "requests judged at once by this process")
+	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", strconv.Itoa(consumer.DefaultMaxBytesInFlight), "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3x its record (record, decoded request, prompt) and, from before it is downloaded, 3x each claim-checked document's size (file, text, prompt); a larger request runs alone. 64 MiB keeps a process under 256 MB RSS with 1 MB documents (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
-	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", "30s", "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
+	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", durationText(consumer.DefaultDrainTimeout), "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
 	s.duration(&cfg.sessionTimeout, "session-timeout", "RULEVALIDATOR_SESSION_TIMEOUT", stream.DefaultSessionTimeout.String(), "how long the consumer groups wait for a member that stopped heartbeating (a killed replica) before its partitions go to the others; within the broker's group.min/max.session.timeout.ms (6s to 30m by default)")
 	s.duration(&cfg.retryBackoff, "retry-backoff", "RULEVALIDATOR_RETRY_BACKOFF", consumer.DefaultRetryInitial.String(), "pause before a request that failed transiently (model, broker or object storage unavailable, an environment fault) is handled again; doubled after each failure, up to --retry-backoff-max")
 	s.duration(&cfg.retryBackoffMax, "retry-backoff-max", "RULEVALIDATOR_RETRY_BACKOFF_MAX", consumer.DefaultRetryMax.String(), "longest pause between two attempts at a request that fails transiently")
-	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", "10m", "bound on one request's work, model retries included")
-	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", "3", "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
-	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", "1024", "recent results kept to answer redeliveries without the model (0 disables)")
+	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", durationText(pipeline.DefaultRequestTimeout), "bound on one request's work, model retries included")
+	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", strconv.Itoa(pipeline.DefaultTimeoutAttempts), "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
+	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", strconv.Itoa(pipeline.DefaultCacheEntries), "recent results kept to answer redeliveries without the model (0 disables)")
 
 	llmSettings(s, &cfg.llm)
 
