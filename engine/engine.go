@@ -2,6 +2,13 @@
 // prompt, asks the model through the LLM port, checks the answer and re-asks
 // for the rules that failed, anchors evidence to verbatim spans and aggregates.
 // It knows nothing of Kafka, Avro, object storage, HTTP or Prometheus.
+//
+// It owns the ruleset model (ParseRuleset, its checks), the engine's Inputs and
+// their checks (Inputs.Validate; the JSON form a request gives them in is package
+// request's), the plan of a request's calls within the model's context window
+// (judge.go, planning.go, budget.go, window.go), the conversation with the model
+// and its answer checks, evidence, the verdict cache port (VerdictCache) and the
+// aggregates. Evaluate, given a Task, is its one entry point.
 package engine
 
 import (

@@ -1,10 +1,15 @@
 // Package pipeline turns one consumed validation request into published
 // events: decode, resolve the ruleset and claim-checked documents, judge with
 // the engine, write the report, publish the verdicts and the summary. It is a
-// consumer.Handler. Whose fault a failure is comes from the failure table
-// (failures.go): the message's faults are marked permanent and dead-lettered by
-// the consumer's middleware; the environment's are returned unmarked, so that
-// the message is retried and consumption holds until the fault clears.
+// consumer.Handler.
+//
+// It owns the one road from a decoded request to its verdicts (Evaluate,
+// evaluate.go), which validate and eval take too; the events built from a result
+// (events.go); the failure table (Classify, failures.go) and the one predicate of
+// whose fault an error is (MessageFault), which the consumer's retry and
+// dead-letter middleware are given: the message's faults are dead-lettered, the
+// environment's are retried while consumption holds until the fault clears
+// (hold.go).
 package pipeline
 
 import (
