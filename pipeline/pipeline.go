@@ -392,8 +392,8 @@ type Events struct {
 // anything; it is what Handle does between decoding and publishing, and what
 // the benchmarks run without a broker. An environment fault (model or
 // storage misconfigured or unavailable, or the request timeout, wrapping
-// errRequestTimeout) returns no outcome; a message fault returns the failed
-// summary with a consumer.Permanent error carrying its reason.
+// errRequestTimeout) returns no events; a message fault returns the failed
+// summary with the error, whose reason MessageFault names.
 //
 // Under a consumer, claim-checked documents are counted in the bytes in
 // flight (consumer.Reserve) while Judge runs.

@@ -85,7 +85,7 @@ func decode(data []byte) (*schemas.Request, error) {
 // request_id and tenant_id (strings), ruleset_ref ({id, version?}),
 // inline_ruleset (an object, or a string holding the ruleset), options
 // ({generate_report?, model?, callback_url?, cache?}), submitted_at (RFC 3339), and
-// the inputs in any shape engine.InputsFromMap reads, documents also by uri
+// the inputs in any shape InputsFromMap reads, documents also by uri
 // ({name, uri, content_type?}) or as the file itself ({name, data (base64),
 // content_type?}). Named input values become JSON text. Every
 // problem is listed in one *schemas.RequestError, next to the request as far
