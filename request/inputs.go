@@ -15,7 +15,7 @@ import (
 
 // This file is the JSON form of a request's inputs: every shape the specification allows,
 // read by one parser for every way into the service (the HTTP API, produce, validate, eval,
-// and the mapping to the Avro contract below).
+// and the mapping to the Avro contract in request.go).
 
 const (
 	fieldPrimaryDocs   = "primary_docs"
