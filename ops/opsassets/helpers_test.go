@@ -71,8 +71,12 @@ func run(t *testing.T, timeout time.Duration, env []string, name string, args ..
 type serveSettings struct {
 	env      map[string]bool   // every variable
 	secret   map[string]bool   // variables bound with s.secret: credentials
-	defaults map[string]string // variable -> default, where the default is a literal
+	defaults map[string]string // variable -> default
 }
+
+// referenceRow is a row of the configuration reference (docs/configuration.md), which
+// cmd/rulevalidator's tests hold to the settings as the code defines them.
+var referenceRow = regexp.MustCompile("^\\| `--[a-z0-9-]+` \\| `([A-Z][A-Z0-9_]*)` \\| `([^`]*)` \\|")
 
 var settingCall = regexp.MustCompile(
 	`s\.(str|strList|integer|duration|boolean|secret)\(&?[^,]+,\s*"[a-z0-9-]+",\s*"([A-Z][A-Z0-9_]*)"(?:,\s*"([^"]*)")?`)
@@ -106,7 +110,23 @@ func readServeSettings(t *testing.T) serveSettings {
 			}
 		}
 	}
+	// A default declared as a constant by the package that applies it is read from the
+	// configuration reference, which shows it as --help does.
+	reference, err := os.ReadFile(filepath.Join(root, "docs/configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(reference), "\n") {
+		if m := referenceRow.FindStringSubmatch(line); m != nil && s.env[m[1]] && !s.secret[m[1]] {
+			if _, ok := s.defaults[m[1]]; !ok && m[2] != "-" {
+				s.defaults[m[1]] = m[2]
+			}
+		}
+	}
 	// A pattern that stopped matching would make every check below pass vacuously.
+	if s.defaults["RULEVALIDATOR_DRAIN_TIMEOUT"] == "" {
+		t.Fatal("found no default of RULEVALIDATOR_DRAIN_TIMEOUT in cmd/rulevalidator or docs/configuration.md; has the way settings are declared changed?")
+	}
 	for _, must := range []string{"RULEVALIDATOR_KAFKA_BROKERS", "OPENAI_BASE_URL", "S3_ENDPOINT", "RULEVALIDATOR_OPS_ADDR"} {
 		if !s.env[must] {
 			t.Fatalf("found no setting %s in cmd/rulevalidator (found %v); has the way settings are declared changed?", must, sorted(s.env))
