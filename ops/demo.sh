@@ -12,7 +12,9 @@
 #
 # Env: RULEVALIDATOR_HTTP_ADDR (127.0.0.1:8080), RULEVALIDATOR_OPS_ADDR
 # (127.0.0.1:9464), DEMO_TIMEOUT (15m: how long to wait for the model),
-# RULEVALIDATOR_LLM_RULES_PER_CALL (1: rules judged per model call), and
+# RULEVALIDATOR_LLM_RULES_PER_CALL (1: rules judged per model call),
+# RULEVALIDATOR_LLM_TIMEOUT (10m: one model call), LLM_MODEL (the local model,
+# default qwen2.5-coder-1.5b; gemma-3-270m is fast and judges near chance), and
 # the ports of the other scripts (KAFKA_PORT, S3_PORT, LLM_PORT, PROM_PORT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,14 +52,17 @@ start_serve() {
   done
   # shellcheck disable=SC2046
   eval "$(bash ops/s3.sh env)"
-  # One rule a call: the local 270M model judges one rule better than six at
-  # once, and the calls share the material through the server's prompt cache.
-  # One call at a time: llama-cpp-python serves one request at once, and the
-  # requests waiting in it slow the one it serves (README, Measuring verdict
-  # quality).
+  # The local model (ops/llm.sh; LLM_MODEL picks another). One rule a call: a
+  # small model judges one rule better than six at once, and the calls share
+  # the material through the server's prompt cache. One call at a time:
+  # llama-cpp-python serves one request at once, and the requests waiting in
+  # it slow the one it serves. A long timeout: on two cores the first call
+  # reads the whole agreement, a minute or more (docs/local-model.md).
   nohup "$BIN" serve \
     --kafka-brokers "$(bash ops/kafka.sh bootstrap)" \
     --llm-base-url "$(bash ops/llm.sh url)" \
+    --model "$(bash ops/llm.sh alias)" \
+    --llm-timeout "${RULEVALIDATOR_LLM_TIMEOUT:-10m}" \
     --llm-rules-per-call "${RULEVALIDATOR_LLM_RULES_PER_CALL:-1}" \
     --llm-calls-per-request "${RULEVALIDATOR_LLM_CALLS_PER_REQUEST:-1}" \
     --http-addr "$HTTP_ADDR" --ops-addr "$OPS_ADDR" \
