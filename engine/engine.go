@@ -31,9 +31,10 @@ type Config struct {
 	// OutputRetries is the corrective re-ask budget per request (default 2;
 	// negative disables re-asking).
 	OutputRetries int
-	// Temperature is passed to the model when above 0; at 0 (the default)
-	// none is sent and the server's default applies (llama-cpp-python's is
-	// 0.8), as a zero in the field means unset to the OpenAI client.
+	// Temperature is sent with every call, 0 (the default) included: a
+	// judge samples greedily unless told otherwise, so that the same
+	// request gets the same verdicts (a server left to its default samples
+	// at 0.8 on llama-cpp-python, at 1 on OpenAI).
 	Temperature float32
 	// MaxTokens caps each answer (0: the server's default). Rules are split
 	// into calls whose answers fit it.
@@ -60,6 +61,10 @@ type Config struct {
 	// Evidence is how the model gives its evidence (default cite: by passage
 	// id; quote: verbatim quotes, anchored to the documents).
 	Evidence EvidenceMode
+	// Confidence is where each verdict's confidence comes from (default
+	// logprobs: the server's token log-probabilities, absent where it
+	// gives none; off: always absent).
+	Confidence ConfidenceSource
 	// Instructions is how the instructions reach the model (default system;
 	// auto decides once per model from the server's prompt token count,
 	// see InstructionsAuto).
@@ -116,6 +121,9 @@ func (c *Config) setDefaults() {
 	if c.Instructions == "" {
 		c.Instructions = InstructionsSystem
 	}
+	if c.Confidence == "" {
+		c.Confidence = ConfidenceLogProbs
+	}
 	if c.Evidence == "" {
 		c.Evidence = EvidenceCite
 	}
@@ -138,6 +146,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine: Format %w", err)
 	}
 	if err := c.Instructions.validate(); c.Instructions != "" && err != nil {
+		return err
+	}
+	if err := c.Confidence.validate(); c.Confidence != "" && err != nil {
 		return err
 	}
 	if err := c.Evidence.validate(); c.Evidence != "" && err != nil {

@@ -143,13 +143,14 @@ type Verdict struct {
 	NotApplicable   bool       `json:"not_applicable"`
 	Evidences       []Evidence `json:"evidences"`
 	// SufficiencyNote says why DataSufficiency was set to false by the
-	// engine: the model's best answer still had content problems when the
-	// re-ask budget ran out.
+	// engine rather than the model: the rule was judged on an excerpt of
+	// the material that held nothing supporting the verdict.
 	SufficiencyNote string `json:"sufficiency_note,omitempty"`
 	// Problems lists, in the reader's terms, what was still wrong with the
 	// model's answer when it was kept after the re-ask budget ran out
-	// ("the model gave no rationale"); empty for a clean answer.
-	// SufficiencyNote says the same in one sentence.
+	// ("the model gave no rationale"); empty for a clean answer. A verdict
+	// with problems is kept with problems: its value stands and counts in
+	// the aggregates, and it is one to review.
 	Problems []string `json:"problems,omitempty"`
 	// PagesConsidered names the pages the verdict was judged on when the
 	// request was too large for one call and the rule saw an excerpt or a

@@ -11,13 +11,17 @@ import (
 	"rulevalidator/engine"
 )
 
-// baseline is the naive judge reports compare the engine with: one call per
-// rule with the whole input, graded the way promptfoo's llm-rubric grades
-// (a JSON object with pass, score and reason), no evidence, no re-asks.
+// baseline is the naive judge reports compare the engine with, the
+// strongest a user would write without the engine: one call per rule with
+// the whole input, graded the way promptfoo's llm-rubric grades (its
+// system prompt, a JSON object with reason, pass and score), at the same
+// temperature as the engine (0 unless set), with the server's structured
+// output where it has one, no evidence, no re-asks.
 type baseline struct {
-	llm       engine.LLM
-	model     string
-	maxTokens int
+	llm         engine.LLM
+	model       string
+	maxTokens   int
+	temperature float32
 }
 
 // baselineMaxTokens caps a rubric answer: a reason, a pass and a score fit
@@ -66,10 +70,11 @@ func (b *baseline) ask(ctx context.Context, material string, r engine.Rule) (*en
 			{Role: "system", Content: baselineSystem},
 			{Role: "user", Content: material + "\n" + rubric(r)},
 		},
-		Format:     engine.FormatJSONSchema,
-		SchemaName: "rubric_grade",
-		Schema:     rubricSchema(r),
-		MaxTokens:  b.maxTokens,
+		Format:      engine.FormatJSONSchema,
+		SchemaName:  "rubric_grade",
+		Schema:      rubricSchema(r),
+		MaxTokens:   b.maxTokens,
+		Temperature: engine.Temperature(b.temperature),
 	})
 	if err != nil {
 		return nil, err

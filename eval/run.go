@@ -319,7 +319,7 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 		if maxTokens == 0 || maxTokens > baselineMaxTokens {
 			maxTokens = baselineMaxTokens
 		}
-		b := &baseline{llm: m, model: opts.Engine.Model, maxTokens: maxTokens}
+		b := &baseline{llm: m, model: opts.Engine.Model, maxTokens: maxTokens, temperature: opts.Engine.Temperature}
 		systems = append(systems, struct {
 			name  string
 			judge judge

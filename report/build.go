@@ -373,14 +373,14 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 	s.text(ColEvidence, row, evidenceLines(v.Evidences), lookBody)
 }
 
-// rationaleText is the verdict's rationale and, when the engine judged the
-// data insufficient, why: the problems left in the answer it kept, one a
-// line, or its note.
+// rationaleText is the verdict's rationale and, when the engine kept it
+// with problems, the problems left in the answer, one a line; when the
+// engine judged the data insufficient, its note.
 func rationaleText(v *engine.Verdict) string {
 	text := v.Rationale
 	switch {
 	case len(v.Problems) > 0:
-		text += "\n⚠ Judged on insufficient data; still wrong after every re-ask:"
+		text += "\n⚠ Kept with problems; still wrong after every re-ask:"
 		for _, p := range v.Problems {
 			text += "\n• " + p
 		}

@@ -99,7 +99,7 @@ func TestBuildRuleRows(t *testing.T) {
 			"“plain language” — named_input:summary", "B1D580"},
 		// Insufficient data wins over the score's colour.
 		{"Risk", "risk", "numerical", "30", "0–100 (step 10)", "no",
-			"No collateral information.\n⚠ Judged on insufficient data; still wrong after every re-ask:\n• the model's quote does not say what the document says\n• no evidence found in the material supports the verdict",
+			"No collateral information.\n⚠ Kept with problems; still wrong after every re-ask:\n• the model's quote does not say what the document says\n• no evidence found in the material supports the verdict",
 			"“Repayment over 24 months” — contract.pdf, p. 3 — ALTERED: the model wrote “Repayment over 12 months” (number: “12” in the quote, “24” in the document)", FillAmber},
 	}
 	for i, tt := range tests {
@@ -238,7 +238,7 @@ func TestRationaleText(t *testing.T) {
 	}{
 		{"clean", engine.Verdict{Rationale: "Signed.", DataSufficiency: true}, "Signed."},
 		{"kept with problems", engine.Verdict{Rationale: "Signed.", SufficiencyNote: "kept with problems after every re-ask: a; b", Problems: []string{"a", "b"}},
-			"Signed.\n⚠ Judged on insufficient data; still wrong after every re-ask:\n• a\n• b"},
+			"Signed.\n⚠ Kept with problems; still wrong after every re-ask:\n• a\n• b"},
 		{"a note without problems", engine.Verdict{Rationale: "Signed.", SufficiencyNote: "judged on an excerpt"},
 			"Signed.\n⚠ Judged on insufficient data: judged on an excerpt"},
 		{"from the verdict cache", engine.Verdict{Rationale: "Signed.", DataSufficiency: true, Cached: &engine.CachedFrom{JudgedAt: time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC), RequestID: "r-1"}},

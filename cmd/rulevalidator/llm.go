@@ -19,6 +19,8 @@ type llmConfig struct {
 	format        string
 	instructions  string
 	evidence      string
+	temperature   float64
+	confidence    string
 	outputRetries int
 	timeout       time.Duration
 	maxTokens     int
@@ -63,6 +65,14 @@ func (f *llmConfig) check() error {
 	}
 	if err := engine.ValidateFormat(engine.ResponseFormat(f.format)); err != nil {
 		errs = append(errs, fmt.Errorf("--llm-format: %w", err))
+	}
+	if f.temperature < 0 || f.temperature > 2 {
+		errs = append(errs, fmt.Errorf("--temperature: %v must be between 0 and 2", f.temperature))
+	}
+	switch engine.ConfidenceSource(f.confidence) {
+	case engine.ConfidenceLogProbs, engine.ConfidenceOff:
+	default:
+		errs = append(errs, fmt.Errorf("--confidence: %q is not logprobs or off", f.confidence))
 	}
 	if f.outputRetries < 0 {
 		errs = append(errs, fmt.Errorf("--output-retries: %d must not be negative (0: none)", f.outputRetries))
@@ -116,6 +126,8 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		Format:          engine.ResponseFormat(f.format),
 		Instructions:    engine.Instructions(f.instructions),
 		Evidence:        engine.EvidenceMode(f.evidence),
+		Temperature:     float32(f.temperature),
+		Confidence:      engine.ConfidenceSource(f.confidence),
 		Logger:          logger,
 		OutputRetries:   retries,
 		MaxTokens:       f.maxTokens,

@@ -19,7 +19,7 @@ import (
 // Defaults for reaching a model; the local server is the one ops/llm.sh runs.
 const (
 	defaultBaseURL = "http://127.0.0.1:8081/v1"
-	defaultModel   = "gemma-3-270m"
+	defaultModel   = "qwen2.5-coder-1.5b-instruct"
 )
 
 // kafkaSettings binds the brokers and how to reach them: client id, TLS, SASL.
@@ -82,6 +82,8 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.deprecated("format") // validate's and eval's name, documented in the README
 	s.str(&f.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
 	s.str(&f.evidence, "evidence-mode", "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite), "how the model gives evidence: cite (the id of a passage shown in the material; the text is copied from it, verbatim by construction) or quote (verbatim quotes, anchored to the documents)")
+	s.number(&f.temperature, "temperature", "RULEVALIDATOR_TEMPERATURE", "0", "sampling temperature sent with every model call (0 to 2); 0 judges greedily, so the same request gets the same verdicts")
+	s.str(&f.confidence, "confidence", "RULEVALIDATOR_CONFIDENCE", string(engine.ConfidenceLogProbs), "where each verdict's confidence comes from: logprobs (the server's token log-probabilities for the verdict's value; absent where the server gives none) or off")
 	s.integer(&f.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request when an answer fails the checks (0: none); a verdict whose only problem is its rationale gets one more, for the rationale alone")
 	s.duration(&f.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
 	s.integer(&f.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")

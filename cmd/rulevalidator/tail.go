@@ -324,6 +324,9 @@ func verdictLine(v *schemas.VerdictEvent) string {
 			fmt.Fprintf(&b, " (%s)", clip(*v.SufficiencyNote, rationaleWidth))
 		}
 	}
+	if len(v.Problems) > 0 {
+		fmt.Fprintf(&b, "  kept with problems (%s)", clip(strings.Join(v.Problems, "; "), rationaleWidth))
+	}
 	fmt.Fprintf(&b, "  %q  evidence: ", clip(v.Rationale, rationaleWidth))
 	if len(v.Evidences) == 0 {
 		b.WriteString("none")

@@ -28,7 +28,7 @@ func tailPtr[T any](v T) *T { return &v }
 var tailStarted = time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)
 
 // tailVerdicts are two verdicts of request id: a failed boolean rule with a
-// cited passage, and a numerical one kept with problems on insufficient data,
+// cited passage, and a numerical one kept with problems,
 // with a quote not found and one found on another page than the one cited.
 func tailVerdicts(id string) []schemas.VerdictEvent {
 	return []schemas.VerdictEvent{{
@@ -45,10 +45,9 @@ func tailVerdicts(id string) []schemas.VerdictEvent {
 	}, {
 		EventID: schemas.VerdictEventID("contoso", id, "payment-terms"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
-		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: false,
+		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: true,
 		Rationale: "Payment within 30 days.", NumericalOutput: tailPtr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
-		SufficiencyNote: tailPtr(`kept with problems after every re-ask: the model's quote "payable in thirty days" is not in "msa.pdf"`),
-		Problems:        []string{`the model's quote "payable in thirty days" is not in "msa.pdf"`},
+		Problems: []string{`the model's quote "payable in thirty days" is not in "msa.pdf"`},
 		Evidences: []schemas.Evidence{
 			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Match: schemas.MatchNone},
 			{Text: "Invoices are payable within 30 days.", QuotedText: "invoices are payable within 30 days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 5,
@@ -102,7 +101,7 @@ func TestTailLines(t *testing.T) {
 		{"boolean verdict", verdictLine(&v[0]),
 			`request r-1  rule liability-cap  FAIL  "Capped at twelve months of fees; data protection is not carved out."  evidence: "This limit does not apply to breach of clause 6 (Confidentiality)." (msa.pdf p.3, passage d1p3s2, anchored exact)`},
 		{"numerical verdict kept with problems", verdictLine(&v[1]),
-			`request r-1  rule payment-terms  score 2 of 5  insufficient data (kept with problems after every re-ask: the model's quote "payable in thirty days" is not in "msa.pdf")  "Payment within 30 days."  evidence: "payable in thirty days" (msa.pdf p.2, not found in the document); "Invoices are payable within 30 days." (msa.pdf p.2 (cited p.5), anchored normalized); "250000" (approval_limit, named input)`},
+			`request r-1  rule payment-terms  score 2 of 5  kept with problems (the model's quote "payable in thirty days" is not in "msa.pdf")  "Payment within 30 days."  evidence: "payable in thirty days" (msa.pdf p.2, not found in the document); "Invoices are payable within 30 days." (msa.pdf p.2 (cited p.5), anchored normalized); "250000" (approval_limit, named input)`},
 		{"named input cited by name", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(true), DataSufficiency: true,
 			Rationale: "Within the limit.", Evidences: []schemas.Evidence{{Text: "250000", SourceOrigin: "approval_limit", PassageID: "approval_limit", CitedPageNumber: 1, Match: schemas.MatchNotDocument}}}),
 			`request r-1  rule limit  PASS  "Within the limit."  evidence: "250000" (approval_limit, named input)`},

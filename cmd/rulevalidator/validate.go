@@ -259,7 +259,7 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		fmt.Fprintf(w, "  %s\n", v.Rationale)
 		switch {
 		case len(v.Problems) > 0:
-			fmt.Fprintln(w, "  ! judged on insufficient data; still wrong after every re-ask:")
+			fmt.Fprintln(w, "  ! kept with problems; still wrong after every re-ask:")
 			for _, p := range v.Problems {
 				fmt.Fprintf(w, "    - %s\n", p)
 			}

@@ -427,7 +427,7 @@ func TestPrintResultShowsCitationsAndProblems(t *testing.T) {
 	printResult(&out, &engine.Ruleset{}, res)
 	for _, want := range []string{
 		"3 (1 page corrected)",
-		"  ! judged on insufficient data; still wrong after every re-ask:\n    - the model gave no rationale\n    - no evidence found in the material supports the verdict\n",
+		"  ! kept with problems; still wrong after every re-ask:\n    - the model gave no rationale\n    - no evidence found in the material supports the verdict\n",
 		"msa.pdf, page 2, passage d1p2s4, anchored (exact)",
 		"msa.pdf, page 1 (cited page 7), anchored (exact)",
 		"term_months, not a document",
