@@ -28,14 +28,16 @@ const (
 	AggregateMajority BooleanAggregation = "majority"
 )
 
-// NumericalAggregation combines numerical scores into one number: mean, sum or
-// weighted_mean.
+// NumericalAggregation combines numerical scores into one number: mean, sum,
+// weighted_mean, min or max.
 type NumericalAggregation string
 
 const (
 	AggregateMean         NumericalAggregation = "mean"
 	AggregateSum          NumericalAggregation = "sum"
 	AggregateWeightedMean NumericalAggregation = "weighted_mean"
+	AggregateMin          NumericalAggregation = "min"
+	AggregateMax          NumericalAggregation = "max"
 )
 
 // Match says how an evidence quote was found in its document.
