@@ -19,6 +19,7 @@ type (
 	BooleanAggregate     = verdict.BooleanAggregate
 	NumericalAggregate   = verdict.NumericalAggregate
 	Aggregate            = verdict.Aggregate
+	GroupResult          = verdict.GroupResult
 	Usage                = verdict.Usage
 	CachedFrom           = verdict.CachedFrom
 )
@@ -203,8 +204,11 @@ type Result struct {
 	Model          string    `json:"model,omitempty"`
 	Rules          []Verdict `json:"rules"`
 	Aggregate      Aggregate `json:"aggregate"`
-	Sources        []Source  `json:"sources"`
-	Usage          Usage     `json:"usage"`
+	// Groups are the nested rulesets' results, in ruleset order (a group
+	// before the groups nested in it); absent when the ruleset has none.
+	Groups  []GroupResult `json:"groups,omitempty"`
+	Sources []Source      `json:"sources"`
+	Usage   Usage         `json:"usage"`
 }
 
 // Counts counts verdicts by outcome. Passed and Failed count the applicable boolean rules,

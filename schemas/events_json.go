@@ -306,6 +306,8 @@ type usageJSON struct {
 	CachedTokens     int `json:"cached_tokens"`
 	LLMCalls         int `json:"llm_calls"`
 	PlannedCalls     int `json:"planned_calls"`
+	RulesFiltered    int `json:"rules_filtered"`
+	RulesChecked     int `json:"rules_checked"`
 }
 
 type summaryErrorJSON struct {
