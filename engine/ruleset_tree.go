@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -167,4 +168,18 @@ func (t *tree) modelRuleset(indexes []int) *Ruleset {
 		t.subsets[key.String()] = rs
 	}
 	return rs
+}
+
+// AllRules lists every rule of the ruleset in tree order: its own rules,
+// then each nested ruleset's in turn, as a result lists their verdicts. For
+// a ruleset without nested rulesets it is Rules itself.
+func (rs *Ruleset) AllRules() []Rule {
+	if len(rs.NestedRulesets) == 0 {
+		return rs.Rules
+	}
+	out := slices.Clone(rs.Rules)
+	for i := range rs.NestedRulesets {
+		out = append(out, rs.NestedRulesets[i].AllRules()...)
+	}
+	return out
 }

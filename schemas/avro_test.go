@@ -544,3 +544,52 @@ func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
 	want.Usage.PlannedCalls = 0
 	assertEqual(t, got, want)
 }
+
+// A summary written before nested rulesets (no groups, no rules_filtered or
+// rules_checked in its usage) is read with none of them.
+func TestAvroSummaryBeforeGroups(t *testing.T) {
+	c := newTestCodecs(t)
+	ours, _ := c.Schema(SummarySchema)
+	var root map[string]any
+	if err := json.Unmarshal([]byte(dropFields(t, ours.Text(), "groups")), &root); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range root["fields"].([]any) {
+		field := f.(map[string]any)
+		if field["name"] != "usage" {
+			continue
+		}
+		data, _ := json.Marshal(field["type"])
+		var trimmed map[string]any
+		if err := json.Unmarshal([]byte(dropFields(t, string(data), "rules_filtered", "rules_checked")), &trimmed); err != nil {
+			t.Fatal(err)
+		}
+		field["type"] = trimmed
+	}
+	text, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer, err := newSchema(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	native, err := fullSummary().native()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(native, "groups")
+	delete(native["usage"].(map[string]any), "rules_filtered")
+	delete(native["usage"].(map[string]any), "rules_checked")
+	body, err := writer.codec.BinaryFromNative(nil, native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := writer.unmarshal(body, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fullSummary()
+	want.Groups, want.Usage.RulesFiltered, want.Usage.RulesChecked = nil, 0, 0
+	assertEqual(t, got, want)
+}
