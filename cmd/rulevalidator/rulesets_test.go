@@ -24,9 +24,21 @@ rules:
     rule_text: Same id again.
 `
 
+// badExpressionRuleset has a nested ruleset whose filter does not parse.
+const badExpressionRuleset = `id: bad-expression
+rules:
+  - {rule_id: a, rule_text: Say hi.}
+nested_rulesets:
+  - id: payment
+    filter_criteria: inputs.contract_value >> 5
+    rules:
+      - {rule_id: b, rule_text: Say bye.}
+`
+
 func TestRulesetsCheck(t *testing.T) {
 	t.Parallel()
 	bad := opWriteFile(t, "broken.yaml", invalidRuleset)
+	badExpr := opWriteFile(t, "badexpr.yaml", badExpressionRuleset)
 	noID := opWriteFile(t, "inline.yaml", "rules:\n  - {rule_id: a, rule_text: Say hi.}\n")
 	for _, tc := range []struct {
 		name       string
@@ -42,6 +54,9 @@ func TestRulesetsCheck(t *testing.T) {
 		{"every problem on its own line", []string{bad}, exitInvalid, nil, []string{
 			`^` + regexp.QuoteMeta(bad) + `: ruleset "broken": rules\[1\] \(rule_id "heavy"\): weight: .*\(got -1\)$`,
 			`^` + regexp.QuoteMeta(bad) + `: ruleset "broken": rules\[2\] \(rule_id "ok"\): .*rules\[0\].*$`,
+		}, false},
+		{"an expression that does not parse", []string{badExpr}, exitInvalid, nil, []string{
+			`^` + regexp.QuoteMeta(badExpr) + `: ruleset "bad-expression": nested_rulesets\[0\] \("payment"\): filter_criteria: line 1, column 24 of "inputs.contract_value >> 5": Syntax error: .*$`,
 		}, false},
 		{"no id", []string{noID}, exitInvalid, nil, []string{`^` + regexp.QuoteMeta(noID) + `: invalid ruleset: no id: a published ruleset needs an id`}, false},
 		{"no id, inline", []string{"--inline", noID}, exitOK, []string{"ok  " + noID + "  (ruleset - version -, 1 rules)"}, nil, true},
@@ -133,6 +148,8 @@ func TestRulesetsPublishAndList(t *testing.T) {
 	}{
 		{opWriteFile(t, "broken.yaml", invalidRuleset), `rules[1] (rule_id "heavy"): weight:`},
 		{opWriteFile(t, "noid.yaml", "rules:\n  - {rule_id: a, rule_text: Say hi.}\n"), "no id: a published ruleset needs an id"},
+		{opWriteFile(t, "badexpr.yaml", badExpressionRuleset),
+			`nested_rulesets[0] ("payment"): filter_criteria: line 1, column 24 of "inputs.contract_value >> 5": Syntax error`},
 	} {
 		code, stdout, stderr := opRun(t, append([]string{"rulesets", "publish", "--file", tc.file}, conn...)...)
 		if code != exitInvalid || stdout != "" || !strings.Contains(stderr, "rulesets publish: "+tc.file+": ") || !strings.Contains(stderr, tc.said) {
