@@ -29,7 +29,7 @@ func TestParseRulesetRefusesTreeProblems(t *testing.T) {
 			name: "unknown input name in a rule's check",
 			doc: `{"id": "t", "inputs": {"contract_value": "number"}, "rules": [{"rule_id": "a", "rule_text": "t"}],
 			"nested_rulesets": [{"id": "pay", "rules": [{"rule_id": "p", "rule_text": "t", "check": "inputs.contract_value > 1 && inputs.cap < 2"}]}]}`,
-			want: []string{`ruleset "t": nested_rulesets[0] ("pay"): rules[0] (rule_id "p"): check: line 1, column 30 of "inputs.contract_value > 1 && inputs.cap < 2": unknown input "cap": the ruleset's inputs declare contract_value`},
+			want: []string{`ruleset "t": nested_rulesets[0] ("pay"): rules[0] (rule_id "p"): check: line 1, column 37 of "inputs.contract_value > 1 && inputs.cap < 2": unknown input "cap": the ruleset's inputs declare contract_value`},
 		},
 		{
 			name: "check of the wrong type",

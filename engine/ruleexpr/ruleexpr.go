@@ -157,14 +157,16 @@ func (e *Env) Compile(src string, want Result) (*Program, error) {
 func (e *Env) reads(a *celast.AST) ([]string, error) {
 	seen := map[string]bool{}
 	var unknown *Error
-	note := func(id int64, name string) {
+	// note records a name read; id's location plus shift (in characters)
+	// is where the name is written.
+	note := func(id int64, shift int, name string) {
 		seen[name] = true
 		if e.declared == nil || unknown != nil {
 			return
 		}
 		if _, ok := e.declared[name]; !ok {
 			loc := a.SourceInfo().GetStartLocation(id)
-			unknown = &Error{Line: max(loc.Line(), 1), Column: loc.Column() + 1,
+			unknown = &Error{Line: max(loc.Line(), 1), Column: loc.Column() + 1 + shift,
 				Message: fmt.Sprintf("unknown input %q: the ruleset's inputs declare %s", name, declaredList(e.declared))}
 		}
 	}
@@ -175,7 +177,8 @@ func (e *Env) reads(a *celast.AST) ([]string, error) {
 		switch x.Kind() {
 		case celast.SelectKind:
 			if s := x.AsSelect(); isInputs(s.Operand()) {
-				note(s.Operand().ID(), s.FieldName())
+				// A selection is located at its dot; the name follows it.
+				note(x.ID(), 1, s.FieldName())
 			}
 		case celast.CallKind:
 			c := x.AsCall()
@@ -196,7 +199,7 @@ func (e *Env) reads(a *celast.AST) ([]string, error) {
 			}
 			if name != nil && name.Kind() == celast.LiteralKind {
 				if s, ok := name.AsLiteral().(types.String); ok {
-					note(name.ID(), string(s))
+					note(name.ID(), 0, string(s))
 				}
 			}
 		}

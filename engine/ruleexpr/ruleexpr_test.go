@@ -117,7 +117,7 @@ func TestCompileErrors(t *testing.T) {
 		messageHas string
 	}{
 		{"inputs.contract_value >", ResultBool, 1, 24, "mismatched input"},
-		{"inputs.contract_value > 1 &&\n  inputs.countries == []", ResultBool, 2, 3, `unknown input "countries"`},
+		{"inputs.contract_value > 1 &&\n  inputs.countries == []", ResultBool, 2, 10, `unknown input "countries"`},
 		{`inputs["vendor"] == "x"`, ResultBool, 1, 8, `unknown input "vendor"`},
 		{"contract_value > 1", ResultBool, 1, 1, "undeclared reference"},
 		{`"a" + 1 == 2`, ResultBool, 1, 5, "no matching overload"},
