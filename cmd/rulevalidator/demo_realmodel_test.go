@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,10 +47,13 @@ func TestDemoRequestCitesRealPassages(t *testing.T) {
 	}
 
 	pages := requestPages(t, request)
-	if len(res.Rules) != 6 {
-		t.Fatalf("%d verdicts, want the six rules of the contract ruleset", len(res.Rules))
+	if len(res.Rules) != len(exampleRuleIDs) {
+		t.Fatalf("%d verdicts, want the %d rules of the contract ruleset", len(res.Rules), len(exampleRuleIDs))
 	}
 	for _, v := range res.Rules {
+		if !slices.Contains(exampleModelRuleIDs, v.RuleID) {
+			continue // decided by a check or a filter, without the model
+		}
 		t.Logf("%s: %v/%v, rationale %q, %d evidence(s), problems %q", v.RuleID, ptrString(v.BooleanOutput), ptrString(v.NumericalOutput), v.Rationale, len(v.Evidences), v.Problems)
 		if n := distinctWords(v.Rationale); n < 3 {
 			t.Errorf("%s: rationale %q is a placeholder (%d distinct words of two letters or more)", v.RuleID, v.Rationale, n)

@@ -49,7 +49,7 @@ func TestRulesetsCheck(t *testing.T) {
 		stderrNone bool
 	}{
 		{"valid", []string{exampleRuleset}, exitOK,
-			[]string{"ok  " + exampleRuleset + "  (ruleset contract-review version 1.0.0, 6 rules)"}, nil, true},
+			[]string{"ok  " + exampleRuleset + "  (ruleset contract-review version 1.0.0, 8 rules)"}, nil, true},
 		{"valid by flag", []string{"--file", exampleRuleset}, exitOK, []string{"ok  " + exampleRuleset}, nil, true},
 		{"every problem on its own line", []string{bad}, exitInvalid, nil, []string{
 			`^` + regexp.QuoteMeta(bad) + `: ruleset "broken": rules\[1\] \(rule_id "heavy"\): weight: .*\(got -1\)$`,
@@ -131,8 +131,8 @@ func TestRulesetsPublishAndList(t *testing.T) {
 	next := opWriteFile(t, "next.yaml", strings.Replace(string(example), `version: "1.0.0"`, `version: "1.1.0"`, 1))
 	other := opWriteFile(t, "travel.json", `{"id": "travel-policy", "rules": [{"rule_id": "class", "rule_text": "Economy class only."}]}`)
 	for _, tc := range []struct{ file, said string }{
-		{exampleRuleset, "published ruleset contract-review version 1.0.0 (6 rules) to topic " + topic + "\n"},
-		{next, "published ruleset contract-review version 1.1.0 (6 rules) to topic " + topic + "\n"},
+		{exampleRuleset, "published ruleset contract-review version 1.0.0 (8 rules) to topic " + topic + "\n"},
+		{next, "published ruleset contract-review version 1.1.0 (8 rules) to topic " + topic + "\n"},
 		{other, "published ruleset travel-policy version - (1 rules) to topic " + topic + "\n"},
 	} {
 		code, stdout, stderr := opRun(t, append([]string{"rulesets", "publish", "--file", tc.file}, conn...)...)
@@ -176,8 +176,8 @@ func TestRulesetsPublishAndList(t *testing.T) {
 		rows[i].Source = ""
 	}
 	want := []rulesetRow{
-		{ID: "contract-review", Version: "1.0.0", Latest: false, Rules: 6},
-		{ID: "contract-review", Version: "1.1.0", Latest: true, Rules: 6},
+		{ID: "contract-review", Version: "1.0.0", Latest: false, Rules: 8},
+		{ID: "contract-review", Version: "1.1.0", Latest: true, Rules: 8},
 		{ID: "travel-policy", Version: "", Latest: true, Rules: 1},
 	}
 	if !reflect.DeepEqual(rows, want) {
@@ -190,8 +190,8 @@ func TestRulesetsPublishAndList(t *testing.T) {
 	}
 	for _, pattern := range []string{
 		`^ID +VERSION +LATEST +RULES +SOURCE$`,
-		`^contract-review +1\.0\.0 +6 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
-		`^contract-review +1\.1\.0 +yes +6 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
+		`^contract-review +1\.0\.0 +8 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
+		`^contract-review +1\.1\.0 +yes +8 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
 		`^travel-policy +- +yes +1 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
 	} {
 		if !regexp.MustCompile(`(?m)` + pattern).MatchString(stdout) {
