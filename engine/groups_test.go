@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -377,5 +378,36 @@ func TestGroupingKeepsVerdictCacheKeys(t *testing.T) {
 		if (v.Cached != nil) != slices.Contains([]string{"signed", "liability-capped", "liability-mutual"}, v.RuleID) {
 			t.Errorf("%s: cached %v", v.RuleID, v.Cached)
 		}
+	}
+}
+
+// One loaded ruleset with groups, filters and checks serves concurrent
+// requests: its compiled tree is only read.
+func TestEvaluateTreeConcurrently(t *testing.T) {
+	rs := mustTree(t, groupedRuleset)
+	llm := &scriptedLLM{}
+	for range 8 {
+		llm.replies = append(llm.replies, scriptedReply{content: answer(t,
+			boolRule("signed", true, termQuote), boolRule("liability-capped", true, capQuote), boolRule("liability-mutual", true, capQuote))})
+	}
+	e := newTestEngine(t, llm, Config{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			in := testInputs()
+			in.NamedInputs = []NamedInput{{Name: "contract_value", Value: json.Number("50000")}, {Name: "cap", Value: json.Number(strconv.Itoa(i * 300000))}}
+			res, err := e.Evaluate(context.Background(), Request{Ruleset: rs, Inputs: in})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if want := i*300000 <= 1000000; *res.Rules[1].BooleanOutput != want {
+				t.Errorf("request %d: check gave %v, want %v", i, *res.Rules[1].BooleanOutput, want)
+			}
+		})
+	}
+	wg.Wait()
+	if err := rs.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }
