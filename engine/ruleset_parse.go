@@ -117,6 +117,13 @@ func (p *rulesetParser) rulesetInto(doc any, rs *Ruleset, depth int) bool {
 		}
 		return s
 	}
+	boolean := func(field string, v any) bool {
+		b, ok := v.(bool)
+		if !ok {
+			p.typeErr(-1, "", field, "true or false", v)
+		}
+		return b
+	}
 	for _, key := range sortedMapKeys(obj) {
 		v := obj[key]
 		if !slices.Contains(known, key) {
@@ -133,11 +140,7 @@ func (p *rulesetParser) rulesetInto(doc any, rs *Ruleset, depth int) bool {
 		case "name":
 			rs.Name = str(key, v)
 		case "required":
-			b, ok := v.(bool)
-			if !ok {
-				p.typeErr(-1, "", key, "true or false", v)
-			}
-			rs.Required = b
+			rs.Required = boolean(key, v)
 		case "weight":
 			w, ok := numberValue(v)
 			if !ok {
@@ -156,16 +159,9 @@ func (p *rulesetParser) rulesetInto(doc any, rs *Ruleset, depth int) bool {
 		case "numerical_aggregation":
 			rs.NumericalAggregation = NumericalAggregation(str(key, v))
 		case "generate_report":
-			b, ok := v.(bool)
-			if !ok {
-				p.typeErr(-1, "", key, "true or false", v)
-			}
-			rs.GenerateReport = b
+			rs.GenerateReport = boolean(key, v)
 		case "cache":
-			b, ok := v.(bool)
-			if !ok {
-				p.typeErr(-1, "", key, "true or false", v)
-			}
+			b := boolean(key, v)
 			rs.Cache = &b
 		case "nested_rulesets":
 			rs.NestedRulesets = p.nested(v, depth)

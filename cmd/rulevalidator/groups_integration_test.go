@@ -43,13 +43,7 @@ func TestGroupsOnEveryPath(t *testing.T) {
 	e.llm.Answer(llmfake.Verdicts)
 	e.startInProcess(t, append(e.serveArgs(), "--verdict-cache=false")...)
 	public := "http://" + e.httpAddr
-	waitUntil(t, waitLimit, "the public listener", func() bool {
-		resp, err := http.Get(public + "/v1/validations/x")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
+	waitForListener(t, public)
 	acme := e.token(t, "acme")
 	summaries := e.watch(t, e.summaries, e.partitions)
 

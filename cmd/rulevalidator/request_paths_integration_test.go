@@ -71,13 +71,7 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 	args = append(args, "--verdict-cache=false")
 	svc := e.startInProcess(t, args...)
 	public := "http://" + e.httpAddr
-	waitUntil(t, waitLimit, "the public listener", func() bool {
-		resp, err := http.Get(public + "/v1/validations/x")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
+	waitForListener(t, public)
 	internal := strings.Repeat("i", 40) // serveArgs' --internal-token
 	acme := e.token(t, "acme")
 	rulesetYAML, err := os.ReadFile(exampleRuleset)

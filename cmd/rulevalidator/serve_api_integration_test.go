@@ -98,6 +98,18 @@ func (e *apiEnv) serveArgs() []string {
 	}
 }
 
+// waitForListener waits until the public API at base answers.
+func waitForListener(t *testing.T, base string) {
+	t.Helper()
+	waitUntil(t, waitLimit, "the public listener", func() bool {
+		resp, err := http.Get(base + "/v1/validations/x")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+}
+
 // token mints an API token for tenant, signed with the key serve trusts.
 func (e *apiEnv) token(t *testing.T, tenant string) string {
 	t.Helper()
