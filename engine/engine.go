@@ -98,7 +98,19 @@ type Hooks struct {
 	// CacheStoreFailed is called when judged verdicts could not be stored
 	// in the verdict cache.
 	CacheStoreFailed func()
+	// RulesDecided is called once per request whose ruleset has filters or
+	// checks, with the rules decided without the model: how is
+	// DecidedFiltered or DecidedChecked.
+	RulesDecided func(how string, rules int)
 }
+
+// How rules are decided without the model (Hooks.RulesDecided).
+const (
+	// DecidedFiltered: a filter left the rule out as not applicable.
+	DecidedFiltered = "filtered"
+	// DecidedChecked: the rule's check judged it.
+	DecidedChecked = "checked"
+)
 
 func (c *Config) setDefaults() {
 	if c.Format == "" {
@@ -290,6 +302,10 @@ func (e *Engine) evaluateTree(ctx context.Context, req Request, model string) (*
 		usage = u
 	}
 	usage.RulesFiltered, usage.RulesChecked = d.filtered, d.checked
+	if h := e.cfg.Hooks.RulesDecided; h != nil {
+		h(DecidedFiltered, d.filtered)
+		h(DecidedChecked, d.checked)
+	}
 	agg, groups := t.aggregate(verdicts, d.excluded)
 	return &Result{
 		RulesetID:      rs.ID,

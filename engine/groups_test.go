@@ -211,7 +211,8 @@ func TestEvaluateGroupsFiltersAndChecks(t *testing.T) {
 	in.NamedInputs = []NamedInput{{Name: "contract_value", Value: json.Number("50000")}, {Name: "cap", Value: json.Number("250000")}}
 	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t,
 		boolRule("signed", true, termQuote), boolRule("liability-capped", true, capQuote), boolRule("liability-mutual", false))}}}
-	e := newTestEngine(t, llm, Config{})
+	decided := map[string]int{}
+	e := newTestEngine(t, llm, Config{Hooks: Hooks{RulesDecided: func(how string, n int) { decided[how] += n }}})
 	res, err := e.Evaluate(context.Background(), Request{Ruleset: rs, Inputs: in, Facts: RequestFacts{MediaTypes: map[string]string{"msa.pdf": "text/plain"}}})
 	if err != nil {
 		for _, c := range llm.calls {
@@ -261,6 +262,9 @@ func TestEvaluateGroupsFiltersAndChecks(t *testing.T) {
 	}
 	if res.Usage.RulesFiltered != 2 || res.Usage.RulesChecked != 1 || res.Usage.LLMCalls != 1 {
 		t.Errorf("usage %+v: want 2 filtered, 1 checked, 1 call", res.Usage)
+	}
+	if decided[DecidedFiltered] != 2 || decided[DecidedChecked] != 1 {
+		t.Errorf("hook RulesDecided saw %v, want 2 filtered and 1 checked", decided)
 	}
 	// The gate failed: the ruleset fails.
 	if b := res.Aggregate.Boolean; b == nil || b.Passed || b.Applicable != 3 || b.PassedCount != 2 {
