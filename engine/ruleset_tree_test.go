@@ -73,6 +73,19 @@ func TestParseRulesetRefusesTreeProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "a group cycle through a YAML alias",
+			doc:  "id: cyc\nrules: [{rule_id: a, rule_text: t}]\nnested_rulesets:\n  - &g\n    id: g\n    rules: [{rule_id: b, rule_text: t}]\n    nested_rulesets: [*g]\n",
+			want: []string{`anchor 'g' value contains itself`},
+		},
+		{
+			name: "a group repeated through a YAML alias",
+			doc:  "id: rep\nrules: [{rule_id: a, rule_text: t}]\nnested_rulesets:\n  - &g\n    id: g\n    rules: [{rule_id: b, rule_text: t}]\n  - *g\n",
+			want: []string{
+				`nested_rulesets[1] ("g"): id: duplicate nested ruleset id: nested_rulesets[0] ("g") has it too`,
+				`nested_rulesets[1] ("g"): rules[0] (rule_id "b"): rule_id: duplicate rule_id: nested_rulesets[0] ("g") rules[0] has it too`,
+			},
+		},
+		{
 			name: "unknown declared type",
 			doc:  `{"id": "t", "inputs": {"cap": "money"}, "rules": [{"rule_id": "a", "rule_text": "t"}]}`,
 			want: []string{`inputs.cap: unknown type "money"`},
