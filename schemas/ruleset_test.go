@@ -214,6 +214,19 @@ func TestRulesetSchemaKnownGaps(t *testing.T) {
 			oneRule(`"type": "numerical"`, `"numerical_rule_config": {"possible_scores": [1e30]}`)},
 		{"weight beyond float64",
 			oneRule("", `"weight": 1e400`)},
+		{"an expression that does not compile (CEL)",
+			oneRule("", `"check": "inputs.cap <"`)},
+		{"an input the declaration does not name",
+			oneRule(`"inputs": {"cap": "number"}`, `"filter_criteria": "inputs.value > 1"`)},
+		{"a rule id repeated in a nested ruleset",
+			oneRule(`"nested_rulesets": [{"id": "g", "rules": [{"rule_id": "a", "rule_text": "t"}]}]`, "")},
+		{"a nested ruleset without a rule anywhere in its tree",
+			oneRule(`"nested_rulesets": [{"id": "g", "rules": []}]`, "")},
+		{"a gate without boolean rules",
+			oneRule(`"nested_rulesets": [{"id": "g", "required": true, "rules": [{"rule_id": "n", "rule_text": "t", "type": "numerical", "numerical_rule_config": {"possible_scores": [1]}}]}]`, "")},
+		{"nested rulesets deeper than 4 levels (recursion depth)",
+			oneRule(`"nested_rulesets": [{"id": "g1", "nested_rulesets": [{"id": "g2", "nested_rulesets": [{"id": "g3", "nested_rulesets": [{"id": "g4",
+			"nested_rulesets": [{"id": "g5", "rules": [{"rule_id": "deep", "rule_text": "t"}]}]}]}]}]}]`, "")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
