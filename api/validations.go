@@ -87,7 +87,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		idErr = fmt.Errorf("request_id %q: want 1 to 128 characters of A-Z a-z 0-9 . _ : ~ -, starting with a letter or digit", req.RequestID)
 	}
 	req.SubmittedAt = s.cfg.Now().UTC().Truncate(time.Millisecond)
-	if err := request.JoinProblems(readErr, idErr, req.Validate()); err != nil {
+	if err := request.JoinProblems(readErr, idErr, req.Validate(), inlineRulesetProblems(req)); err != nil {
 		writeInvalid(w, err)
 		return
 	}
@@ -214,6 +214,28 @@ func (s *Server) checkCallback(raw string) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// inlineRulesetProblems refuses an inline ruleset that would not load (an
+// expression that does not compile, a nested ruleset too deep) here, with
+// its problems, rather than after it was queued.
+func inlineRulesetProblems(req *schemas.Request) error {
+	if req.InlineRuleset == nil {
+		return nil
+	}
+	_, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
+	if err == nil {
+		return nil
+	}
+	var out schemas.RequestError
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			out.Problems = append(out.Problems, "inline_ruleset: "+e.Error())
+		}
+	} else {
+		out.Problems = append(out.Problems, "inline_ruleset: "+err.Error())
+	}
+	return &out
 }
 
 // writeInvalid answers 400 for a request's problems, each listed in details.

@@ -103,7 +103,19 @@ type Hooks struct {
 	// CacheStoreFailed is called when judged verdicts could not be stored
 	// in the verdict cache.
 	CacheStoreFailed func()
+	// RulesDecided is called once per request whose ruleset has filters or
+	// checks, with the rules decided without the model: how is
+	// DecidedFiltered or DecidedChecked.
+	RulesDecided func(how string, rules int)
 }
+
+// How rules are decided without the model (Hooks.RulesDecided).
+const (
+	// DecidedFiltered: a filter left the rule out as not applicable.
+	DecidedFiltered = "filtered"
+	// DecidedChecked: the rule's check judged it.
+	DecidedChecked = "checked"
+)
 
 func (c *Config) setDefaults() {
 	if c.Format == "" {
@@ -218,6 +230,9 @@ type Request struct {
 	// NoCache has the request judged afresh: no verdict is taken from the
 	// verdict cache or stored in it.
 	NoCache bool
+	// Facts are what the ruleset's filters and checks read besides the
+	// inputs: the tenant, the documents' media types, the options.
+	Facts RequestFacts
 }
 
 // Evaluate judges req. Errors wrap ErrInvalidRuleset or ErrInvalidInput (no
@@ -248,6 +263,9 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 		return nil, errors.New("engine: no model configured")
 	}
 
+	if rs.tree != nil {
+		return e.evaluateTree(ctx, req, model)
+	}
 	an := e.newAnchoring(in)
 	cr := e.cacheRunFor(req)
 	verdicts, usage, err := e.judge(ctx, model, rs, in, an, cr)
@@ -263,6 +281,50 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 		Model:          model,
 		Rules:          verdicts,
 		Aggregate:      aggregate(rs, verdicts),
+		Sources:        collectSources(verdicts),
+		Usage:          usage,
+	}, nil
+}
+
+// evaluateTree judges a ruleset with nested rulesets, filters or checks:
+// the filters and checks decide their rules before any model call, the
+// model judges the rest (in the calls, and with the cache keys, it would
+// give them in a ruleset of those rules alone), and the verdicts combine
+// group by group.
+func (e *Engine) evaluateTree(ctx context.Context, req Request, model string) (*Result, error) {
+	rs, in, t := req.Ruleset, req.Inputs, req.Ruleset.tree
+	d := t.decide(t.env.Bind(activation(in, req.Facts)))
+	verdicts := d.verdicts
+	var usage Usage
+	if len(d.model) > 0 {
+		mrs := t.modelRuleset(d.model)
+		an := e.newAnchoring(in)
+		cr := e.cacheRunFor(req)
+		judged, u, err := e.judge(ctx, model, mrs, in, an, cr)
+		if err != nil {
+			return nil, err
+		}
+		if cr != nil {
+			e.store(ctx, cr, model, in.Documents())
+		}
+		for k, i := range d.model {
+			verdicts[i] = judged[k]
+		}
+		usage = u
+	}
+	usage.RulesFiltered, usage.RulesChecked = d.filtered, d.checked
+	if h := e.cfg.Hooks.RulesDecided; h != nil {
+		h(DecidedFiltered, d.filtered)
+		h(DecidedChecked, d.checked)
+	}
+	agg, groups := t.aggregate(verdicts, d.excluded)
+	return &Result{
+		RulesetID:      rs.ID,
+		RulesetVersion: rs.Version,
+		Model:          model,
+		Rules:          verdicts,
+		Aggregate:      agg,
+		Groups:         groups,
 		Sources:        collectSources(verdicts),
 		Usage:          usage,
 	}, nil

@@ -1,6 +1,9 @@
 package engine
 
-import "rulevalidator/verdict"
+import (
+	"rulevalidator/engine/ruleexpr"
+	"rulevalidator/verdict"
+)
 
 // The value types a verdict carries are declared once, in package verdict,
 // shared with the event contracts.
@@ -16,6 +19,7 @@ type (
 	BooleanAggregate     = verdict.BooleanAggregate
 	NumericalAggregate   = verdict.NumericalAggregate
 	Aggregate            = verdict.Aggregate
+	GroupResult          = verdict.GroupResult
 	Usage                = verdict.Usage
 	CachedFrom           = verdict.CachedFrom
 )
@@ -31,6 +35,8 @@ const (
 	AggregateMean         = verdict.AggregateMean
 	AggregateSum          = verdict.AggregateSum
 	AggregateWeightedMean = verdict.AggregateWeightedMean
+	AggregateMin          = verdict.AggregateMin
+	AggregateMax          = verdict.AggregateMax
 
 	MatchExact       = verdict.MatchExact
 	MatchNormalized  = verdict.MatchNormalized
@@ -56,11 +62,30 @@ type Ruleset struct {
 	// no verdict is taken from the verdict cache or stored in it. Unset
 	// means true.
 	Cache *bool `json:"cache,omitempty"`
-	// NestedRulesets and FilterCriteria are accepted and carried unchanged for
-	// forward compatibility; the engine does not interpret them yet.
-	NestedRulesets any    `json:"nested_rulesets,omitempty"`
-	FilterCriteria any    `json:"filter_criteria,omitempty"`
-	Rules          []Rule `json:"rules"`
+	// Inputs declares the named inputs the ruleset's expressions read, with
+	// their types. When given (top level only), an expression reading any
+	// other name is refused at load, and a request's value of another type
+	// fails the expressions reading it. Absent: any name may be read.
+	Inputs map[string]ruleexpr.Type `json:"inputs,omitempty"`
+	// NestedRulesets are groups of rules, each written like a ruleset, with
+	// their own aggregation (see docs/rule-groups.md).
+	NestedRulesets []Ruleset `json:"nested_rulesets,omitempty"`
+	// FilterCriteria is a CEL expression saying when the ruleset's rules
+	// apply; false makes each of them not applicable, unjudged.
+	FilterCriteria string `json:"filter_criteria,omitempty"`
+	// Required, on a nested ruleset, gates its parent: when the group fails,
+	// the parent fails whatever its own mode.
+	Required bool `json:"required,omitempty"`
+	// Weight, on a nested ruleset, is its weight in its parent's
+	// weighted_mean; Validate sets it to 1 when absent.
+	Weight *float64 `json:"weight,omitempty"`
+	// Name is a nested ruleset's display label for reports.
+	Name  string `json:"name,omitempty"`
+	Rules []Rule `json:"rules"`
+
+	// tree is the compiled form Validate builds once: the rules in tree
+	// order and the compiled expressions.
+	tree *tree
 }
 
 // GlobalNumericalRuleConfig materialises min..max by increment as the score set of
@@ -89,6 +114,12 @@ type Rule struct {
 	Name string `json:"name,omitempty"`
 	// Weight is used by weighted_mean; Validate sets it to 1 when absent.
 	Weight *float64 `json:"weight,omitempty"`
+	// FilterCriteria is a CEL expression saying when the rule applies.
+	FilterCriteria string `json:"filter_criteria,omitempty"`
+	// Check is a CEL expression that judges the rule in place of the
+	// model: a bool for a boolean rule, a number (mapped to the nearest
+	// allowed score) or a bool (highest or lowest score) for a numerical one.
+	Check string `json:"check,omitempty"`
 }
 
 // AllowedScores is the resolved score set of a numerical rule (after Validate).
@@ -174,8 +205,11 @@ type Result struct {
 	Model          string    `json:"model,omitempty"`
 	Rules          []Verdict `json:"rules"`
 	Aggregate      Aggregate `json:"aggregate"`
-	Sources        []Source  `json:"sources"`
-	Usage          Usage     `json:"usage"`
+	// Groups are the nested rulesets' results, in ruleset order (a group
+	// before the groups nested in it); absent when the ruleset has none.
+	Groups  []GroupResult `json:"groups,omitempty"`
+	Sources []Source      `json:"sources"`
+	Usage   Usage         `json:"usage"`
 }
 
 // Counts counts verdicts by outcome. Passed and Failed count the applicable boolean rules,

@@ -90,6 +90,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		return reaskSummary(s.Reasks)
 	})
+	row("rules decided without the model (filtered, checked)", func(s *SystemReport) string {
+		return fmt.Sprintf("%d (%d, %d)", s.Cost.RulesFiltered+s.Cost.RulesChecked, s.Cost.RulesFiltered, s.Cost.RulesChecked)
+	})
 	row("model calls (failed)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Cost.Calls, s.Cost.FailedCalls)
 	})

@@ -30,6 +30,11 @@ func (m *Metrics) EngineHooks() engine.Hooks {
 			}
 		},
 		CacheStoreFailed: m.cacheFailures.Inc,
+		RulesDecided: func(how string, rules int) {
+			if rules > 0 && (how == engine.DecidedFiltered || how == engine.DecidedChecked) {
+				m.rulesDecided.WithLabelValues(how).Add(float64(rules))
+			}
+		},
 	}
 }
 

@@ -92,6 +92,7 @@ type Metrics struct {
 	llmRetries     *prometheus.CounterVec
 	anchoring      *prometheus.CounterVec
 	plannedCalls   *prometheus.CounterVec
+	rulesDecided   *prometheus.CounterVec
 	cacheLookups   *prometheus.CounterVec
 	cacheSaved     *prometheus.CounterVec
 	cacheFailures  prometheus.Counter
@@ -153,6 +154,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		plannedCalls: b.counterVec("llm_planned_calls_total",
 			"Model calls planned for requests, corrective re-asks not included, by model and plan: whole (the request fit one call) or split (it was judged in several calls on excerpts or batches of rules).",
 			"model", "plan"),
+		rulesDecided: b.counterVec("rules_decided_without_model_total",
+			"Rules no model was asked about, by how they were decided: filtered (a filter_criteria left the rule out as not applicable) or checked (the rule's check judged it).",
+			"how"),
 		cacheLookups: b.counterVec("verdict_cache_lookups_total",
 			"Rules looked up in the verdict cache, by outcome: hit (the verdict was taken from the cache), miss (the model was asked) or stale (a cached verdict whose evidence is no longer where it pointed; the model was asked).",
 			"outcome"),
@@ -231,6 +235,9 @@ func (m *Metrics) preinitialise() {
 	}
 	for _, o := range cacheOutcomes.values {
 		m.cacheLookups.WithLabelValues(o)
+	}
+	for _, how := range []string{engine.DecidedFiltered, engine.DecidedChecked} {
+		m.rulesDecided.WithLabelValues(how)
 	}
 	for _, c := range pipeline.Causes {
 		m.envFault.WithLabelValues(string(c)).Set(0)

@@ -155,6 +155,7 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 		{"llm_output_retries_total", m.llmRetries, 20},
 		{"evidence_anchoring_total", m.anchoring, 7},
 		{"handler_duration_seconds", m.handlerTimings, 3},
+		{"rules_decided_without_model_total", m.rulesDecided, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,6 +179,13 @@ func TestEngineHooks(t *testing.T) {
 		series func(m *Metrics) prometheus.Collector
 		want   float64
 	}{
+		{"rules decided without the model count by how",
+			func(h engine.Hooks) {
+				h.RulesDecided(engine.DecidedFiltered, 3)
+				h.RulesDecided(engine.DecidedChecked, 2)
+				h.RulesDecided(engine.DecidedFiltered, 1)
+			},
+			func(m *Metrics) prometheus.Collector { return m.rulesDecided.WithLabelValues(engine.DecidedFiltered) }, 4},
 		{"a successful call counts prompt tokens",
 			func(h engine.Hooks) { h.LLMCall("gemma", time.Second, usage, nil) },
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 1000},

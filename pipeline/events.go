@@ -74,6 +74,40 @@ func EngineInputs(r *schemas.Request) (*engine.Inputs, error) {
 	return engine.InputsFromMap(m)
 }
 
+// RequestFacts are what the ruleset's filters and checks read of req besides
+// its inputs: its tenant, its documents' media types (read, as sniffed when
+// a file was read, by document name; else as given; inline text is
+// text/plain) and the options it set.
+func RequestFacts(req *schemas.Request, read map[string]string) engine.RequestFacts {
+	f := engine.RequestFacts{Tenant: req.TenantID, MediaTypes: map[string]string{}, Options: map[string]any{}}
+	for _, docs := range [][]schemas.Document{req.PrimaryDocs, req.AuxiliaryDocs} {
+		for _, d := range docs {
+			switch {
+			case read[d.Name] != "":
+				f.MediaTypes[d.Name] = read[d.Name]
+			case d.ContentType != nil:
+				f.MediaTypes[d.Name] = *d.ContentType
+			case d.Content != nil || (d.Pages != nil && d.URI == nil):
+				f.MediaTypes[d.Name] = "text/plain"
+			}
+		}
+	}
+	o := req.Options
+	if o.GenerateReport != nil {
+		f.Options["generate_report"] = *o.GenerateReport
+	}
+	if o.Model != nil {
+		f.Options["model"] = *o.Model
+	}
+	if o.Cache != nil {
+		f.Options["cache"] = *o.Cache
+	}
+	if o.CallbackURL != nil {
+		f.Options["callback_url"] = *o.CallbackURL
+	}
+	return f
+}
+
 // docField names an array element for error messages: primary_docs[1] ("a.pdf").
 func docField(field string, i int, name string) string {
 	if name == "" {
@@ -107,9 +141,11 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 	}
 	count := len(res.Rules)
 	position := map[string]int{}
+	var rules []engine.Rule
 	if rs != nil {
-		count = len(rs.Rules)
-		for i, rule := range rs.Rules {
+		rules = rs.AllRules()
+		count = len(rules)
+		for i, rule := range rules {
 			position[rule.RuleID] = i
 		}
 	}
@@ -142,7 +178,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 		}
 		name := v.Name
 		if idx, ok := position[v.RuleID]; ok {
-			rule := rs.Rules[idx]
+			rule := rules[idx]
 			ev.RuleIndex = idx
 			ev.AllowedScores = clone.OrNil(rule.AllowedScores())
 			if name == "" {
@@ -181,6 +217,7 @@ func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, mo
 		Status:         schemas.StatusCompleted,
 		Counts:         schemas.Counts(engine.CountVerdicts(res.Rules)),
 		Aggregate:      aggregate(res.Aggregate),
+		Groups:         groups(res.Groups),
 		Sources:        clone.OrNil(res.Sources),
 		Usage:          res.Usage,
 		Report:         clone.Ptr(report),
@@ -222,6 +259,17 @@ func pagesConsidered(in []engine.DocumentPages) []schemas.DocumentPages {
 	out := clone.OrNil(in)
 	for i := range out {
 		out[i].Pages = clone.OrNil(out[i].Pages)
+	}
+	return out
+}
+
+// groups copies the nested rulesets' results for the summary, sharing no
+// memory with the result; nil when there are none.
+func groups(in []engine.GroupResult) []schemas.GroupResult {
+	out := clone.OrNil(in)
+	for i := range out {
+		g := &out[i]
+		g.GatedBy, g.RuleIDs, g.Aggregate = clone.OrNil(g.GatedBy), clone.OrNil(g.RuleIDs), aggregate(g.Aggregate)
 	}
 	return out
 }

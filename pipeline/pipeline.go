@@ -431,8 +431,11 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds)
 	if err != nil {
 		return nil, rs, nil, err
 	}
+	mediaTypes := map[string]string{}
 	read := func(ctx context.Context, doc schemas.Document) ([]string, error) {
-		return p.readDocument(ctx, doc, held, stats)
+		pages, mediaType, err := p.readDocument(ctx, doc, held, stats)
+		mediaTypes[doc.Name] = mediaType
+		return pages, err
 	}
 	if err := req.ResolveDocuments(ctx, read); err != nil {
 		return nil, rs, nil, err
@@ -447,7 +450,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds)
 	}
 	noCache := req.Options.Cache != nil && !*req.Options.Cache
 	res, err := p.cfg.Engine.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Model: model,
-		Tenant: req.TenantID, RequestID: req.RequestID, NoCache: noCache})
+		Tenant: req.TenantID, RequestID: req.RequestID, NoCache: noCache, Facts: RequestFacts(req, mediaTypes)})
 	if err != nil {
 		return nil, rs, nil, err
 	}
@@ -498,44 +501,44 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 //
 // An inline file is in the record, already counted in the bytes in flight;
 // a claim-checked one was stat'ed and reserved for by statClaimChecks.
-func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat) ([]string, error) {
+func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat) (pages []string, mediaType string, err error) {
 	data := doc.Data
 	if data == nil {
 		if p.cfg.Objects == nil {
-			return nil, fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
+			return nil, "", fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
 		}
 		st, ok := stats[claimKey{*doc.URI, doc.Name}]
 		if !ok { // cannot happen: statClaimChecks saw every document resolved by uri
 			st = p.statClaimCheck(ctx, doc)
 			if st.err == nil {
 				if err := held.reserve(ctx, documentCost(st.size)); err != nil {
-					return nil, err
+					return nil, "", err
 				}
 			}
 		}
 		if st.err != nil {
-			return nil, st.err
+			return nil, "", st.err
 		}
 		var err error
 		if data, err = p.cfg.Objects.GetURI(ctx, *doc.URI); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		// Replaced since the stat by a larger object: count what was read.
 		if n := int64(len(data)); n > st.size {
 			if err := held.reserve(ctx, documentCost(n-st.size)); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 	}
 	read, err := p.cfg.Documents.Read(ctx, docread.Source{Name: doc.Name, Data: data, MediaType: deref(doc.ContentType)})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(read.ImageOnly) > 0 {
 		p.cfg.Logger.Warn("document read without the text of its pages that are only an image (OCR is not done)",
 			"document", doc.Name, "media_type", read.MediaType, "pages", read.ImageOnly)
 	}
-	return read.Pages, nil
+	return read.Pages, read.MediaType, nil
 }
 
 // claimKey names a claim-checked document: its object, and its name in the

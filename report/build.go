@@ -200,10 +200,15 @@ type ruleRow struct {
 	typ      engine.RuleType
 	scores   []int
 	verdict  *engine.Verdict
+	// group, on a subtotal row, is the nested ruleset whose rules follow.
+	group *engine.GroupResult
 }
 
 // ruleRows lists the ruleset's rules in order with their verdicts, then any
 // verdict for a rule the ruleset does not name, so nothing judged is hidden.
+// A ruleset with nested rulesets lists its own rules, then each nested
+// ruleset's subtotal row followed by its own rules, a group before the
+// groups nested in it.
 func ruleRows(rs *engine.Ruleset, res *engine.Result) []ruleRow {
 	verdicts := make(map[string]*engine.Verdict, len(res.Rules))
 	for i := range res.Rules {
@@ -213,20 +218,55 @@ func ruleRows(rs *engine.Ruleset, res *engine.Result) []ruleRow {
 	}
 	var rows []ruleRow
 	used := map[*engine.Verdict]bool{}
+	addRule := func(rule engine.Rule) {
+		row := ruleRow{id: rule.RuleID, name: rule.Name, typ: rule.Type, scores: rule.AllowedScores()}
+		if v := verdicts[rule.RuleID]; v != nil {
+			row.verdict = v
+			used[v] = true
+			if v.Name != "" {
+				row.name = v.Name
+			}
+			if v.Type != "" {
+				row.typ = v.Type
+			}
+		}
+		rows = append(rows, row)
+	}
 	if rs != nil {
-		for _, rule := range rs.Rules {
-			row := ruleRow{id: rule.RuleID, name: rule.Name, typ: rule.Type, scores: rule.AllowedScores()}
-			if v := verdicts[rule.RuleID]; v != nil {
-				row.verdict = v
-				used[v] = true
-				if v.Name != "" {
-					row.name = v.Name
+		all := rs.AllRules()
+		if len(res.Groups) == 0 {
+			for _, rule := range all {
+				addRule(rule)
+			}
+		} else {
+			byID := make(map[string]engine.Rule, len(all))
+			for _, rule := range all {
+				byID[rule.RuleID] = rule
+			}
+			placed := map[string]bool{}
+			for _, rule := range rs.Rules {
+				addRule(rule)
+				placed[rule.RuleID] = true
+			}
+			for i := range res.Groups {
+				g := &res.Groups[i]
+				name := g.Name
+				if name == "" {
+					name = "Group " + g.ID
 				}
-				if v.Type != "" {
-					row.typ = v.Type
+				rows = append(rows, ruleRow{id: g.Path, name: name, group: g})
+				for _, id := range g.RuleIDs {
+					if rule, ok := byID[id]; ok && !placed[id] {
+						addRule(rule)
+						placed[id] = true
+					}
 				}
 			}
-			rows = append(rows, row)
+			for _, rule := range all {
+				if !placed[rule.RuleID] {
+					addRule(rule)
+				}
+			}
 		}
 	}
 	for i := range res.Rules {
@@ -242,6 +282,54 @@ func ruleRows(rs *engine.Ruleset, res *engine.Result) []ruleRow {
 		}
 	}
 	return rows
+}
+
+// groupRow writes a nested ruleset's subtotal row: its result, and in the
+// rationale column what it combined and why it does not apply or failed.
+func (b *builder) groupRow(s *sheet, row int, r ruleRow) {
+	g := r.group
+	bold := look{bold: true, border: true, wrap: true}
+	label := r.name
+	if g.Required {
+		label += " (gate)"
+	}
+	s.text(ColName, row, label, bold)
+	s.text(ColRuleID, row, r.id, bold)
+	s.text(ColType, row, "group", bold)
+	s.text(ColAllowedScores, row, "", bold)
+	s.text(ColDataSufficient, row, "", bold)
+	s.text(ColEvidence, row, "", bold)
+	var details []string
+	res := result{text: "N/A", fill: FillAmber, font: fontAmber}
+	if !g.NotApplicable {
+		var parts []string
+		res = result{text: "—"}
+		if a := g.Aggregate.Boolean; a != nil {
+			res = result{text: "FAILED", fill: FillFail, font: fontFail}
+			if a.Passed {
+				res = result{text: "PASSED", fill: FillPass, font: fontPass}
+			}
+			parts = append(parts, res.text)
+			details = append(details, fmt.Sprintf("%s: %d of %d applicable members passed", a.Mode, a.PassedCount, a.Applicable))
+		}
+		if n := g.Aggregate.Numerical; n != nil {
+			score := "no score"
+			if n.Score != nil {
+				score = fmt.Sprintf("%.2f", *n.Score)
+			}
+			parts = append(parts, score)
+			details = append(details, fmt.Sprintf("%s: %s over %d scores", n.Mode, score, n.Counted))
+		}
+		res.text = strings.Join(parts, " · ")
+	}
+	if len(g.GatedBy) > 0 {
+		details = append(details, "failed by the gate "+strings.Join(g.GatedBy, ", "))
+	}
+	if g.Reason != "" {
+		details = append(details, g.Reason)
+	}
+	s.text(ColResult, row, res.text, look{fill: res.fill, font: res.font, bold: true, center: true, border: true, wrap: true})
+	s.text(ColRationale, row, strings.Join(details, "\n"), bold)
 }
 
 type builder struct {
@@ -294,6 +382,10 @@ func (b *builder) reportSheet() error {
 
 	s.header(HeaderRow, ruleColumns)
 	for i, row := range b.rows {
+		if row.group != nil {
+			b.groupRow(s, FirstRuleRow+i, row)
+			continue
+		}
 		b.ruleRow(s, FirstRuleRow+i, row)
 	}
 	s.autoFilter(HeaderRow, len(ruleColumns), len(b.rows))

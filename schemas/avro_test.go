@@ -496,11 +496,15 @@ func TestReasonKnown(t *testing.T) {
 
 // TestAvroSummaryBeforePlannedCalls decodes a summary from a writer whose
 // usage record lacks planned_calls: it reads as 0.
-func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
+// oldSummaryWriter is the summary schema as an older writer had it: without
+// the top-level fields top and the usage fields usage. It fails when that is
+// our schema.
+func oldSummaryWriter(t *testing.T, top, usage []string) *Schema {
+	t.Helper()
 	c := newTestCodecs(t)
 	ours, _ := c.Schema(SummarySchema)
 	var root map[string]any
-	if err := json.Unmarshal([]byte(ours.Text()), &root); err != nil {
+	if err := json.Unmarshal([]byte(dropFields(t, ours.Text(), top...)), &root); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range root["fields"].([]any) {
@@ -508,10 +512,9 @@ func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
 		if field["name"] != "usage" {
 			continue
 		}
-		rec := field["type"].(map[string]any)
-		data, _ := json.Marshal(rec)
+		data, _ := json.Marshal(field["type"])
 		var trimmed map[string]any
-		if err := json.Unmarshal([]byte(dropFields(t, string(data), "planned_calls")), &trimmed); err != nil {
+		if err := json.Unmarshal([]byte(dropFields(t, string(data), usage...)), &trimmed); err != nil {
 			t.Fatal(err)
 		}
 		field["type"] = trimmed
@@ -527,11 +530,23 @@ func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
 	if writer.Fingerprint() == ours.Fingerprint() {
 		t.Fatal("the writer's schema is ours")
 	}
+	return writer
+}
+
+// readAsOldRecord writes fullSummary as writer writes it (without the
+// fields top and usage) and reads it back with our schema.
+func readAsOldRecord(t *testing.T, writer *Schema, top, usage []string) Event {
+	t.Helper()
 	native, err := fullSummary().native()
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(native["usage"].(map[string]any), "planned_calls")
+	for _, f := range top {
+		delete(native, f)
+	}
+	for _, f := range usage {
+		delete(native["usage"].(map[string]any), f)
+	}
 	body, err := writer.codec.BinaryFromNative(nil, native)
 	if err != nil {
 		t.Fatal(err)
@@ -540,7 +555,25 @@ func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
+	usage := []string{"planned_calls", "rules_filtered", "rules_checked"}
+	top := []string{"groups"}
+	got := readAsOldRecord(t, oldSummaryWriter(t, top, usage), top, usage)
 	want := fullSummary()
-	want.Usage.PlannedCalls = 0
+	want.Usage.PlannedCalls, want.Usage.RulesFiltered, want.Usage.RulesChecked, want.Groups = 0, 0, 0, nil
+	assertEqual(t, got, want)
+}
+
+// A summary written before nested rulesets (no groups, no rules_filtered or
+// rules_checked in its usage) is read with none of them.
+func TestAvroSummaryBeforeGroups(t *testing.T) {
+	usage := []string{"rules_filtered", "rules_checked"}
+	top := []string{"groups"}
+	got := readAsOldRecord(t, oldSummaryWriter(t, top, usage), top, usage)
+	want := fullSummary()
+	want.Groups, want.Usage.RulesFiltered, want.Usage.RulesChecked = nil, 0, 0
 	assertEqual(t, got, want)
 }

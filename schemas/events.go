@@ -284,6 +284,9 @@ type SummaryEvent struct {
 	Report         *ReportDescriptor
 	StartedAt      time.Time
 	CompletedAt    time.Time
+	// Groups are the nested rulesets' results, in ruleset order; nil when
+	// the ruleset has none.
+	Groups []GroupResult
 }
 
 // Counts counts verdicts by outcome. Passed and Failed count the applicable

@@ -49,8 +49,8 @@ func TestDemoRequestCitesRealPassages(t *testing.T) {
 	}
 
 	pages := requestPages(t, request)
-	if len(res.Rules) != 6 {
-		t.Fatalf("%d verdicts, want the six rules of the contract ruleset", len(res.Rules))
+	if len(res.Rules) != len(exampleRuleIDs) {
+		t.Fatalf("%d verdicts, want the %d rules of the contract ruleset", len(res.Rules), len(exampleRuleIDs))
 	}
 	right := 0
 	for _, v := range res.Rules {
@@ -68,6 +68,9 @@ func TestDemoRequestCitesRealPassages(t *testing.T) {
 		t.Errorf("%d of 6 verdicts are what a careful reader gives, want 5 at least", right)
 	}
 	for _, v := range res.Rules {
+		if !slices.Contains(exampleModelRuleIDs, v.RuleID) {
+			continue // decided by a check or a filter, without the model
+		}
 		t.Logf("%s: %v/%v, rationale %q, %d evidence(s), problems %q", v.RuleID, ptrString(v.BooleanOutput), ptrString(v.NumericalOutput), v.Rationale, len(v.Evidences), v.Problems)
 		if n := distinctWords(v.Rationale); n < 3 {
 			t.Errorf("%s: rationale %q is a placeholder (%d distinct words of two letters or more)", v.RuleID, v.Rationale, n)

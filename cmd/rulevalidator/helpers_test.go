@@ -43,8 +43,15 @@ const (
 	exampleRulesetVersion = "1.0.0"
 )
 
-// exampleRuleIDs are the example ruleset's rules, in order.
-var exampleRuleIDs = []string{"governing-law", "liability-cap", "subprocessors", "contract-value", "payment-terms", "termination"}
+// exampleRuleIDs are the example ruleset's rules, in order: the six the
+// model judges, then the check of its nested ruleset signing-authority and
+// the rule of data-protection, which a filter leaves out of the example
+// request.
+var exampleRuleIDs = []string{"governing-law", "liability-cap", "subprocessors", "contract-value", "payment-terms", "termination",
+	"approval-limit-given", "dpa-attached"}
+
+// exampleModelRuleIDs are the example ruleset's rules the model judges.
+var exampleModelRuleIDs = exampleRuleIDs[:6]
 
 func TestMain(m *testing.M) {
 	code := m.Run()

@@ -98,6 +98,18 @@ func (e *apiEnv) serveArgs() []string {
 	}
 }
 
+// waitForListener waits until the public API at base answers.
+func waitForListener(t *testing.T, base string) {
+	t.Helper()
+	waitUntil(t, waitLimit, "the public listener", func() bool {
+		resp, err := http.Get(base + "/v1/validations/x")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+}
+
 // token mints an API token for tenant, signed with the key serve trusts.
 func (e *apiEnv) token(t *testing.T, tenant string) string {
 	t.Helper()
@@ -214,7 +226,7 @@ func TestServeHTTPSubmitPollReportCallbackMetrics(t *testing.T) {
 		}
 		return job.Status == "completed" || job.Status == "failed"
 	})
-	if job.Status != "completed" || job.Result == nil || len(job.Result.Verdicts) != 6 || job.Result.Summary.TenantID != "acme" {
+	if job.Status != "completed" || job.Result == nil || len(job.Result.Verdicts) != len(exampleRuleIDs) || job.Result.Summary.TenantID != "acme" {
 		t.Fatalf("job = %+v", job)
 	}
 	if code, _, _ := httpDo(t, http.MethodGet, public+"/v1/validations/http-req-1", e.token(t, "globex"), nil); code != http.StatusNotFound {
@@ -326,7 +338,7 @@ func TestServeClaimCheckedDocuments(t *testing.T) {
 		s := decodeAs[*schemas.SummaryEvent](t, e.serveEnv, m)
 		switch s.RequestID {
 		case "claim-ok":
-			if s.Status != schemas.StatusCompleted || s.Counts.Rules != 6 {
+			if s.Status != schemas.StatusCompleted || s.Counts.Rules != len(exampleRuleIDs) {
 				t.Errorf("claim-ok summary = %+v", s)
 			}
 		default:

@@ -402,6 +402,16 @@ func summaryLine(s *schemas.SummaryEvent) string {
 		}
 		fmt.Fprintf(&b, "  numerical (%s) %s over %d", a.Mode, score, a.Counted)
 	}
+	if len(s.Groups) > 0 {
+		groups := make([]string, len(s.Groups))
+		for i, g := range s.Groups {
+			groups[i] = groupLabel(g) + " " + groupResult(g)
+		}
+		b.WriteString("  groups " + strings.Join(groups, "; "))
+	}
+	if n := decidedWithoutModel(s.Usage); n != "" {
+		b.WriteString("  " + n)
+	}
 	if r := s.Report; r != nil {
 		b.WriteString("  report " + r.URI)
 	}

@@ -129,6 +129,21 @@ func TestTailLines(t *testing.T) {
 			return &s
 		}()),
 			`request r-5  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data  model fake-model  tokens 900 in (512 cached), 300 out, 9 call(s), split into 7`},
+		{"summary with nested rulesets", summaryLine(func() *schemas.SummaryEvent {
+			s := tailSummary("r-7")
+			s.Report, s.Aggregate, s.Usage.RulesFiltered, s.Usage.RulesChecked = nil, schemas.Aggregate{}, 2, 1
+			s.Groups = []schemas.GroupResult{
+				{ID: "liability", Path: "liability", Required: true, GatedBy: []string{"liability/caps"},
+					Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Applicable: 2, PassedCount: 1}}},
+				{ID: "caps", Path: "liability/caps", Required: true, Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Applicable: 1}}},
+				{ID: "payment", Path: "payment", NotApplicable: true},
+				{ID: "quality", Path: "quality", Aggregate: schemas.Aggregate{Numerical: &schemas.NumericalAggregate{Mode: "min", Score: ptr(2.0), Counted: 2}}},
+			}
+			return &s
+		}()),
+			`request r-7  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data` +
+				`  groups liability (gate) FAILED 1/2, failed by the gate liability/caps; liability/caps (gate) FAILED 0/1; payment N/A; quality min 2.00 over 2` +
+				`  2 rule(s) left out by filters, 1 judged by their check, without the model  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
 		{"failed summary", summaryLine(&failed),
 			`request r-3  summary failed  ruleset contract-review  error unknown_ruleset: "unknown ruleset \"contract-review\" version \"9\""`},
 		{"dead letter", deadLetterLine(&dl),

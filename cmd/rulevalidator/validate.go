@@ -89,7 +89,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	if where == "" {
 		where = "--document"
 	}
-	if err := readDocumentFiles(ctx, reader, req); err != nil {
+	mediaTypes := map[string]string{}
+	if err := readDocumentFiles(ctx, reader, req, mediaTypes); err != nil {
 		fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
 		if ctx.Err() != nil {
 			return exitFailure
@@ -108,7 +109,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		return exitInvalid
 	}
 
-	res, err := eng.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in})
+	res, err := eng.Evaluate(ctx, engine.Request{Ruleset: rs, Inputs: in, Facts: pipeline.RequestFacts(req, mediaTypes)})
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %s\n", describeEvalError(err, llm.baseURL))
 		if errors.Is(err, engine.ErrInvalidRuleset) || errors.Is(err, engine.ErrInvalidInput) {
@@ -297,7 +298,20 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		}
 		fmt.Fprintf(w, "Numerical aggregate (%s): %s over %d rules\n", n.Mode, score, n.Counted)
 	}
+	if len(res.Groups) > 0 {
+		fmt.Fprintln(w, "Nested rulesets:")
+		for _, g := range res.Groups {
+			line := fmt.Sprintf("  %s: %s", groupLabel(g), groupResult(g))
+			if g.Reason != "" {
+				line += " — " + g.Reason
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 	u := res.Usage
+	if s := decidedWithoutModel(u); s != "" {
+		fmt.Fprintln(w, strings.ToUpper(s[:1])+s[1:]+".")
+	}
 	fmt.Fprintf(w, "Usage: %d prompt tokens (%d cached), %d completion tokens, %d model call%s\n",
 		u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.LLMCalls, map[bool]string{true: "", false: "s"}[u.LLMCalls == 1])
 	if u.PlannedCalls > 1 {
