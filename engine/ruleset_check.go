@@ -42,6 +42,9 @@ func (rs *Ruleset) check() []*RulesetError {
 		add(-1, "", "numerical_aggregation", "unknown aggregation %q (want mean, sum or weighted_mean)", rs.NumericalAggregation)
 	}
 
+	if t := rs.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
+		add(-1, "", "review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
+	}
 	global, globalOK := rs.globalScores(add)
 
 	if len(rs.Rules) == 0 {
@@ -77,6 +80,10 @@ func (rs *Ruleset) check() []*RulesetError {
 			r.Weight = &one
 		} else if w := *r.Weight; !(w > 0) || math.IsInf(w, 0) {
 			add(i, r.RuleID, "weight", "must be a finite number greater than 0 (got %v)", w)
+		}
+
+		if t := r.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
+			add(i, r.RuleID, "review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
 		}
 
 		if r.Type == "" && (rs.Type == Boolean || rs.Type == Numerical) {

@@ -52,8 +52,8 @@ func yamlNumber(v any) bool {
 
 var (
 	rulesetFields = []string{"id", "version", "type", "global_numerical_rule_config", "boolean_aggregation",
-		"numerical_aggregation", "generate_report", "cache", "nested_rulesets", "filter_criteria", "rules"}
-	ruleFields = []string{"rule_id", "rule_text", "type", "numerical_rule_config", "not_applicable_text", "name", "weight"}
+		"numerical_aggregation", "generate_report", "cache", "review_below_confidence", "nested_rulesets", "filter_criteria", "rules"}
+	ruleFields = []string{"rule_id", "rule_text", "type", "numerical_rule_config", "not_applicable_text", "name", "weight", "review_below_confidence"}
 )
 
 func (p *rulesetParser) ruleset(doc any) *Ruleset {
@@ -102,6 +102,13 @@ func (p *rulesetParser) ruleset(doc any) *Ruleset {
 				p.typeErr(-1, "", key, "true or false", v)
 			}
 			rs.Cache = &b
+		case "review_below_confidence":
+			t, ok := numberValue(v)
+			if !ok {
+				p.typeErr(-1, "", key, "a number from 0 to 1", v)
+				continue
+			}
+			rs.ReviewBelowConfidence = &t
 		case "nested_rulesets":
 			rs.NestedRulesets = v
 		case "filter_criteria":
@@ -192,6 +199,13 @@ func (p *rulesetParser) rule(i int, v any, r *Rule) {
 				continue
 			}
 			r.Weight = &w
+		case "review_below_confidence":
+			t, ok := numberValue(v)
+			if !ok {
+				p.typeErr(i, r.RuleID, key, "a number from 0 to 1", v)
+				continue
+			}
+			r.ReviewBelowConfidence = &t
 		case "numerical_rule_config":
 			r.NumericalRuleConfig = p.numericalConfig(i, r.RuleID, v)
 		default:

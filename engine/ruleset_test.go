@@ -155,16 +155,18 @@ func TestParseRulesetReadsEveryField(t *testing.T) {
 		NumericalAggregation:      engine.AggregateWeightedMean,
 		GenerateReport:            true,
 		Cache:                     pointerTo(false),
+		ReviewBelowConfidence:     pointerTo(0.7),
 		NestedRulesets:            []any{"child"},
 		FilterCriteria:            map[string]any{"region": "EU"},
 		Rules: []engine.Rule{{
-			RuleID:              "r",
-			RuleText:            "text",
-			Type:                engine.Numerical,
-			NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2}},
-			NotApplicableText:   "alternate",
-			Name:                "Name",
-			Weight:              pointerTo(0.5),
+			RuleID:                "r",
+			RuleText:              "text",
+			Type:                  engine.Numerical,
+			NumericalRuleConfig:   &engine.NumericalRuleConfig{PossibleScores: []int{1, 2}},
+			NotApplicableText:     "alternate",
+			Name:                  "Name",
+			Weight:                pointerTo(0.5),
+			ReviewBelowConfidence: pointerTo(0.9),
 		}},
 	}
 	for _, v := range []any{*want, *want.GlobalNumericalRuleConfig, want.Rules[0], *want.Rules[0].NumericalRuleConfig} {
@@ -240,7 +242,7 @@ rules:
   - {rule_id: r2, rule_text: b}
   - {rule_id: r3, rule_text: c, scroe: 3}
 `,
-			want: []string{`ruleset "contract-review": rules[2] (rule_id "r3"): unknown field "scroe" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight)`},
+			want: []string{`ruleset "contract-review": rules[2] (rule_id "r3"): unknown field "scroe" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight, review_below_confidence)`},
 		},
 		{
 			name: "unknown fields at every level",
@@ -248,7 +250,7 @@ rules:
 			"rules": [{"rule_id": "a", "rule_text": "t", "type": "numerical", "numerical_rule_config": {"scores": [1]}}]}`,
 			want: []string{
 				`ruleset "u": global_numerical_rule_config: unknown field "min" (known: min_score, max_score, increment)`,
-				`ruleset "u": unknown field "rule" (known: id, version, type, global_numerical_rule_config, boolean_aggregation, numerical_aggregation, generate_report, cache, nested_rulesets, filter_criteria, rules)`,
+				`ruleset "u": unknown field "rule" (known: id, version, type, global_numerical_rule_config, boolean_aggregation, numerical_aggregation, generate_report, cache, review_below_confidence, nested_rulesets, filter_criteria, rules)`,
 				// min/max were misspelt, so the rule has no score set.
 				`ruleset "u": global_numerical_rule_config.min_score: missing, and needed by the numerical rules without possible_scores: a`,
 				`ruleset "u": global_numerical_rule_config.max_score: missing, and needed by the numerical rules without possible_scores: a`,
@@ -371,6 +373,16 @@ rules:
 				`ruleset "weights": rules[0] (rule_id "zero"): weight: must be a finite number greater than 0 (got 0)`,
 				`ruleset "weights": rules[1] (rule_id "negative"): weight: must be a finite number greater than 0 (got -1.5)`,
 				`ruleset "weights": rules[2] (rule_id "huge"): weight: must be a finite number (got a number)`,
+			},
+		},
+		{
+			name: "review thresholds",
+			doc: `{"id": "thresholds", "review_below_confidence": 1.5, "rules": [{"rule_id": "neg", "rule_text": "t", "review_below_confidence": -0.1},
+			{"rule_id": "text", "rule_text": "t", "review_below_confidence": "high"}, {"rule_id": "fine", "rule_text": "t", "review_below_confidence": 1}]}`,
+			want: []string{
+				`ruleset "thresholds": review_below_confidence: must be a number from 0 to 1 (got 1.5)`,
+				`ruleset "thresholds": rules[0] (rule_id "neg"): review_below_confidence: must be a number from 0 to 1 (got -0.1)`,
+				`ruleset "thresholds": rules[1] (rule_id "text"): review_below_confidence: must be a number from 0 to 1 (got a string)`,
 			},
 		},
 		{
@@ -679,7 +691,7 @@ rules:
 	// Output:
 	// signed boolean [] 1
 	// clarity numerical [0 2 4] 1
-	// ruleset "example": rules[0] (rule_id "a"): unknown field "rule_txt" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight)
+	// ruleset "example": rules[0] (rule_id "a"): unknown field "rule_txt" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight, review_below_confidence)
 	// ruleset "example": rules[0] (rule_id "a"): rule_text: missing or blank
 }
 

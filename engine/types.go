@@ -58,9 +58,13 @@ type Ruleset struct {
 	Cache *bool `json:"cache,omitempty"`
 	// NestedRulesets and FilterCriteria are accepted and carried unchanged for
 	// forward compatibility; the engine does not interpret them yet.
-	NestedRulesets any    `json:"nested_rulesets,omitempty"`
-	FilterCriteria any    `json:"filter_criteria,omitempty"`
-	Rules          []Rule `json:"rules"`
+	// ReviewBelowConfidence routes a verdict of this ruleset to a person
+	// when its confidence is under it (0..1); nil: the service's default.
+	// A rule's own setting overrides it.
+	ReviewBelowConfidence *float64 `json:"review_below_confidence,omitempty"`
+	NestedRulesets        any      `json:"nested_rulesets,omitempty"`
+	FilterCriteria        any      `json:"filter_criteria,omitempty"`
+	Rules                 []Rule   `json:"rules"`
 }
 
 // GlobalNumericalRuleConfig materialises min..max by increment as the score set of
@@ -89,6 +93,9 @@ type Rule struct {
 	Name string `json:"name,omitempty"`
 	// Weight is used by weighted_mean; Validate sets it to 1 when absent.
 	Weight *float64 `json:"weight,omitempty"`
+	// ReviewBelowConfidence overrides the ruleset's threshold for this
+	// rule (0..1; 0: never routed for its confidence).
+	ReviewBelowConfidence *float64 `json:"review_below_confidence,omitempty"`
 }
 
 // AllowedScores is the resolved score set of a numerical rule (after Validate).
@@ -164,6 +171,10 @@ type Verdict struct {
 	// the server returns log-probabilities. Nil when nothing measured it;
 	// never invented.
 	Confidence *float64 `json:"confidence"`
+	// NeedsReview says a person should check the verdict; ReviewReasons
+	// say why (RouteReview). Set at the end of Evaluate.
+	NeedsReview   bool           `json:"needs_review"`
+	ReviewReasons []ReviewReason `json:"review_reasons,omitempty"`
 }
 
 // Result is the engine's answer for one request.
@@ -187,6 +198,8 @@ type Counts struct {
 	InsufficientData int
 	// Cached counts the verdicts taken from the verdict cache.
 	Cached int
+	// NeedsReview counts the verdicts routed to a person.
+	NeedsReview int
 }
 
 // CountVerdicts counts verdicts by Outcome: the one count the summary event and the report
@@ -208,6 +221,9 @@ func CountVerdicts(verdicts []Verdict) Counts {
 		}
 		if v.Cached != nil {
 			c.Cached++
+		}
+		if v.NeedsReview {
+			c.NeedsReview++
 		}
 	}
 	return c
