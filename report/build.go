@@ -66,6 +66,10 @@ const (
 	ColDataSufficient
 	ColRationale
 	ColEvidence
+	// ColConfidence is the model's confidence, blank when unmeasured.
+	ColConfidence
+	// ColNeedsReview says whether the verdict was routed to a person, and why.
+	ColNeedsReview
 )
 
 // Fills (RRGGBB) of result cells: Excel's Good, Bad and Neutral styles.
@@ -88,6 +92,7 @@ type column struct {
 var ruleColumns = []column{
 	{"Rule", 30}, {"Rule ID", 18}, {"Type", 11}, {"Result", 14},
 	{"Allowed scores", 16}, {"Data sufficient", 10}, {"Rationale", 60}, {"Evidence", 60},
+	{"Confidence", 11}, {"Needs review", 24},
 }
 
 var evidenceColumns = []column{
@@ -363,7 +368,7 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 
 	v := r.verdict
 	if v == nil {
-		for _, col := range []int{ColDataSufficient, ColRationale, ColEvidence} {
+		for _, col := range []int{ColDataSufficient, ColRationale, ColEvidence, ColConfidence, ColNeedsReview} {
 			s.text(col, row, "", lookBody)
 		}
 		return
@@ -371,6 +376,24 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 	s.text(ColDataSufficient, row, yesNo(v.DataSufficiency), lookBody)
 	s.text(ColRationale, row, rationaleText(v), lookBody)
 	s.text(ColEvidence, row, evidenceLines(v.Evidences), lookBody)
+	if v.Confidence != nil {
+		s.float(ColConfidence, row, *v.Confidence, lookBody)
+	} else {
+		s.text(ColConfidence, row, "", lookBody)
+	}
+	s.text(ColNeedsReview, row, needsReviewText(v), lookBody)
+}
+
+// needsReviewText is "no", or "yes: " and the reasons.
+func needsReviewText(v *engine.Verdict) string {
+	if !v.NeedsReview {
+		return "no"
+	}
+	reasons := make([]string, len(v.ReviewReasons))
+	for i, r := range v.ReviewReasons {
+		reasons[i] = string(r)
+	}
+	return "yes: " + strings.Join(reasons, ", ")
 }
 
 // rationaleText is the verdict's rationale and, when the engine judged the

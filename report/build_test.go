@@ -133,7 +133,7 @@ func TestBuildTableLayout(t *testing.T) {
 		header int
 		filter string
 	}{
-		{SheetReport, HeaderRow, "'Report'!$A$11:$H$16"},
+		{SheetReport, HeaderRow, "'Report'!$A$11:$J$16"},
 		{SheetEvidence, 1, "'Evidence'!$A$1:$O$6"},
 	} {
 		panes, err := f.GetPanes(tt.sheet)

@@ -111,6 +111,9 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		v.AllowedScores = append(v.AllowedScores, int(n))
 	}
 	v.Problems = r.strs("problems")
+	v.Confidence = r.optDouble("confidence")
+	v.NeedsReview = r.defaultedBool("needs_review")
+	v.ReviewReasons = r.strs("review_reasons")
 	v.PagesConsidered = pagesFromNative(r)
 	if c, ok := r.record("cached", nullable); ok {
 		v.Cached = &CachedFrom{JudgedAt: c.time("judged_at"), RequestID: c.str("request_id")}
@@ -190,6 +193,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			NotApplicable:    counts.int("not_applicable"),
 			InsufficientData: counts.int("insufficient_data"),
 			Cached:           counts.defaultedInt("cached"),
+			NeedsReview:      counts.defaultedInt("needs_review"),
 		},
 		Usage: Usage{
 			PromptTokens:     usage.int("prompt_tokens"),

@@ -157,6 +157,9 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"rule_index":       v.RuleIndex,
 		"rule_count":       v.RuleCount,
 		"cached":           cachedNative(v.Cached),
+		"confidence":       opt("double", v.Confidence),
+		"needs_review":     v.NeedsReview,
+		"review_reasons":   nativeList(v.ReviewReasons),
 	}, nil
 }
 
@@ -200,6 +203,7 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 			"not_applicable":    s.Counts.NotApplicable,
 			"insufficient_data": s.Counts.InsufficientData,
 			"cached":            s.Counts.Cached,
+			"needs_review":      s.Counts.NeedsReview,
 		},
 		"aggregate": map[string]any{
 			"boolean":   optRecord("BooleanAggregate", boolAgg),

@@ -175,10 +175,13 @@ func fullVerdict() *VerdictEvent {
 			{Text: "Invoices are payable within 30 days.", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s4",
 				Anchored: true, Match: MatchExact, Similarity: 1, StartOffset: new(22), EndOffset: new(58)},
 		},
-		StartedAt:   t1,
-		CompletedAt: t2,
-		RuleIndex:   1,
-		RuleCount:   4,
+		StartedAt:     t1,
+		CompletedAt:   t2,
+		RuleIndex:     1,
+		RuleCount:     4,
+		Confidence:    new(0.62),
+		NeedsReview:   true,
+		ReviewReasons: []string{"low_confidence", "corrected_page", "altered_evidence"},
 	}
 }
 
@@ -191,7 +194,7 @@ func fullSummary() *SummaryEvent {
 		RulesetVersion: new("3"),
 		Model:          "gemma-3-270m",
 		Status:         StatusCompleted,
-		Counts:         Counts{Rules: 4, Passed: 2, Failed: 1, NotApplicable: 1, InsufficientData: 1},
+		Counts:         Counts{Rules: 4, Passed: 2, Failed: 1, NotApplicable: 1, InsufficientData: 1, NeedsReview: 2},
 		Aggregate: Aggregate{
 			Boolean:   &BooleanAggregate{Mode: "all", Passed: false, Applicable: 3, PassedCount: 2},
 			Numerical: &NumericalAggregate{Mode: "weighted_mean", Score: new(3.75), Counted: 2},
