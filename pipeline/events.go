@@ -150,6 +150,8 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			rule := rs.Rules[idx]
 			ev.RuleIndex = idx
 			ev.AllowedScores = clone.OrNil(rule.AllowedScores())
+			weight := rule.WeightOrDefault()
+			ev.RuleWeight = &weight
 			if name == "" {
 				name = rule.Name
 			}

@@ -114,6 +114,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 	v.Confidence = r.optDouble("confidence")
 	v.NeedsReview = r.defaultedBool("needs_review")
 	v.ReviewReasons = r.strs("review_reasons")
+	v.RuleWeight = r.optDouble("rule_weight")
 	v.PagesConsidered = pagesFromNative(r)
 	if c, ok := r.record("cached", nullable); ok {
 		v.Cached = &CachedFrom{JudgedAt: c.time("judged_at"), RequestID: c.str("request_id")}

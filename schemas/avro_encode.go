@@ -160,6 +160,7 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"confidence":       opt("double", v.Confidence),
 		"needs_review":     v.NeedsReview,
 		"review_reasons":   nativeList(v.ReviewReasons),
+		"rule_weight":      opt("double", v.RuleWeight),
 	}, nil
 }
 

@@ -352,7 +352,7 @@ func TestAvroEventEvolution(t *testing.T) {
 	older := dropFields(t, ours.Text(), "rule_name", "evidences", "allowed_scores")
 	newer := strings.Replace(ours.Text(), `"fields": [`, `"fields": [
     {"name": "calibrated_confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
-	beforeReviewRouting := dropFields(t, ours.Text(), "confidence", "needs_review", "review_reasons")
+	beforeReviewRouting := dropFields(t, ours.Text(), "confidence", "needs_review", "review_reasons", "rule_weight")
 	citationAdditions := []string{"passage_id", "cited_page_number"}
 	evidenceAdditions := append([]string{"quoted_text", "similarity", "altered", "differences"}, citationAdditions...)
 	beforeAlteredEvidence := dropEvidenceFields(t, dropFields(t, ours.Text(), "sufficiency_note", "problems", "pages_considered"), evidenceAdditions...)
@@ -388,7 +388,10 @@ func TestAvroEventEvolution(t *testing.T) {
 			delete(m, "confidence")
 			delete(m, "needs_review")
 			delete(m, "review_reasons")
-		}, func(v *VerdictEvent) { v.Confidence, v.NeedsReview, v.ReviewReasons = nil, false, nil }},
+			delete(m, "rule_weight")
+		}, func(v *VerdictEvent) {
+			v.Confidence, v.NeedsReview, v.ReviewReasons, v.RuleWeight = nil, false, nil, nil
+		}},
 		{"writer before passage_id, cited_page_number and problems", beforeCitations, dropCitations, withoutCitations},
 		{"writer before pages_considered", beforePages, func(m map[string]any) {
 			dropCitations(m)

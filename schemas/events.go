@@ -252,6 +252,9 @@ type VerdictEvent struct {
 	// say why.
 	NeedsReview   bool
 	ReviewReasons []string
+	// RuleWeight is the rule's weight in a weighted_mean aggregate; nil
+	// from writers before it (read as 1).
+	RuleWeight *float64
 }
 
 // SchemaName is VerdictSchema.

@@ -89,6 +89,7 @@ type verdictJSON struct {
 	Confidence      *float64        `json:"confidence"`
 	NeedsReview     bool            `json:"needs_review"`
 	ReviewReasons   []string        `json:"review_reasons"`
+	RuleWeight      *float64        `json:"rule_weight"`
 }
 
 type cachedJSON struct {
@@ -154,6 +155,7 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 		Confidence:      v.Confidence,
 		NeedsReview:     v.NeedsReview,
 		ReviewReasons:   emptyIfNil(v.ReviewReasons),
+		RuleWeight:      v.RuleWeight,
 	}
 	if v.Cached != nil {
 		out.Cached = &cachedJSON{JudgedAt: timeJSON(v.Cached.JudgedAt), RequestID: v.Cached.RequestID}
@@ -219,6 +221,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		Confidence:      in.Confidence,
 		NeedsReview:     in.NeedsReview,
 		ReviewReasons:   clone.OrNil(in.ReviewReasons),
+		RuleWeight:      in.RuleWeight,
 	}
 	if err := parseTimes(fmt.Sprintf("verdict %q", in.EventID),
 		timeField{"started_at", in.StartedAt, &out.StartedAt},

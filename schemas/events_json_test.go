@@ -315,7 +315,8 @@ func ExampleVerdictEvent_MarshalJSON() {
 	//   "cached": null,
 	//   "confidence": null,
 	//   "needs_review": false,
-	//   "review_reasons": []
+	//   "review_reasons": [],
+	//   "rule_weight": null
 	// }
 }
 

@@ -182,6 +182,7 @@ func fullVerdict() *VerdictEvent {
 		Confidence:    new(0.62),
 		NeedsReview:   true,
 		ReviewReasons: []string{"low_confidence", "corrected_page", "altered_evidence"},
+		RuleWeight:    new(2.5),
 	}
 }
 

@@ -473,7 +473,7 @@ func ExampleSerde() {
 	fmt.Println(errors.Is(err, ErrUndecodable), err)
 	// Output:
 	// rv-schema: com.rulevalidator.v1.RuleVerdict
-	// rv-schema-fingerprint: c7b8077423487a02
+	// rv-schema-fingerprint: 29b50e9e4ac911fa
 	// acme/req-1/signed true
 	// true schemas: cannot decode value from topic "rulevalidator.verdicts": no rv-schema-fingerprint header and no Confluent magic byte 0x00 (first byte 0x22)
 }
