@@ -324,12 +324,13 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 // storeResult stores pub's result unless it is stored already.
 func (p *Pipeline) storeResult(ctx context.Context, pub *published) error {
 	if p.cfg.Results == nil || pub.stored {
+		pub.out.Material = nil
 		return nil
 	}
 	if err := p.cfg.Results.StoreResult(ctx, pub.req, pub.out); err != nil {
 		return &resultStoreError{fmt.Errorf("storing the result of request %q (tenant %q): %w", pub.req.RequestID, pub.req.TenantID, err)}
 	}
-	pub.stored = true
+	pub.stored, pub.out.Material = true, nil
 	return nil
 }
 
@@ -373,6 +374,11 @@ func (p *Pipeline) callback(req *schemas.Request, out Outcome) (*producer.Callba
 type Outcome struct {
 	Verdicts []schemas.VerdictEvent
 	Summary  schemas.SummaryEvent
+	// Material is what was judged, the documents' text as read, for the
+	// ResultStore to keep beside the result (reviewers cite its passages);
+	// nil for a request that failed. It is dropped once the result is
+	// stored, so results kept for redeliveries hold no document text.
+	Material *engine.Inputs
 }
 
 // Judge resolves, judges and reports one decoded request without publishing
@@ -414,9 +420,16 @@ func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start
 		return Outcome{Summary: summary}, err
 	}
 	completed := p.cfg.Now()
+	// The documents are read: the inputs are built again from them as judge
+	// built them.
+	material, err := EngineInputs(req)
+	if err != nil {
+		material = nil
+	}
 	return Outcome{
 		Verdicts: NewVerdictEvents(req, rs, res, res.Model, start, completed),
 		Summary:  NewSummary(req, rs, res, res.Model, report, start, completed),
+		Material: material,
 	}, nil
 }
 
