@@ -164,7 +164,7 @@ func TestEventNewVerdictEvents(t *testing.T) {
 		StartedAt:   time.Date(2025, 3, 1, 9, 0, 0, 123_000_000, time.UTC),
 		CompletedAt: completed.UTC().Truncate(time.Millisecond),
 		RuleIndex:   0, RuleCount: 4,
-		RuleWeight:  new(1.0),
+		RuleWeight: new(1.0),
 	}
 	assertEqual(t, events[0], want)
 	if risk := events[1]; risk.RuleIndex != 1 || risk.RuleName != nil || *risk.NumericalOutput != 1 {
