@@ -27,6 +27,8 @@ func eventFromNative(name string, rec map[string]any) (Event, error) {
 		ev = summaryFromNative(r)
 	case DeadLetterSchema:
 		ev = deadLetterFromNative(r)
+	case ReviewSchema:
+		ev = reviewFromNative(r)
 	default:
 		return nil, fmt.Errorf("%s is not a rulevalidator event", name)
 	}

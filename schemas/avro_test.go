@@ -33,7 +33,7 @@ func TestAvroCodecsListTheEventSchemas(t *testing.T) {
 			t.Errorf("%s: canonical form %s lacks the full name", s.Name(), s.Canonical())
 		}
 	}
-	assertEqual(t, names, []string{RequestSchema, VerdictSchema, SummarySchema, DeadLetterSchema})
+	assertEqual(t, names, []string{RequestSchema, VerdictSchema, SummarySchema, DeadLetterSchema, ReviewSchema})
 }
 
 // TestAvroFingerprint checks the CRC-64-AVRO fingerprint against the Avro

@@ -98,6 +98,17 @@ func sampleEvents() []eventCase {
 			StartedAt: t1, CompletedAt: t2,
 		}},
 		{"summary/full", fullSummary()},
+		{"review/override", &ReviewEvent{
+			EventID: "acme/req-1/payment-terms/rv-1", ReviewID: "rv-1", RequestID: "req-1", TenantID: "acme", RulesetID: "supplier-onboarding",
+			RuleID: "payment-terms", RuleType: RuleBoolean, Decision: "override", BooleanOutput: new(false),
+			Note: "Clause 4.2 says 60 days, not 30.", PassageIDs: []string{"d1p3s2", "d1p3s3"}, Reviewer: "user-7", ReviewedAt: t2,
+			ModelOutcome: "pass", ModelBooleanOutput: new(true), ModelConfidence: new(0.55), FinalOutcome: "fail",
+		}},
+		{"review/confirm", &ReviewEvent{
+			EventID: "acme/req-1/clarity/rv-2", ReviewID: "rv-2", RequestID: "req-1", TenantID: "acme",
+			RuleID: "clarity", RuleType: RuleNumerical, Decision: "confirm", Reviewer: "user-7", ReviewedAt: t2,
+			ModelOutcome: "score", ModelNumericalOutput: new(3), FinalOutcome: "score",
+		}},
 		{"summary/failed", &SummaryEvent{
 			EventID:   "r",
 			RequestID: "r",

@@ -23,6 +23,7 @@ var testTopics = map[string]string{
 	"rv.verdicts":    VerdictSchema,
 	"rv.summaries":   SummarySchema,
 	"rv.deadletters": DeadLetterSchema,
+	"rv.reviews":     ReviewSchema,
 }
 
 func topicFor(ev Event) string {
@@ -226,10 +227,10 @@ func TestSerdeConfluentRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	// The cache-less serde asked for each of the four ids once; the
+	// The cache-less serde asked for each of the five ids once; the
 	// registering ones never asked.
-	if n := reg.byID.Load(); n != 4 {
-		t.Errorf("%d schema-by-id requests, want 4", n)
+	if n := reg.byID.Load(); n != 5 {
+		t.Errorf("%d schema-by-id requests, want 5", n)
 	}
 }
 
