@@ -35,6 +35,20 @@ func label(outcome engine.Outcome, score *int) string {
 	return string(outcome)
 }
 
+func modelLabel(r Review) string {
+	return label(r.ModelVerdict.Outcome, r.ModelVerdict.NumericalOutput)
+}
+
+func finalLabel(r Review) string {
+	if r.Decision == Confirm {
+		return modelLabel(r)
+	}
+	return label(engine.VerdictOutcome(r.RuleType, r.NotApplicable, r.BooleanOutput, r.NumericalOutput), r.NumericalOutput)
+}
+
+// Agrees says whether the review leaves the model's verdict as it was.
+func Agrees(r Review) bool { return modelLabel(r) == finalLabel(r) }
+
 // Agreement measures, per (ruleset, rule), the model against the current
 // review of each reviewed verdict (a confirm agrees; an override agrees
 // when it gives the model's verdict again). all holds the reviews of
@@ -51,14 +65,7 @@ func Agreement(all [][]Review) []RuleAgreement {
 				continue
 			}
 			seen[r.RuleID] = true
-			m := r.ModelVerdict
-			p := pair{model: label(m.Outcome, m.NumericalOutput)}
-			if r.Decision == Confirm {
-				p.final = p.model
-			} else {
-				out := engine.VerdictOutcome(r.RuleType, r.NotApplicable, r.BooleanOutput, r.NumericalOutput)
-				p.final = label(out, r.NumericalOutput)
-			}
+			p := pair{model: modelLabel(r), final: finalLabel(r)}
 			k := [2]string{r.RulesetID, r.RuleID}
 			byRule[k] = append(byRule[k], p)
 		}
