@@ -207,6 +207,7 @@ func (s *Server) Handler() http.Handler {
 			s.handle(mux, RoutePostReview, s.cfg.RequestTimeout, http.HandlerFunc(s.postReview))
 			s.handle(mux, RouteQueue, s.cfg.RequestTimeout, http.HandlerFunc(s.getQueue))
 			s.handle(mux, RouteAgreement, s.cfg.RequestTimeout, http.HandlerFunc(s.getAgreement))
+			s.handle(mux, RouteReviewedReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReviewedReport))
 		}
 	}
 	s.handle(mux, RouteInternalReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getInternalReport))

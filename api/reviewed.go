@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
 
+	"rulevalidator/engine"
 	"rulevalidator/jobs"
+	"rulevalidator/report"
 	"rulevalidator/reviews"
 )
 
@@ -80,4 +84,61 @@ func withFields(v any, fields ...field) (json.RawMessage, error) {
 		out = append(out, val...)
 	}
 	return append(out, '}'), nil
+}
+
+// RouteReviewedReport is the validation's report with the reviewers'
+// columns, built on request from its status and reviews.
+const RouteReviewedReport = "GET " + jobs.StatusPath + "{request_id}/report"
+
+// getReviewedReport answers the workbook of a completed validation with
+// each rule's current review and final outcome beside the model's verdict.
+func (s *Server) getReviewedReport(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.principal(w, r)
+	if !ok {
+		return
+	}
+	job, ok := s.lookup(w, r, p.Tenant, r.PathValue("request_id"))
+	if !ok {
+		return
+	}
+	if job.Status != jobs.Completed || job.Summary == nil {
+		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("validation %q is %s: only a completed validation has a report", job.RequestID, job.Status))
+		return
+	}
+	all, err := s.cfg.Reviews.List(r.Context(), p.Tenant, job.RequestID)
+	if err != nil {
+		s.unavailable(w, "reading reviews failed", err, p.Tenant, job.RequestID)
+		return
+	}
+	meta := report.Meta{RequestID: job.RequestID, TenantID: p.Tenant, GeneratedAt: s.cfg.Now().UTC(), Reviews: map[string]report.Review{}}
+	for _, v := range job.Verdicts {
+		cur := reviews.Current(all, v.RuleID)
+		if cur == nil {
+			continue
+		}
+		final := reviews.FinalOf(v, cur)
+		meta.Reviews[v.RuleID] = report.Review{Decision: string(cur.Decision), Reviewer: cur.Reviewer, ReviewedAt: cur.ReviewedAt,
+			Note: cur.Note, Final: outcomeWord(final)}
+	}
+	body, err := report.Build(meta, nil, reviews.EngineResult(*job.Summary, job.Verdicts))
+	if err != nil {
+		s.log.Error("api: building a reviewed report", "tenant_id", p.Tenant, "request_id", job.RequestID, "err", err)
+		writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", report.MIMEType)
+	h.Set("Content-Disposition", contentDisposition(report.FileName(meta)))
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// outcomeWord is a final outcome in one word, a score as its number.
+func outcomeWord(f reviews.Final) string {
+	if f.Outcome == engine.OutcomeScore && f.NumericalOutput != nil {
+		return strconv.Itoa(*f.NumericalOutput)
+	}
+	return string(f.Outcome)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/segmentio/kafka-go"
+	"github.com/xuri/excelize/v2"
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/kafkatest"
@@ -17,6 +19,7 @@ import (
 	"rulevalidator/jobs"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
+	"rulevalidator/report"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 )
@@ -298,6 +301,33 @@ func TestReviewsEndToEnd(t *testing.T) {
 	// Reviewed verdicts leave the queue.
 	if q := getQueue("status=pending", acme); q.ids() != "req-r2/signed req-r1/term req-r2/term" {
 		t.Errorf("queue after the reviews = %q", q.ids())
+	}
+	// The report again, with the reviewers' columns.
+	xlsx := call(t, http.MethodGet, ts.URL+"/v1/validations/req-r1/report", acme, nil)
+	if xlsx.status != http.StatusOK || xlsx.header.Get("Content-Type") != report.MIMEType {
+		t.Fatalf("GET report: %d %s", xlsx.status, xlsx.header)
+	}
+	f, err := excelize.OpenReader(bytes.NewReader(xlsx.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows(report.SheetReport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var insuredRow []string
+	for _, row := range rows[report.HeaderRow:] {
+		if len(row) >= report.ColRuleID && row[report.ColRuleID-1] == "insured" {
+			insuredRow = row
+		}
+	}
+	if len(insuredRow) < report.ColFinal || insuredRow[report.ColReviewDecision-1] != "override" || insuredRow[report.ColReviewer-1] != "user-of-acme" ||
+		insuredRow[report.ColFinal-1] != "fail" || insuredRow[report.ColConfidence-1] != "0.3" {
+		t.Errorf("the report's insured row = %q", insuredRow)
+	}
+	if r := call(t, http.MethodGet, ts.URL+"/v1/validations/req-r1/report", globex, nil); r.status != http.StatusNotFound {
+		t.Errorf("another tenant's report: %s", r)
 	}
 	if r := call(t, http.MethodGet, ts.URL+"/v1/reviews?status=done", acme, nil); r.status != http.StatusBadRequest {
 		t.Errorf("status=done: %s", r)

@@ -102,3 +102,32 @@ func Routed(verdicts []schemas.VerdictEvent) []Item {
 	}
 	return out
 }
+
+// EngineResult is a finished validation as the engine gave it, rebuilt from
+// its events, for what renders engine results (the report).
+func EngineResult(summary schemas.SummaryEvent, verdicts []schemas.VerdictEvent) *engine.Result {
+	res := &engine.Result{RulesetID: summary.RulesetID, Model: summary.Model, Aggregate: summary.Aggregate,
+		Sources: summary.Sources, Usage: summary.Usage}
+	if summary.RulesetVersion != nil {
+		res.RulesetVersion = *summary.RulesetVersion
+	}
+	for _, v := range verdicts {
+		ev := engine.Verdict{
+			RuleID: v.RuleID, Type: v.RuleType, DataSufficiency: v.DataSufficiency, Rationale: v.Rationale,
+			BooleanOutput: v.BooleanOutput, NumericalOutput: v.NumericalOutput, NotApplicable: v.NotApplicable,
+			Evidences: v.Evidences, Problems: v.Problems, PagesConsidered: v.PagesConsidered, Cached: v.Cached,
+			Confidence: v.Confidence, NeedsReview: v.NeedsReview,
+		}
+		if v.RuleName != nil {
+			ev.Name = *v.RuleName
+		}
+		if v.SufficiencyNote != nil {
+			ev.SufficiencyNote = *v.SufficiencyNote
+		}
+		for _, r := range v.ReviewReasons {
+			ev.ReviewReasons = append(ev.ReviewReasons, engine.ReviewReason(r))
+		}
+		res.Rules = append(res.Rules, ev)
+	}
+	return res
+}
