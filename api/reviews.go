@@ -158,12 +158,12 @@ func (s *Server) answerRepost(w http.ResponseWriter, old, posted reviews.Review)
 // memory), those its verdicts cite.
 func (s *Server) passages(ctx context.Context, job jobs.Job) (func(string) bool, error) {
 	ids := map[string]bool{}
-	in, found, err := s.cfg.Reviews.Material(ctx, job.TenantID, job.RequestID)
+	m, found, err := s.cfg.Reviews.Material(ctx, job.TenantID, job.RequestID)
 	if err != nil {
 		return nil, err
 	}
 	if found {
-		for _, p := range engine.Passages(in) {
+		for _, p := range engine.Passages(m.Inputs) {
 			ids[p.ID] = true
 		}
 	} else {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-
-	"rulevalidator/engine"
 )
 
 // DefaultMaxValidations is MemoryStoreConfig.MaxValidations' default.
@@ -122,22 +120,22 @@ func (s *MemoryStore) Reviewed(ctx context.Context, tenant string, fn func(strin
 
 // SaveMaterial keeps in (see Store); it is not copied, and must not be
 // changed after.
-func (s *MemoryStore) SaveMaterial(_ context.Context, tenant, requestID string, in *engine.Inputs) error {
+func (s *MemoryStore) SaveMaterial(_ context.Context, tenant, requestID string, m Material) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entry(tenant, requestID).material = in
+	s.entry(tenant, requestID).material = &m
 	return nil
 }
 
 // Material returns what SaveMaterial kept (see Store).
-func (s *MemoryStore) Material(_ context.Context, tenant, requestID string) (*engine.Inputs, bool, error) {
+func (s *MemoryStore) Material(_ context.Context, tenant, requestID string) (Material, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.byKey[memKey{tenant, requestID}]
 	if !ok || v.material == nil {
-		return nil, false, nil
+		return Material{}, false, nil
 	}
-	return v.material, true, nil
+	return *v.material, true, nil
 }
 
 func cloneReview(r Review) Review {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"rulevalidator/engine"
 	"rulevalidator/objstore"
 )
 
@@ -308,9 +307,9 @@ func (s *ObjectStore) Reviewed(ctx context.Context, tenant string, fn func(strin
 
 // materialDocument is what SaveMaterial stores.
 type materialDocument struct {
-	TenantID  string         `json:"tenant_id"`
-	RequestID string         `json:"request_id"`
-	Inputs    *engine.Inputs `json:"inputs"`
+	TenantID  string `json:"tenant_id"`
+	RequestID string `json:"request_id"`
+	Material
 }
 
 func (s *ObjectStore) materialKey(tenant, requestID string) (string, error) {
@@ -322,12 +321,12 @@ func (s *ObjectStore) materialKey(tenant, requestID string) (string, error) {
 }
 
 // SaveMaterial stores in (see Store).
-func (s *ObjectStore) SaveMaterial(ctx context.Context, tenant, requestID string, in *engine.Inputs) error {
+func (s *ObjectStore) SaveMaterial(ctx context.Context, tenant, requestID string, m Material) error {
 	key, err := s.materialKey(tenant, requestID)
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(materialDocument{TenantID: tenant, RequestID: requestID, Inputs: in})
+	body, err := json.Marshal(materialDocument{TenantID: tenant, RequestID: requestID, Material: m})
 	if err != nil {
 		return fmt.Errorf("reviews: encoding the material of validation %q: %w", requestID, err)
 	}
@@ -338,24 +337,24 @@ func (s *ObjectStore) SaveMaterial(ctx context.Context, tenant, requestID string
 }
 
 // Material reads what SaveMaterial stored (see Store).
-func (s *ObjectStore) Material(ctx context.Context, tenant, requestID string) (*engine.Inputs, bool, error) {
+func (s *ObjectStore) Material(ctx context.Context, tenant, requestID string) (Material, bool, error) {
 	key, err := s.materialKey(tenant, requestID)
 	if err != nil {
-		return nil, false, err
+		return Material{}, false, err
 	}
 	data, info, err := s.objects.GetBytesInfo(ctx, key)
 	if errors.Is(err, objstore.ErrNotFound) {
-		return nil, false, nil
+		return Material{}, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("reviews: reading the material of validation %q of tenant %q: %w", requestID, tenant, err)
+		return Material{}, false, fmt.Errorf("reviews: reading the material of validation %q of tenant %q: %w", requestID, tenant, err)
 	}
 	var d materialDocument
 	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, false, fmt.Errorf("reviews: document %s: %w", info.URI, err)
+		return Material{}, false, fmt.Errorf("reviews: document %s: %w", info.URI, err)
 	}
 	if d.TenantID != tenant || d.RequestID != requestID || d.Inputs == nil {
-		return nil, false, fmt.Errorf("reviews: document %s holds validation %q of tenant %q, not %q of %q", info.URI, d.RequestID, d.TenantID, requestID, tenant)
+		return Material{}, false, fmt.Errorf("reviews: document %s holds validation %q of tenant %q, not %q of %q", info.URI, d.RequestID, d.TenantID, requestID, tenant)
 	}
-	return d.Inputs, true, nil
+	return d.Material, true, nil
 }

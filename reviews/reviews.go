@@ -138,8 +138,15 @@ type Store interface {
 	// SaveMaterial keeps what the validation judged, for reviewers'
 	// passages and exports; Material reads it (found false when none was
 	// kept).
-	SaveMaterial(ctx context.Context, tenant, requestID string, in *engine.Inputs) error
-	Material(ctx context.Context, tenant, requestID string) (_ *engine.Inputs, found bool, _ error)
+	SaveMaterial(ctx context.Context, tenant, requestID string, m Material) error
+	Material(ctx context.Context, tenant, requestID string) (_ Material, found bool, _ error)
+}
+
+// Material is what a validation judged: its inputs, the documents' text as
+// read, and the ruleset it was judged on.
+type Material struct {
+	Ruleset *engine.Ruleset `json:"ruleset"`
+	Inputs  *engine.Inputs  `json:"inputs"`
 }
 
 var (
@@ -156,7 +163,7 @@ type validation struct {
 	Reviews   []Review `json:"reviews"`
 	// material is MemoryStore's copy of what was judged (ObjectStore keeps
 	// it in its own document).
-	material *engine.Inputs
+	material *Material
 }
 
 // add applies Store.Add's rule to v: the review it holds under r's id, or

@@ -123,11 +123,12 @@ func testStoreContract(t *testing.T, s Store) {
 	})
 	t.Run("material", func(t *testing.T) {
 		in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "a.txt", Pages: []string{"One.", "Two."}}}}
-		if err := s.SaveMaterial(ctx, "acme", "req-2", in); err != nil {
+		rs := &engine.Ruleset{ID: "rs", Rules: []engine.Rule{{RuleID: "a", RuleText: "A?"}}}
+		if err := s.SaveMaterial(ctx, "acme", "req-2", Material{Ruleset: rs, Inputs: in}); err != nil {
 			t.Fatal(err)
 		}
 		got, found, err := s.Material(ctx, "acme", "req-2")
-		if err != nil || !found || got.PrimaryDocs[0].Pages[1] != "Two." {
+		if err != nil || !found || got.Inputs.PrimaryDocs[0].Pages[1] != "Two." || got.Ruleset.Rules[0].RuleText != "A?" {
 			t.Errorf("Material = %+v, %v, %v", got, found, err)
 		}
 		if _, found, err := s.Material(ctx, "globex", "req-2"); err != nil || found {
