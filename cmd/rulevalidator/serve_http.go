@@ -71,8 +71,8 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.secret(&c.internalToken, "internal-token", "RULEVALIDATOR_INTERNAL_TOKEN", "credential of internal callers (at least 32 characters); empty disables /internal routes")
 	s.section("Reports and jobs")
 	s.str(&c.reportPrefix, "report-prefix", "RULEVALIDATOR_REPORT_PREFIX", report.DefaultPrefix, "object key prefix of reports")
-	s.str(&c.jobPrefix, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", jobs.DefaultPrefix, "object key prefix of job status documents (with --s3-endpoint)")
-	s.str(&c.reviewPrefix, "review-prefix", "RULEVALIDATOR_REVIEW_PREFIX", reviews.DefaultPrefix, "object key prefix of reviews (with --s3-endpoint); the review queue and what each validation judged are kept under it followed by -pending and -material")
+	jobPrefixSetting(s, &c.jobPrefix)
+	reviewPrefixSetting(s, &c.reviewPrefix)
 	s.str(&c.reviewScope, "review-scope", "RULEVALIDATOR_REVIEW_SCOPE", "", "scope a token needs to post reviews of verdicts (scope or scp claim); empty: any token of the tenant")
 	s.section("Callbacks")
 	s.secret(&c.callbackSecret, "callback-secret", "RULEVALIDATOR_CALLBACK_SECRET", "HMAC key that signs callbacks (at least 32 bytes); empty disables callbacks")
@@ -83,6 +83,16 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.integer(&c.callbackAttempts, "callback-attempts", "RULEVALIDATOR_CALLBACK_ATTEMPTS", "6", "attempts per callback (with --callback-backoff between them) before it is given up and committed")
 	s.duration(&c.callbackBackoff, "callback-backoff", "RULEVALIDATOR_CALLBACK_BACKOFF", "1s", "wait after a callback's first failed attempt; doubled after each further one, up to --callback-backoff-max")
 	s.duration(&c.callbackBackoffMax, "callback-backoff-max", "RULEVALIDATOR_CALLBACK_BACKOFF_MAX", "1m", "longest wait between two attempts at a callback, a longer Retry-After included")
+}
+
+// jobPrefixSetting is where job status documents are kept.
+func jobPrefixSetting(s *settings, p *string) {
+	s.str(p, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", jobs.DefaultPrefix, "object key prefix of job status documents (with --s3-endpoint)")
+}
+
+// reviewPrefixSetting is where reviews are kept.
+func reviewPrefixSetting(s *settings, p *string) {
+	s.str(p, "review-prefix", "RULEVALIDATOR_REVIEW_PREFIX", reviews.DefaultPrefix, "object key prefix of reviews (with --s3-endpoint); the review queue and what each validation judged are kept under it followed by -pending and -material")
 }
 
 func (c *httpConfig) validate() error {

@@ -180,6 +180,7 @@ func commandSettings() []commandSettingsEntry {
 		{"rulesets publish", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"rulesets list", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"cache purge", cachePurgeSettings(&s3Config{}, new(string))},
+		{"reviews export", reviewsExportSettings(&s3Config{}, new(string), new(string))},
 		{"healthcheck", healthcheckSettings(new(string))},
 	}
 }
