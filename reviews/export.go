@@ -148,10 +148,10 @@ type manifest struct {
 }
 
 type manifestCase struct {
-	ID          string  `json:"id"`
-	Description string  `json:"description"`
-	Input       string  `json:"input"`
-	Ruleset     string  `json:"ruleset"`
+	ID          string      `json:"id"`
+	Description string      `json:"description"`
+	Input       string      `json:"input"`
+	Ruleset     string      `json:"ruleset"`
 	Labels      []caseLabel `json:"labels"`
 }
 
