@@ -97,12 +97,8 @@ func (s *Server) getReviewedReport(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	job, ok := s.lookup(w, r, p.Tenant, r.PathValue("request_id"))
+	job, ok := s.completedJob(w, r, p.Tenant, "only a completed validation has a report")
 	if !ok {
-		return
-	}
-	if job.Status != jobs.Completed || job.Summary == nil {
-		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("validation %q is %s: only a completed validation has a report", job.RequestID, job.Status))
 		return
 	}
 	all, err := s.cfg.Reviews.List(r.Context(), p.Tenant, job.RequestID)

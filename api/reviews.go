@@ -66,12 +66,8 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, CodeForbidden, "the token names no subject (sub): a review must say who made it")
 		return
 	}
-	job, ok := s.lookup(w, r, p.Tenant, r.PathValue("request_id"))
+	job, ok := s.completedJob(w, r, p.Tenant, "only a completed validation's verdicts can be reviewed")
 	if !ok {
-		return
-	}
-	if job.Status != jobs.Completed || job.Summary == nil {
-		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("validation %q is %s: only a completed validation's verdicts can be reviewed", job.RequestID, job.Status))
 		return
 	}
 	body, ok := readBody(w, r)
@@ -141,6 +137,20 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 		s.cfg.ReviewMetrics.ObserveReview(string(v.RuleType), string(stored.Decision), reviews.Agrees(stored))
 	}
 	writeJSON(w, http.StatusCreated, stored)
+}
+
+// completedJob reads the tenant's completed job named by the path, answering
+// 404 (see lookup) or 409, with why, for one not completed.
+func (s *Server) completedJob(w http.ResponseWriter, r *http.Request, tenant, why string) (jobs.Job, bool) {
+	job, ok := s.lookup(w, r, tenant, r.PathValue("request_id"))
+	if !ok {
+		return jobs.Job{}, false
+	}
+	if job.Status != jobs.Completed || job.Summary == nil {
+		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("validation %q is %s: %s", job.RequestID, job.Status, why))
+		return jobs.Job{}, false
+	}
+	return job, true
 }
 
 // answerRepost answers a review id posted again: the stored review when it

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
 	"rulevalidator/jobs"
@@ -93,11 +92,7 @@ func runReviews(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintf(stderr, "reviews export: --timeout: %s must be positive\n", *timeout)
 		return exitInvalid
 	}
-	if err := s3.check(); err != nil {
-		return cl.invalid(err)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := s3.store(logger)
+	store, _, err := s3.openForCommand(stderr)
 	if err != nil {
 		return cl.invalid(err)
 	}
