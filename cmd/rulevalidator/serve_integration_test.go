@@ -111,6 +111,8 @@ func TestServeEndToEnd(t *testing.T) {
 		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3, 1,
 			"This Agreement is governed by the laws of the State of")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 0, RuleCount: 6,
+		// The corrected page routes it to a person.
+		NeedsReview: true, ReviewReasons: []string{"corrected_page"}, RuleWeight: ptr(1.0),
 	})
 	checkVerdictFields(t, got[4], &schemas.VerdictEvent{
 		EventID: tenant + "/" + id + "/payment-terms", RequestID: id, TenantID: tenant,
@@ -121,6 +123,7 @@ func TestServeEndToEnd(t *testing.T) {
 		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2, 2,
 			"Invoices are payable within thirty (30) days of receipt.")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 4, RuleCount: 6,
+		RuleWeight: ptr(2.0),
 	})
 	// The rest: outcomes and how each quote was anchored to a verbatim span.
 	for i, w := range []struct {
@@ -180,7 +183,7 @@ func TestServeEndToEnd(t *testing.T) {
 		EventID: tenant + "/" + id, RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
 		Status: schemas.StatusCompleted,
-		Counts: schemas.Counts{Rules: 6, Passed: 2, Failed: 2},
+		Counts: schemas.Counts{Rules: 6, Passed: 2, Failed: 2, NeedsReview: 1},
 		Aggregate: schemas.Aggregate{
 			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 4, PassedCount: 2},
 			Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean", Score: ptr(2.0), Counted: 2},
