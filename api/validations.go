@@ -259,7 +259,16 @@ func (s *Server) getValidation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, jobs.NewBody(job))
+	if s.cfg.Reviews == nil {
+		writeJSON(w, http.StatusOK, jobs.NewBody(job))
+		return
+	}
+	body, err := s.reviewedStatus(r.Context(), job)
+	if err != nil {
+		s.unavailable(w, "reading reviews failed", err, p.Tenant, job.RequestID)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // lookup reads the tenant's job, answering 404 (missing, or another

@@ -197,3 +197,7 @@ func orDefault[T ~string](v, def T) T {
 	}
 	return v
 }
+
+// AggregateVerdicts combines verdicts with rs's modes, as Evaluate does: the
+// one aggregation, also of verdicts a person corrected.
+func AggregateVerdicts(rs *Ruleset, verdicts []Verdict) Aggregate { return aggregate(rs, verdicts) }

@@ -69,6 +69,10 @@ type Config struct {
 	// auto decides once per model from the server's prompt token count,
 	// see InstructionsAuto).
 	Instructions Instructions
+	// ReviewBelowConfidence routes a verdict to a person when its
+	// confidence is under it (0..1), unless its ruleset or rule sets its
+	// own threshold; 0 (the default): none is routed for its confidence.
+	ReviewBelowConfidence float64
 	// Cache keeps verdicts by what decided them (VerdictKey), so that a
 	// rule judged on the same material is not asked again; nil: none.
 	Cache VerdictCache
@@ -190,7 +194,7 @@ func (c *Config) Validate() error {
 	if c.CallConcurrency < 0 {
 		return fmt.Errorf("engine: CallConcurrency %d must not be negative", c.CallConcurrency)
 	}
-	return nil
+	return checkReviewThreshold(c.ReviewBelowConfidence)
 }
 
 // Engine judges requests. It is safe for concurrent use.
@@ -275,6 +279,7 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) (*Result, error) {
 	if cr != nil {
 		e.store(ctx, cr, model, in.Documents())
 	}
+	routeReviews(rs, verdicts, e.cfg.ReviewBelowConfidence)
 	return &Result{
 		RulesetID:      rs.ID,
 		RulesetVersion: rs.Version,

@@ -104,6 +104,9 @@ func (c *treeCheck) group(rs *Ruleset, at groupPlace, parentType RuleType, globa
 		}
 	}
 
+	if t := rs.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
+		add(-1, "", "review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
+	}
 	globalOK := inherited
 	if rs.GlobalNumericalRuleConfig != nil || !nested {
 		global, globalOK = rs.globalScores(add)
@@ -142,6 +145,10 @@ func (c *treeCheck) group(rs *Ruleset, at groupPlace, parentType RuleType, globa
 			r.Weight = &one
 		} else if w := *r.Weight; !(w > 0) || math.IsInf(w, 0) {
 			add(i, r.RuleID, "weight", "must be a finite number greater than 0 (got %v)", w)
+		}
+
+		if t := r.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
+			add(i, r.RuleID, "review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
 		}
 
 		if r.Type == "" && (rs.Type == Boolean || rs.Type == Numerical) {

@@ -71,13 +71,13 @@ func yamlNumber(v any) bool {
 
 var (
 	rulesetFields = []string{"id", "version", "type", "global_numerical_rule_config", "boolean_aggregation",
-		"numerical_aggregation", "generate_report", "cache", "inputs", "nested_rulesets", "filter_criteria", "rules"}
+		"numerical_aggregation", "generate_report", "cache", "review_below_confidence", "inputs", "nested_rulesets", "filter_criteria", "rules"}
 	// A nested ruleset takes the fields that shape its own rules and its
 	// aggregation; the rest belong to the request's ruleset as a whole.
 	nestedFields = []string{"id", "name", "type", "global_numerical_rule_config", "boolean_aggregation",
 		"numerical_aggregation", "nested_rulesets", "filter_criteria", "required", "weight", "rules"}
 	ruleFields = []string{"rule_id", "rule_text", "type", "numerical_rule_config", "not_applicable_text", "name", "weight",
-		"filter_criteria", "check"}
+		"filter_criteria", "check", "review_below_confidence"}
 )
 
 // ruleset reads the top-level ruleset.
@@ -163,6 +163,13 @@ func (p *rulesetParser) rulesetInto(doc any, rs *Ruleset, depth int) bool {
 		case "cache":
 			b := boolean(key, v)
 			rs.Cache = &b
+		case "review_below_confidence":
+			t, ok := numberValue(v)
+			if !ok {
+				p.typeErr(-1, "", key, "a number from 0 to 1", v)
+				continue
+			}
+			rs.ReviewBelowConfidence = &t
 		case "nested_rulesets":
 			rs.NestedRulesets = p.nested(v, depth)
 		case "filter_criteria":
@@ -313,6 +320,13 @@ func (p *rulesetParser) rule(i int, v any, r *Rule) {
 				continue
 			}
 			r.Weight = &w
+		case "review_below_confidence":
+			t, ok := numberValue(v)
+			if !ok {
+				p.typeErr(i, r.RuleID, key, "a number from 0 to 1", v)
+				continue
+			}
+			r.ReviewBelowConfidence = &t
 		case "numerical_rule_config":
 			r.NumericalRuleConfig = p.numericalConfig(i, r.RuleID, v)
 		case "filter_criteria":

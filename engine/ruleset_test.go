@@ -156,6 +156,7 @@ func TestParseRulesetReadsEveryField(t *testing.T) {
 		NumericalAggregation:      engine.AggregateWeightedMean,
 		GenerateReport:            true,
 		Cache:                     pointerTo(false),
+		ReviewBelowConfidence:     pointerTo(0.7),
 		Inputs:                    map[string]ruleexpr.Type{"region": ruleexpr.TypeString},
 		NestedRulesets: []engine.Ruleset{{ID: "child", Name: "Child", Type: engine.Numerical, Required: true, Weight: pointerTo(2.0),
 			BooleanAggregation: engine.AggregateAll, NumericalAggregation: engine.AggregateMin,
@@ -163,14 +164,15 @@ func TestParseRulesetReadsEveryField(t *testing.T) {
 		FilterCriteria: `inputs.region == "EU"`,
 		Required:       false,
 		Rules: []engine.Rule{{
-			RuleID:              "r",
-			RuleText:            "text",
-			Type:                engine.Numerical,
-			NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2}},
-			NotApplicableText:   "alternate",
-			Name:                "Name",
-			Weight:              pointerTo(0.5),
-			FilterCriteria:      `inputs.region != ""`,
+			RuleID:                "r",
+			RuleText:              "text",
+			Type:                  engine.Numerical,
+			NumericalRuleConfig:   &engine.NumericalRuleConfig{PossibleScores: []int{1, 2}},
+			NotApplicableText:     "alternate",
+			Name:                  "Name",
+			Weight:                pointerTo(0.5),
+			ReviewBelowConfidence: pointerTo(0.9),
+			FilterCriteria:        `inputs.region != ""`,
 		}},
 	}
 	// Required, Weight and Name belong to nested rulesets: see the child,
@@ -255,7 +257,7 @@ rules:
   - {rule_id: r2, rule_text: b}
   - {rule_id: r3, rule_text: c, scroe: 3}
 `,
-			want: []string{`ruleset "contract-review": rules[2] (rule_id "r3"): unknown field "scroe" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight, filter_criteria, check)`},
+			want: []string{`ruleset "contract-review": rules[2] (rule_id "r3"): unknown field "scroe" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight, filter_criteria, check, review_below_confidence)`},
 		},
 		{
 			name: "unknown fields at every level",
@@ -263,7 +265,7 @@ rules:
 			"rules": [{"rule_id": "a", "rule_text": "t", "type": "numerical", "numerical_rule_config": {"scores": [1]}}]}`,
 			want: []string{
 				`ruleset "u": global_numerical_rule_config: unknown field "min" (known: min_score, max_score, increment)`,
-				`ruleset "u": unknown field "rule" (known: id, version, type, global_numerical_rule_config, boolean_aggregation, numerical_aggregation, generate_report, cache, inputs, nested_rulesets, filter_criteria, rules)`,
+				`ruleset "u": unknown field "rule" (known: id, version, type, global_numerical_rule_config, boolean_aggregation, numerical_aggregation, generate_report, cache, review_below_confidence, inputs, nested_rulesets, filter_criteria, rules)`,
 				// min/max were misspelt, so the rule has no score set.
 				`ruleset "u": global_numerical_rule_config.min_score: missing, and needed by the numerical rules without possible_scores: a`,
 				`ruleset "u": global_numerical_rule_config.max_score: missing, and needed by the numerical rules without possible_scores: a`,
@@ -386,6 +388,16 @@ rules:
 				`ruleset "weights": rules[0] (rule_id "zero"): weight: must be a finite number greater than 0 (got 0)`,
 				`ruleset "weights": rules[1] (rule_id "negative"): weight: must be a finite number greater than 0 (got -1.5)`,
 				`ruleset "weights": rules[2] (rule_id "huge"): weight: must be a finite number (got a number)`,
+			},
+		},
+		{
+			name: "review thresholds",
+			doc: `{"id": "thresholds", "review_below_confidence": 1.5, "rules": [{"rule_id": "neg", "rule_text": "t", "review_below_confidence": -0.1},
+			{"rule_id": "text", "rule_text": "t", "review_below_confidence": "high"}, {"rule_id": "fine", "rule_text": "t", "review_below_confidence": 1}]}`,
+			want: []string{
+				`ruleset "thresholds": review_below_confidence: must be a number from 0 to 1 (got 1.5)`,
+				`ruleset "thresholds": rules[0] (rule_id "neg"): review_below_confidence: must be a number from 0 to 1 (got -0.1)`,
+				`ruleset "thresholds": rules[1] (rule_id "text"): review_below_confidence: must be a number from 0 to 1 (got a string)`,
 			},
 		},
 		{
@@ -694,7 +706,7 @@ rules:
 	// Output:
 	// signed boolean [] 1
 	// clarity numerical [0 2 4] 1
-	// ruleset "example": rules[0] (rule_id "a"): unknown field "rule_txt" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight, filter_criteria, check)
+	// ruleset "example": rules[0] (rule_id "a"): unknown field "rule_txt" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight, filter_criteria, check, review_below_confidence)
 	// ruleset "example": rules[0] (rule_id "a"): rule_text: missing or blank
 }
 

@@ -62,6 +62,10 @@ type Ruleset struct {
 	// no verdict is taken from the verdict cache or stored in it. Unset
 	// means true.
 	Cache *bool `json:"cache,omitempty"`
+	// ReviewBelowConfidence routes a verdict of this ruleset to a person
+	// when its confidence is under it (0..1); nil: the service's default.
+	// A rule's own setting overrides it.
+	ReviewBelowConfidence *float64 `json:"review_below_confidence,omitempty"`
 	// Inputs declares the named inputs the ruleset's expressions read, with
 	// their types. When given (top level only), an expression reading any
 	// other name is refused at load, and a request's value of another type
@@ -120,6 +124,9 @@ type Rule struct {
 	// model: a bool for a boolean rule, a number (mapped to the nearest
 	// allowed score) or a bool (highest or lowest score) for a numerical one.
 	Check string `json:"check,omitempty"`
+	// ReviewBelowConfidence overrides the ruleset's threshold for this
+	// rule (0..1; 0: never routed for its confidence).
+	ReviewBelowConfidence *float64 `json:"review_below_confidence,omitempty"`
 }
 
 // AllowedScores is the resolved score set of a numerical rule (after Validate).
@@ -196,6 +203,10 @@ type Verdict struct {
 	// the server returns log-probabilities. Nil when nothing measured it;
 	// never invented.
 	Confidence *float64 `json:"confidence"`
+	// NeedsReview says a person should check the verdict; ReviewReasons
+	// say why (RouteReview). Set at the end of Evaluate.
+	NeedsReview   bool           `json:"needs_review"`
+	ReviewReasons []ReviewReason `json:"review_reasons,omitempty"`
 }
 
 // Result is the engine's answer for one request.
@@ -222,6 +233,8 @@ type Counts struct {
 	InsufficientData int
 	// Cached counts the verdicts taken from the verdict cache.
 	Cached int
+	// NeedsReview counts the verdicts routed to a person.
+	NeedsReview int
 }
 
 // CountVerdicts counts verdicts by Outcome: the one count the summary event and the report
@@ -243,6 +256,9 @@ func CountVerdicts(verdicts []Verdict) Counts {
 		}
 		if v.Cached != nil {
 			c.Cached++
+		}
+		if v.NeedsReview {
+			c.NeedsReview++
 		}
 	}
 	return c

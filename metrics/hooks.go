@@ -154,6 +154,16 @@ func (m *Metrics) ObserveReportUpload(took time.Duration, err error) {
 	}
 }
 
+// ObserveReview counts a recorded review of a verdict on a rule of ruleType,
+// its decision, and whether its final verdict is the model's.
+func (m *Metrics) ObserveReview(ruleType, decision string, agreed bool) {
+	ruleType = ruleTypes.bound(ruleType)
+	m.reviews.WithLabelValues(ruleType, reviewDecisions.bound(decision)).Inc()
+	if agreed {
+		m.reviewAgreements.WithLabelValues(ruleType).Inc()
+	}
+}
+
 // ObserveCallback counts a callback notification that ended; it fits
 // callback.Config's OnDone.
 func (m *Metrics) ObserveCallback(d callback.Delivery) {

@@ -71,6 +71,8 @@ var (
 	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
 	callbackOutcomes = newLabelSet(CallbackDelivered, CallbackGivenUp, CallbackInterrupted)
 	cacheOutcomes    = newLabelSet(engine.CacheHit, engine.CacheMiss, engine.CacheStale)
+	ruleTypes        = newLabelSet(string(engine.Boolean), string(engine.Numerical))
+	reviewDecisions  = newLabelSet("confirm", "override")
 )
 
 // Outcomes of rulevalidator_callbacks_total (see ObserveCallback).
@@ -112,6 +114,9 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+
+	reviews          *prometheus.CounterVec
+	reviewAgreements *prometheus.CounterVec
 
 	buildInfo *prometheus.GaugeVec
 }
@@ -193,6 +198,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		httpDuration: b.histogramVec("http_request_duration_seconds",
 			"Time taken to serve one HTTP API request, by route pattern.",
 			httpBuckets, "route"),
+		reviews: b.counterVec("reviews_total",
+			"Reviews of verdicts recorded, by rule type (boolean or numerical) and decision (confirm or override).",
+			"rule_type", "decision"),
+		reviewAgreements: b.counterVec("review_agreements_total",
+			"Reviews whose final verdict is the model's (a confirm, or an override giving the model's verdict again), by rule type; divided by reviews_total, the model's accuracy against the reviewers. Per-rule accuracy and Cohen's kappa are served by GET /v1/reviews/agreement.",
+			"rule_type"),
 		buildInfo: b.gaugeVec("build_info",
 			"Always 1; its labels say which build is running.",
 			"version", "go_version", "revision"),
@@ -238,6 +249,12 @@ func (m *Metrics) preinitialise() {
 	}
 	for _, how := range []string{engine.DecidedFiltered, engine.DecidedChecked} {
 		m.rulesDecided.WithLabelValues(how)
+	}
+	for _, t := range ruleTypes.values {
+		for _, d := range reviewDecisions.values {
+			m.reviews.WithLabelValues(t, d)
+		}
+		m.reviewAgreements.WithLabelValues(t)
 	}
 	for _, c := range pipeline.Causes {
 		m.envFault.WithLabelValues(string(c)).Set(0)

@@ -55,6 +55,7 @@ func exercise(m *Metrics) {
 
 	m.ObserveReportUpload(80*time.Millisecond, nil)
 	m.ObserveCallback(callback.Delivery{Delivered: true, Attempts: 1, Status: 200})
+	m.ObserveReview("boolean", "confirm", true)
 	_ = m.CountDeadLetters(publisherFunc(func(context.Context, *consumer.Message, string, error) error { return nil })).
 		PublishDeadLetter(context.Background(), &consumer.Message{}, string(schemas.ReasonUndecodable), errors.New("not avro"))
 
@@ -721,5 +722,28 @@ func TestObserveCallback(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.callbacks); n != 3 {
 		t.Errorf("%d callback series, want 3", n)
+	}
+}
+
+func TestObserveReview(t *testing.T) {
+	m, _ := newMetrics(t)
+	m.ObserveReview("boolean", "confirm", true)
+	m.ObserveReview("boolean", "override", false)
+	m.ObserveReview("numerical", "override", true)
+	m.ObserveReview("ternary", "approve", false) // outside the known sets
+	for _, tc := range []struct {
+		c    prometheus.Collector
+		want float64
+	}{
+		{m.reviews.WithLabelValues("boolean", "confirm"), 1},
+		{m.reviews.WithLabelValues("boolean", "override"), 1},
+		{m.reviews.WithLabelValues("numerical", "override"), 1},
+		{m.reviews.WithLabelValues("other", "other"), 1},
+		{m.reviewAgreements.WithLabelValues("boolean"), 1},
+		{m.reviewAgreements.WithLabelValues("numerical"), 1},
+	} {
+		if got := testutil.ToFloat64(tc.c); got != tc.want {
+			t.Errorf("%v = %v, want %v", tc.c, got, tc.want)
+		}
 	}
 }

@@ -172,6 +172,11 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			CompletedAt:     schemas.EventTime(completed),
 			RuleIndex:       i,
 			RuleCount:       count,
+			Confidence:      clone.Ptr(v.Confidence),
+			NeedsReview:     v.NeedsReview,
+		}
+		for _, r := range v.ReviewReasons {
+			ev.ReviewReasons = append(ev.ReviewReasons, string(r))
 		}
 		if c := v.Cached; c != nil {
 			ev.Cached = &schemas.CachedFrom{JudgedAt: schemas.EventTime(c.JudgedAt), RequestID: c.RequestID}
@@ -181,6 +186,8 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			rule := rules[idx]
 			ev.RuleIndex = idx
 			ev.AllowedScores = clone.OrNil(rule.AllowedScores())
+			weight := rule.WeightOrDefault()
+			ev.RuleWeight = &weight
 			if name == "" {
 				name = rule.Name
 			}

@@ -324,12 +324,13 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 // storeResult stores pub's result unless it is stored already.
 func (p *Pipeline) storeResult(ctx context.Context, pub *published) error {
 	if p.cfg.Results == nil || pub.stored {
+		pub.out.Material, pub.out.Ruleset = nil, nil
 		return nil
 	}
 	if err := p.cfg.Results.StoreResult(ctx, pub.req, pub.out); err != nil {
 		return &resultStoreError{fmt.Errorf("storing the result of request %q (tenant %q): %w", pub.req.RequestID, pub.req.TenantID, err)}
 	}
-	pub.stored = true
+	pub.stored, pub.out.Material, pub.out.Ruleset = true, nil, nil
 	return nil
 }
 
@@ -373,6 +374,14 @@ func (p *Pipeline) callback(req *schemas.Request, out Outcome) (*producer.Callba
 type Outcome struct {
 	Verdicts []schemas.VerdictEvent
 	Summary  schemas.SummaryEvent
+	// Material is what was judged, the documents' text as read, and Ruleset
+	// the ruleset it was judged on, for the ResultStore to keep beside the
+	// result (reviewers cite the material's passages; reviewed validations
+	// become evaluation cases); nil for a request that failed. They are
+	// dropped once the result is stored, so results kept for redeliveries
+	// hold no document text.
+	Material *engine.Inputs
+	Ruleset  *engine.Ruleset
 }
 
 // Judge resolves, judges and reports one decoded request without publishing
@@ -414,9 +423,17 @@ func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start
 		return Outcome{Summary: summary}, err
 	}
 	completed := p.cfg.Now()
+	// The documents are read: the inputs are built again from them as judge
+	// built them.
+	material, err := EngineInputs(req)
+	if err != nil {
+		material = nil
+	}
 	return Outcome{
 		Verdicts: NewVerdictEvents(req, rs, res, res.Model, start, completed),
 		Summary:  NewSummary(req, rs, res, res.Model, report, start, completed),
+		Material: material,
+		Ruleset:  rs,
 	}, nil
 }
 

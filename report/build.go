@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,21 @@ type Meta struct {
 	TenantID       string
 	Model          string
 	GeneratedAt    time.Time
+	// Reviews, when not nil, adds the reviewers' columns to the rules
+	// table: each rule's current review by rule id (a rule without one
+	// leaves them blank).
+	Reviews map[string]Review
+}
+
+// Review is what the reviewers' columns show of a rule's current review.
+type Review struct {
+	Decision   string // confirm or override
+	Reviewer   string
+	ReviewedAt time.Time
+	Note       string
+	// Final is the rule's final outcome in one word (pass, fail, a score,
+	// not_applicable).
+	Final string
 }
 
 // Sheet names and the fixed layout of the Report sheet, so that readers can
@@ -66,6 +82,16 @@ const (
 	ColDataSufficient
 	ColRationale
 	ColEvidence
+	// ColConfidence is the model's confidence, blank when unmeasured.
+	ColConfidence
+	// ColNeedsReview says whether the verdict was routed to a person, and why.
+	ColNeedsReview
+	// The reviewers' columns, present when Meta.Reviews is set.
+	ColReviewDecision
+	ColReviewer
+	ColReviewedAt
+	ColReviewNote
+	ColFinal
 )
 
 // Fills (RRGGBB) of result cells: Excel's Good, Bad and Neutral styles.
@@ -88,6 +114,20 @@ type column struct {
 var ruleColumns = []column{
 	{"Rule", 30}, {"Rule ID", 18}, {"Type", 11}, {"Result", 14},
 	{"Allowed scores", 16}, {"Data sufficient", 10}, {"Rationale", 60}, {"Evidence", 60},
+	{"Confidence", 11}, {"Needs review", 24},
+}
+
+var reviewColumns = []column{
+	{"Review", 11}, {"Reviewer", 18}, {"Reviewed at", 20}, {"Review note", 50}, {"Final outcome", 14},
+}
+
+// columns are the rules table's columns: the reviewers' too when there are
+// reviews.
+func (b *builder) columns() []column {
+	if b.meta.Reviews == nil {
+		return ruleColumns
+	}
+	return append(slices.Clone(ruleColumns), reviewColumns...)
 }
 
 var evidenceColumns = []column{
@@ -347,7 +387,7 @@ func (b *builder) reportSheet() error {
 		return err
 	}
 	s := newSheet(b, SheetReport)
-	s.widths(ruleColumns)
+	s.widths(b.columns())
 
 	title := "Validation report: ruleset " + orDash(b.meta.RulesetID)
 	if b.meta.RulesetVersion != "" {
@@ -380,7 +420,7 @@ func (b *builder) reportSheet() error {
 	b.booleanAggregate(s, AggregatesRow+1)
 	b.numericalAggregate(s, AggregatesRow+2)
 
-	s.header(HeaderRow, ruleColumns)
+	s.header(HeaderRow, b.columns())
 	for i, row := range b.rows {
 		if row.group != nil {
 			b.groupRow(s, FirstRuleRow+i, row)
@@ -388,7 +428,7 @@ func (b *builder) reportSheet() error {
 		}
 		b.ruleRow(s, FirstRuleRow+i, row)
 	}
-	s.autoFilter(HeaderRow, len(ruleColumns), len(b.rows))
+	s.autoFilter(HeaderRow, len(b.columns()), len(b.rows))
 	s.fitRows()
 	if s.err == nil {
 		s.err = b.f.SetRowHeight(SheetReport, TitleRow, 22)
@@ -455,7 +495,7 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 
 	v := r.verdict
 	if v == nil {
-		for _, col := range []int{ColDataSufficient, ColRationale, ColEvidence} {
+		for _, col := range []int{ColDataSufficient, ColRationale, ColEvidence, ColConfidence, ColNeedsReview} {
 			s.text(col, row, "", lookBody)
 		}
 		return
@@ -463,6 +503,37 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 	s.text(ColDataSufficient, row, yesNo(v.DataSufficiency), lookBody)
 	s.text(ColRationale, row, rationaleText(v), lookBody)
 	s.text(ColEvidence, row, evidenceLines(v.Evidences), lookBody)
+	if v.Confidence != nil {
+		s.float(ColConfidence, row, *v.Confidence, lookBody)
+	} else {
+		s.text(ColConfidence, row, "", lookBody)
+	}
+	s.text(ColNeedsReview, row, needsReviewText(v), lookBody)
+	if b.meta.Reviews == nil {
+		return
+	}
+	rv, ok := b.meta.Reviews[r.id]
+	at := ""
+	if ok {
+		at = rv.ReviewedAt.UTC().Format(time.RFC3339)
+	}
+	s.text(ColReviewDecision, row, rv.Decision, lookBody)
+	s.text(ColReviewer, row, rv.Reviewer, lookBody)
+	s.text(ColReviewedAt, row, at, lookBody)
+	s.text(ColReviewNote, row, rv.Note, lookBody)
+	s.text(ColFinal, row, rv.Final, lookBody)
+}
+
+// needsReviewText is "no", or "yes: " and the reasons.
+func needsReviewText(v *engine.Verdict) string {
+	if !v.NeedsReview {
+		return "no"
+	}
+	reasons := make([]string, len(v.ReviewReasons))
+	for i, r := range v.ReviewReasons {
+		reasons[i] = string(r)
+	}
+	return "yes: " + strings.Join(reasons, ", ")
 }
 
 // rationaleText is the verdict's rationale and, when the engine kept it

@@ -27,6 +27,8 @@ func eventFromNative(name string, rec map[string]any) (Event, error) {
 		ev = summaryFromNative(r)
 	case DeadLetterSchema:
 		ev = deadLetterFromNative(r)
+	case ReviewSchema:
+		ev = reviewFromNative(r)
 	default:
 		return nil, fmt.Errorf("%s is not a rulevalidator event", name)
 	}
@@ -111,6 +113,10 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		v.AllowedScores = append(v.AllowedScores, int(n))
 	}
 	v.Problems = r.strs("problems")
+	v.Confidence = r.optDouble("confidence")
+	v.NeedsReview = r.defaultedBool("needs_review")
+	v.ReviewReasons = r.strs("review_reasons")
+	v.RuleWeight = r.optDouble("rule_weight")
 	v.PagesConsidered = pagesFromNative(r)
 	if c, ok := r.record("cached", nullable); ok {
 		v.Cached = &CachedFrom{JudgedAt: c.time("judged_at"), RequestID: c.str("request_id")}
@@ -190,6 +196,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			NotApplicable:    counts.int("not_applicable"),
 			InsufficientData: counts.int("insufficient_data"),
 			Cached:           counts.defaultedInt("cached"),
+			NeedsReview:      counts.defaultedInt("needs_review"),
 		},
 		Usage: Usage{
 			PromptTokens:     usage.int("prompt_tokens"),

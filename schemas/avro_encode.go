@@ -157,6 +157,10 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"rule_index":       v.RuleIndex,
 		"rule_count":       v.RuleCount,
 		"cached":           cachedNative(v.Cached),
+		"confidence":       opt("double", v.Confidence),
+		"needs_review":     v.NeedsReview,
+		"review_reasons":   nativeList(v.ReviewReasons),
+		"rule_weight":      opt("double", v.RuleWeight),
 	}, nil
 }
 
@@ -230,6 +234,7 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 			"not_applicable":    s.Counts.NotApplicable,
 			"insufficient_data": s.Counts.InsufficientData,
 			"cached":            s.Counts.Cached,
+			"needs_review":      s.Counts.NeedsReview,
 		},
 		"aggregate": aggregateNative(s.Aggregate),
 		"sources":   sources,

@@ -33,7 +33,7 @@ func TestAvroCodecsListTheEventSchemas(t *testing.T) {
 			t.Errorf("%s: canonical form %s lacks the full name", s.Name(), s.Canonical())
 		}
 	}
-	assertEqual(t, names, []string{RequestSchema, VerdictSchema, SummarySchema, DeadLetterSchema})
+	assertEqual(t, names, []string{RequestSchema, VerdictSchema, SummarySchema, DeadLetterSchema, ReviewSchema})
 }
 
 // TestAvroFingerprint checks the CRC-64-AVRO fingerprint against the Avro
@@ -351,7 +351,8 @@ func TestAvroEventEvolution(t *testing.T) {
 	ours, _ := c.Schema(VerdictSchema)
 	older := dropFields(t, ours.Text(), "rule_name", "evidences", "allowed_scores")
 	newer := strings.Replace(ours.Text(), `"fields": [`, `"fields": [
-    {"name": "confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
+    {"name": "calibrated_confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
+	beforeReviewRouting := dropFields(t, ours.Text(), "confidence", "needs_review", "review_reasons", "rule_weight")
 	citationAdditions := []string{"passage_id", "cited_page_number"}
 	evidenceAdditions := append([]string{"quoted_text", "similarity", "altered", "differences"}, citationAdditions...)
 	beforeAlteredEvidence := dropEvidenceFields(t, dropFields(t, ours.Text(), "sufficiency_note", "problems", "pages_considered"), evidenceAdditions...)
@@ -383,6 +384,14 @@ func TestAvroEventEvolution(t *testing.T) {
 			delete(m, "evidences")
 			delete(m, "allowed_scores")
 		}, func(v *VerdictEvent) { v.RuleName, v.Evidences, v.AllowedScores = nil, nil, nil }},
+		{"writer before confidence and review routing", beforeReviewRouting, func(m map[string]any) {
+			delete(m, "confidence")
+			delete(m, "needs_review")
+			delete(m, "review_reasons")
+			delete(m, "rule_weight")
+		}, func(v *VerdictEvent) {
+			v.Confidence, v.NeedsReview, v.ReviewReasons, v.RuleWeight = nil, false, nil, nil
+		}},
 		{"writer before passage_id, cited_page_number and problems", beforeCitations, dropCitations, withoutCitations},
 		{"writer before pages_considered", beforePages, func(m map[string]any) {
 			dropCitations(m)
@@ -408,7 +417,7 @@ func TestAvroEventEvolution(t *testing.T) {
 			}
 		}},
 		{"newer writer", newer, func(m map[string]any) {
-			m["confidence"] = goavro.Union("double", 0.9)
+			m["calibrated_confidence"] = goavro.Union("double", 0.9)
 		}, func(*VerdictEvent) {}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

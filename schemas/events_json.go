@@ -86,6 +86,10 @@ type verdictJSON struct {
 	RuleIndex       int             `json:"rule_index"`
 	RuleCount       int             `json:"rule_count"`
 	Cached          *cachedJSON     `json:"cached"`
+	Confidence      *float64        `json:"confidence"`
+	NeedsReview     bool            `json:"needs_review"`
+	ReviewReasons   []string        `json:"review_reasons"`
+	RuleWeight      *float64        `json:"rule_weight"`
 }
 
 type cachedJSON struct {
@@ -148,6 +152,10 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 		CompletedAt:     timeJSON(v.CompletedAt),
 		RuleIndex:       v.RuleIndex,
 		RuleCount:       v.RuleCount,
+		Confidence:      v.Confidence,
+		NeedsReview:     v.NeedsReview,
+		ReviewReasons:   emptyIfNil(v.ReviewReasons),
+		RuleWeight:      v.RuleWeight,
 	}
 	if v.Cached != nil {
 		out.Cached = &cachedJSON{JudgedAt: timeJSON(v.Cached.JudgedAt), RequestID: v.Cached.RequestID}
@@ -210,6 +218,10 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		Problems:        clone.OrNil(in.Problems),
 		RuleIndex:       in.RuleIndex,
 		RuleCount:       in.RuleCount,
+		Confidence:      in.Confidence,
+		NeedsReview:     in.NeedsReview,
+		ReviewReasons:   clone.OrNil(in.ReviewReasons),
+		RuleWeight:      in.RuleWeight,
 	}
 	if err := parseTimes(fmt.Sprintf("verdict %q", in.EventID),
 		timeField{"started_at", in.StartedAt, &out.StartedAt},
@@ -317,6 +329,7 @@ type countsJSON struct {
 	NotApplicable    int `json:"not_applicable"`
 	InsufficientData int `json:"insufficient_data"`
 	Cached           int `json:"cached"`
+	NeedsReview      int `json:"needs_review"`
 }
 
 type aggregateJSON struct {

@@ -357,7 +357,11 @@ func ExampleVerdictEvent_MarshalJSON() {
 	//   "completed_at": "2025-03-01T09:30:01.750Z",
 	//   "rule_index": 0,
 	//   "rule_count": 1,
-	//   "cached": null
+	//   "cached": null,
+	//   "confidence": null,
+	//   "needs_review": false,
+	//   "review_reasons": [],
+	//   "rule_weight": null
 	// }
 }
 

@@ -98,6 +98,17 @@ func sampleEvents() []eventCase {
 			StartedAt: t1, CompletedAt: t2,
 		}},
 		{"summary/full", fullSummary()},
+		{"review/override", &ReviewEvent{
+			EventID: "acme/req-1/payment-terms/rv-1", ReviewID: "rv-1", RequestID: "req-1", TenantID: "acme", RulesetID: "supplier-onboarding",
+			RuleID: "payment-terms", RuleType: RuleBoolean, Decision: "override", BooleanOutput: new(false),
+			Note: "Clause 4.2 says 60 days, not 30.", PassageIDs: []string{"d1p3s2", "d1p3s3"}, Reviewer: "user-7", ReviewedAt: t2,
+			ModelOutcome: "pass", ModelBooleanOutput: new(true), ModelConfidence: new(0.55), FinalOutcome: "fail",
+		}},
+		{"review/confirm", &ReviewEvent{
+			EventID: "acme/req-1/clarity/rv-2", ReviewID: "rv-2", RequestID: "req-1", TenantID: "acme",
+			RuleID: "clarity", RuleType: RuleNumerical, Decision: "confirm", Reviewer: "user-7", ReviewedAt: t2,
+			ModelOutcome: "score", ModelNumericalOutput: new(3), FinalOutcome: "score",
+		}},
 		{"summary/failed", &SummaryEvent{
 			EventID:   "r",
 			RequestID: "r",
@@ -175,10 +186,14 @@ func fullVerdict() *VerdictEvent {
 			{Text: "Invoices are payable within 30 days.", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s4",
 				Anchored: true, Match: MatchExact, Similarity: 1, StartOffset: new(22), EndOffset: new(58)},
 		},
-		StartedAt:   t1,
-		CompletedAt: t2,
-		RuleIndex:   1,
-		RuleCount:   4,
+		StartedAt:     t1,
+		CompletedAt:   t2,
+		RuleIndex:     1,
+		RuleCount:     4,
+		Confidence:    new(0.62),
+		NeedsReview:   true,
+		ReviewReasons: []string{"low_confidence", "corrected_page", "altered_evidence"},
+		RuleWeight:    new(2.5),
 	}
 }
 
@@ -191,7 +206,7 @@ func fullSummary() *SummaryEvent {
 		RulesetVersion: new("3"),
 		Model:          "gemma-3-270m",
 		Status:         StatusCompleted,
-		Counts:         Counts{Rules: 4, Passed: 2, Failed: 1, NotApplicable: 1, InsufficientData: 1},
+		Counts:         Counts{Rules: 4, Passed: 2, Failed: 1, NotApplicable: 1, InsufficientData: 1, NeedsReview: 2},
 		Aggregate: Aggregate{
 			Boolean:   &BooleanAggregate{Mode: "all", Passed: false, Applicable: 3, PassedCount: 2},
 			Numerical: &NumericalAggregate{Mode: "weighted_mean", Score: new(3.75), Counted: 2},

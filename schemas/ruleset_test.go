@@ -111,6 +111,7 @@ func TestRulesetSchemaAgreesWithParseRuleset(t *testing.T) {
 		{"boolean rule in a numerical ruleset", oneRule(`"type": "numerical"`, `"type": "boolean"`), true},
 		{"unused incomplete global config", oneRule(`"global_numerical_rule_config": {"increment": 2}`, ""), true},
 		{"small positive weight", oneRule("", `"weight": 0.001`), true},
+		{"review thresholds 0 and 1", oneRule(`"review_below_confidence": 0`, `"review_below_confidence": 1`), true},
 		{"rule_id with inner spaces and letters", `{"rules": [{"rule_id": "rule one – é", "rule_text": "t"}]}`, true},
 		{"rule_id of 128 characters", `{"rules": [{"rule_id": "` + strings.Repeat("é", 128) + `", "rule_text": "t"}]}`, true},
 		{"rule_text of 8192 characters", `{"rules": [{"rule_id": "a", "rule_text": "` + long(8192) + `"}]}`, true},
@@ -137,6 +138,8 @@ func TestRulesetSchemaAgreesWithParseRuleset(t *testing.T) {
 		{"bad numerical_aggregation", oneRule(`"numerical_aggregation": "median"`, ""), false},
 		{"weight 0", oneRule("", `"weight": 0`), false},
 		{"negative weight", oneRule("", `"weight": -1`), false},
+		{"review threshold over 1", oneRule(`"review_below_confidence": 1.2`, ""), false},
+		{"negative rule review threshold", oneRule("", `"review_below_confidence": -0.5`), false},
 		{"blank rule_text", `{"rules": [{"rule_id": "a", "rule_text": " \t\n"}]}`, false},
 		{"rule_text of Unicode white space", `{"rules": [{"rule_id": "a", "rule_text": "\u00a0\u2003\u3000"}]}`, false},
 		{"rule_text of 8193 characters", `{"rules": [{"rule_id": "a", "rule_text": "` + long(8193) + `"}]}`, false},
@@ -262,7 +265,7 @@ func TestRulesetSchemaPropertiesMatchGoFields(t *testing.T) {
 	// top level no gate, weight or name.
 	notHere := map[string][]string{
 		"":                      {"required", "weight", "name"},
-		"#/$defs/nestedRuleset": {"version", "generate_report", "cache", "inputs"},
+		"#/$defs/nestedRuleset": {"version", "generate_report", "cache", "inputs", "review_below_confidence"},
 	}
 	visited := map[string]bool{}
 	var check func(path string, node map[string]any, typ reflect.Type)

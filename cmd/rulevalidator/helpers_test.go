@@ -99,6 +99,7 @@ type serveEnv struct {
 	summaries   string
 	deadLetters string
 	callbacks   string
+	reviews     string
 	partitions  int
 	rulesetsDir string
 	llm         *llmfake.Server
@@ -129,6 +130,7 @@ func newServeEnvOn(t *testing.T, bootstrap string, partitions int) *serveEnv {
 		summaries:   kafkatest.UniqueTopic(t, "summaries"),
 		deadLetters: kafkatest.UniqueTopic(t, "deadletter"),
 		callbacks:   kafkatest.UniqueTopic(t, "callbacks"),
+		reviews:     kafkatest.UniqueTopic(t, "reviews"),
 		partitions:  partitions,
 		rulesetsDir: t.TempDir(),
 		llm:         llmfake.New(),
@@ -138,6 +140,7 @@ func newServeEnvOn(t *testing.T, bootstrap string, partitions int) *serveEnv {
 		kafkatest.CreateTopic(t, bootstrap, topic, partitions)
 	}
 	kafkatest.CreateTopic(t, bootstrap, e.deadLetters, 1)
+	kafkatest.CreateTopic(t, bootstrap, e.reviews, partitions)
 	// As ops/kafka.sh creates it: a callback carries every verdict.
 	kafkatest.CreateTopicWith(t, bootstrap, e.callbacks, partitions, map[string]string{"max.message.bytes": "8388608"})
 
@@ -176,6 +179,7 @@ func (e *serveEnv) args(extra ...string) []string {
 		"--summaries-topic", e.summaries,
 		"--deadletter-topic", e.deadLetters,
 		"--callbacks-topic", e.callbacks,
+		"--reviews-topic", e.reviews,
 		"--rulesets-topic=",
 		"--rulesets-dir", e.rulesetsDir,
 		"--llm-base-url", e.llm.URL(),

@@ -28,6 +28,7 @@ type llmConfig struct {
 	contextTokens int
 	callsPerReq   int
 	rulesPerCall  int
+	reviewBelow   float64
 }
 
 // newEngine builds the model client and the engine from the settings.
@@ -92,6 +93,9 @@ func (f *llmConfig) check() error {
 	if f.rulesPerCall < 0 {
 		errs = append(errs, fmt.Errorf("--llm-rules-per-call: %d must not be negative (0: as many as fit)", f.rulesPerCall))
 	}
+	if f.reviewBelow < 0 || f.reviewBelow > 1 {
+		errs = append(errs, fmt.Errorf("--review-below-confidence: %v must be from 0 to 1", f.reviewBelow))
+	}
 	if f.maxInputBytes < 1 {
 		errs = append(errs, fmt.Errorf("--max-input-bytes: %d must be positive", f.maxInputBytes))
 	}
@@ -122,19 +126,20 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		retries = -1 // the setting's 0 means none; the engine's zero means its default
 	}
 	return engine.Config{
-		Model:           f.model,
-		Format:          engine.ResponseFormat(f.format),
-		Instructions:    engine.Instructions(f.instructions),
-		Evidence:        engine.EvidenceMode(f.evidence),
-		Temperature:     float32(f.temperature),
-		Confidence:      engine.ConfidenceSource(f.confidence),
-		Logger:          logger,
-		OutputRetries:   retries,
-		MaxTokens:       f.maxTokens,
-		MaxInputBytes:   f.maxInputBytes,
-		ContextTokens:   f.contextTokens,
-		CallConcurrency: f.callsPerReq,
-		RulesPerCall:    f.rulesPerCall,
-		Hooks:           hooks,
+		Model:                 f.model,
+		Format:                engine.ResponseFormat(f.format),
+		Instructions:          engine.Instructions(f.instructions),
+		Evidence:              engine.EvidenceMode(f.evidence),
+		Temperature:           float32(f.temperature),
+		Confidence:            engine.ConfidenceSource(f.confidence),
+		Logger:                logger,
+		OutputRetries:         retries,
+		MaxTokens:             f.maxTokens,
+		MaxInputBytes:         f.maxInputBytes,
+		ContextTokens:         f.contextTokens,
+		CallConcurrency:       f.callsPerReq,
+		RulesPerCall:          f.rulesPerCall,
+		Hooks:                 hooks,
+		ReviewBelowConfidence: f.reviewBelow,
 	}
 }

@@ -265,8 +265,34 @@ func TestServeHTTPSubmitPollReportCallbackMetrics(t *testing.T) {
 		t.Error("no callback arrived")
 	}
 
+	// The verdicts routed to review wait in the queue; a review of one is
+	// recorded, and the verdict leaves the queue.
+	var queue struct {
+		Items []struct {
+			RequestID string `json:"request_id"`
+			RuleID    string `json:"rule_id"`
+		} `json:"items"`
+	}
+	code, _, resp = httpDo(t, http.MethodGet, public+"/v1/reviews?status=pending", acme, nil)
+	if err := json.Unmarshal(resp, &queue); code != http.StatusOK || err != nil || len(queue.Items) == 0 || queue.Items[0].RequestID != "http-req-1" {
+		t.Fatalf("GET /v1/reviews = %d %s", code, resp)
+	}
+	first := queue.Items[0].RuleID
+	review := []byte(`{"review_id": "rv-1", "rule_id": "` + first + `", "decision": "confirm", "note": "Checked against the contract."}`)
+	if code, _, resp := httpDo(t, http.MethodPost, public+"/v1/validations/http-req-1/reviews", acme, review); code != http.StatusCreated {
+		t.Fatalf("POST review = %d %s", code, resp)
+	}
+	if code, _, resp := httpDo(t, http.MethodPost, public+"/v1/validations/http-req-1/reviews", e.token(t, "globex"), review); code != http.StatusNotFound {
+		t.Errorf("another tenant's review = %d %s, want 404", code, resp)
+	}
+	_, _, resp = httpDo(t, http.MethodGet, public+"/v1/reviews?status=pending", acme, nil)
+	if strings.Contains(string(resp), `"rule_id":"`+first+`"`) {
+		t.Errorf("the reviewed verdict is still queued: %s", resp)
+	}
+
 	_, _, metricsText := httpDo(t, http.MethodGet, ops+"/metrics", "", nil)
 	for _, want := range []string{
+		`rulevalidator_review_agreements_total{rule_type="boolean"}`,
 		`rulevalidator_requests_consumed_total{outcome="completed"} 1`,
 		`rulevalidator_verdicts_published_total{outcome="score"} 2`,
 		`rulevalidator_llm_tokens_total{kind="prompt",model="fake-model"} 900`,

@@ -318,6 +318,12 @@ const (
 func verdictLine(v *schemas.VerdictEvent) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "request %s  rule %s  %s", v.RequestID, v.RuleID, verdictOutcome(v))
+	if v.Confidence != nil {
+		fmt.Fprintf(&b, "  confidence %s", confidenceText(v.Confidence))
+	}
+	if v.NeedsReview {
+		fmt.Fprintf(&b, "  NEEDS REVIEW (%s)", strings.Join(v.ReviewReasons, ", "))
+	}
 	if !v.DataSufficiency {
 		b.WriteString("  insufficient data")
 		if v.SufficiencyNote != nil {
@@ -386,6 +392,9 @@ func summaryLine(s *schemas.SummaryEvent) string {
 			c.Rules, c.Passed, c.Failed, c.NotApplicable, c.InsufficientData)
 		if c.Cached > 0 {
 			fmt.Fprintf(&b, ", %d from the verdict cache", c.Cached)
+		}
+		if c.NeedsReview > 0 {
+			fmt.Fprintf(&b, ", %d need review", c.NeedsReview)
 		}
 	}
 	if a := s.Aggregate.Boolean; a != nil {

@@ -119,6 +119,15 @@ func TestTailLines(t *testing.T) {
 			return &s
 		}()),
 			`request r-6  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data, 2 from the verdict cache  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
+		{"routed to review", verdictLine(&schemas.VerdictEvent{RequestID: "r-2", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(false), DataSufficiency: true,
+			Rationale: "Over the limit.", Confidence: new(0.42), NeedsReview: true, ReviewReasons: []string{"low_confidence", "corrected_page"}}),
+			`request r-2  rule limit  FAIL  confidence 0.42  NEEDS REVIEW (low_confidence, corrected_page)  "Over the limit."  evidence: none`},
+		{"summary with verdicts needing review", summaryLine(func() *schemas.SummaryEvent {
+			s := tailSummary("r-7")
+			s.Report, s.Aggregate, s.Usage, s.Counts.NeedsReview = nil, schemas.Aggregate{}, schemas.Usage{}, 1
+			return &s
+		}()),
+			`request r-7  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data, 1 need review  model fake-model`},
 		{"not applicable", verdictLine(&na),
 			`request r-1  rule liability-cap  N/A (PASS)  "Capped at twelve months of fees; data protection is not carved out."  evidence: none`},
 		{"completed summary", summaryLine(tailPtr(tailSummary("r-2"))),

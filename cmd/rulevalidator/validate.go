@@ -245,13 +245,13 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 	fmt.Fprintf(w, "%s · model %s · %d rules\n\n", title, res.Model, len(res.Rules))
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RULE\tNAME\tRESULT\tDATA\tEVIDENCE")
+	fmt.Fprintln(tw, "RULE\tNAME\tRESULT\tDATA\tCONFIDENCE\tREVIEW\tEVIDENCE")
 	for _, v := range res.Rules {
 		data := "sufficient"
 		if !v.DataSufficiency {
 			data = "insufficient"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.RuleID, orDash(v.Name), outcome(v), data, evidenceCount(v.Evidences))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.RuleID, orDash(v.Name), outcome(v), data, confidenceText(v.Confidence), reviewText(v.NeedsReview), evidenceCount(v.Evidences))
 	}
 	tw.Flush()
 
@@ -269,6 +269,9 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		}
 		for _, dp := range v.PagesConsidered {
 			fmt.Fprintf(w, "  judged on %s, pages %s\n", dp.Document, joinPages(dp.Pages))
+		}
+		if v.NeedsReview {
+			fmt.Fprintf(w, "  needs review: %s\n", reasonsText(v.ReviewReasons))
 		}
 		if c := v.Cached; c != nil {
 			fmt.Fprintf(w, "  from the verdict cache: judged %s under request %s\n", c.JudgedAt.UTC().Format(time.RFC3339), c.RequestID)
@@ -468,4 +471,30 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// confidenceText is a verdict's confidence for a person: "0.87", "-" when
+// nothing measured it.
+func confidenceText(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*c, 'f', 2, 64)
+}
+
+// reviewText is the REVIEW column: "needed" or "-".
+func reviewText(needed bool) string {
+	if needed {
+		return "needed"
+	}
+	return "-"
+}
+
+// reasonsText joins review reasons: "low_confidence, altered_evidence".
+func reasonsText(reasons []engine.ReviewReason) string {
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = string(r)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -387,6 +387,7 @@ func TestPrintResultShowsAlteredAndUnfoundEvidence(t *testing.T) {
 	start, end := 10, 40
 	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
 		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
+		Confidence: new(0.55), NeedsReview: true, ReviewReasons: []engine.ReviewReason{engine.ReviewLowConfidence, engine.ReviewKeptWithProblems, engine.ReviewCorrectedPage},
 		SufficiencyNote: "the answer was kept with problems left after every re-ask",
 		Evidences: []engine.Evidence{
 			{Text: "The term is five (5) years.", QuotedText: "The term is three (3) years.", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
@@ -417,6 +418,7 @@ func TestPrintResultShowsCitationsAndProblems(t *testing.T) {
 	start, end := 10, 40
 	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
 		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
+		Confidence: new(0.55), NeedsReview: true, ReviewReasons: []engine.ReviewReason{engine.ReviewLowConfidence, engine.ReviewKeptWithProblems, engine.ReviewCorrectedPage},
 		SufficiencyNote: "kept with problems after every re-ask: the model gave no rationale; no evidence found in the material supports the verdict",
 		Problems:        []string{"the model gave no rationale", "no evidence found in the material supports the verdict"},
 		Evidences: []engine.Evidence{
@@ -431,6 +433,9 @@ func TestPrintResultShowsCitationsAndProblems(t *testing.T) {
 	printResult(&out, &engine.Ruleset{}, res)
 	for _, want := range []string{
 		"3 (1 page corrected)",
+		"CONFIDENCE  REVIEW",
+		"0.55        needed",
+		"  needs review: low_confidence, kept_with_problems, corrected_page\n",
 		"  ! kept with problems; still wrong after every re-ask:\n    - the model gave no rationale\n    - no evidence found in the material supports the verdict\n",
 		"msa.pdf, page 2, passage d1p2s4, anchored (exact)",
 		"msa.pdf, page 1 (cited page 7), anchored (exact)",
