@@ -33,6 +33,7 @@ import (
 	"rulevalidator/docread"
 	"rulevalidator/jobs"
 	"rulevalidator/producer"
+	"rulevalidator/reviews"
 )
 
 // TokenVerifier checks public bearer tokens (an *auth.Verifier).
@@ -84,6 +85,17 @@ type Config struct {
 	// every replica) or a *jobs.MemoryStore (per process; the default, with
 	// its defaults).
 	Jobs jobs.Store
+	// Reviews keeps people's reviews of verdicts and the review queue; nil
+	// disables the review routes (404) and leaves reviews out of a
+	// validation's status.
+	Reviews reviews.Store
+	// ReviewPublisher publishes each review to the reviews topic; nil
+	// publishes none.
+	ReviewPublisher ReviewPublisher
+	// ReviewScope, when set, is the scope a token needs to post reviews.
+	ReviewScope string
+	// ReviewMetrics counts reviews; optional.
+	ReviewMetrics ReviewObserver
 	// Documents reads the documents a submission carries as files (data)
 	// before it is queued, so that one that cannot be read is answered 422
 	// naming it instead of failing later; nil queues them unread. Documents
@@ -191,6 +203,12 @@ func (s *Server) Handler() http.Handler {
 		s.handle(mux, RouteReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReport))
 		s.handle(mux, RouteSubmit, s.cfg.RequestTimeout, http.HandlerFunc(s.submitValidation))
 		s.handle(mux, RouteValidation, s.cfg.RequestTimeout, http.HandlerFunc(s.getValidation))
+		if s.cfg.Reviews != nil {
+			s.handle(mux, RoutePostReview, s.cfg.RequestTimeout, http.HandlerFunc(s.postReview))
+			s.handle(mux, RouteQueue, s.cfg.RequestTimeout, http.HandlerFunc(s.getQueue))
+			s.handle(mux, RouteAgreement, s.cfg.RequestTimeout, http.HandlerFunc(s.getAgreement))
+			s.handle(mux, RouteReviewedReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReviewedReport))
+		}
 	}
 	s.handle(mux, RouteInternalReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getInternalReport))
 	s.handle(mux, RouteExecuteAsync, s.cfg.RequestTimeout, http.HandlerFunc(s.executeAsync))

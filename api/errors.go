@@ -14,6 +14,7 @@ const (
 	CodeNotFound         = "not_found"           // 404: no such resource for this caller
 	CodeMethodNotAllowed = "method_not_allowed"  // 405: see the Allow header
 	CodeInvalidRequest   = "invalid_request"     // 400: the message names the problem
+	CodeConflict         = "conflict"            // 409: the resource's state refuses it (a review id taken by another review)
 	CodeUnreadable       = "unreadable_document" // 422: a document's file cannot be read; the message names it
 	CodeTooLarge         = "too_large"           // 413: body over the limit
 	CodeBusy             = "busy"                // 503: at capacity; see Retry-After (not answered now; kept, as codes are never withdrawn)

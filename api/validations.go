@@ -86,7 +86,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		idErr = fmt.Errorf("request_id %q: want 1 to 128 characters of A-Z a-z 0-9 . _ : ~ -, starting with a letter or digit", req.RequestID)
 	}
 	req.SubmittedAt = s.cfg.Now().UTC().Truncate(time.Millisecond)
-	if err := request.JoinProblems(readErr, idErr, req.Validate()); err != nil {
+	if err := request.JoinProblems(readErr, idErr, req.Validate(), inlineRulesetProblems(req)); err != nil {
 		writeInvalid(w, err)
 		return
 	}
@@ -215,6 +215,26 @@ func (s *Server) checkCallback(raw string) string {
 	return ""
 }
 
+// inlineRulesetProblems refuses an inline ruleset that would not load (an
+// expression that does not compile, a nested ruleset too deep) here, with
+// its problems, rather than after it was queued.
+func inlineRulesetProblems(req *schemas.Request) error {
+	_, err := request.InlineRuleset(req)
+	if err == nil {
+		return nil
+	}
+	err = errors.Unwrap(err) // the ruleset's problems, each named inline_ruleset below
+	var out schemas.RequestError
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			out.Problems = append(out.Problems, "inline_ruleset: "+e.Error())
+		}
+	} else {
+		out.Problems = append(out.Problems, "inline_ruleset: "+err.Error())
+	}
+	return &out
+}
+
 // writeInvalid answers 400 for a request's problems, each listed in details.
 func writeInvalid(w http.ResponseWriter, err error) {
 	var re *schemas.RequestError
@@ -236,7 +256,16 @@ func (s *Server) getValidation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, jobs.NewBody(job))
+	if s.cfg.Reviews == nil {
+		writeJSON(w, http.StatusOK, jobs.NewBody(job))
+		return
+	}
+	body, err := s.reviewedStatus(r.Context(), job)
+	if err != nil {
+		s.unavailable(w, "reading reviews failed", err, p.Tenant, job.RequestID)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // lookup reads the tenant's job, answering 404 (missing, or another

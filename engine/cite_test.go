@@ -155,7 +155,7 @@ func TestCitePlaceholderRationaleShowsThePassage(t *testing.T) {
 		}
 	}
 	cap := res.Rules[0]
-	if cap.DataSufficiency || len(cap.Problems) != 1 || !strings.HasPrefix(cap.Problems[0], "the model gave no rationale that explains the verdict") {
+	if !cap.DataSufficiency || len(cap.Problems) != 1 || !strings.HasPrefix(cap.Problems[0], "the model gave no rationale that explains the verdict") {
 		t.Errorf("kept verdict: %+v", cap)
 	}
 	if cap.BooleanOutput == nil || !*cap.BooleanOutput || len(cap.Evidences) != 1 || cap.Evidences[0].PassageID != "d1p1s2" {
@@ -206,7 +206,7 @@ func TestCiteUnknownPassageKeptForTheReader(t *testing.T) {
 	}
 	cap := res.Rules[0]
 	want := []string{`the model cited a passage that is not in the material ("d7p1s1")`, "no evidence found in the material supports the verdict"}
-	if cap.DataSufficiency || strings.Join(cap.Problems, "|") != strings.Join(want, "|") {
+	if !cap.DataSufficiency || strings.Join(cap.Problems, "|") != strings.Join(want, "|") {
 		t.Errorf("kept verdict: problems %q, want %q", cap.Problems, want)
 	}
 	if strings.Contains(cap.SufficiencyNote, "cite the id") || strings.Contains(cap.SufficiencyNote, "passage_id") {
@@ -279,7 +279,7 @@ func TestMissingRationaleKeptWithItsNote(t *testing.T) {
 		t.Fatalf("a missing rationale failed the request: %v", err)
 	}
 	cap := res.Rules[0]
-	if len(llm.calls) != 1+rationaleRetries(2) || cap.DataSufficiency || strings.Join(cap.Problems, "|") != "the model gave no rationale" || cap.Rationale != "" {
+	if len(llm.calls) != 1+rationaleRetries(2) || !cap.DataSufficiency || strings.Join(cap.Problems, "|") != "the model gave no rationale" || cap.Rationale != "" {
 		t.Errorf("%d calls; kept verdict %+v", len(llm.calls), cap)
 	}
 	if ev := cap.Evidences[0]; ev.PassageID != "d1p1s2" || !ev.Anchored {
@@ -310,21 +310,26 @@ func TestGrammarRationaleStartsWithAWord(t *testing.T) {
 	}
 	for i, item := range schema.Properties.Rules.PrefixItems {
 		pattern := regexp.MustCompile(item.Properties.Rationale.Pattern)
-		for _, s := range []string{"", "...", "Short.", `He said "no"`, "The term ends <------- End of Document: x ------->", "0800000000 and more", strings.Repeat("long ", 30),
-			"true,0,1,2,3,4, 5,6,7,8,9,10,11 ,12,13", "rule-id:752904, rule-id:863513", "not applicable", "rules_to_judge(answer=1, b c d",
-			"this agreement is valid [d1p1s3]"} {
+		for _, s := range []string{"", "...", "Short.", `He said "no".`, "The term ends <------- End of Document: x ------->.", strings.Repeat("long ", 90) + ".",
+			"Supplier's total liability is capped at no less than the fees paid in the", "rules_to_judge(answer=1, b c d.",
+			"This agreement is valid [d1p1s3].", " Leading space.", "-dash first."} {
 			if pattern.MatchString(s) {
 				t.Errorf("rule %d: rationale pattern %q lets %q through", i, pattern, s)
 			}
 		}
-		for _, s := range []string{"Invoices are payable within 45 days of receipt.", "H&S's agreement ends in 2 years.", "Section 5 says the term is 3 years."} {
+		for _, s := range []string{"Invoices are payable within 45 days of receipt.", "H&S's agreement ends in 2 years.", "Section 5 says the term is 3 years.",
+			"The agreement is governed by the laws of the State of Ohio. That is a stated governing law, so the rule holds.", "“Confidential Information” excludes public information!",
+			"12 months of fees cap the liability, which meets the policy's minimum?"} {
 			if !pattern.MatchString(s) {
 				t.Errorf("rule %d: rationale pattern %q refuses %q", i, pattern, s)
 			}
 		}
 	}
-	if !strings.Contains(string(g), `"required":["rule_id","passage_id","rationale"`) {
-		t.Errorf("the one citation is not required as each entry's passage_id: %s", g)
+	if !strings.Contains(string(g), `"required":["rule_id","rationale","evidences","not_applicable","data_sufficiency"`) {
+		t.Errorf("the grammar does not ask every field of the contract: %s", g)
+	}
+	if !strings.Contains(string(g), `"minItems":1,"maxItems":3`) {
+		t.Errorf("the grammar does not ask one to three citations: %s", g)
 	}
 }
 
@@ -382,19 +387,20 @@ func TestRulesPerCallShareTheMaterial(t *testing.T) {
 	}
 }
 
-// TestGrammarLeavesOutWhatIsForced: on grammar servers only a rule with an
-// alternate can be flagged not applicable, and the only rule of a call is
-// named by its position, so neither costs the tokens of a forced key; the
-// strict schema keeps both, and an answer without them reads the same.
-func TestGrammarLeavesOutWhatIsForced(t *testing.T) {
+// TestGrammarAsksWhatTheStrictSchemaAsks: on grammar servers every rule is
+// asked whether it applies and whether the material answers it, as on
+// strict-schema servers; only the id of the one rule of a call is left to
+// its position. An answer without not_applicable or data_sufficiency (a
+// json_object server's, say) reads as applicable and sufficient.
+func TestGrammarAsksWhatTheStrictSchemaAsks(t *testing.T) {
 	rules := testRuleset().Rules // cap has an alternate, term and score none
 	for _, r := range rules {
 		g, err := GrammarSchema([]Rule{r}, EvidenceCite, []string{"d1p1s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if has := strings.Contains(string(g), `"not_applicable"`); has != (r.NotApplicableText != "") {
-			t.Errorf("%s: grammar has not_applicable = %v: %s", r.RuleID, has, g)
+		if !strings.Contains(string(g), `"not_applicable"`) || !strings.Contains(string(g), `"data_sufficiency"`) {
+			t.Errorf("%s: the grammar does not ask not_applicable and data_sufficiency: %s", r.RuleID, g)
 		}
 		if strings.Contains(string(g), `"rule_id"`) {
 			t.Errorf("%s: the grammar of one rule forces its id: %s", r.RuleID, g)
@@ -408,9 +414,9 @@ func TestGrammarLeavesOutWhatIsForced(t *testing.T) {
 		t.Errorf("the grammar of several rules does not name each: %s", g)
 	}
 
-	good, problems := checkAnswer(`{"rules":[{"evidences":[{"passage_id":"d1p1s1"}],"rationale":"Invoices are payable within 45 days.","data_sufficiency":true,"boolean_output":true}]}`, rules[1:2])
-	if v, ok := good[rules[1].RuleID]; !ok || len(problems) > 0 || v.NotApplicable {
-		t.Errorf("an answer of one rule without its id and not_applicable: %+v, problems %v", good, problems)
+	good, problems := checkAnswer(`{"rules":[{"rationale":"Invoices are payable within 45 days.","evidences":[{"passage_id":"d1p1s1"}],"boolean_output":true}]}`, rules[1:2])
+	if v, ok := good[rules[1].RuleID]; !ok || len(problems) > 0 || v.NotApplicable || !v.DataSufficiency {
+		t.Errorf("an answer of one rule without its id, not_applicable and data_sufficiency: %+v, problems %v", good, problems)
 	}
 	if _, problems := checkAnswer(`{"rules":[{"evidences":[],"rationale":"Invoices are payable within 45 days.","data_sufficiency":true,"boolean_output":true}]}`, rules[1:3]); !slices.ContainsFunc(problems, func(p Problem) bool { return p.Reason == ReasonMissingRuleID }) {
 		t.Errorf("an entry without an id among several rules is not a problem: %v", problems)

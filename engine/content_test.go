@@ -256,7 +256,7 @@ func TestContentBudgetKeepsBestAnswer(t *testing.T) {
 		t.Errorf("%d calls, want 1 + 2 re-asks", len(llm.calls))
 	}
 	cap := res.Rules[0]
-	if cap.DataSufficiency || !strings.Contains(cap.SufficiencyNote, "no evidence found in the material supports the verdict") {
+	if !cap.DataSufficiency || !strings.Contains(strings.Join(cap.Problems, "; "), "no evidence found in the material supports the verdict") {
 		t.Errorf("cap not marked with its reason: %+v", cap)
 	}
 	// The note is for a reader: it names what was wrong, not what the model
@@ -310,7 +310,7 @@ func TestAlteredEvidence(t *testing.T) {
 			if !strings.Contains(kinds, tt.differs) {
 				t.Errorf("differences %v lack a %s", ev.Differences, tt.differs)
 			}
-			if v := res.Rules[1]; v.DataSufficiency || !strings.Contains(v.SufficiencyNote, "does not say what the document says") {
+			if v := res.Rules[1]; !v.DataSufficiency || !strings.Contains(strings.Join(v.Problems, "; "), "does not say what the document says") {
 				t.Errorf("a verdict resting on altered evidence must be marked: %+v", v)
 			}
 			for _, s := range res.Sources {
@@ -397,7 +397,7 @@ func TestEvidenceKindsThroughTheEngine(t *testing.T) {
 				t.Errorf("anchored text %q is not the document's", ev.Text)
 			}
 			if tt.altered {
-				if !strings.Contains(fmt.Sprint(ev.Differences), tt.kind) || v.DataSufficiency || len(res.Sources) != 1 {
+				if !strings.Contains(fmt.Sprint(ev.Differences), tt.kind) || len(v.Problems) == 0 || len(res.Sources) != 1 {
 					t.Errorf("altered evidence: differences %+v, verdict %+v, sources %+v", ev.Differences, v, res.Sources)
 				}
 			} else if !v.DataSufficiency || len(llm.calls) != 1 {

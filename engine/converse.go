@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -16,8 +15,8 @@ import (
 // An answer is accepted once it has the right shape (checkAnswer) and says
 // something (checkContent). When the re-ask budget runs out and the only
 // problems left are content problems, each such rule keeps its best answer,
-// marked data_sufficiency false with the reason; any shape problem left is
-// an OutputError.
+// marked with its problems (keepBest); any shape problem left is an
+// OutputError.
 func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules []Rule, m material, an *anchoring) ([]Verdict, Usage, error) {
 	first, err := e.compiledFor(rs, rules)
 	if err != nil {
@@ -71,10 +70,14 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 		}
 
 		good, problems := checkAnswer(resp.Content, pending)
+		confidence := valueConfidences(resp.Content, resp.Tokens, pending)
 		for _, r := range pending {
 			v, ok := good[r.RuleID]
 			if !ok {
 				continue
+			}
+			if p, ok := confidence[r.RuleID]; ok {
+				v.Confidence = &p
 			}
 			cps, err := an.checkContent(r, &v)
 			if err != nil {
@@ -138,10 +141,12 @@ type candidate struct {
 	problems []Problem
 }
 
-// keepBest accepts, for every pending rule, its best content-flawed answer,
-// marked as judged on insufficient data with what was wrong, in the reader's
-// terms. It accepts nothing and reports false when some pending rule has no
-// such answer (its problems were of shape).
+// keepBest accepts, for every pending rule, its best content-flawed answer
+// as the model gave it, with what was still wrong in the reader's terms
+// (Problems): kept with problems is a mark of its own, not a judgement on
+// the data, so its data_sufficiency is the model's and its value counts in
+// the aggregates like any verdict's. It accepts nothing and reports false
+// when some pending rule has no such answer (its problems were of shape).
 func keepBest(pending []Rule, best map[string]candidate, accepted map[string]Verdict) bool {
 	for _, r := range pending {
 		if _, ok := best[r.RuleID]; !ok {
@@ -151,7 +156,6 @@ func keepBest(pending []Rule, best map[string]candidate, accepted map[string]Ver
 	for _, r := range pending {
 		c := best[r.RuleID]
 		v := c.verdict
-		v.DataSufficiency = false
 		notes := make([]string, len(c.problems))
 		for i, p := range c.problems {
 			notes[i] = p.Note
@@ -160,7 +164,6 @@ func keepBest(pending []Rule, best map[string]candidate, accepted map[string]Ver
 			}
 		}
 		v.Problems = notes
-		v.SufficiencyNote = "kept with problems after every re-ask: " + strings.Join(notes, "; ")
 		accepted[r.RuleID] = v
 	}
 	return true
@@ -220,8 +223,9 @@ func (e *Engine) ask(ctx context.Context, model string, messages []Message, sche
 		SchemaName:    "rule_verdicts",
 		Schema:        schema,
 		GrammarSchema: grammar,
-		Temperature:   e.cfg.Temperature,
+		Temperature:   Temperature(e.cfg.Temperature),
 		MaxTokens:     e.cfg.MaxTokens,
+		LogProbs:      e.cfg.Confidence == ConfidenceLogProbs,
 	})
 	if e.cfg.Hooks.LLMCall != nil {
 		e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)

@@ -38,9 +38,10 @@ type Config struct {
 	// OutputRetries is the corrective re-ask budget per request (default 2;
 	// negative disables re-asking).
 	OutputRetries int
-	// Temperature is passed to the model when above 0; at 0 (the default)
-	// none is sent and the server's default applies (llama-cpp-python's is
-	// 0.8), as a zero in the field means unset to the OpenAI client.
+	// Temperature is sent with every call, 0 (the default) included: a
+	// judge samples greedily unless told otherwise, so that the same
+	// request gets the same verdicts (a server left to its default samples
+	// at 0.8 on llama-cpp-python, at 1 on OpenAI).
 	Temperature float32
 	// MaxTokens caps each answer (0: the server's default). Rules are split
 	// into calls whose answers fit it.
@@ -67,10 +68,18 @@ type Config struct {
 	// Evidence is how the model gives its evidence (default cite: by passage
 	// id; quote: verbatim quotes, anchored to the documents).
 	Evidence EvidenceMode
+	// Confidence is where each verdict's confidence comes from (default
+	// logprobs: the server's token log-probabilities, absent where it
+	// gives none; off: always absent).
+	Confidence ConfidenceSource
 	// Instructions is how the instructions reach the model (default system;
 	// auto decides once per model from the server's prompt token count,
 	// see InstructionsAuto).
 	Instructions Instructions
+	// ReviewBelowConfidence routes a verdict to a person when its
+	// confidence is under it (0..1), unless its ruleset or rule sets its
+	// own threshold; 0 (the default): none is routed for its confidence.
+	ReviewBelowConfidence float64
 	// Cache keeps verdicts by what decided them (VerdictKey), so that a
 	// rule judged on the same material is not asked again; nil: none.
 	Cache VerdictCache
@@ -105,7 +114,19 @@ type Hooks struct {
 	// CacheStoreFailed is called when judged verdicts could not be stored
 	// in the verdict cache.
 	CacheStoreFailed func()
+	// RulesDecided is called once per request whose ruleset has filters or
+	// checks, with the rules decided without the model: how is
+	// DecidedFiltered or DecidedChecked.
+	RulesDecided func(how string, rules int)
 }
+
+// How rules are decided without the model (Hooks.RulesDecided).
+const (
+	// DecidedFiltered: a filter left the rule out as not applicable.
+	DecidedFiltered = "filtered"
+	// DecidedChecked: the rule's check judged it.
+	DecidedChecked = "checked"
+)
 
 func (c *Config) setDefaults() {
 	if c.Format == "" {
@@ -122,6 +143,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Instructions == "" {
 		c.Instructions = InstructionsSystem
+	}
+	if c.Confidence == "" {
+		c.Confidence = ConfidenceLogProbs
 	}
 	if c.Evidence == "" {
 		c.Evidence = EvidenceCite
@@ -145,6 +169,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("engine: Format %w", err)
 	}
 	if err := c.Instructions.validate(); c.Instructions != "" && err != nil {
+		return err
+	}
+	if err := c.Confidence.validate(); c.Confidence != "" && err != nil {
 		return err
 	}
 	if err := c.Evidence.validate(); c.Evidence != "" && err != nil {
@@ -174,7 +201,7 @@ func (c *Config) Validate() error {
 	if c.CallConcurrency < 0 {
 		return fmt.Errorf("engine: CallConcurrency %d must not be negative", c.CallConcurrency)
 	}
-	return nil
+	return checkReviewThreshold(c.ReviewBelowConfidence)
 }
 
 // Engine judges requests. It is safe for concurrent use.
@@ -215,6 +242,9 @@ type Task struct {
 	// NoCache has the request judged afresh: no verdict is taken from the
 	// verdict cache or stored in it.
 	NoCache bool
+	// Facts are what the ruleset's filters and checks read besides the
+	// inputs: the tenant, the documents' media types, the options.
+	Facts RequestFacts
 }
 
 // Evaluate judges req. Errors wrap ErrInvalidRuleset or ErrInvalidInput (no
@@ -245,6 +275,9 @@ func (e *Engine) Evaluate(ctx context.Context, req Task) (*Result, error) {
 		return nil, errors.New("engine: no model configured")
 	}
 
+	if rs.tree != nil {
+		return e.evaluateTree(ctx, req, model)
+	}
 	an := e.newAnchoring(in)
 	cr := e.cacheRunFor(req)
 	verdicts, usage, err := e.judge(ctx, model, rs, in, an, cr)
@@ -254,12 +287,57 @@ func (e *Engine) Evaluate(ctx context.Context, req Task) (*Result, error) {
 	if cr != nil {
 		e.store(ctx, cr, model, in.Documents())
 	}
+	routeReviews(rs, verdicts, e.cfg.ReviewBelowConfidence)
 	return &Result{
 		RulesetID:      rs.ID,
 		RulesetVersion: rs.Version,
 		Model:          model,
 		Rules:          verdicts,
 		Aggregate:      aggregate(rs, verdicts),
+		Sources:        collectSources(verdicts),
+		Usage:          usage,
+	}, nil
+}
+
+// evaluateTree judges a ruleset with nested rulesets, filters or checks:
+// the filters and checks decide their rules before any model call, the
+// model judges the rest (in the calls, and with the cache keys, it would
+// give them in a ruleset of those rules alone), and the verdicts combine
+// group by group.
+func (e *Engine) evaluateTree(ctx context.Context, req Task, model string) (*Result, error) {
+	rs, in, t := req.Ruleset, req.Inputs, req.Ruleset.tree
+	d := t.decide(t.env.Bind(activation(in, req.Facts)))
+	verdicts := d.verdicts
+	var usage Usage
+	if len(d.model) > 0 {
+		mrs := t.modelRuleset(d.model)
+		an := e.newAnchoring(in)
+		cr := e.cacheRunFor(req)
+		judged, u, err := e.judge(ctx, model, mrs, in, an, cr)
+		if err != nil {
+			return nil, err
+		}
+		if cr != nil {
+			e.store(ctx, cr, model, in.Documents())
+		}
+		for k, i := range d.model {
+			verdicts[i] = judged[k]
+		}
+		usage = u
+	}
+	usage.RulesFiltered, usage.RulesChecked = d.filtered, d.checked
+	if h := e.cfg.Hooks.RulesDecided; h != nil {
+		h(DecidedFiltered, d.filtered)
+		h(DecidedChecked, d.checked)
+	}
+	agg, groups := t.aggregate(verdicts, d.excluded)
+	return &Result{
+		RulesetID:      rs.ID,
+		RulesetVersion: rs.Version,
+		Model:          model,
+		Rules:          verdicts,
+		Aggregate:      agg,
+		Groups:         groups,
 		Sources:        collectSources(verdicts),
 		Usage:          usage,
 	}, nil

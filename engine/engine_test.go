@@ -199,7 +199,7 @@ func TestEvaluateEvidenceOrigins(t *testing.T) {
 	if ev[2].Anchored || ev[2].Match != MatchNone || ev[2].StartOffset != nil || !strings.Contains(ev[2].Text, "indemnify") {
 		t.Errorf("unfound quote must stay unanchored with its text: %+v", ev[2])
 	}
-	if v := res.Rules[0]; v.DataSufficiency || !strings.Contains(v.SufficiencyNote, `is not in "msa.pdf"`) {
+	if v := res.Rules[0]; !strings.Contains(strings.Join(v.Problems, "; "), `is not in "msa.pdf"`) {
 		t.Errorf("a verdict kept with an unfound quote must say so: %+v", v)
 	}
 	if fmt.Sprint(matches) != "[exact not_document none]" {

@@ -176,16 +176,26 @@ func (e *Engine) codeWordProbe(ctx context.Context, log *slog.Logger, model stri
 	}
 }
 
-// undecided is the outcome of a question the server did not answer. A
-// permanent failure ends the decision and the request with it: asking again,
-// or sending the request, would fail the same way. Anything else folds for
-// now, and a later request asks again.
+// undecided is the outcome of a question the server did not answer. The
+// question is the engine's own, not the request's, so its failure says
+// nothing about the request: the instructions are folded into the user
+// message, which every server reads, and the request goes on. A server
+// that rejected the question (a 400 to a plain question without rules)
+// would reject it again, so the fold is kept; a refused API key or an
+// unknown configured model ends the request as an environment fault, as
+// its own call would; anything else folds for now, and a later request
+// asks again.
 func (e *Engine) undecided(ctx context.Context, log *slog.Logger, model string, err error) (Instructions, bool, error) {
-	if ctx.Err() == nil && isPermanent(err) {
+	switch {
+	case ctx.Err() == nil && errors.Is(err, ErrLLMRejected):
+		log.Warn("the server rejected the engine's question whether the model sees system messages; sending instructions in the user message",
+			"instructions", InstructionsUser, "decided_by", "rejected_question", "err", err)
+		return InstructionsUser, true, nil
+	case ctx.Err() == nil && isPermanent(err):
 		return "", false, fmt.Errorf("engine: asking model %q whether it sees system messages: %w", model, err)
 	}
 	log.Warn("could not find out whether the model sees system messages; sending instructions in the user message until it can be asked",
-		"instructions", InstructionsUser, "error", err)
+		"instructions", InstructionsUser, "err", err)
 	return InstructionsUser, false, nil
 }
 
@@ -226,7 +236,7 @@ func (e *Engine) probeCall(ctx context.Context, model string, messages []Message
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	start := time.Now()
-	resp, err := e.llm.Chat(ctx, ChatRequest{Model: model, Messages: messages, Format: FormatText, MaxTokens: maxTokens})
+	resp, err := e.llm.Chat(ctx, ChatRequest{Model: model, Messages: messages, Format: FormatText, MaxTokens: maxTokens, Temperature: Temperature(e.cfg.Temperature)})
 	if e.cfg.Hooks.LLMCall != nil {
 		e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
 	}

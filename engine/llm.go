@@ -91,10 +91,21 @@ type ChatRequest struct {
 	// grammar (llama.cpp); an LLM may send it where the API has no schema
 	// support of its own. Optional.
 	GrammarSchema json.RawMessage
-	// Temperature and MaxTokens are passed through when non-zero.
-	Temperature float32
-	MaxTokens   int
+	// Temperature, when set, is sent with the call, 0 included (the
+	// OpenAI client leaves a zero out, and a server then samples at its
+	// default); nil leaves the server's default. Models that take no
+	// sampling parameters (OpenAI's reasoning models) are sent none.
+	Temperature *float32
+	// MaxTokens caps the answer when non-zero.
+	MaxTokens int
+	// LogProbs asks for the log-probability of each token of the answer,
+	// with the likeliest alternatives at its position, where the server
+	// gives them (ChatResponse.Tokens).
+	LogProbs bool
 }
+
+// Temperature is t as a ChatRequest's Temperature.
+func Temperature(t float32) *float32 { return &t }
 
 // ChatResponse is the model's answer to one call.
 type ChatResponse struct {
@@ -104,6 +115,25 @@ type ChatResponse struct {
 	Model  string
 	// Usage counts this call's tokens (LLMCalls is 1).
 	Usage Usage
+	// Tokens are the answer's tokens with their log-probabilities, in
+	// order, when the request asked for them and the server gave them;
+	// nil otherwise.
+	Tokens []TokenLogProb
+}
+
+// TokenLogProb is one token of an answer: its text, its natural-log
+// probability, and the likeliest tokens the model weighed at its place
+// (the chosen one among them, as servers list it).
+type TokenLogProb struct {
+	Text    string
+	LogProb float64
+	Top     []TokenAlternative
+}
+
+// TokenAlternative is a token the model weighed at a place of its answer.
+type TokenAlternative struct {
+	Text    string
+	LogProb float64
 }
 
 // LLM is the port the engine judges through. Implementations retry transient

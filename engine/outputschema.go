@@ -8,23 +8,23 @@ import (
 	"strings"
 )
 
-// Bounds written into the grammar schema: they stop a small model from
-// looping inside a string, and keep answers short enough to be fast.
+// Bounds written into the grammar schema: they stop a model from looping
+// inside a string, and keep answers short enough to be fast.
 const (
-	// A rationale is a sentence of four words or more, the first four of
-	// at most 15 characters each and the first a word (letters, with "&",
-	// ".", an apostrophe or a hyphen inside): so a grammar-driven model
-	// cannot answer "", "...", a number, one identifier ("non-compete",
-	// "rule-id:752904"), a list ("true,0,1,2,3,4,") or a label ("not
-	// applicable", "No data sufficiency"). It holds none of the characters
-	// of code and markup ("_", "[", "]", "{", "}", "=", "|", "<"), which the
-	// local model wrote in place of sentences ("rules_to_judge(answer=1",
-	// "this_agreement_is_valid_i [d1p1s3]") and with which it could copy a
-	// marker of the material, and no control character (a small model pads
-	// with line breaks). Its length is bounded because every token a
-	// grammar server samples costs about twice a token's decoding (it
-	// checks the whole vocabulary).
-	grammarRationalePattern = `^[A-Za-z][A-Za-z&.'’-]{0,14}( [^ ` + rationaleForbidden + `]{1,15}){3}[^` + rationaleForbidden + `]{0,45}$`
+	// A rationale is whole sentences: it starts with a letter, a digit or
+	// an opening bracket or quote, and ends with a full stop, a question or
+	// an exclamation mark, so a grammar server can only close it where a
+	// sentence ends, never mid-word. Its length fits two sentences with
+	// room to spare (maxRationaleChars): a model that has said its piece
+	// ends well before it, and one caught in a loop is stopped. It holds
+	// none of the characters of code and markup ("_", "[", "]", "{", "}",
+	// "=", "|", "<"), with which a small model wrote identifiers in place
+	// of sentences and could copy a marker of the material, and no control
+	// character.
+	grammarRationalePattern = `^[A-Za-z0-9(‘“'][^` + rationaleForbidden + `]{8,` + maxRationaleRest + `}[.!?]$`
+	// maxRationaleRest is maxRationaleChars less the first and last
+	// characters, as the pattern counts them.
+	maxRationaleRest = "398"
 	// rationaleForbidden are the characters a rationale may not hold, as a
 	// character class's contents.
 	rationaleForbidden  = `"\\<\[\]{}=_|\x00-\x1f`
@@ -36,6 +36,10 @@ const (
 	// at 250 values of some length).
 	maxEnumCitable = 250
 )
+
+// maxRationaleChars bounds a rationale on grammar servers: two sentences of
+// a careful reviewer fit in it.
+const maxRationaleChars = 400
 
 // citableRef is where each evidence's passage id (cite mode) or source name
 // (quote mode) points: one definition, however many rules share it.
@@ -77,10 +81,11 @@ func outputBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 // GrammarSchema is a stricter form of OutputSchema for servers that enforce a
 // schema with a grammar (llama.cpp): exactly one entry per rule, in ruleset
 // order (a lone rule's entry is the whole answer, without the "rules" array
-// or its rule_id), with bounded string lengths, no data_sufficiency (true)
-// and, in cite mode, evidence that is a passage id only. Such servers need
-// no schema support from the API to produce a valid answer, and cannot
-// write an id that was not shown.
+// or its rule_id), a rationale of whole sentences of bounded length, one to
+// three citations and, in cite mode, evidence that is a passage id only.
+// It asks every field OutputSchema asks. Such servers need no schema
+// support from the API to produce a valid answer, and cannot write an id
+// that was not shown.
 func GrammarSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawMessage, error) {
 	body, err := grammarBody(rules, mode)
 	if err != nil {
@@ -230,21 +235,20 @@ func isPassageID(id string) bool {
 	return rest == ""
 }
 
-// ruleSchema is one rule's entry. Properties are in the order a model should
-// write them: what it cites, then why, then whether the rule applies and the
-// data suffice, then the verdict. A grammar server generates every token of
-// a key the schema forces, each as slow as a free one: an entry that is the
-// only one of its answer (alone) needs no rule_id, its position names the
-// rule, a rule without an alternate needs no not_applicable, which is
-// false, and no entry needs data_sufficiency, which is true.
+// ruleSchema is one rule's entry, the same fields on every server. Its
+// properties are in the order a model should write them, since grammar
+// servers generate them in schema order: why first, then what it rests
+// on, then whether the rule applies and the material answers it, and the
+// verdict last, so that the verdict follows from the reasoning and the
+// citations from what the rationale says. bounded is the grammar server's
+// form; an entry that is the only one of its answer (alone) needs no
+// rule_id there, its position names the rule.
 func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	citable := obj{{"$ref", citableRef}}
 	rationale := obj{{"type", "string"}}
 	if bounded {
 		rationale = append(rationale, kv{"pattern", grammarRationalePattern})
 	}
-	// Think first, decide last: what is cited and why come before any
-	// judgement, so a grammar-driven model writes its verdict after them.
 	var props obj
 	var required []string
 	add := func(key string, schema obj) {
@@ -254,32 +258,10 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	if !bounded || !alone {
 		add("rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}})
 	}
-	if bounded && mode == EvidenceCite {
-		// Exactly one citation, the passage that decides the rule, as the
-		// entry's own key: a grammar-driven model otherwise leaves a list
-		// empty, a cited id always exists (so this costs no re-ask), and
-		// every token a grammar server samples is slow, the "evidences"
-		// list around the id included. The engine copies the passage.
-		add("passage_id", citable)
-	} else {
-		add("evidences", evidencesSchema(mode, bounded, citable))
-	}
 	add("rationale", rationale)
-	// A rule without an alternate is judged as stated: on grammar servers
-	// (small models) its not_applicable is left out, false, which such a
-	// model otherwise sets at random; a strict-schema server may still flag
-	// it.
-	if !bounded || r.NotApplicableText != "" {
-		add("not_applicable", obj{{"type", "boolean"}})
-	}
-	// On grammar servers data_sufficiency is left out too, true: the local
-	// model set it false on 8 of 10 verdicts of one case, each of which then
-	// read as judged on insufficient data, and its seven forced tokens are a
-	// seventh of a verdict. The engine still marks a verdict insufficient
-	// when it keeps it with problems or judges it on an excerpt.
-	if !bounded {
-		add("data_sufficiency", obj{{"type", "boolean"}})
-	}
+	add("evidences", evidencesSchema(mode, bounded, citable))
+	add("not_applicable", obj{{"type", "boolean"}})
+	add("data_sufficiency", obj{{"type", "boolean"}})
 	if r.Type == Numerical {
 		add("numerical_output", obj{{"type", "integer"}, {"enum", r.AllowedScores()}})
 	} else {
@@ -295,7 +277,10 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 
 // evidencesSchema is a rule's list of evidence: in cite mode passage ids
 // with the words quoted from them, in quote mode quotes with their source
-// and page. bounded bounds its strings and length for grammar servers.
+// and page. bounded is the grammar server's form: one to three, a citation
+// a passage id alone (the engine copies the passage: a quote is tokens a
+// grammar server samples slowly, and adds nothing a cited id lacks), a
+// quote of bounded length.
 func evidencesSchema(mode EvidenceMode, bounded bool, citable obj) obj {
 	str := func(maxLen int) obj {
 		if !bounded {
@@ -304,14 +289,22 @@ func evidencesSchema(mode EvidenceMode, bounded bool, citable obj) obj {
 		return obj{{"type", "string"}, {"maxLength", maxLen}}
 	}
 	var evidence obj
-	if mode == EvidenceCite {
+	switch {
+	case mode == EvidenceCite && bounded:
+		evidence = obj{
+			{"type", "object"},
+			{"properties", obj{{"passage_id", citable}}},
+			{"required", []string{"passage_id"}},
+			{"additionalProperties", false},
+		}
+	case mode == EvidenceCite:
 		evidence = obj{
 			{"type", "object"},
 			{"properties", obj{{"passage_id", citable}, {"quote", str(grammarMaxQuote)}}},
 			{"required", []string{"passage_id", "quote"}},
 			{"additionalProperties", false},
 		}
-	} else {
+	default:
 		evidence = obj{
 			{"type", "object"},
 			{"properties", obj{
@@ -324,7 +317,14 @@ func evidencesSchema(mode EvidenceMode, bounded bool, citable obj) obj {
 		}
 	}
 	evidences := obj{{"type", "array"}, {"items", evidence}}
-	if bounded {
+	switch {
+	case bounded && mode == EvidenceCite:
+		// A cited id always exists, so asking for one costs no re-ask:
+		// the passage that shows the rule holds, or fails, or comes
+		// closest. A quote is not held to the material by the grammar,
+		// and a rule nothing speaks to would be made to invent one.
+		evidences = append(evidences, kv{"minItems", 1}, kv{"maxItems", grammarMaxEvidences})
+	case bounded:
 		evidences = append(evidences, kv{"maxItems", grammarMaxEvidences})
 	}
 	return evidences

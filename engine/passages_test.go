@@ -149,3 +149,22 @@ func TestSegmentASCIIFastPathAgrees(t *testing.T) {
 		}
 	}
 }
+
+func TestPassagesListsWhatTheModelCites(t *testing.T) {
+	in := &Inputs{PrimaryDocs: []Document{{Name: "a.txt", Pages: []string{"One. Two.", "Three."}}},
+		NamedInputs: []NamedInput{{Name: "limit", Value: 5}}}
+	got := Passages(in)
+	var ids []string
+	for _, p := range got {
+		ids = append(ids, p.ID)
+	}
+	set := segmentInputs(in)
+	for _, id := range ids {
+		if _, ok := set.lookup(id); !ok {
+			t.Errorf("passage %q is not one the model may cite", id)
+		}
+	}
+	if len(got) != len(set.list) || got[0].Origin != "a.txt" || got[0].Page != 1 || got[len(got)-1].Origin != "limit" {
+		t.Errorf("Passages = %+v", got)
+	}
+}

@@ -115,12 +115,13 @@ func RulesPrompt(rules []Rule) string {
 	return b.String()
 }
 
-// outputContract describes the answer field by field. It shows no example
-// values: small models copy them ("...") instead of answering.
+// outputContract describes the answer field by field, in the order the
+// schemas ask for them (ruleSchema). It shows no example values: small
+// models copy them ("...") instead of answering.
 func outputContract(mode EvidenceMode) string {
 	var evidence string
 	if mode == EvidenceCite {
-		evidence = `- "evidences": objects with "passage_id": the id in square brackets before the passage the verdict rests on (a named input's name, text_input or message for those), and, where the format asks for it, "quote": the exact words of that passage that show it, or "" for all of it. Cite the passage that shows what the verdict says; for a rule the material fails, the one that shows it fails or comes closest.
+		evidence = `- "evidences": one to three objects with "passage_id": the id in square brackets before a passage your rationale rests on (a named input's name, text_input or message for those), and, where the format asks for it, "quote": the exact words of that passage that show it, or "" for all of it. Cite the passages that decide the rule: for a rule the material satisfies, the ones that show it; for a rule it fails, the ones that show it fails or come closest.
 `
 	} else {
 		evidence = `- "evidences": objects with "text": a quote of the material, copied character for character, never paraphrased, shortened or corrected, and no longer than the sentence that shows it; "source_origin": the document's name exactly as written in its marker, or the named input's name; "source_page_number": the page the quote is on (1 for the first page), or 0 for named inputs, the text input and the message. Give no evidence rather than an invented or approximate quote.
@@ -129,11 +130,11 @@ func outputContract(mode EvidenceMode) string {
 	return `
 Output contract. Answer with one JSON object and nothing else (no code fences, no prose). Its only key is "rules": an array with one object per rule to judge, in their order, each with these keys in this order:
 - "rule_id": the rule's id exactly as given.
-` + evidence + `- "rationale": one or two plain-English sentences in your own words: what the cited passage says, and why that decides the rule.
-- "not_applicable": true only when the rule does not apply to this material, else false.
-- "data_sufficiency": false when the material does not hold enough information to judge the rule, else true.
+- "rationale": one or two complete plain-English sentences in your own words, ending with a full stop: what the material says that bears on the rule, and why that decides it. Do not restate the rule.
+` + evidence + `- "not_applicable": true only when the rule does not apply to this material (then judge its alternate rule, when it has one), else false.
+- "data_sufficiency": false when the material does not hold the information needed to judge the rule (it does not address what the rule asks about), else true.
 - "boolean_output" for a boolean rule (true when the material satisfies the rule, false when it does not), or "numerical_output" for a numerical rule (one of its allowed scores), never both.
-Write the evidences first, then the rationale, then decide: the verdict must follow from the evidence. A rule judged as satisfied needs evidence that shows it.
+Reason first, decide last: the verdict must follow from the rationale and the evidence. A rule judged as satisfied needs evidence that shows it.
 `
 }
 

@@ -19,17 +19,33 @@ const (
 	MaxRuleTextChars = 8192
 	// MaxScores bounds a numerical rule's score set, given or materialised.
 	MaxScores = 1001
+	// MaxDepth bounds how deep nested rulesets go: a nested ruleset is at
+	// depth 1, one nested in it at 2, and so on.
+	MaxDepth = 4
+	// MaxGroups bounds the nested rulesets of one ruleset, at every depth.
+	MaxGroups = 100
 )
 
-// RulesetError is one problem with a ruleset. RuleIndex is -1 for problems of
-// the ruleset itself; Field is a path inside the ruleset (RuleIndex -1) or
-// inside the rule, empty when the problem is the object itself.
+// RulesetError is one problem with a ruleset. Group is the path to the nested
+// ruleset it is in (nested_rulesets[1] ("payment") > nested_rulesets[0]),
+// empty for the top level. RuleIndex is -1 for problems of the (nested)
+// ruleset itself; Field is a path inside the ruleset (RuleIndex -1) or
+// inside the rule, empty when the problem is the object itself. For an
+// expression that does not compile, Expression is its source and Line and
+// Column (1-based) point into it.
 type RulesetError struct {
-	RulesetID string
-	RuleIndex int
-	RuleID    string
-	Field     string
-	Problem   string
+	RulesetID  string
+	Group      string
+	RuleIndex  int
+	RuleID     string
+	Field      string
+	Expression string
+	Line       int
+	Column     int
+	Problem    string
+	// groupOrder is Group's place in the tree, in reading order (0: the
+	// top level), for sorting.
+	groupOrder int
 }
 
 func (e *RulesetError) Error() string {
@@ -37,6 +53,9 @@ func (e *RulesetError) Error() string {
 	b.WriteString("ruleset")
 	if e.RulesetID != "" {
 		fmt.Fprintf(&b, " %q", e.RulesetID)
+	}
+	if e.Group != "" {
+		b.WriteString(": " + e.Group)
 	}
 	if e.RuleIndex >= 0 {
 		fmt.Fprintf(&b, ": rules[%d]", e.RuleIndex)
@@ -47,6 +66,9 @@ func (e *RulesetError) Error() string {
 	if e.Field != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Field)
+	}
+	if e.Expression != "" {
+		fmt.Fprintf(&b, ": line %d, column %d of %q", e.Line, e.Column, e.Expression)
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Problem)
@@ -62,7 +84,13 @@ func joinRulesetErrors(problems []*RulesetError) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	sort.SliceStable(problems, func(i, j int) bool { return problems[i].RuleIndex < problems[j].RuleIndex })
+	sort.SliceStable(problems, func(i, j int) bool {
+		a, b := problems[i], problems[j]
+		if a.groupOrder != b.groupOrder {
+			return a.groupOrder < b.groupOrder
+		}
+		return a.RuleIndex < b.RuleIndex
+	})
 	errs := make([]error, len(problems))
 	for i, p := range problems {
 		errs[i] = p
@@ -80,7 +108,7 @@ func ParseRuleset(data []byte) (*Ruleset, error) {
 	if err != nil {
 		return nil, &RulesetError{RuleIndex: -1, Problem: err.Error()}
 	}
-	p := rulesetParser{ruleTypeErr: map[int]bool{}}
+	p := rulesetParser{ruleTypeErr: map[string]bool{}, groupTypeErr: map[int]bool{}}
 	rs := p.ruleset(doc)
 	if rs == nil {
 		return nil, joinRulesetErrors(p.problems)
@@ -91,7 +119,8 @@ func ParseRuleset(data []byte) (*Ruleset, error) {
 	// whole ruleset when the bad value sat at ruleset level (type and the
 	// global score config shape every rule).
 	for _, problem := range rs.check() {
-		if p.rulesetTypeErr || (problem.RuleIndex >= 0 && p.ruleTypeErr[problem.RuleIndex]) {
+		if p.rulesetTypeErr || p.groupTypeErr[problem.groupOrder] ||
+			(problem.RuleIndex >= 0 && p.ruleTypeErr[ruleKey(problem.groupOrder, problem.RuleIndex)]) {
 			continue
 		}
 		p.problems = append(p.problems, problem)

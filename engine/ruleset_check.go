@@ -11,19 +11,66 @@ import (
 
 const problemNoScores = "numerical rule has no score set: give numerical_rule_config.possible_scores or a global_numerical_rule_config"
 
+// check checks the whole tree of rs and resolves its defaults, then
+// compiles its expressions (once: a ruleset already compiled keeps its
+// tree).
 func (rs *Ruleset) check() []*RulesetError {
-	var problems []*RulesetError
-	add := func(ruleIndex int, ruleID, field, format string, args ...any) {
-		problems = append(problems, &RulesetError{
-			RulesetID: rs.ID, RuleIndex: ruleIndex, RuleID: ruleID, Field: field,
-			Problem: fmt.Sprintf(format, args...),
-		})
+	c := &treeCheck{root: rs, ruleIDs: map[string]string{}, groupIDs: map[string]string{}}
+	c.group(rs, groupPlace{}, rs.Type, nil, false)
+	checkInputs(rs, func(field, format string, args ...any) { c.add(groupPlace{}, -1, "", field, format, args...) })
+	if total := c.rules; total > MaxRules {
+		c.add(groupPlace{}, -1, "", "rules", "too many rules: %d (at most %d)", total, MaxRules)
 	}
+	if len(c.problems) == 0 && rs.needsTree() && (rs.tree == nil || rs.tree.owner != rs) {
+		t, problems := buildTree(rs)
+		if len(problems) > 0 {
+			return problems
+		}
+		rs.tree = t
+	}
+	return c.problems
+}
 
-	switch rs.Type {
-	case "":
+// groupPlace is where a (nested) ruleset sits: its path for messages, its
+// place in reading order, its depth.
+type groupPlace struct {
+	path  string
+	order int
+	depth int
+}
+
+// treeCheck walks a ruleset's tree in reading order.
+type treeCheck struct {
+	root     *Ruleset
+	problems []*RulesetError
+	// ruleIDs and groupIDs say where each id was first seen.
+	ruleIDs  map[string]string
+	groupIDs map[string]string
+	rules    int
+	order    int
+}
+
+func (c *treeCheck) add(at groupPlace, ruleIndex int, ruleID, field, format string, args ...any) {
+	c.problems = append(c.problems, &RulesetError{
+		RulesetID: c.root.ID, Group: at.path, groupOrder: at.order, RuleIndex: ruleIndex, RuleID: ruleID, Field: field,
+		Problem: fmt.Sprintf(format, args...),
+	})
+}
+
+// group checks the (nested) ruleset rs at place at, whose rules inherit the
+// type parentType and, when inherited is true, the score set global.
+// It reports whether the group's tree holds a boolean rule.
+func (c *treeCheck) group(rs *Ruleset, at groupPlace, parentType RuleType, global []int, inherited bool) (hasBoolean bool) {
+	add := func(ruleIndex int, ruleID, field, format string, args ...any) {
+		c.add(at, ruleIndex, ruleID, field, format, args...)
+	}
+	nested := at.depth > 0
+	switch {
+	case rs.Type == "" && nested:
+		rs.Type = parentType
+	case rs.Type == "":
 		rs.Type = Boolean
-	case Boolean, Numerical:
+	case rs.Type == Boolean, rs.Type == Numerical:
 	default:
 		add(-1, "", "type", "unknown rule type %q (want boolean or numerical)", rs.Type)
 	}
@@ -37,30 +84,48 @@ func (rs *Ruleset) check() []*RulesetError {
 	switch rs.NumericalAggregation {
 	case "":
 		rs.NumericalAggregation = AggregateMean
-	case AggregateMean, AggregateSum, AggregateWeightedMean:
+	case AggregateMean, AggregateSum, AggregateWeightedMean, AggregateMin, AggregateMax:
 	default:
-		add(-1, "", "numerical_aggregation", "unknown aggregation %q (want mean, sum or weighted_mean)", rs.NumericalAggregation)
+		add(-1, "", "numerical_aggregation", "unknown aggregation %q (want mean, sum, weighted_mean, min or max)", rs.NumericalAggregation)
+	}
+	if nested {
+		if problem := ruleIDProblem(rs.ID); problem != "" {
+			add(-1, "", "id", "%s (a nested ruleset needs an id: it names the group's result)", problem)
+		} else if first, dup := c.groupIDs[rs.ID]; dup {
+			add(-1, "", "id", "duplicate nested ruleset id: %s has it too", first)
+		} else {
+			c.groupIDs[rs.ID] = at.path
+		}
+		if rs.Weight == nil {
+			one := 1.0
+			rs.Weight = &one
+		} else if w := *rs.Weight; !(w > 0) || math.IsInf(w, 0) {
+			add(-1, "", "weight", "must be a finite number greater than 0 (got %v)", w)
+		}
 	}
 
-	global, globalOK := rs.globalScores(add)
-
-	if len(rs.Rules) == 0 {
-		add(-1, "", "rules", "no rules: give at least one")
+	if t := rs.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
+		add(-1, "", "review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
 	}
-	if len(rs.Rules) > MaxRules {
-		add(-1, "", "rules", "too many rules: %d (at most %d)", len(rs.Rules), MaxRules)
+	globalOK := inherited
+	if rs.GlobalNumericalRuleConfig != nil || !nested {
+		global, globalOK = rs.globalScores(add)
+	}
+	// global is nil when globalOK is false.
+	if !globalOK {
+		global = nil
 	}
 
-	firstIndex := make(map[string]int, len(rs.Rules))
 	var needGlobal []string // rule ids of numerical rules that use the global score set
+	c.rules += len(rs.Rules)
 	for i := range rs.Rules {
 		r := &rs.Rules[i]
 		if problem := ruleIDProblem(r.RuleID); problem != "" {
 			add(i, r.RuleID, "rule_id", "%s", problem)
-		} else if first, dup := firstIndex[r.RuleID]; dup {
-			add(i, r.RuleID, "rule_id", "duplicate rule_id: rules[%d] has it too", first)
+		} else if first, dup := c.ruleIDs[r.RuleID]; dup {
+			add(i, r.RuleID, "rule_id", "duplicate rule_id: %s has it too", first)
 		} else {
-			firstIndex[r.RuleID] = i
+			c.ruleIDs[r.RuleID] = rulePlace(at.path, i)
 		}
 
 		if strings.TrimSpace(r.RuleText) == "" {
@@ -71,6 +136,9 @@ func (rs *Ruleset) check() []*RulesetError {
 		if n := utf8.RuneCountInString(r.NotApplicableText); n > MaxRuleTextChars {
 			add(i, r.RuleID, "not_applicable_text", "too long: %d characters (at most %d)", n, MaxRuleTextChars)
 		}
+		if r.Check != "" && r.NotApplicableText != "" {
+			add(i, r.RuleID, "not_applicable_text", "a rule judged by its check has no alternate rule; say when it applies with filter_criteria")
+		}
 
 		if r.Weight == nil {
 			one := 1.0
@@ -79,11 +147,16 @@ func (rs *Ruleset) check() []*RulesetError {
 			add(i, r.RuleID, "weight", "must be a finite number greater than 0 (got %v)", w)
 		}
 
+		if t := r.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
+			add(i, r.RuleID, "review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
+		}
+
 		if r.Type == "" && (rs.Type == Boolean || rs.Type == Numerical) {
 			r.Type = rs.Type
 		}
 		switch r.Type {
 		case Boolean:
+			hasBoolean = true
 			if r.NumericalRuleConfig != nil {
 				add(i, r.RuleID, "numerical_rule_config", "only numerical rules take a numerical_rule_config; this rule is boolean")
 			}
@@ -101,13 +174,13 @@ func (rs *Ruleset) check() []*RulesetError {
 					slices.Sort(scores)
 					r.NumericalRuleConfig.PossibleScores = slices.Compact(scores)
 				}
-			case rs.GlobalNumericalRuleConfig == nil:
-				add(i, r.RuleID, "numerical_rule_config.possible_scores", "%s", problemNoScores)
 			case globalOK:
 				if r.NumericalRuleConfig == nil {
 					r.NumericalRuleConfig = &NumericalRuleConfig{}
 				}
 				r.NumericalRuleConfig.PossibleScores = slices.Clone(global)
+			case rs.GlobalNumericalRuleConfig == nil && !inherited:
+				add(i, r.RuleID, "numerical_rule_config.possible_scores", "%s", problemNoScores)
 			default:
 				needGlobal = append(needGlobal, r.RuleID)
 			}
@@ -129,7 +202,35 @@ func (rs *Ruleset) check() []*RulesetError {
 			}
 		}
 	}
-	return problems
+
+	before := c.rules
+	for i := range rs.NestedRulesets {
+		child := &rs.NestedRulesets[i]
+		c.order++
+		place := groupPlace{path: joinGroupPath(at.path, i, child.ID), order: c.order, depth: at.depth + 1}
+		if place.depth > MaxDepth {
+			c.add(at, -1, "", "nested_rulesets", "nested deeper than %d levels (the limit)", MaxDepth)
+			break
+		}
+		if c.group(child, place, rs.Type, global, globalOK) {
+			hasBoolean = true
+		}
+	}
+	if len(rs.Rules) == 0 && c.rules == before {
+		add(-1, "", "rules", "no rules: give at least one")
+	}
+	if rs.Required && !hasBoolean {
+		add(-1, "", "required", "a gate needs boolean rules, which pass or fail; this nested ruleset has none")
+	}
+	return hasBoolean
+}
+
+// rulePlace names rule i of the group at path, for messages.
+func rulePlace(path string, i int) string {
+	if path == "" {
+		return fmt.Sprintf("rules[%d]", i)
+	}
+	return fmt.Sprintf("%s rules[%d]", path, i)
 }
 
 // sortedUnique says whether scores ascend strictly, as Validate leaves them.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"rulevalidator/engine"
+	"rulevalidator/engine/ruleexpr"
 )
 
 func pointerTo[T any](v T) *T { return &v }
@@ -106,8 +107,8 @@ boolean_aggregation: majority
 numerical_aggregation: weighted_mean
 generate_report: true
 cache: false
-nested_rulesets: [{id: child}]
-filter_criteria: {region: EU}
+nested_rulesets: [{id: child, required: true, weight: 2, rules: [{rule_id: c1, type: boolean, rule_text: Child, check: inputs.x > 1}]}]
+filter_criteria: 'inputs.region == "EU"'
 global_numerical_rule_config: {min_score: 0, max_score: 3}
 rules:
   - rule_id: r1
@@ -121,7 +122,8 @@ rules:
 `
 	jsonDoc := `  {"id": "same", "version": "2", "type": "numerical", "boolean_aggregation": "majority",
 	"numerical_aggregation": "weighted_mean", "generate_report": true, "cache": false,
-	"nested_rulesets": [{"id": "child"}], "filter_criteria": {"region": "EU"},
+	"nested_rulesets": [{"id": "child", "required": true, "weight": 2, "rules": [{"rule_id": "c1", "type": "boolean", "rule_text": "Child", "check": "inputs.x > 1"}]}],
+	"filter_criteria": "inputs.region == \"EU\"",
 	"global_numerical_rule_config": {"min_score": 0, "max_score": 3},
 	"rules": [
 	  {"rule_id": "r1", "name": "First", "rule_text": "Text one.", "not_applicable_text": "Alternate.", "weight": 3},
@@ -134,7 +136,6 @@ rules:
 	if err != nil {
 		t.Fatalf("ParseRuleset(JSON): %v", err)
 	}
-	// nested_rulesets and filter_criteria are kept as decoded, so compare as JSON.
 	if a, b := jsonString(t, fromYAML), jsonString(t, fromJSON); a != b {
 		t.Errorf("YAML and JSON differ:\nYAML %s\nJSON %s", a, b)
 	}
@@ -155,21 +156,37 @@ func TestParseRulesetReadsEveryField(t *testing.T) {
 		NumericalAggregation:      engine.AggregateWeightedMean,
 		GenerateReport:            true,
 		Cache:                     pointerTo(false),
-		NestedRulesets:            []any{"child"},
-		FilterCriteria:            map[string]any{"region": "EU"},
+		ReviewBelowConfidence:     pointerTo(0.7),
+		Inputs:                    map[string]ruleexpr.Type{"region": ruleexpr.TypeString},
+		NestedRulesets: []engine.Ruleset{{ID: "child", Name: "Child", Type: engine.Numerical, Required: true, Weight: pointerTo(2.0),
+			BooleanAggregation: engine.AggregateAll, NumericalAggregation: engine.AggregateMin,
+			Rules: []engine.Rule{{RuleID: "c", RuleText: "t", Type: engine.Boolean, Weight: pointerTo(1.0), Check: `inputs.region == "EU"`}}}},
+		FilterCriteria: `inputs.region == "EU"`,
+		Required:       false,
 		Rules: []engine.Rule{{
-			RuleID:              "r",
-			RuleText:            "text",
-			Type:                engine.Numerical,
-			NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2}},
-			NotApplicableText:   "alternate",
-			Name:                "Name",
-			Weight:              pointerTo(0.5),
+			RuleID:                "r",
+			RuleText:              "text",
+			Type:                  engine.Numerical,
+			NumericalRuleConfig:   &engine.NumericalRuleConfig{PossibleScores: []int{1, 2}},
+			NotApplicableText:     "alternate",
+			Name:                  "Name",
+			Weight:                pointerTo(0.5),
+			ReviewBelowConfidence: pointerTo(0.9),
+			FilterCriteria:        `inputs.region != ""`,
 		}},
 	}
-	for _, v := range []any{*want, *want.GlobalNumericalRuleConfig, want.Rules[0], *want.Rules[0].NumericalRuleConfig} {
+	// Required, Weight and Name belong to nested rulesets: see the child,
+	// whose rule has the check (a rule with a check takes no alternate).
+	top := map[string]bool{"Required": true, "Weight": true, "Name": true}
+	for _, v := range []any{*want, want.NestedRulesets[0], *want.GlobalNumericalRuleConfig, want.Rules[0], *want.Rules[0].NumericalRuleConfig} {
 		rv := reflect.ValueOf(v)
 		for i := range rv.NumField() {
+			f := rv.Type().Field(i)
+			if !f.IsExported() || (rv.Type().Name() == "Rule" && f.Name == "Check") || (rv.Type().Name() == "Ruleset" && top[f.Name] && v.(engine.Ruleset).ID == "all-fields") ||
+				(rv.Type().Name() == "Ruleset" && v.(engine.Ruleset).ID == "child" && !top[f.Name] && f.Name != "Type" && f.Name != "Rules" && f.Name != "ID" &&
+					!strings.HasSuffix(f.Name, "Aggregation")) {
+				continue
+			}
 			if rv.Field(i).IsZero() {
 				t.Fatalf("%s.%s is not set in this test; set it so the parser is checked to read it", rv.Type().Name(), rv.Type().Field(i).Name)
 			}
@@ -240,7 +257,7 @@ rules:
   - {rule_id: r2, rule_text: b}
   - {rule_id: r3, rule_text: c, scroe: 3}
 `,
-			want: []string{`ruleset "contract-review": rules[2] (rule_id "r3"): unknown field "scroe" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight)`},
+			want: []string{`ruleset "contract-review": rules[2] (rule_id "r3"): unknown field "scroe" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight, filter_criteria, check, review_below_confidence)`},
 		},
 		{
 			name: "unknown fields at every level",
@@ -248,7 +265,7 @@ rules:
 			"rules": [{"rule_id": "a", "rule_text": "t", "type": "numerical", "numerical_rule_config": {"scores": [1]}}]}`,
 			want: []string{
 				`ruleset "u": global_numerical_rule_config: unknown field "min" (known: min_score, max_score, increment)`,
-				`ruleset "u": unknown field "rule" (known: id, version, type, global_numerical_rule_config, boolean_aggregation, numerical_aggregation, generate_report, cache, nested_rulesets, filter_criteria, rules)`,
+				`ruleset "u": unknown field "rule" (known: id, version, type, global_numerical_rule_config, boolean_aggregation, numerical_aggregation, generate_report, cache, review_below_confidence, inputs, nested_rulesets, filter_criteria, rules)`,
 				// min/max were misspelt, so the rule has no score set.
 				`ruleset "u": global_numerical_rule_config.min_score: missing, and needed by the numerical rules without possible_scores: a`,
 				`ruleset "u": global_numerical_rule_config.max_score: missing, and needed by the numerical rules without possible_scores: a`,
@@ -358,7 +375,7 @@ rules:
 			want: []string{
 				`ruleset "enums": type: unknown rule type "fuzzy" (want boolean or numerical)`,
 				`ruleset "enums": boolean_aggregation: unknown aggregation "most" (want all, any or majority)`,
-				`ruleset "enums": numerical_aggregation: unknown aggregation "median" (want mean, sum or weighted_mean)`,
+				`ruleset "enums": numerical_aggregation: unknown aggregation "median" (want mean, sum, weighted_mean, min or max)`,
 				`ruleset "enums": rules[0] (rule_id "a"): type: unknown rule type "ternary" (want boolean or numerical)`,
 			},
 		},
@@ -371,6 +388,16 @@ rules:
 				`ruleset "weights": rules[0] (rule_id "zero"): weight: must be a finite number greater than 0 (got 0)`,
 				`ruleset "weights": rules[1] (rule_id "negative"): weight: must be a finite number greater than 0 (got -1.5)`,
 				`ruleset "weights": rules[2] (rule_id "huge"): weight: must be a finite number (got a number)`,
+			},
+		},
+		{
+			name: "review thresholds",
+			doc: `{"id": "thresholds", "review_below_confidence": 1.5, "rules": [{"rule_id": "neg", "rule_text": "t", "review_below_confidence": -0.1},
+			{"rule_id": "text", "rule_text": "t", "review_below_confidence": "high"}, {"rule_id": "fine", "rule_text": "t", "review_below_confidence": 1}]}`,
+			want: []string{
+				`ruleset "thresholds": review_below_confidence: must be a number from 0 to 1 (got 1.5)`,
+				`ruleset "thresholds": rules[0] (rule_id "neg"): review_below_confidence: must be a number from 0 to 1 (got -0.1)`,
+				`ruleset "thresholds": rules[1] (rule_id "text"): review_below_confidence: must be a number from 0 to 1 (got a string)`,
 			},
 		},
 		{
@@ -679,7 +706,7 @@ rules:
 	// Output:
 	// signed boolean [] 1
 	// clarity numerical [0 2 4] 1
-	// ruleset "example": rules[0] (rule_id "a"): unknown field "rule_txt" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight)
+	// ruleset "example": rules[0] (rule_id "a"): unknown field "rule_txt" (known: rule_id, rule_text, type, numerical_rule_config, not_applicable_text, name, weight, filter_criteria, check, review_below_confidence)
 	// ruleset "example": rules[0] (rule_id "a"): rule_text: missing or blank
 }
 

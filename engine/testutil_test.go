@@ -44,6 +44,8 @@ type scriptedLLM struct {
 type scriptedReply struct {
 	content string
 	err     error
+	// tokens are the answer's log-probabilities, sent when asked for.
+	tokens []TokenLogProb
 }
 
 func (s *scriptedLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, error) {
@@ -57,7 +59,11 @@ func (s *scriptedLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, er
 	if r.err != nil {
 		return ChatResponse{}, r.err
 	}
-	return ChatResponse{Content: r.content, Format: req.Format, Model: req.Model, Usage: Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1}}, nil
+	resp := ChatResponse{Content: r.content, Format: req.Format, Model: req.Model, Usage: Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1}}
+	if req.LogProbs {
+		resp.Tokens = r.tokens
+	}
+	return resp, nil
 }
 
 // answer builds a model answer from rule objects.

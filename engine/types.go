@@ -1,6 +1,9 @@
 package engine
 
-import "rulevalidator/verdict"
+import (
+	"rulevalidator/engine/ruleexpr"
+	"rulevalidator/verdict"
+)
 
 // The value types a verdict carries are declared once, in package verdict,
 // shared with the event contracts.
@@ -16,6 +19,7 @@ type (
 	BooleanAggregate     = verdict.BooleanAggregate
 	NumericalAggregate   = verdict.NumericalAggregate
 	Aggregate            = verdict.Aggregate
+	GroupResult          = verdict.GroupResult
 	Usage                = verdict.Usage
 	CachedFrom           = verdict.CachedFrom
 )
@@ -31,6 +35,8 @@ const (
 	AggregateMean         = verdict.AggregateMean
 	AggregateSum          = verdict.AggregateSum
 	AggregateWeightedMean = verdict.AggregateWeightedMean
+	AggregateMin          = verdict.AggregateMin
+	AggregateMax          = verdict.AggregateMax
 
 	MatchExact       = verdict.MatchExact
 	MatchNormalized  = verdict.MatchNormalized
@@ -56,11 +62,34 @@ type Ruleset struct {
 	// no verdict is taken from the verdict cache or stored in it. Unset
 	// means true.
 	Cache *bool `json:"cache,omitempty"`
-	// NestedRulesets and FilterCriteria are accepted and carried unchanged for
-	// forward compatibility; the engine does not interpret them yet.
-	NestedRulesets any    `json:"nested_rulesets,omitempty"`
-	FilterCriteria any    `json:"filter_criteria,omitempty"`
-	Rules          []Rule `json:"rules"`
+	// ReviewBelowConfidence routes a verdict of this ruleset to a person
+	// when its confidence is under it (0..1); nil: the service's default.
+	// A rule's own setting overrides it.
+	ReviewBelowConfidence *float64 `json:"review_below_confidence,omitempty"`
+	// Inputs declares the named inputs the ruleset's expressions read, with
+	// their types. When given (top level only), an expression reading any
+	// other name is refused at load, and a request's value of another type
+	// fails the expressions reading it. Absent: any name may be read.
+	Inputs map[string]ruleexpr.Type `json:"inputs,omitempty"`
+	// NestedRulesets are groups of rules, each written like a ruleset, with
+	// their own aggregation (see docs/rule-groups.md).
+	NestedRulesets []Ruleset `json:"nested_rulesets,omitempty"`
+	// FilterCriteria is a CEL expression saying when the ruleset's rules
+	// apply; false makes each of them not applicable, unjudged.
+	FilterCriteria string `json:"filter_criteria,omitempty"`
+	// Required, on a nested ruleset, gates its parent: when the group fails,
+	// the parent fails whatever its own mode.
+	Required bool `json:"required,omitempty"`
+	// Weight, on a nested ruleset, is its weight in its parent's
+	// weighted_mean; Validate sets it to 1 when absent.
+	Weight *float64 `json:"weight,omitempty"`
+	// Name is a nested ruleset's display label for reports.
+	Name  string `json:"name,omitempty"`
+	Rules []Rule `json:"rules"`
+
+	// tree is the compiled form Validate builds once: the rules in tree
+	// order and the compiled expressions.
+	tree *tree
 }
 
 // GlobalNumericalRuleConfig materialises min..max by increment as the score set of
@@ -89,6 +118,15 @@ type Rule struct {
 	Name string `json:"name,omitempty"`
 	// Weight is used by weighted_mean; Validate sets it to 1 when absent.
 	Weight *float64 `json:"weight,omitempty"`
+	// FilterCriteria is a CEL expression saying when the rule applies.
+	FilterCriteria string `json:"filter_criteria,omitempty"`
+	// Check is a CEL expression that judges the rule in place of the
+	// model: a bool for a boolean rule, a number (mapped to the nearest
+	// allowed score) or a bool (highest or lowest score) for a numerical one.
+	Check string `json:"check,omitempty"`
+	// ReviewBelowConfidence overrides the ruleset's threshold for this
+	// rule (0..1; 0: never routed for its confidence).
+	ReviewBelowConfidence *float64 `json:"review_below_confidence,omitempty"`
 }
 
 // AllowedScores is the resolved score set of a numerical rule (after Validate).
@@ -143,13 +181,14 @@ type Verdict struct {
 	NotApplicable   bool       `json:"not_applicable"`
 	Evidences       []Evidence `json:"evidences"`
 	// SufficiencyNote says why DataSufficiency was set to false by the
-	// engine: the model's best answer still had content problems when the
-	// re-ask budget ran out.
+	// engine rather than the model: the rule was judged on an excerpt of
+	// the material that held nothing supporting the verdict.
 	SufficiencyNote string `json:"sufficiency_note,omitempty"`
 	// Problems lists, in the reader's terms, what was still wrong with the
 	// model's answer when it was kept after the re-ask budget ran out
-	// ("the model gave no rationale"); empty for a clean answer.
-	// SufficiencyNote says the same in one sentence.
+	// ("the model gave no rationale"); empty for a clean answer. A verdict
+	// with problems is kept with problems: its value stands and counts in
+	// the aggregates, and it is one to review.
 	Problems []string `json:"problems,omitempty"`
 	// PagesConsidered names the pages the verdict was judged on when the
 	// request was too large for one call and the rule saw an excerpt or a
@@ -164,6 +203,10 @@ type Verdict struct {
 	// the server returns log-probabilities. Nil when nothing measured it;
 	// never invented.
 	Confidence *float64 `json:"confidence"`
+	// NeedsReview says a person should check the verdict; ReviewReasons
+	// say why (RouteReview). Set at the end of Evaluate.
+	NeedsReview   bool           `json:"needs_review"`
+	ReviewReasons []ReviewReason `json:"review_reasons,omitempty"`
 }
 
 // Result is the engine's answer for one request.
@@ -173,8 +216,11 @@ type Result struct {
 	Model          string    `json:"model,omitempty"`
 	Rules          []Verdict `json:"rules"`
 	Aggregate      Aggregate `json:"aggregate"`
-	Sources        []Source  `json:"sources"`
-	Usage          Usage     `json:"usage"`
+	// Groups are the nested rulesets' results, in ruleset order (a group
+	// before the groups nested in it); absent when the ruleset has none.
+	Groups  []GroupResult `json:"groups,omitempty"`
+	Sources []Source      `json:"sources"`
+	Usage   Usage         `json:"usage"`
 }
 
 // Counts counts verdicts by outcome. Passed and Failed count the applicable boolean rules,
@@ -187,6 +233,8 @@ type Counts struct {
 	InsufficientData int
 	// Cached counts the verdicts taken from the verdict cache.
 	Cached int
+	// NeedsReview counts the verdicts routed to a person.
+	NeedsReview int
 }
 
 // CountVerdicts counts verdicts by Outcome: the one count the summary event and the report
@@ -208,6 +256,9 @@ func CountVerdicts(verdicts []Verdict) Counts {
 		}
 		if v.Cached != nil {
 			c.Cached++
+		}
+		if v.NeedsReview {
+			c.NeedsReview++
 		}
 	}
 	return c

@@ -11,13 +11,17 @@ import (
 	"rulevalidator/engine"
 )
 
-// baseline is the naive judge reports compare the engine with: one call per
-// rule with the whole input, graded the way promptfoo's llm-rubric grades
-// (a JSON object with pass, score and reason), no evidence, no re-asks.
+// baseline is the naive judge reports compare the engine with, the
+// strongest a user would write without the engine: one call per rule with
+// the whole input, graded the way promptfoo's llm-rubric grades (its
+// system prompt, a JSON object with reason, pass and score), at the same
+// temperature as the engine (0 unless set), with the server's structured
+// output where it has one, no evidence, no re-asks.
 type baseline struct {
-	llm       engine.LLM
-	model     string
-	maxTokens int
+	llm         engine.LLM
+	model       string
+	maxTokens   int
+	temperature float32
 }
 
 // baselineMaxTokens caps a rubric answer: a reason, a pass and a score fit
@@ -37,15 +41,18 @@ type baselineAnswer struct {
 	NotApplicable bool     `json:"not_applicable"`
 }
 
-func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdict, error) {
+// judge asks about every rule of the case's ruleset, one call each: the
+// baseline knows no filter or check.
+func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdict, engine.Usage, error) {
 	material := engine.UserPrompt(c.Inputs, engine.EvidenceQuote)
 	out := map[string]*engine.Verdict{}
 	var failed []string
-	for _, r := range c.Ruleset.Rules {
+	rules := c.Ruleset.AllRules()
+	for _, r := range rules {
 		v, err := b.ask(ctx, material, r)
 		if err != nil {
 			if errors.Is(err, engine.ErrLLMUnavailable) || ctx.Err() != nil {
-				return nil, err
+				return nil, engine.Usage{}, err
 			}
 			failed = append(failed, fmt.Sprintf("rule %q: %v", r.RuleID, err))
 			continue
@@ -54,9 +61,9 @@ func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdi
 	}
 	if len(failed) > 0 {
 		// The verdicts that did come back still count.
-		return out, fmt.Errorf("%d of %d rules without a usable answer: %s", len(failed), len(c.Ruleset.Rules), strings.Join(failed, "; "))
+		return out, engine.Usage{}, fmt.Errorf("%d of %d rules without a usable answer: %s", len(failed), len(rules), strings.Join(failed, "; "))
 	}
-	return out, nil
+	return out, engine.Usage{}, nil
 }
 
 func (b *baseline) ask(ctx context.Context, material string, r engine.Rule) (*engine.Verdict, error) {
@@ -66,10 +73,11 @@ func (b *baseline) ask(ctx context.Context, material string, r engine.Rule) (*en
 			{Role: "system", Content: baselineSystem},
 			{Role: "user", Content: material + "\n" + rubric(r)},
 		},
-		Format:     engine.FormatJSONSchema,
-		SchemaName: "rubric_grade",
-		Schema:     rubricSchema(r),
-		MaxTokens:  b.maxTokens,
+		Format:      engine.FormatJSONSchema,
+		SchemaName:  "rubric_grade",
+		Schema:      rubricSchema(r),
+		MaxTokens:   b.maxTokens,
+		Temperature: engine.Temperature(b.temperature),
 	})
 	if err != nil {
 		return nil, err

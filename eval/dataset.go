@@ -443,7 +443,7 @@ func (l *loader) loadCase(defaultRuleset string, mc manifestCase) *Case {
 		}
 		c.Labels = append(c.Labels, lab)
 	}
-	for _, r := range rs.Rules {
+	for _, r := range rs.AllRules() {
 		if _, ok := byRule[r.RuleID]; !ok {
 			l.add(mc.ID, r.RuleID, "labels", "the rule has no label")
 		}
@@ -453,7 +453,7 @@ func (l *loader) loadCase(defaultRuleset string, mc manifestCase) *Case {
 	}
 	// Labels in ruleset order, so reports read the same way for every case.
 	order := map[string]int{}
-	for i, r := range rs.Rules {
+	for i, r := range rs.AllRules() {
 		order[r.RuleID] = i
 	}
 	slices.SortFunc(c.Labels, func(a, b Label) int { return order[a.RuleID] - order[b.RuleID] })
@@ -544,7 +544,7 @@ func (l *loader) readFiles(m map[string]any, dir string) error {
 }
 
 func findRule(rs *engine.Ruleset, id string) (engine.Rule, bool) {
-	for _, r := range rs.Rules {
+	for _, r := range rs.AllRules() {
 		if r.RuleID == id {
 			return r, true
 		}

@@ -643,3 +643,33 @@ func TestParseBaselineReadsRawLineBreaks(t *testing.T) {
 		t.Errorf("parsed %+v", ans)
 	}
 }
+
+func TestConfidenceMetrics(t *testing.T) {
+	out := func(conf float64, correct bool) Outcome {
+		return Outcome{Answered: true, Confidence: &conf, Correct: correct}
+	}
+	if m := confidenceMetrics([]Outcome{{Answered: true, Correct: true}}); m != nil {
+		t.Errorf("without confidences: %+v, want nil", m)
+	}
+	// Ten verdicts; the three wrong ones are among the four least confident.
+	outs := []Outcome{out(0.1, false), out(0.2, true), out(0.3, false), out(0.35, false),
+		out(0.5, true), out(0.6, true), out(0.7, true), out(0.8, true), out(0.9, true), out(0.95, true), {Answered: true, Correct: false}}
+	m := confidenceMetrics(outs)
+	if m.Measured != 10 || m.Wrong != 3 {
+		t.Fatalf("counts = %+v", m)
+	}
+	// Right beats wrong in 7*3 pairs but for 0.2 against 0.3 and 0.35.
+	if want := 19.0 / 21; m.AUROC == nil || math.Abs(*m.AUROC-want) > 1e-9 {
+		t.Errorf("AUROC = %v, want %v", m.AUROC, want)
+	}
+	var caught []float64
+	for _, c := range m.Caught {
+		caught = append(caught, *c.Caught)
+	}
+	if want := []float64{1.0 / 3, 1.0 / 3, 2.0 / 3}; !slices.Equal(caught, want) {
+		t.Errorf("caught = %v, want %v", caught, want)
+	}
+	if all := confidenceMetrics([]Outcome{out(0.4, true), out(0.6, true)}); all.AUROC != nil || all.Caught[0].Caught != nil {
+		t.Errorf("all right: %+v", all)
+	}
+}

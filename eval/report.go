@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("  not-applicable precision", func(s *SystemReport) string {
 		return frac(s.Overall.NotApplicable.Flagged, s.Overall.NotApplicable.FlaggedTotal)
 	})
+	if r.hasConfidence() {
+		row("confidence AUROC", func(s *SystemReport) string {
+			if c := s.Overall.Confidence; c != nil && c.AUROC != nil {
+				return strconv.FormatFloat(*c.AUROC, 'f', 2, 64)
+			}
+			return "-"
+		})
+		for i, share := range ReviewShares {
+			row(fmt.Sprintf("  wrong caught reviewing %d%%", int(math.Round(100*share))), func(s *SystemReport) string {
+				if c := s.Overall.Confidence; c != nil && i < len(c.Caught) {
+					return short(c.Caught[i].Caught)
+				}
+				return "-"
+			})
+		}
+	}
 	row("unanswered", func(s *SystemReport) string { return strconv.Itoa(s.Overall.Unanswered) })
 	row("kept with problems (correct)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Overall.KeptWithProblems, s.Overall.KeptCorrect)
@@ -89,6 +106,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return "-"
 		}
 		return reaskSummary(s.Reasks)
+	})
+	row("rules decided without the model (filtered, checked)", func(s *SystemReport) string {
+		return fmt.Sprintf("%d (%d, %d)", s.Cost.RulesFiltered+s.Cost.RulesChecked, s.Cost.RulesFiltered, s.Cost.RulesChecked)
 	})
 	row("model calls (failed)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Cost.Calls, s.Cost.FailedCalls)
@@ -229,6 +249,16 @@ func reaskSummary(counts map[string]int) string {
 		parts[i] = r + " " + strconv.Itoa(counts[r])
 	}
 	return strconv.Itoa(total) + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// hasConfidence says whether any system's verdicts had a confidence.
+func (r *Report) hasConfidence() bool {
+	for _, s := range r.Systems {
+		if s.Overall.Confidence != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // frac writes a ratio as a percentage with its counts, or "-" when nothing

@@ -132,6 +132,10 @@ type Cost struct {
 	// all); Wall is the time judging took.
 	ModelTime time.Duration `json:"model_time_ns"`
 	Wall      time.Duration `json:"wall_ns"`
+	// RulesFiltered and RulesChecked count the verdicts the ruleset's
+	// filters and checks decided without the model: what they saved.
+	RulesFiltered int `json:"rules_filtered"`
+	RulesChecked  int `json:"rules_checked"`
 }
 
 func (c Cost) add(o Cost) Cost {
@@ -141,6 +145,7 @@ func (c Cost) add(o Cost) Cost {
 		Attempts:         c.Attempts + o.Attempts, FailedAttempts: c.FailedAttempts + o.FailedAttempts, FormatRefusals: c.FormatRefusals + o.FormatRefusals,
 		PromptTokens: c.PromptTokens + o.PromptTokens, CompletionTokens: c.CompletionTokens + o.CompletionTokens,
 		CachedTokens: c.CachedTokens + o.CachedTokens, ModelTime: c.ModelTime + o.ModelTime, Wall: c.Wall + o.Wall,
+		RulesFiltered: c.RulesFiltered + o.RulesFiltered, RulesChecked: c.RulesChecked + o.RulesChecked,
 	}
 }
 
@@ -243,7 +248,9 @@ func (a *Attempts) take() Cost {
 
 // judge produces the verdicts of one case; a verdict missing from the map
 // counts as unanswered.
-type judge func(ctx context.Context, c *Case) (map[string]*engine.Verdict, error)
+// A judge gives a case's verdicts by rule id, and what the ruleset's filters
+// and checks decided without the model (Usage.RulesFiltered, RulesChecked).
+type judge func(ctx context.Context, c *Case) (map[string]*engine.Verdict, engine.Usage, error)
 
 // EvalTenant is the tenant the engine judges a dataset's cases for.
 const EvalTenant = "eval"
@@ -320,7 +327,7 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 		if maxTokens == 0 || maxTokens > baselineMaxTokens {
 			maxTokens = baselineMaxTokens
 		}
-		b := &baseline{llm: m, model: opts.Engine.Model, maxTokens: maxTokens}
+		b := &baseline{llm: m, model: opts.Engine.Model, maxTokens: maxTokens, temperature: opts.Engine.Temperature}
 		systems = append(systems, struct {
 			name  string
 			judge judge
@@ -355,18 +362,18 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 }
 
 func engineJudge(eng *engine.Engine) judge {
-	return func(ctx context.Context, c *Case) (map[string]*engine.Verdict, error) {
+	return func(ctx context.Context, c *Case) (map[string]*engine.Verdict, engine.Usage, error) {
 		// One tenant for the dataset: with a verdict cache (Options.Engine.Cache), a
 		// case judged again asks only for what changed.
-		res, err := pipeline.Evaluate(ctx, eng, c.Ruleset, c.Request)
+		res, err := pipeline.Evaluate(ctx, eng, c.Ruleset, c.Request, nil)
 		if err != nil {
-			return nil, err
+			return nil, engine.Usage{}, err
 		}
 		out := make(map[string]*engine.Verdict, len(res.Rules))
 		for i := range res.Rules {
 			out[res.Rules[i].RuleID] = &res.Rules[i]
 		}
-		return out, nil
+		return out, res.Usage, nil
 	}
 }
 
@@ -378,10 +385,11 @@ func judgeCase(ctx context.Context, c *Case, run int, name string, j judge, m *m
 	}
 	m.take()
 	start := time.Now()
-	verdicts, err := j(ctx, c)
+	verdicts, usage, err := j(ctx, c)
 	took := time.Since(start)
 	cost := m.take()
 	cost.Wall = took
+	cost.RulesFiltered, cost.RulesChecked = usage.RulesFiltered, usage.RulesChecked
 	caseCost[c.ID] = caseCost[c.ID].add(cost)
 	sr.Cost = sr.Cost.add(cost)
 	if opts.Progress != nil {

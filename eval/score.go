@@ -38,6 +38,9 @@ type Outcome struct {
 	// kept it after its re-asks ran out (engine.Verdict.Problems); such a
 	// verdict is scored, and counted apart as kept with problems.
 	Problems []string `json:"problems,omitempty"`
+	// Confidence is the verdict's confidence (engine.Verdict.Confidence);
+	// nil when nothing measured it.
+	Confidence *float64 `json:"confidence,omitempty"`
 
 	Evidence EvidenceCounts `json:"evidence"`
 }
@@ -103,6 +106,7 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	}
 	o.Answered = true
 	o.Problems = v.Problems
+	o.Confidence = v.Confidence
 	o.Boolean, o.Numerical, o.NotApplicable = v.BooleanOutput, v.NumericalOutput, v.NotApplicable
 	switch lab.Type {
 	case engine.Numerical:
@@ -262,6 +266,9 @@ type Metrics struct {
 	Numerical     NumericalMetrics     `json:"numerical"`
 	NotApplicable NotApplicableMetrics `json:"not_applicable"`
 	Evidence      EvidenceMetrics      `json:"evidence"`
+	// Confidence is what the verdicts' confidence is worth; absent when no
+	// verdict has one.
+	Confidence *ConfidenceMetrics `json:"confidence,omitempty"`
 }
 
 // BooleanMetrics score boolean rules; a pass is the positive class.
@@ -400,6 +407,7 @@ func summarise(outs []Outcome) Metrics {
 		ev = ev.add(o.Evidence)
 	}
 	m.Accuracy = ratio(m.Correct, m.Verdicts)
+	m.Confidence = confidenceMetrics(outs)
 	m.AccuracyWithoutProblems = ratio(m.Correct-m.KeptCorrect, m.Verdicts-m.KeptWithProblems)
 	m.Boolean.Accuracy = ratio(m.Boolean.Correct, m.Boolean.Verdicts)
 	m.Numerical.ExactAccuracy = ratio(m.Numerical.Exact, m.Numerical.Verdicts)

@@ -22,6 +22,8 @@ type FeedConfig struct {
 	Serde *schemas.Serde
 	// Store receives them. Required.
 	Store *MemoryStore
+	// OnVerdict, when set, is also told each verdict, after Store.
+	OnVerdict func(ctx context.Context, v schemas.VerdictEvent)
 	// PartitionRefresh is how often the topics are checked for added
 	// partitions (default stream.DefaultPartitionRefresh).
 	PartitionRefresh time.Duration
@@ -98,6 +100,9 @@ func (f *Feed) record(ctx context.Context, m stream.Record) {
 		f.cfg.Store.RecordSummary(*e)
 	case *schemas.VerdictEvent:
 		f.cfg.Store.RecordVerdict(*e)
+		if f.cfg.OnVerdict != nil {
+			f.cfg.OnVerdict(ctx, *e)
+		}
 	default:
 		f.log.Warn("jobs: job feed skipped an event of an unexpected kind", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "schema", ev.SchemaName())
 	}

@@ -96,3 +96,64 @@ func TestFeedFollowsAddedPartitions(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestFeedTellsOnVerdict: each verdict the feed records is also handed to
+// OnVerdict (serve queues those needing review from there).
+func TestFeedTellsOnVerdict(t *testing.T) {
+	broker := kafkatest.Broker(t)
+	summaries := kafkatest.UniqueTopic(t, "summaries")
+	verdicts := kafkatest.UniqueTopic(t, "verdicts")
+	deadLetters := kafkatest.UniqueTopic(t, "deadletter")
+	for _, topic := range []string{summaries, verdicts, deadLetters} {
+		kafkatest.CreateTopic(t, broker, topic, 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	serde, err := schemas.NewSerde(ctx, schemas.SerdeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan schemas.VerdictEvent, 1)
+	feed, err := NewFeed(FeedConfig{Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts,
+		Serde: serde, Store: NewMemoryStore(MemoryStoreConfig{}), Logger: quietLogger(),
+		OnVerdict: func(_ context.Context, v schemas.VerdictEvent) { seen <- v }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	feedDone := make(chan error, 1)
+	go func() { feedDone <- feed.Run(feedCtx) }()
+	defer func() {
+		stopFeed()
+		<-feedDone
+	}()
+	select {
+	case <-feed.Ready():
+	case <-ctx.Done():
+		t.Fatal("job feed not ready within a minute")
+	}
+	prod, err := producer.New(ctx, producer.Config{
+		Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts, DeadLetterTopic: deadLetters, Logger: quietLogger(),
+	}, serde)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	v := verdict("acme", "req-v", "signed", 0)
+	v.NeedsReview, v.ReviewReasons, v.Confidence = true, []string{"low_confidence"}, new(0.3)
+	msgs, err := prod.Encode(ctx, producer.Result{Verdicts: []schemas.VerdictEvent{v}, Summary: summary("acme", "req-v", schemas.StatusCompleted, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Write(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-seen:
+		if got.RuleID != "signed" || !got.NeedsReview || *got.Confidence != 0.3 {
+			t.Errorf("OnVerdict got %+v", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("OnVerdict was not called within a minute")
+	}
+}

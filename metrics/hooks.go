@@ -30,6 +30,11 @@ func (m *Metrics) EngineHooks() engine.Hooks {
 			}
 		},
 		CacheStoreFailed: m.cacheFailures.Inc,
+		RulesDecided: func(how string, rules int) {
+			if rules > 0 && (how == engine.DecidedFiltered || how == engine.DecidedChecked) {
+				m.rulesDecided.WithLabelValues(how).Add(float64(rules))
+			}
+		},
 	}
 }
 
@@ -146,6 +151,16 @@ func (m *Metrics) ObserveReportUpload(took time.Duration, err error) {
 	m.uploadDuration.Observe(took.Seconds())
 	if err != nil {
 		m.uploadFailures.Inc()
+	}
+}
+
+// ObserveReview counts a recorded review of a verdict on a rule of ruleType,
+// its decision, and whether its final verdict is the model's.
+func (m *Metrics) ObserveReview(ruleType, decision string, agreed bool) {
+	ruleType = ruleTypes.bound(ruleType)
+	m.reviews.WithLabelValues(ruleType, reviewDecisions.bound(decision)).Inc()
+	if agreed {
+		m.reviewAgreements.WithLabelValues(ruleType).Inc()
 	}
 }
 

@@ -71,6 +71,8 @@ var (
 	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
 	callbackOutcomes = newLabelSet(CallbackDelivered, CallbackGivenUp, CallbackInterrupted)
 	cacheOutcomes    = newLabelSet(engine.CacheHit, engine.CacheMiss, engine.CacheStale)
+	ruleTypes        = newLabelSet(string(engine.Boolean), string(engine.Numerical))
+	reviewDecisions  = newLabelSet("confirm", "override")
 )
 
 // Outcomes of rulevalidator_callbacks_total (see ObserveCallback).
@@ -92,6 +94,7 @@ type Metrics struct {
 	llmRetries     *prometheus.CounterVec
 	anchoring      *prometheus.CounterVec
 	plannedCalls   *prometheus.CounterVec
+	rulesDecided   *prometheus.CounterVec
 	cacheLookups   *prometheus.CounterVec
 	cacheSaved     *prometheus.CounterVec
 	cacheFailures  prometheus.Counter
@@ -111,6 +114,9 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+
+	reviews          *prometheus.CounterVec
+	reviewAgreements *prometheus.CounterVec
 
 	buildInfo *prometheus.GaugeVec
 }
@@ -153,6 +159,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		plannedCalls: b.counterVec("llm_planned_calls_total",
 			"Model calls planned for requests, corrective re-asks not included, by model and plan: whole (the request fit one call) or split (it was judged in several calls on excerpts or batches of rules).",
 			"model", "plan"),
+		rulesDecided: b.counterVec("rules_decided_without_model_total",
+			"Rules no model was asked about, by how they were decided: filtered (a filter_criteria left the rule out as not applicable) or checked (the rule's check judged it).",
+			"how"),
 		cacheLookups: b.counterVec("verdict_cache_lookups_total",
 			"Rules looked up in the verdict cache, by outcome: hit (the verdict was taken from the cache), miss (the model was asked) or stale (a cached verdict whose evidence is no longer where it pointed; the model was asked).",
 			"outcome"),
@@ -189,6 +198,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		httpDuration: b.histogramVec("http_request_duration_seconds",
 			"Time taken to serve one HTTP API request, by route pattern.",
 			httpBuckets, "route"),
+		reviews: b.counterVec("reviews_total",
+			"Reviews of verdicts recorded, by rule type (boolean or numerical) and decision (confirm or override).",
+			"rule_type", "decision"),
+		reviewAgreements: b.counterVec("review_agreements_total",
+			"Reviews whose final verdict is the model's (a confirm, or an override giving the model's verdict again), by rule type; divided by reviews_total, the model's accuracy against the reviewers. Per-rule accuracy and Cohen's kappa are served by GET /v1/reviews/agreement.",
+			"rule_type"),
 		buildInfo: b.gaugeVec("build_info",
 			"Always 1; its labels say which build is running.",
 			"version", "go_version", "revision"),
@@ -231,6 +246,15 @@ func (m *Metrics) preinitialise() {
 	}
 	for _, o := range cacheOutcomes.values {
 		m.cacheLookups.WithLabelValues(o)
+	}
+	for _, how := range []string{engine.DecidedFiltered, engine.DecidedChecked} {
+		m.rulesDecided.WithLabelValues(how)
+	}
+	for _, t := range ruleTypes.values {
+		for _, d := range reviewDecisions.values {
+			m.reviews.WithLabelValues(t, d)
+		}
+		m.reviewAgreements.WithLabelValues(t)
 	}
 	for _, c := range pipeline.Causes {
 		m.envFault.WithLabelValues(string(c)).Set(0)

@@ -55,6 +55,7 @@ func exercise(m *Metrics) {
 
 	m.ObserveReportUpload(80*time.Millisecond, nil)
 	m.ObserveCallback(callback.Delivery{Delivered: true, Attempts: 1, Status: 200})
+	m.ObserveReview("boolean", "confirm", true)
 	_ = m.CountDeadLetters(publisherFunc(func(context.Context, *consumer.Message, string, error) error { return nil })).
 		PublishDeadLetter(context.Background(), &consumer.Message{}, string(schemas.ReasonUndecodable), errors.New("not avro"))
 
@@ -155,6 +156,7 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 		{"llm_output_retries_total", m.llmRetries, 20},
 		{"evidence_anchoring_total", m.anchoring, 7},
 		{"handler_duration_seconds", m.handlerTimings, 3},
+		{"rules_decided_without_model_total", m.rulesDecided, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,6 +180,13 @@ func TestEngineHooks(t *testing.T) {
 		series func(m *Metrics) prometheus.Collector
 		want   float64
 	}{
+		{"rules decided without the model count by how",
+			func(h engine.Hooks) {
+				h.RulesDecided(engine.DecidedFiltered, 3)
+				h.RulesDecided(engine.DecidedChecked, 2)
+				h.RulesDecided(engine.DecidedFiltered, 1)
+			},
+			func(m *Metrics) prometheus.Collector { return m.rulesDecided.WithLabelValues(engine.DecidedFiltered) }, 4},
 		{"a successful call counts prompt tokens",
 			func(h engine.Hooks) { h.LLMCall("gemma", time.Second, usage, nil) },
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 1000},
@@ -713,5 +722,28 @@ func TestObserveCallback(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m.callbacks); n != 3 {
 		t.Errorf("%d callback series, want 3", n)
+	}
+}
+
+func TestObserveReview(t *testing.T) {
+	m, _ := newMetrics(t)
+	m.ObserveReview("boolean", "confirm", true)
+	m.ObserveReview("boolean", "override", false)
+	m.ObserveReview("numerical", "override", true)
+	m.ObserveReview("ternary", "approve", false) // outside the known sets
+	for _, tc := range []struct {
+		c    prometheus.Collector
+		want float64
+	}{
+		{m.reviews.WithLabelValues("boolean", "confirm"), 1},
+		{m.reviews.WithLabelValues("boolean", "override"), 1},
+		{m.reviews.WithLabelValues("numerical", "override"), 1},
+		{m.reviews.WithLabelValues("other", "other"), 1},
+		{m.reviewAgreements.WithLabelValues("boolean"), 1},
+		{m.reviewAgreements.WithLabelValues("numerical"), 1},
+	} {
+		if got := testutil.ToFloat64(tc.c); got != tc.want {
+			t.Errorf("%v = %v, want %v", tc.c, got, tc.want)
+		}
 	}
 }

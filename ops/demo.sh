@@ -12,7 +12,9 @@
 #
 # Env: RULEVALIDATOR_HTTP_ADDR (127.0.0.1:8080), RULEVALIDATOR_OPS_ADDR
 # (127.0.0.1:9464), DEMO_TIMEOUT (15m: how long to wait for the model),
-# RULEVALIDATOR_LLM_RULES_PER_CALL (1: rules judged per model call), and
+# RULEVALIDATOR_LLM_RULES_PER_CALL (1: rules judged per model call),
+# RULEVALIDATOR_LLM_TIMEOUT (10m: one model call), LLM_MODEL (the local model,
+# default qwen2.5-coder-1.5b; gemma-3-270m is fast and judges near chance), and
 # the ports of the other scripts (KAFKA_PORT, S3_PORT, LLM_PORT, PROM_PORT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,13 +52,17 @@ start_serve() {
   done
   # shellcheck disable=SC2046
   eval "$(bash ops/s3.sh env)"
-  # One rule a call: the local 270M model judges one rule better than six at
-  # once, and the calls share the material through the server's prompt cache.
-  # One call at a time: llama-cpp-python serves one request at once, and the
-  # requests waiting in it slow the one it serves (docs/measuring-quality.md).
+  # The local model (ops/llm.sh; LLM_MODEL picks another). One rule a call: a
+  # small model judges one rule better than six at once, and the calls share
+  # the material through the server's prompt cache. One call at a time:
+  # llama-cpp-python serves one request at once, and the requests waiting in
+  # it slow the one it serves. A long timeout: on two cores the first call
+  # reads the whole agreement, a minute or more (docs/local-model.md).
   nohup "$BIN" serve \
     --kafka-brokers "$(bash ops/kafka.sh bootstrap)" \
     --llm-base-url "$(bash ops/llm.sh url)" \
+    --model "$(bash ops/llm.sh alias)" \
+    --llm-timeout "${RULEVALIDATOR_LLM_TIMEOUT:-10m}" \
     --llm-rules-per-call "${RULEVALIDATOR_LLM_RULES_PER_CALL:-1}" \
     --llm-calls-per-request "${RULEVALIDATOR_LLM_CALLS_PER_REQUEST:-1}" \
     --http-addr "$HTTP_ADDR" --ops-addr "$OPS_ADDR" \
@@ -156,6 +162,61 @@ PY
   curl -fsS "http://$OPS_ADDR/metrics" | grep -E '^rulevalidator_(requests_consumed_total|dead_letters_total|verdicts_published_total)' | grep -v ' 0$' || true
   echo "service metrics:  http://$OPS_ADDR/metrics"
   echo "Prometheus:       $(bash ops/prometheus.sh url) (alerts: $(bash ops/prometheus.sh url)/alerts)"
+
+  step "Review: the queue, one review, the final outcome"
+  python3 - "$good" "$HTTP_ADDR" "$TOKEN" <<'PY'
+import json, sys, urllib.request, urllib.error
+good, addr, token = sys.argv[1], sys.argv[2], sys.argv[3]
+def call(method, path, body=None):
+    req = urllib.request.Request(f"http://{addr}{path}", method=method, data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+def conf(c):
+    return "-" if c is None else f"{c:.2f}"
+status, queue = call("GET", "/v1/reviews?status=pending")
+items = [it for it in queue.get("items", []) if it["request_id"] == good]
+print(f"GET /v1/reviews?status=pending: {len(items)} verdict(s) of request {good} wait for a review, least confident first")
+for it in items:
+    print(f"  {it['rule_id']:<28} {it['verdict']:<15} confidence {conf(it['confidence'])}  {', '.join(it['review_reasons'])}")
+_, job = call("GET", f"/v1/validations/{good}")
+verdicts = {v["rule_id"]: v for v in (job.get("result") or {}).get("verdicts", [])}
+target = items[0]["rule_id"] if items else next(iter(verdicts), None)
+if target is None:
+    print("  no verdict to review"); sys.exit(0)
+v = verdicts[target]
+body = {"review_id": f"demo-{good}-{target}", "rule_id": target, "decision": "override",
+        "note": "Checked against the contract by the demo's reviewer."}
+if v["rule_type"] == "numerical":
+    other = [s for s in v["allowed_scores"] if s != v["numerical_output"]]
+    body["numerical_output"] = other[0] if other else v["numerical_output"]
+else:
+    body["boolean_output"] = not bool(v["boolean_output"])
+passages = [e["passage_id"] for e in v["evidences"] if e.get("passage_id")]
+if passages:
+    body["passage_ids"] = passages[:1]
+status, review = call("POST", f"/v1/validations/{good}/reviews", body)
+print(f"POST /v1/validations/{good}/reviews (override of {target}): {status}, reviewer {review.get('reviewer')}")
+status, again = call("POST", f"/v1/validations/{good}/reviews", body)
+print(f"  posted again with the same review_id: {status} (stored once)")
+_, job = call("GET", f"/v1/validations/{good}")
+res = job["result"]
+v = next(x for x in res["verdicts"] if x["rule_id"] == target)
+model = v["numerical_output"] if v["rule_type"] == "numerical" else v["boolean_output"]
+final = v["final"]
+print(f"  {target}: model {model} (confidence {conf(v['confidence'])}) -> final {final['outcome']} from the {final['source']}, {len(v['review_history'])} review(s)")
+for name, agg in (("model's", res["summary"]["aggregate"]), ("final", res["summary"]["final_aggregates"])):
+    b, n = agg.get("boolean"), agg.get("numerical")
+    parts = []
+    if b: parts.append(f"boolean {'PASSED' if b['passed'] else 'FAILED'} {b['passed_count']}/{b['applicable']}")
+    if n: parts.append("numerical " + ("n/a" if n["score"] is None else f"{n['score']:.2f}"))
+    print(f"  {name} aggregates: {', '.join(parts)}")
+PY
+  echo "report with the reviewers' columns: http://$HTTP_ADDR/v1/validations/$good/report"
+
   echo "API token for tenant $TENANT (12 h): $TOKEN"
   echo
   echo "The stack keeps running; stop it with: bash ops/demo.sh stop"

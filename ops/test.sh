@@ -5,10 +5,14 @@
 #
 #   ops/test.sh                 the integration tier: every test, against the real broker, object
 #                               storage, LibreOffice, promtool and the Python clients with the
-#                               scripted model, and one smoke test against the local model
+#                               scripted model, and one smoke test against the local model; that
+#                               model is Gemma 3 270M (LLM_MODEL=gemma-3-270m): the smoke test
+#                               exercises the mechanics, and the tiny model answers in seconds
 #   ops/test.sh --real-model    the real-model tier as well (RULEVALIDATOR_REAL_MODEL=1): the tests
-#                               that call the local model for minutes; a release and a change to
-#                               the prompt, the local stack or the checks must pass it
+#                               that call the local model for minutes and hold its verdicts to what
+#                               a careful reader gives, on the default local model
+#                               (Qwen2.5-Coder-1.5B-Instruct); a release and a change to the prompt,
+#                               the local stack or the checks must pass it
 #   ops/test.sh [--real-model] -run Foo   extra flags go to `go test`
 #
 # The unit tier needs no services: go test ./...
@@ -20,6 +24,13 @@ real_model=0
 if [ "${1:-}" = "--real-model" ]; then
   real_model=1
   shift
+fi
+# Which local model the tests judge with (ops/llm.sh): the tiny one for the mechanics, the
+# default (capable) one for the real-model tier, unless LLM_MODEL says otherwise.
+if [ "$real_model" = 1 ]; then
+  export LLM_MODEL="${LLM_MODEL:-qwen2.5-coder-1.5b}"
+else
+  export LLM_MODEL="${LLM_MODEL:-gemma-3-270m}"
 fi
 
 started=()
@@ -63,6 +74,7 @@ start_service kafka
 start_service s3
 start_service llm
 export OPENAI_BASE_URL="$(bash ops/llm.sh url)"
+export RULEVALIDATOR_MODEL="$(bash ops/llm.sh alias)"
 
 # Integration tests must run here: a missing service is a failure, not a skip.
 export RULEVALIDATOR_REQUIRE_INTEGRATION=1

@@ -8,22 +8,27 @@ import (
 	"strings"
 
 	"rulevalidator/engine"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
 // This file is the one road from a decoded request to its verdicts, taken by the service
-// (Pipeline.Judge), validate and eval alike: the ruleset given inline is parsed here, the
-// engine's inputs are built from the request here, and the engine is asked here.
+// (Pipeline.Judge), validate and eval alike: the engine's inputs are built from the request
+// here, and the engine is asked here (the ruleset given inline is parsed by
+// request.InlineRuleset, for the API as well).
 
 // Evaluate judges req against rs: the engine's inputs built from the request (its documents
 // already read, see schemas.Request.ResolveDocuments), its options applied (the model, the
-// verdict cache), under its tenant and id. Errors are EngineInputs' and the engine's.
-func Evaluate(ctx context.Context, eng Evaluator, rs *engine.Ruleset, req *schemas.Request) (*engine.Result, error) {
+// verdict cache), under its tenant and id, with the facts its filters and checks read
+// (RequestFacts; mediaTypes are those of the documents read from files, by name, nil when
+// none was). Errors are EngineInputs' and the engine's.
+func Evaluate(ctx context.Context, eng Evaluator, rs *engine.Ruleset, req *schemas.Request, mediaTypes map[string]string) (*engine.Result, error) {
 	in, err := EngineInputs(req)
 	if err != nil {
 		return nil, err
 	}
-	task := engine.Task{Ruleset: rs, Inputs: in, Tenant: req.TenantID, RequestID: req.RequestID}
+	task := engine.Task{Ruleset: rs, Inputs: in, Tenant: req.TenantID, RequestID: req.RequestID,
+		Facts: RequestFacts(req, mediaTypes)}
 	if req.Options.Model != nil {
 		task.Model = *req.Options.Model
 	}
@@ -31,25 +36,12 @@ func Evaluate(ctx context.Context, eng Evaluator, rs *engine.Ruleset, req *schem
 	return eng.Evaluate(ctx, task)
 }
 
-// InlineRuleset parses the request's inline_ruleset; nil and no error when it has none.
-// Problems wrap engine.ErrInvalidRuleset and name inline_ruleset.
-func InlineRuleset(req *schemas.Request) (*engine.Ruleset, error) {
-	if req.InlineRuleset == nil {
-		return nil, nil
-	}
-	rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
-	if err != nil {
-		return nil, fmt.Errorf("inline_ruleset: %w", err)
-	}
-	return rs, nil
-}
-
 // CheckRequest makes the checks Evaluate would make of a request's content before any
 // document is read or the model asked: its inline ruleset parses and its inputs are
 // well formed (a document still to be fetched or read is not a problem here). For a
 // client that wants to refuse a request before sending it.
 func CheckRequest(req *schemas.Request) error {
-	_, rerr := InlineRuleset(req)
+	_, rerr := request.InlineRuleset(req)
 	_, ierr := EngineInputs(req)
 	if errors.Is(ierr, schemas.ErrUnresolvedURI) {
 		ierr = nil
@@ -131,4 +123,38 @@ func decodeJSONValue(text string) (any, error) {
 		return nil, fmt.Errorf("not valid JSON: data after the value at byte offset %d", dec.InputOffset())
 	}
 	return v, nil
+}
+
+// RequestFacts are what the ruleset's filters and checks read of req besides
+// its inputs: its tenant, its documents' media types (read, as sniffed when
+// a file was read, by document name; else as given; inline text is
+// text/plain) and the options it set.
+func RequestFacts(req *schemas.Request, read map[string]string) engine.RequestFacts {
+	f := engine.RequestFacts{Tenant: req.TenantID, MediaTypes: map[string]string{}, Options: map[string]any{}}
+	for _, docs := range [][]schemas.Document{req.PrimaryDocs, req.AuxiliaryDocs} {
+		for _, d := range docs {
+			switch {
+			case read[d.Name] != "":
+				f.MediaTypes[d.Name] = read[d.Name]
+			case d.ContentType != nil:
+				f.MediaTypes[d.Name] = *d.ContentType
+			case d.Content != nil || (d.Pages != nil && d.URI == nil):
+				f.MediaTypes[d.Name] = "text/plain"
+			}
+		}
+	}
+	o := req.Options
+	if o.GenerateReport != nil {
+		f.Options["generate_report"] = *o.GenerateReport
+	}
+	if o.Model != nil {
+		f.Options["model"] = *o.Model
+	}
+	if o.Cache != nil {
+		f.Options["cache"] = *o.Cache
+	}
+	if o.CallbackURL != nil {
+		f.Options["callback_url"] = *o.CallbackURL
+	}
+	return f
 }

@@ -22,9 +22,11 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 	}
 	count := len(res.Rules)
 	position := map[string]int{}
+	var rules []engine.Rule
 	if rs != nil {
-		count = len(rs.Rules)
-		for i, rule := range rs.Rules {
+		rules = rs.AllRules()
+		count = len(rules)
+		for i, rule := range rules {
 			position[rule.RuleID] = i
 		}
 	}
@@ -51,15 +53,22 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			CompletedAt:     schemas.EventTime(completed),
 			RuleIndex:       i,
 			RuleCount:       count,
+			Confidence:      clone.Ptr(v.Confidence),
+			NeedsReview:     v.NeedsReview,
+		}
+		for _, r := range v.ReviewReasons {
+			ev.ReviewReasons = append(ev.ReviewReasons, string(r))
 		}
 		if c := v.Cached; c != nil {
 			ev.Cached = &schemas.CachedFrom{JudgedAt: schemas.EventTime(c.JudgedAt), RequestID: c.RequestID}
 		}
 		name := v.Name
 		if idx, ok := position[v.RuleID]; ok {
-			rule := rs.Rules[idx]
+			rule := rules[idx]
 			ev.RuleIndex = idx
 			ev.AllowedScores = clone.OrNil(rule.AllowedScores())
+			weight := rule.WeightOrDefault()
+			ev.RuleWeight = &weight
 			if name == "" {
 				name = rule.Name
 			}
@@ -96,6 +105,7 @@ func NewSummary(req *schemas.Request, rs *engine.Ruleset, res *engine.Result, mo
 		Status:         schemas.StatusCompleted,
 		Counts:         schemas.Counts(engine.CountVerdicts(res.Rules)),
 		Aggregate:      aggregate(res.Aggregate),
+		Groups:         groups(res.Groups),
 		Sources:        clone.OrNil(res.Sources),
 		Usage:          res.Usage,
 		Report:         clone.Ptr(report),
@@ -137,6 +147,17 @@ func pagesConsidered(in []engine.DocumentPages) []schemas.DocumentPages {
 	out := clone.OrNil(in)
 	for i := range out {
 		out[i].Pages = clone.OrNil(out[i].Pages)
+	}
+	return out
+}
+
+// groups copies the nested rulesets' results for the summary, sharing no
+// memory with the result; nil when there are none.
+func groups(in []engine.GroupResult) []schemas.GroupResult {
+	out := clone.OrNil(in)
+	for i := range out {
+		g := &out[i]
+		g.GatedBy, g.RuleIDs, g.Aggregate = clone.OrNil(g.GatedBy), clone.OrNil(g.RuleIDs), aggregate(g.Aggregate)
 	}
 	return out
 }

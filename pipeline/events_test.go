@@ -132,6 +132,7 @@ func testResult() *engine.Result {
 					Anchored: true, Match: engine.MatchExact, StartOffset: new(10), EndOffset: new(27)}}},
 			{RuleID: "risk", Type: engine.Numerical, DataSufficiency: true, Rationale: "Low risk.", NumericalOutput: new(1)},
 			{RuleID: "insured", Type: engine.Boolean, DataSufficiency: false, Rationale: "No certificate.", BooleanOutput: new(false),
+				Confidence: new(0.4), NeedsReview: true, ReviewReasons: []engine.ReviewReason{engine.ReviewKeptWithProblems, engine.ReviewInsufficientData},
 				SufficiencyNote: "kept with problems after every re-ask: no evidence found in the material supports the verdict",
 				Problems:        []string{"no evidence found in the material supports the verdict"},
 				Evidences:       []engine.Evidence{{Text: "insured by Allianz", SourceOrigin: "agreement.pdf", SourcePageNumber: 1, CitedPageNumber: 5, Match: engine.MatchNone}}},
@@ -163,6 +164,7 @@ func TestEventNewVerdictEvents(t *testing.T) {
 		StartedAt:   time.Date(2025, 3, 1, 9, 0, 0, 123_000_000, time.UTC),
 		CompletedAt: completed.UTC().Truncate(time.Millisecond),
 		RuleIndex:   0, RuleCount: 4,
+		RuleWeight: new(1.0),
 	}
 	assertEqual(t, events[0], want)
 	if risk := events[1]; risk.RuleIndex != 1 || risk.RuleName != nil || *risk.NumericalOutput != 1 {
@@ -174,6 +176,10 @@ func TestEventNewVerdictEvents(t *testing.T) {
 	}
 	insured := events[2]
 	assertEqual(t, insured.Problems, []string{"no evidence found in the material supports the verdict"})
+	assertEqual(t, insured.ReviewReasons, []string{"kept_with_problems", "insufficient_data"})
+	if insured.Confidence == nil || *insured.Confidence != 0.4 || !insured.NeedsReview || events[0].Confidence != nil || events[0].NeedsReview {
+		t.Errorf("confidence or review routing not carried: %+v", insured)
+	}
 	if insured.SufficiencyNote == nil || insured.Evidences[0].CitedPageNumber != 5 || insured.Evidences[0].SourcePageNumber != 1 {
 		t.Errorf("insured event lost its note or the page the model cited: %+v", insured)
 	}
@@ -224,7 +230,7 @@ func TestEventNewSummary(t *testing.T) {
 		EventID: "acme/req-1", RequestID: "req-1", TenantID: "acme",
 		RulesetID: "onboarding", RulesetVersion: new("7"), Model: "served-model",
 		Status:    schemas.StatusCompleted,
-		Counts:    schemas.Counts{Rules: 4, Passed: 1, Failed: 1, NotApplicable: 1, InsufficientData: 1},
+		Counts:    schemas.Counts{Rules: 4, Passed: 1, Failed: 1, NotApplicable: 1, InsufficientData: 1, NeedsReview: 1},
 		Aggregate: aggregate(testResult().Aggregate),
 		Sources:   []schemas.Source{schemas.Source(testResult().Sources[0])},
 		Usage:     schemas.Usage(testResult().Usage),

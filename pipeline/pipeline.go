@@ -26,6 +26,7 @@ import (
 	"rulevalidator/objstore"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -337,12 +338,13 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 // storeResult stores pub's result unless it is stored already.
 func (p *Pipeline) storeResult(ctx context.Context, pub *published) error {
 	if p.cfg.Results == nil || pub.stored {
+		pub.out.Material, pub.out.Ruleset = nil, nil
 		return nil
 	}
 	if err := p.cfg.Results.StoreResult(ctx, pub.req, pub.out); err != nil {
 		return &resultStoreError{fmt.Errorf("storing the result of request %q (tenant %q): %w", pub.req.RequestID, pub.req.TenantID, err)}
 	}
-	pub.stored = true
+	pub.stored, pub.out.Material, pub.out.Ruleset = true, nil, nil
 	return nil
 }
 
@@ -386,6 +388,14 @@ func (p *Pipeline) callback(req *schemas.Request, out Events) (*producer.Callbac
 type Events struct {
 	Verdicts []schemas.VerdictEvent
 	Summary  schemas.SummaryEvent
+	// Material is what was judged, the documents' text as read, and Ruleset
+	// the ruleset it was judged on, for the ResultStore to keep beside the
+	// result (reviewers cite the material's passages; reviewed validations
+	// become evaluation cases); nil for a request that failed. They are
+	// dropped once the result is stored, so results kept for redeliveries
+	// hold no document text.
+	Material *engine.Inputs
+	Ruleset  *engine.Ruleset
 }
 
 // Judge resolves, judges and reports one decoded request without publishing
@@ -426,9 +436,17 @@ func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start
 		return Events{Summary: summary}, err
 	}
 	completed := p.cfg.Now()
+	// The documents are read: the inputs are built again from them as judge
+	// built them.
+	material, err := EngineInputs(req)
+	if err != nil {
+		material = nil
+	}
 	return Events{
 		Verdicts: NewVerdictEvents(req, rs, res, res.Model, start, completed),
 		Summary:  NewSummary(req, rs, res, res.Model, report, start, completed),
+		Material: material,
+		Ruleset:  rs,
 	}, nil
 }
 
@@ -443,13 +461,16 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds)
 	if err != nil {
 		return nil, rs, nil, err
 	}
+	mediaTypes := map[string]string{}
 	read := func(ctx context.Context, doc schemas.Document) ([]string, error) {
-		return p.readDocument(ctx, doc, held, stats)
+		pages, mediaType, err := p.readDocument(ctx, doc, held, stats)
+		mediaTypes[doc.Name] = mediaType
+		return pages, err
 	}
 	if err := req.ResolveDocuments(ctx, read); err != nil {
 		return nil, rs, nil, err
 	}
-	res, err := Evaluate(ctx, p.cfg.Engine, rs, req)
+	res, err := Evaluate(ctx, p.cfg.Engine, rs, req, mediaTypes)
 	if err != nil {
 		return nil, rs, nil, err
 	}
@@ -476,7 +497,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds)
 
 func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.Ruleset, error) {
 	if req.InlineRuleset != nil {
-		rs, err := InlineRuleset(req)
+		rs, err := request.InlineRuleset(req)
 		if err != nil {
 			return nil, consumer.Permanent(string(schemas.ReasonInvalidRuleset), err)
 		}
@@ -500,44 +521,44 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 //
 // An inline file is in the record, already counted in the bytes in flight;
 // a claim-checked one was stat'ed and reserved for by statClaimChecks.
-func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat) ([]string, error) {
+func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat) (pages []string, mediaType string, err error) {
 	data := doc.Data
 	if data == nil {
 		if p.cfg.Objects == nil {
-			return nil, fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
+			return nil, "", fmt.Errorf("%w: documents by uri are not enabled (no object storage configured)", engine.ErrInvalidInput)
 		}
 		st, ok := stats[claimKey{*doc.URI, doc.Name}]
 		if !ok { // cannot happen: statClaimChecks saw every document resolved by uri
 			st = p.statClaimCheck(ctx, doc)
 			if st.err == nil {
 				if err := held.reserve(ctx, documentCost(st.size)); err != nil {
-					return nil, err
+					return nil, "", err
 				}
 			}
 		}
 		if st.err != nil {
-			return nil, st.err
+			return nil, "", st.err
 		}
 		var err error
 		if data, err = p.cfg.Objects.GetURI(ctx, *doc.URI); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		// Replaced since the stat by a larger object: count what was read.
 		if n := int64(len(data)); n > st.size {
 			if err := held.reserve(ctx, documentCost(n-st.size)); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 	}
 	read, err := p.cfg.Documents.Read(ctx, docread.Source{Name: doc.Name, Data: data, MediaType: deref(doc.ContentType)})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(read.ImageOnly) > 0 {
 		p.cfg.Logger.Warn("document read without the text of its pages that are only an image (OCR is not done)",
 			"document", doc.Name, "media_type", read.MediaType, "pages", read.ImageOnly)
 	}
-	return read.Pages, nil
+	return read.Pages, read.MediaType, nil
 }
 
 // claimKey names a claim-checked document: its object, and its name in the

@@ -304,14 +304,22 @@ func (p *Producer) callbackRecord(ctx context.Context, cb *Callback, s *schemas.
 }
 
 func (p *Producer) message(topic, key, id, tenant, subject string, at time.Time, ev schemas.Event, trace []stream.Header) (stream.Record, error) {
-	value, sh, err := p.serde.Encode(topic, ev)
+	return eventRecord(p.serde, p.cfg.Source, topic, key, id, tenant, subject, at, ev, trace)
+}
+
+// eventRecord is ev's record on topic in serde's wire format with the
+// CloudEvents binary-mode headers every event carries (ce_subject when
+// subject is not empty), the project's event id and tenant headers, and
+// trace.
+func eventRecord(serde *schemas.Serde, source, topic, key, id, tenant, subject string, at time.Time, ev schemas.Event, trace []stream.Header) (stream.Record, error) {
+	value, sh, err := serde.Encode(topic, ev)
 	if err != nil {
 		return stream.Record{}, fmt.Errorf("producer: encoding %s %q: %w", ev.SchemaName(), id, err)
 	}
 	headers := []stream.Header{
 		{Key: HeaderCEID, Value: []byte(id)},
 		{Key: HeaderCEType, Value: []byte(ev.SchemaName())},
-		{Key: HeaderCESource, Value: []byte(p.cfg.Source)},
+		{Key: HeaderCESource, Value: []byte(source)},
 		{Key: HeaderCESpecVersion, Value: []byte(ceSpecVersion)},
 		{Key: HeaderCETime, Value: []byte(at.UTC().Format(time.RFC3339Nano))},
 		{Key: HeaderContentType, Value: []byte(contentTypeAvro)},

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,21 @@ type Meta struct {
 	TenantID       string
 	Model          string
 	GeneratedAt    time.Time
+	// Reviews, when not nil, adds the reviewers' columns to the rules
+	// table: each rule's current review by rule id (a rule without one
+	// leaves them blank).
+	Reviews map[string]Review
+}
+
+// Review is what the reviewers' columns show of a rule's current review.
+type Review struct {
+	Decision   string // confirm or override
+	Reviewer   string
+	ReviewedAt time.Time
+	Note       string
+	// Final is the rule's final outcome in one word (pass, fail, a score,
+	// not_applicable).
+	Final string
 }
 
 // Sheet names and the fixed layout of the Report sheet, so that readers can
@@ -66,6 +82,16 @@ const (
 	ColDataSufficient
 	ColRationale
 	ColEvidence
+	// ColConfidence is the model's confidence, blank when unmeasured.
+	ColConfidence
+	// ColNeedsReview says whether the verdict was routed to a person, and why.
+	ColNeedsReview
+	// The reviewers' columns, present when Meta.Reviews is set.
+	ColReviewDecision
+	ColReviewer
+	ColReviewedAt
+	ColReviewNote
+	ColFinal
 )
 
 // Fills (RRGGBB) of result cells: Excel's Good, Bad and Neutral styles.
@@ -88,6 +114,20 @@ type column struct {
 var ruleColumns = []column{
 	{"Rule", 30}, {"Rule ID", 18}, {"Type", 11}, {"Result", 14},
 	{"Allowed scores", 16}, {"Data sufficient", 10}, {"Rationale", 60}, {"Evidence", 60},
+	{"Confidence", 11}, {"Needs review", 24},
+}
+
+var reviewColumns = []column{
+	{"Review", 11}, {"Reviewer", 18}, {"Reviewed at", 20}, {"Review note", 50}, {"Final outcome", 14},
+}
+
+// columns are the rules table's columns: the reviewers' too when there are
+// reviews.
+func (b *builder) columns() []column {
+	if b.meta.Reviews == nil {
+		return ruleColumns
+	}
+	return append(slices.Clone(ruleColumns), reviewColumns...)
 }
 
 var evidenceColumns = []column{
@@ -200,10 +240,15 @@ type ruleRow struct {
 	typ      engine.RuleType
 	scores   []int
 	verdict  *engine.Verdict
+	// group, on a subtotal row, is the nested ruleset whose rules follow.
+	group *engine.GroupResult
 }
 
 // ruleRows lists the ruleset's rules in order with their verdicts, then any
 // verdict for a rule the ruleset does not name, so nothing judged is hidden.
+// A ruleset with nested rulesets lists its own rules, then each nested
+// ruleset's subtotal row followed by its own rules, a group before the
+// groups nested in it.
 func ruleRows(rs *engine.Ruleset, res *engine.Result) []ruleRow {
 	verdicts := make(map[string]*engine.Verdict, len(res.Rules))
 	for i := range res.Rules {
@@ -213,20 +258,55 @@ func ruleRows(rs *engine.Ruleset, res *engine.Result) []ruleRow {
 	}
 	var rows []ruleRow
 	used := map[*engine.Verdict]bool{}
+	addRule := func(rule engine.Rule) {
+		row := ruleRow{id: rule.RuleID, name: rule.Name, typ: rule.Type, scores: rule.AllowedScores()}
+		if v := verdicts[rule.RuleID]; v != nil {
+			row.verdict = v
+			used[v] = true
+			if v.Name != "" {
+				row.name = v.Name
+			}
+			if v.Type != "" {
+				row.typ = v.Type
+			}
+		}
+		rows = append(rows, row)
+	}
 	if rs != nil {
-		for _, rule := range rs.Rules {
-			row := ruleRow{id: rule.RuleID, name: rule.Name, typ: rule.Type, scores: rule.AllowedScores()}
-			if v := verdicts[rule.RuleID]; v != nil {
-				row.verdict = v
-				used[v] = true
-				if v.Name != "" {
-					row.name = v.Name
+		all := rs.AllRules()
+		if len(res.Groups) == 0 {
+			for _, rule := range all {
+				addRule(rule)
+			}
+		} else {
+			byID := make(map[string]engine.Rule, len(all))
+			for _, rule := range all {
+				byID[rule.RuleID] = rule
+			}
+			placed := map[string]bool{}
+			for _, rule := range rs.Rules {
+				addRule(rule)
+				placed[rule.RuleID] = true
+			}
+			for i := range res.Groups {
+				g := &res.Groups[i]
+				name := g.Name
+				if name == "" {
+					name = "Group " + g.ID
 				}
-				if v.Type != "" {
-					row.typ = v.Type
+				rows = append(rows, ruleRow{id: g.Path, name: name, group: g})
+				for _, id := range g.RuleIDs {
+					if rule, ok := byID[id]; ok && !placed[id] {
+						addRule(rule)
+						placed[id] = true
+					}
 				}
 			}
-			rows = append(rows, row)
+			for _, rule := range all {
+				if !placed[rule.RuleID] {
+					addRule(rule)
+				}
+			}
 		}
 	}
 	for i := range res.Rules {
@@ -244,6 +324,54 @@ func ruleRows(rs *engine.Ruleset, res *engine.Result) []ruleRow {
 	return rows
 }
 
+// groupRow writes a nested ruleset's subtotal row: its result, and in the
+// rationale column what it combined and why it does not apply or failed.
+func (b *builder) groupRow(s *sheet, row int, r ruleRow) {
+	g := r.group
+	bold := look{bold: true, border: true, wrap: true}
+	label := r.name
+	if g.Required {
+		label += " (gate)"
+	}
+	s.text(ColName, row, label, bold)
+	s.text(ColRuleID, row, r.id, bold)
+	s.text(ColType, row, "group", bold)
+	s.text(ColAllowedScores, row, "", bold)
+	s.text(ColDataSufficient, row, "", bold)
+	s.text(ColEvidence, row, "", bold)
+	var details []string
+	res := result{text: "N/A", fill: FillAmber, font: fontAmber}
+	if !g.NotApplicable {
+		var parts []string
+		res = result{text: "—"}
+		if a := g.Aggregate.Boolean; a != nil {
+			res = result{text: "FAILED", fill: FillFail, font: fontFail}
+			if a.Passed {
+				res = result{text: "PASSED", fill: FillPass, font: fontPass}
+			}
+			parts = append(parts, res.text)
+			details = append(details, fmt.Sprintf("%s: %d of %d applicable members passed", a.Mode, a.PassedCount, a.Applicable))
+		}
+		if n := g.Aggregate.Numerical; n != nil {
+			score := "no score"
+			if n.Score != nil {
+				score = fmt.Sprintf("%.2f", *n.Score)
+			}
+			parts = append(parts, score)
+			details = append(details, fmt.Sprintf("%s: %s over %d scores", n.Mode, score, n.Counted))
+		}
+		res.text = strings.Join(parts, " · ")
+	}
+	if len(g.GatedBy) > 0 {
+		details = append(details, "failed by the gate "+strings.Join(g.GatedBy, ", "))
+	}
+	if g.Reason != "" {
+		details = append(details, g.Reason)
+	}
+	s.text(ColResult, row, res.text, look{fill: res.fill, font: res.font, bold: true, center: true, border: true, wrap: true})
+	s.text(ColRationale, row, strings.Join(details, "\n"), bold)
+}
+
 type builder struct {
 	f      *excelize.File
 	meta   Meta
@@ -259,7 +387,7 @@ func (b *builder) reportSheet() error {
 		return err
 	}
 	s := newSheet(b, SheetReport)
-	s.widths(ruleColumns)
+	s.widths(b.columns())
 
 	title := "Validation report: ruleset " + orDash(b.meta.RulesetID)
 	if b.meta.RulesetVersion != "" {
@@ -292,11 +420,15 @@ func (b *builder) reportSheet() error {
 	b.booleanAggregate(s, AggregatesRow+1)
 	b.numericalAggregate(s, AggregatesRow+2)
 
-	s.header(HeaderRow, ruleColumns)
+	s.header(HeaderRow, b.columns())
 	for i, row := range b.rows {
+		if row.group != nil {
+			b.groupRow(s, FirstRuleRow+i, row)
+			continue
+		}
 		b.ruleRow(s, FirstRuleRow+i, row)
 	}
-	s.autoFilter(HeaderRow, len(ruleColumns), len(b.rows))
+	s.autoFilter(HeaderRow, len(b.columns()), len(b.rows))
 	s.fitRows()
 	if s.err == nil {
 		s.err = b.f.SetRowHeight(SheetReport, TitleRow, 22)
@@ -363,7 +495,7 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 
 	v := r.verdict
 	if v == nil {
-		for _, col := range []int{ColDataSufficient, ColRationale, ColEvidence} {
+		for _, col := range []int{ColDataSufficient, ColRationale, ColEvidence, ColConfidence, ColNeedsReview} {
 			s.text(col, row, "", lookBody)
 		}
 		return
@@ -371,16 +503,47 @@ func (b *builder) ruleRow(s *sheet, row int, r ruleRow) {
 	s.text(ColDataSufficient, row, yesNo(v.DataSufficiency), lookBody)
 	s.text(ColRationale, row, rationaleText(v), lookBody)
 	s.text(ColEvidence, row, evidenceLines(v.Evidences), lookBody)
+	if v.Confidence != nil {
+		s.float(ColConfidence, row, *v.Confidence, lookBody)
+	} else {
+		s.text(ColConfidence, row, "", lookBody)
+	}
+	s.text(ColNeedsReview, row, needsReviewText(v), lookBody)
+	if b.meta.Reviews == nil {
+		return
+	}
+	rv, ok := b.meta.Reviews[r.id]
+	at := ""
+	if ok {
+		at = rv.ReviewedAt.UTC().Format(time.RFC3339)
+	}
+	s.text(ColReviewDecision, row, rv.Decision, lookBody)
+	s.text(ColReviewer, row, rv.Reviewer, lookBody)
+	s.text(ColReviewedAt, row, at, lookBody)
+	s.text(ColReviewNote, row, rv.Note, lookBody)
+	s.text(ColFinal, row, rv.Final, lookBody)
 }
 
-// rationaleText is the verdict's rationale and, when the engine judged the
-// data insufficient, why: the problems left in the answer it kept, one a
-// line, or its note.
+// needsReviewText is "no", or "yes: " and the reasons.
+func needsReviewText(v *engine.Verdict) string {
+	if !v.NeedsReview {
+		return "no"
+	}
+	reasons := make([]string, len(v.ReviewReasons))
+	for i, r := range v.ReviewReasons {
+		reasons[i] = string(r)
+	}
+	return "yes: " + strings.Join(reasons, ", ")
+}
+
+// rationaleText is the verdict's rationale and, when the engine kept it
+// with problems, the problems left in the answer, one a line; when the
+// engine judged the data insufficient, its note.
 func rationaleText(v *engine.Verdict) string {
 	text := v.Rationale
 	switch {
 	case len(v.Problems) > 0:
-		text += "\n⚠ Judged on insufficient data; still wrong after every re-ask:"
+		text += "\n⚠ Kept with problems; still wrong after every re-ask:"
 		for _, p := range v.Problems {
 			text += "\n• " + p
 		}

@@ -99,7 +99,7 @@ func TestBuildRuleRows(t *testing.T) {
 			"“plain language” — named_input:summary", "B1D580"},
 		// Insufficient data wins over the score's colour.
 		{"Risk", "risk", "numerical", "30", "0–100 (step 10)", "no",
-			"No collateral information.\n⚠ Judged on insufficient data; still wrong after every re-ask:\n• the model's quote does not say what the document says\n• no evidence found in the material supports the verdict",
+			"No collateral information.\n⚠ Kept with problems; still wrong after every re-ask:\n• the model's quote does not say what the document says\n• no evidence found in the material supports the verdict",
 			"“Repayment over 24 months” — contract.pdf, p. 3 — ALTERED: the model wrote “Repayment over 12 months” (number: “12” in the quote, “24” in the document)", FillAmber},
 	}
 	for i, tt := range tests {
@@ -133,7 +133,7 @@ func TestBuildTableLayout(t *testing.T) {
 		header int
 		filter string
 	}{
-		{SheetReport, HeaderRow, "'Report'!$A$11:$H$16"},
+		{SheetReport, HeaderRow, "'Report'!$A$11:$J$16"},
 		{SheetEvidence, 1, "'Evidence'!$A$1:$O$6"},
 	} {
 		panes, err := f.GetPanes(tt.sheet)
@@ -238,7 +238,7 @@ func TestRationaleText(t *testing.T) {
 	}{
 		{"clean", engine.Verdict{Rationale: "Signed.", DataSufficiency: true}, "Signed."},
 		{"kept with problems", engine.Verdict{Rationale: "Signed.", SufficiencyNote: "kept with problems after every re-ask: a; b", Problems: []string{"a", "b"}},
-			"Signed.\n⚠ Judged on insufficient data; still wrong after every re-ask:\n• a\n• b"},
+			"Signed.\n⚠ Kept with problems; still wrong after every re-ask:\n• a\n• b"},
 		{"a note without problems", engine.Verdict{Rationale: "Signed.", SufficiencyNote: "judged on an excerpt"},
 			"Signed.\n⚠ Judged on insufficient data: judged on an excerpt"},
 		{"from the verdict cache", engine.Verdict{Rationale: "Signed.", DataSufficiency: true, Cached: &engine.CachedFrom{JudgedAt: time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC), RequestID: "r-1"}},
@@ -592,5 +592,42 @@ func TestFileName(t *testing.T) {
 				t.Errorf("FileName %q is not a safe file name", got)
 			}
 		})
+	}
+}
+
+func TestBuildConfidenceAndReviewerColumns(t *testing.T) {
+	res := mixedResult()
+	res.Rules[0].Confidence, res.Rules[0].NeedsReview = ptr(0.42), true
+	res.Rules[0].ReviewReasons = []engine.ReviewReason{engine.ReviewLowConfidence, engine.ReviewCorrectedPage}
+	f, _ := build(t, mixedMeta(), mustRuleset(t, mixedRuleset), res)
+	row := FirstRuleRow
+	if got := value(t, f, SheetReport, ColConfidence, row); got != "0.42" {
+		t.Errorf("confidence = %q", got)
+	}
+	if got := value(t, f, SheetReport, ColNeedsReview, row); got != "yes: low_confidence, corrected_page" {
+		t.Errorf("needs review = %q", got)
+	}
+	if got := value(t, f, SheetReport, ColConfidence, row+1); got != "" {
+		t.Errorf("unmeasured confidence = %q, want blank", got)
+	}
+	if got := value(t, f, SheetReport, ColReviewDecision, HeaderRow); got != "" {
+		t.Errorf("reviewer columns without reviews: %q", got)
+	}
+
+	meta := mixedMeta()
+	meta.Reviews = map[string]Review{"income-proof": {Decision: "override", Reviewer: "user-7", ReviewedAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
+		Note: "=HYPERLINK(\"x\")", Final: "fail"}}
+	f, _ = build(t, meta, mustRuleset(t, mixedRuleset), res)
+	for col, want := range map[int]string{ColReviewDecision: "override", ColReviewer: "user-7", ColReviewedAt: "2026-12-01T09:00:00Z",
+		ColReviewNote: "=HYPERLINK(\"x\")", ColFinal: "fail"} {
+		if got := value(t, f, SheetReport, col, row); got != want {
+			t.Errorf("column %d = %q, want %q", col, got, want)
+		}
+	}
+	if got := value(t, f, SheetReport, ColFinal, HeaderRow); got != "Final outcome" {
+		t.Errorf("header = %q", got)
+	}
+	if formula, _ := f.GetCellFormula(SheetReport, cellName(t, ColReviewNote, row)); formula != "" {
+		t.Errorf("a reviewer's note became a formula: %q", formula)
 	}
 }

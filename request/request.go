@@ -367,3 +367,16 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
+
+// InlineRuleset parses the request's inline_ruleset; nil and no error when it has none.
+// Problems wrap engine.ErrInvalidRuleset and name inline_ruleset.
+func InlineRuleset(req *schemas.Request) (*engine.Ruleset, error) {
+	if req.InlineRuleset == nil {
+		return nil, nil
+	}
+	rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
+	if err != nil {
+		return nil, fmt.Errorf("inline_ruleset: %w", err)
+	}
+	return rs, nil
+}

@@ -28,14 +28,15 @@ const (
 	VerdictSchema    = Namespace + ".RuleVerdict"
 	SummarySchema    = Namespace + ".ValidationSummary"
 	DeadLetterSchema = Namespace + ".DeadLetter"
+	ReviewSchema     = Namespace + ".Review"
 )
 
-//go:embed validation_request.avsc rule_verdict.avsc validation_summary.avsc dead_letter.avsc
+//go:embed validation_request.avsc rule_verdict.avsc validation_summary.avsc dead_letter.avsc review.avsc
 var avroFiles embed.FS
 
 // avroFileNames lists the embedded schema files, in the order Codecs lists them.
 func avroFileNames() []string {
-	return []string{"validation_request.avsc", "rule_verdict.avsc", "validation_summary.avsc", "dead_letter.avsc"}
+	return []string{"validation_request.avsc", "rule_verdict.avsc", "validation_summary.avsc", "dead_letter.avsc", "review.avsc"}
 }
 
 // Schema is one Avro schema with its codec. It is safe for concurrent use.
@@ -144,7 +145,8 @@ func NewCodecs() (*Codecs, error) {
 	return c, nil
 }
 
-// Schemas lists the event schemas: request, verdict, summary, dead letter.
+// Schemas lists the event schemas: request, verdict, summary, dead letter,
+// review.
 func (c *Codecs) Schemas() []*Schema { return slices.Clone(c.list) }
 
 // Schema returns the event schema with the given full name.

@@ -27,6 +27,8 @@ func eventFromNative(name string, rec map[string]any) (Event, error) {
 		ev = summaryFromNative(r)
 	case DeadLetterSchema:
 		ev = deadLetterFromNative(r)
+	case ReviewSchema:
+		ev = reviewFromNative(r)
 	default:
 		return nil, fmt.Errorf("%s is not a rulevalidator event", name)
 	}
@@ -111,6 +113,10 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		v.AllowedScores = append(v.AllowedScores, int(n))
 	}
 	v.Problems = r.strs("problems")
+	v.Confidence = r.optDouble("confidence")
+	v.NeedsReview = r.defaultedBool("needs_review")
+	v.ReviewReasons = r.strs("review_reasons")
+	v.RuleWeight = r.optDouble("rule_weight")
 	v.PagesConsidered = pagesFromNative(r)
 	if c, ok := r.record("cached", nullable); ok {
 		v.Cached = &CachedFrom{JudgedAt: c.time("judged_at"), RequestID: c.str("request_id")}
@@ -190,6 +196,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			NotApplicable:    counts.int("not_applicable"),
 			InsufficientData: counts.int("insufficient_data"),
 			Cached:           counts.defaultedInt("cached"),
+			NeedsReview:      counts.defaultedInt("needs_review"),
 		},
 		Usage: Usage{
 			PromptTokens:     usage.int("prompt_tokens"),
@@ -197,24 +204,21 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			CachedTokens:     usage.int("cached_tokens"),
 			LLMCalls:         usage.int("llm_calls"),
 			PlannedCalls:     usage.defaultedInt("planned_calls"),
+			RulesFiltered:    usage.defaultedInt("rules_filtered"),
+			RulesChecked:     usage.defaultedInt("rules_checked"),
 		},
 		StartedAt:   r.time("started_at"),
 		CompletedAt: r.time("completed_at"),
 	}
-	if b, ok := agg.record("boolean", nullable); ok {
-		s.Aggregate.Boolean = &BooleanAggregate{
-			Mode:        BooleanAggregation(b.str("mode")),
-			Passed:      b.boolean("passed"),
-			Applicable:  b.int("applicable"),
-			PassedCount: b.int("passed_count"),
-		}
-	}
-	if n, ok := agg.record("numerical", nullable); ok {
-		s.Aggregate.Numerical = &NumericalAggregate{
-			Mode:    NumericalAggregation(n.str("mode")),
-			Score:   n.optDouble("score"),
-			Counted: n.int("counted"),
-		}
+	s.Aggregate = aggregateFromNative(agg)
+	for i, item := range r.array("groups") {
+		g := r.item("groups", i, item)
+		a, _ := g.record("aggregate", required)
+		s.Groups = append(s.Groups, GroupResult{
+			ID: g.str("id"), Path: g.str("path"), Name: deref(g.optStr("name")), Required: g.boolean("required"),
+			NotApplicable: g.boolean("not_applicable"), Reason: deref(g.optStr("reason")),
+			GatedBy: g.strs("gated_by"), RuleIDs: g.strs("rule_ids"), Aggregate: aggregateFromNative(a),
+		})
 	}
 	for i, item := range r.array("sources") {
 		src := r.item("sources", i, item)
@@ -231,6 +235,27 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 		s.Report = &ReportDescriptor{FileName: d.str("file_name"), URI: d.str("uri"), MIMEType: d.str("mime_type"), ReferenceID: d.str("reference_id")}
 	}
 	return s
+}
+
+// aggregateFromNative reads an Aggregate record.
+func aggregateFromNative(agg nativeReader) Aggregate {
+	var out Aggregate
+	if b, ok := agg.record("boolean", nullable); ok {
+		out.Boolean = &BooleanAggregate{
+			Mode:        BooleanAggregation(b.str("mode")),
+			Passed:      b.boolean("passed"),
+			Applicable:  b.int("applicable"),
+			PassedCount: b.int("passed_count"),
+		}
+	}
+	if n, ok := agg.record("numerical", nullable); ok {
+		out.Numerical = &NumericalAggregate{
+			Mode:    NumericalAggregation(n.str("mode")),
+			Score:   n.optDouble("score"),
+			Counted: n.int("counted"),
+		}
+	}
+	return out
 }
 
 func deadLetterFromNative(r nativeReader) *DeadLetter {

@@ -157,6 +157,10 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 		"rule_index":       v.RuleIndex,
 		"rule_count":       v.RuleCount,
 		"cached":           cachedNative(v.Cached),
+		"confidence":       opt("double", v.Confidence),
+		"needs_review":     v.NeedsReview,
+		"review_reasons":   nativeList(v.ReviewReasons),
+		"rule_weight":      opt("double", v.RuleWeight),
 	}, nil
 }
 
@@ -167,14 +171,44 @@ func cachedNative(c *CachedFrom) any {
 	return optRecord("CachedFrom", map[string]any{"judged_at": millis(c.JudgedAt), "request_id": c.RequestID})
 }
 
-func (s *SummaryEvent) native() (map[string]any, error) {
-	var boolAgg, numAgg, failure, report map[string]any
-	if b := s.Aggregate.Boolean; b != nil {
+// aggregateNative is an Aggregate record.
+func aggregateNative(a Aggregate) map[string]any {
+	var boolAgg, numAgg map[string]any
+	if b := a.Boolean; b != nil {
 		boolAgg = map[string]any{"mode": string(b.Mode), "passed": b.Passed, "applicable": b.Applicable, "passed_count": b.PassedCount}
 	}
-	if n := s.Aggregate.Numerical; n != nil {
+	if n := a.Numerical; n != nil {
 		numAgg = map[string]any{"mode": string(n.Mode), "score": opt("double", n.Score), "counted": n.Counted}
 	}
+	return map[string]any{
+		"boolean":   optRecord("BooleanAggregate", boolAgg),
+		"numerical": optRecord("NumericalAggregate", numAgg),
+	}
+}
+
+// optNonEmpty is an optional string that is null when empty.
+func optNonEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return opt("string", &s)
+}
+
+func groupsNative(groups []GroupResult) []any {
+	out := make([]any, len(groups))
+	for i, g := range groups {
+		out[i] = map[string]any{
+			"id": g.ID, "path": g.Path, "name": optNonEmpty(g.Name), "required": g.Required,
+			"not_applicable": g.NotApplicable, "reason": optNonEmpty(g.Reason),
+			"gated_by": nativeList(g.GatedBy), "rule_ids": nativeList(g.RuleIDs),
+			"aggregate": aggregateNative(g.Aggregate),
+		}
+	}
+	return out
+}
+
+func (s *SummaryEvent) native() (map[string]any, error) {
+	var failure, report map[string]any
 	if e := s.Error; e != nil {
 		failure = map[string]any{"code": string(e.Code), "message": e.Message}
 	}
@@ -200,23 +234,24 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 			"not_applicable":    s.Counts.NotApplicable,
 			"insufficient_data": s.Counts.InsufficientData,
 			"cached":            s.Counts.Cached,
+			"needs_review":      s.Counts.NeedsReview,
 		},
-		"aggregate": map[string]any{
-			"boolean":   optRecord("BooleanAggregate", boolAgg),
-			"numerical": optRecord("NumericalAggregate", numAgg),
-		},
-		"sources": sources,
+		"aggregate": aggregateNative(s.Aggregate),
+		"sources":   sources,
 		"usage": map[string]any{
 			"prompt_tokens":     int64(s.Usage.PromptTokens),
 			"completion_tokens": int64(s.Usage.CompletionTokens),
 			"cached_tokens":     int64(s.Usage.CachedTokens),
 			"llm_calls":         int64(s.Usage.LLMCalls),
 			"planned_calls":     int64(s.Usage.PlannedCalls),
+			"rules_filtered":    int64(s.Usage.RulesFiltered),
+			"rules_checked":     int64(s.Usage.RulesChecked),
 		},
 		"error":             optRecord("SummaryError", failure),
 		"validation_report": optRecord("ReportDescriptor", report),
 		"started_at":        millis(s.StartedAt),
 		"completed_at":      millis(s.CompletedAt),
+		"groups":            groupsNative(s.Groups),
 	}, nil
 }
 

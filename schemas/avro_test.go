@@ -33,7 +33,7 @@ func TestAvroCodecsListTheEventSchemas(t *testing.T) {
 			t.Errorf("%s: canonical form %s lacks the full name", s.Name(), s.Canonical())
 		}
 	}
-	assertEqual(t, names, []string{RequestSchema, VerdictSchema, SummarySchema, DeadLetterSchema})
+	assertEqual(t, names, []string{RequestSchema, VerdictSchema, SummarySchema, DeadLetterSchema, ReviewSchema})
 }
 
 // TestAvroFingerprint checks the CRC-64-AVRO fingerprint against the Avro
@@ -351,7 +351,8 @@ func TestAvroEventEvolution(t *testing.T) {
 	ours, _ := c.Schema(VerdictSchema)
 	older := dropFields(t, ours.Text(), "rule_name", "evidences", "allowed_scores")
 	newer := strings.Replace(ours.Text(), `"fields": [`, `"fields": [
-    {"name": "confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
+    {"name": "calibrated_confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
+	beforeReviewRouting := dropFields(t, ours.Text(), "confidence", "needs_review", "review_reasons", "rule_weight")
 	citationAdditions := []string{"passage_id", "cited_page_number"}
 	evidenceAdditions := append([]string{"quoted_text", "similarity", "altered", "differences"}, citationAdditions...)
 	beforeAlteredEvidence := dropEvidenceFields(t, dropFields(t, ours.Text(), "sufficiency_note", "problems", "pages_considered"), evidenceAdditions...)
@@ -383,6 +384,14 @@ func TestAvroEventEvolution(t *testing.T) {
 			delete(m, "evidences")
 			delete(m, "allowed_scores")
 		}, func(v *VerdictEvent) { v.RuleName, v.Evidences, v.AllowedScores = nil, nil, nil }},
+		{"writer before confidence and review routing", beforeReviewRouting, func(m map[string]any) {
+			delete(m, "confidence")
+			delete(m, "needs_review")
+			delete(m, "review_reasons")
+			delete(m, "rule_weight")
+		}, func(v *VerdictEvent) {
+			v.Confidence, v.NeedsReview, v.ReviewReasons, v.RuleWeight = nil, false, nil, nil
+		}},
 		{"writer before passage_id, cited_page_number and problems", beforeCitations, dropCitations, withoutCitations},
 		{"writer before pages_considered", beforePages, func(m map[string]any) {
 			dropCitations(m)
@@ -408,7 +417,7 @@ func TestAvroEventEvolution(t *testing.T) {
 			}
 		}},
 		{"newer writer", newer, func(m map[string]any) {
-			m["confidence"] = goavro.Union("double", 0.9)
+			m["calibrated_confidence"] = goavro.Union("double", 0.9)
 		}, func(*VerdictEvent) {}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -496,11 +505,15 @@ func TestReasonKnown(t *testing.T) {
 
 // TestAvroSummaryBeforePlannedCalls decodes a summary from a writer whose
 // usage record lacks planned_calls: it reads as 0.
-func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
+// oldSummaryWriter is the summary schema as an older writer had it: without
+// the top-level fields top and the usage fields usage. It fails when that is
+// our schema.
+func oldSummaryWriter(t *testing.T, top, usage []string) *Schema {
+	t.Helper()
 	c := newTestCodecs(t)
 	ours, _ := c.Schema(SummarySchema)
 	var root map[string]any
-	if err := json.Unmarshal([]byte(ours.Text()), &root); err != nil {
+	if err := json.Unmarshal([]byte(dropFields(t, ours.Text(), top...)), &root); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range root["fields"].([]any) {
@@ -508,10 +521,9 @@ func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
 		if field["name"] != "usage" {
 			continue
 		}
-		rec := field["type"].(map[string]any)
-		data, _ := json.Marshal(rec)
+		data, _ := json.Marshal(field["type"])
 		var trimmed map[string]any
-		if err := json.Unmarshal([]byte(dropFields(t, string(data), "planned_calls")), &trimmed); err != nil {
+		if err := json.Unmarshal([]byte(dropFields(t, string(data), usage...)), &trimmed); err != nil {
 			t.Fatal(err)
 		}
 		field["type"] = trimmed
@@ -527,11 +539,23 @@ func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
 	if writer.Fingerprint() == ours.Fingerprint() {
 		t.Fatal("the writer's schema is ours")
 	}
+	return writer
+}
+
+// readAsOldRecord writes fullSummary as writer writes it (without the
+// fields top and usage) and reads it back with our schema.
+func readAsOldRecord(t *testing.T, writer *Schema, top, usage []string) Event {
+	t.Helper()
 	native, err := fullSummary().native()
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(native["usage"].(map[string]any), "planned_calls")
+	for _, f := range top {
+		delete(native, f)
+	}
+	for _, f := range usage {
+		delete(native["usage"].(map[string]any), f)
+	}
 	body, err := writer.codec.BinaryFromNative(nil, native)
 	if err != nil {
 		t.Fatal(err)
@@ -540,7 +564,25 @@ func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestAvroSummaryBeforePlannedCalls(t *testing.T) {
+	usage := []string{"planned_calls", "rules_filtered", "rules_checked"}
+	top := []string{"groups"}
+	got := readAsOldRecord(t, oldSummaryWriter(t, top, usage), top, usage)
 	want := fullSummary()
-	want.Usage.PlannedCalls = 0
+	want.Usage.PlannedCalls, want.Usage.RulesFiltered, want.Usage.RulesChecked, want.Groups = 0, 0, 0, nil
+	assertEqual(t, got, want)
+}
+
+// A summary written before nested rulesets (no groups, no rules_filtered or
+// rules_checked in its usage) is read with none of them.
+func TestAvroSummaryBeforeGroups(t *testing.T) {
+	usage := []string{"rules_filtered", "rules_checked"}
+	top := []string{"groups"}
+	got := readAsOldRecord(t, oldSummaryWriter(t, top, usage), top, usage)
+	want := fullSummary()
+	want.Groups, want.Usage.RulesFiltered, want.Usage.RulesChecked = nil, 0, 0
 	assertEqual(t, got, want)
 }

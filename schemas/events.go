@@ -245,6 +245,16 @@ type VerdictEvent struct {
 	// Cached says where a verdict taken from the verdict cache was judged;
 	// nil when it was judged for this request.
 	Cached *CachedFrom
+	// Confidence is how sure the model was of the verdict's value (0..1);
+	// nil when nothing measured it.
+	Confidence *float64
+	// NeedsReview says the verdict is routed to a person; ReviewReasons
+	// say why.
+	NeedsReview   bool
+	ReviewReasons []string
+	// RuleWeight is the rule's weight in a weighted_mean aggregate; nil
+	// from writers before it (read as 1).
+	RuleWeight *float64
 }
 
 // SchemaName is VerdictSchema.
@@ -284,6 +294,9 @@ type SummaryEvent struct {
 	Report         *ReportDescriptor
 	StartedAt      time.Time
 	CompletedAt    time.Time
+	// Groups are the nested rulesets' results, in ruleset order; nil when
+	// the ruleset has none.
+	Groups []GroupResult
 }
 
 // Counts counts verdicts by outcome. Passed and Failed count the applicable
@@ -297,6 +310,8 @@ type Counts struct {
 	// Cached counts the verdicts taken from the verdict cache; they count
 	// in the others too.
 	Cached int
+	// NeedsReview counts the verdicts routed to a person.
+	NeedsReview int
 }
 
 // SummaryError says why a request failed.

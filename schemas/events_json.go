@@ -86,6 +86,10 @@ type verdictJSON struct {
 	RuleIndex       int             `json:"rule_index"`
 	RuleCount       int             `json:"rule_count"`
 	Cached          *cachedJSON     `json:"cached"`
+	Confidence      *float64        `json:"confidence"`
+	NeedsReview     bool            `json:"needs_review"`
+	ReviewReasons   []string        `json:"review_reasons"`
+	RuleWeight      *float64        `json:"rule_weight"`
 }
 
 type cachedJSON struct {
@@ -148,6 +152,10 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 		CompletedAt:     timeJSON(v.CompletedAt),
 		RuleIndex:       v.RuleIndex,
 		RuleCount:       v.RuleCount,
+		Confidence:      v.Confidence,
+		NeedsReview:     v.NeedsReview,
+		ReviewReasons:   emptyIfNil(v.ReviewReasons),
+		RuleWeight:      v.RuleWeight,
 	}
 	if v.Cached != nil {
 		out.Cached = &cachedJSON{JudgedAt: timeJSON(v.Cached.JudgedAt), RequestID: v.Cached.RequestID}
@@ -210,6 +218,10 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		Problems:        clone.OrNil(in.Problems),
 		RuleIndex:       in.RuleIndex,
 		RuleCount:       in.RuleCount,
+		Confidence:      in.Confidence,
+		NeedsReview:     in.NeedsReview,
+		ReviewReasons:   clone.OrNil(in.ReviewReasons),
+		RuleWeight:      in.RuleWeight,
 	}
 	if err := parseTimes(fmt.Sprintf("verdict %q", in.EventID),
 		timeField{"started_at", in.StartedAt, &out.StartedAt},
@@ -265,6 +277,49 @@ type summaryJSON struct {
 	ValidationReport *reportDescriptorJSON `json:"validation_report"`
 	StartedAt        json.RawMessage       `json:"started_at"`
 	CompletedAt      json.RawMessage       `json:"completed_at"`
+	Groups           []groupJSON           `json:"groups"`
+}
+
+type groupJSON struct {
+	ID            string        `json:"id"`
+	Path          string        `json:"path"`
+	Name          *string       `json:"name"`
+	Required      bool          `json:"required"`
+	NotApplicable bool          `json:"not_applicable"`
+	Reason        *string       `json:"reason"`
+	GatedBy       []string      `json:"gated_by"`
+	RuleIDs       []string      `json:"rule_ids"`
+	Aggregate     aggregateJSON `json:"aggregate"`
+}
+
+func aggregateToJSON(a Aggregate) aggregateJSON {
+	var out aggregateJSON
+	if b := a.Boolean; b != nil {
+		out.Boolean = &booleanAggregateJSON{Mode: string(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
+	}
+	if n := a.Numerical; n != nil {
+		out.Numerical = &numericalAggregateJSON{Mode: string(n.Mode), Score: n.Score, Counted: n.Counted}
+	}
+	return out
+}
+
+func aggregateFromJSON(a aggregateJSON) Aggregate {
+	var out Aggregate
+	if b := a.Boolean; b != nil {
+		out.Boolean = &BooleanAggregate{Mode: BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
+	}
+	if n := a.Numerical; n != nil {
+		out.Numerical = &NumericalAggregate{Mode: NumericalAggregation(n.Mode), Score: n.Score, Counted: n.Counted}
+	}
+	return out
+}
+
+// nonEmpty is s, nil when empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 type countsJSON struct {
@@ -274,6 +329,7 @@ type countsJSON struct {
 	NotApplicable    int `json:"not_applicable"`
 	InsufficientData int `json:"insufficient_data"`
 	Cached           int `json:"cached"`
+	NeedsReview      int `json:"needs_review"`
 }
 
 type aggregateJSON struct {
@@ -306,6 +362,8 @@ type usageJSON struct {
 	CachedTokens     int `json:"cached_tokens"`
 	LLMCalls         int `json:"llm_calls"`
 	PlannedCalls     int `json:"planned_calls"`
+	RulesFiltered    int `json:"rules_filtered"`
+	RulesChecked     int `json:"rules_checked"`
 }
 
 type summaryErrorJSON struct {
@@ -336,12 +394,12 @@ func (s SummaryEvent) MarshalJSON() ([]byte, error) {
 		Usage:          usageJSON(s.Usage),
 		StartedAt:      timeJSON(s.StartedAt),
 		CompletedAt:    timeJSON(s.CompletedAt),
+		Aggregate:      aggregateToJSON(s.Aggregate),
+		Groups:         make([]groupJSON, len(s.Groups)),
 	}
-	if b := s.Aggregate.Boolean; b != nil {
-		out.Aggregate.Boolean = &booleanAggregateJSON{Mode: string(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
-	}
-	if n := s.Aggregate.Numerical; n != nil {
-		out.Aggregate.Numerical = &numericalAggregateJSON{Mode: string(n.Mode), Score: n.Score, Counted: n.Counted}
+	for i, g := range s.Groups {
+		out.Groups[i] = groupJSON{ID: g.ID, Path: g.Path, Name: nonEmpty(g.Name), Required: g.Required, NotApplicable: g.NotApplicable,
+			Reason: nonEmpty(g.Reason), GatedBy: nonNilStrings(g.GatedBy), RuleIDs: nonNilStrings(g.RuleIDs), Aggregate: aggregateToJSON(g.Aggregate)}
 	}
 	for i, src := range s.Sources {
 		out.Sources[i] = sourceJSON(src)
@@ -384,11 +442,11 @@ func (s *SummaryEvent) UnmarshalJSON(data []byte) error {
 		timeField{"completed_at", in.CompletedAt, &out.CompletedAt}); err != nil {
 		return err
 	}
-	if b := in.Aggregate.Boolean; b != nil {
-		out.Aggregate.Boolean = &BooleanAggregate{Mode: BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
-	}
-	if n := in.Aggregate.Numerical; n != nil {
-		out.Aggregate.Numerical = &NumericalAggregate{Mode: NumericalAggregation(n.Mode), Score: n.Score, Counted: n.Counted}
+	out.Aggregate = aggregateFromJSON(in.Aggregate)
+	for _, g := range in.Groups {
+		out.Groups = append(out.Groups, GroupResult{ID: g.ID, Path: g.Path, Name: deref(g.Name), Required: g.Required,
+			NotApplicable: g.NotApplicable, Reason: deref(g.Reason), GatedBy: nilIfEmpty(g.GatedBy), RuleIDs: nilIfEmpty(g.RuleIDs),
+			Aggregate: aggregateFromJSON(g.Aggregate)})
 	}
 	for _, src := range in.Sources {
 		out.Sources = append(out.Sources, Source(src))
@@ -478,6 +536,21 @@ func (d *DeadLetter) UnmarshalJSON(data []byte) error {
 func emptyIfNil[S ~[]E, E any](s S) S {
 	if s == nil {
 		return S{}
+	}
+	return s
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// nilIfEmpty reads an empty array as nil, as Avro decoding gives it.
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -63,9 +64,53 @@ func TestEventJSONNamesMatchAvro(t *testing.T) {
 			if err := json.Unmarshal(data, &doc); err != nil {
 				t.Fatal(err)
 			}
-			checkShape(t, tc.ev.SchemaName(), avsc, doc)
+			checkShape(t, tc.ev.SchemaName(), inlineNamedTypes(avsc, map[string]any{}), doc)
 		})
 	}
+}
+
+// inlineNamedTypes replaces each reference to a named type by the type
+// itself (the schemas are not recursive), so that checkShape sees
+// definitions only.
+func inlineNamedTypes(avroType any, named map[string]any) any {
+	switch typ := avroType.(type) {
+	case string:
+		if def, ok := named[typ]; ok {
+			return def
+		}
+		return typ
+	case []any:
+		out := make([]any, len(typ))
+		for i, branch := range typ {
+			out[i] = inlineNamedTypes(branch, named)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(typ))
+		for k, v := range typ {
+			out[k] = v
+		}
+		if name, ok := typ["name"].(string); ok && typ["type"] != nil && (typ["type"] == "record" || typ["type"] == "enum") {
+			named[name] = out
+		}
+		if fields, ok := typ["fields"].([]any); ok {
+			inlined := make([]any, len(fields))
+			for i, f := range fields {
+				field := maps.Clone(f.(map[string]any))
+				field["type"] = inlineNamedTypes(field["type"], named)
+				inlined[i] = field
+			}
+			out["fields"] = inlined
+		}
+		if items, ok := typ["items"]; ok {
+			out["items"] = inlineNamedTypes(items, named)
+		}
+		if t, ok := typ["type"].(map[string]any); ok {
+			out["type"] = inlineNamedTypes(t, named)
+		}
+		return out
+	}
+	return avroType
 }
 
 // checkShape walks value along the Avro type, failing where an object's keys
@@ -312,7 +357,11 @@ func ExampleVerdictEvent_MarshalJSON() {
 	//   "completed_at": "2025-03-01T09:30:01.750Z",
 	//   "rule_index": 0,
 	//   "rule_count": 1,
-	//   "cached": null
+	//   "cached": null,
+	//   "confidence": null,
+	//   "needs_review": false,
+	//   "review_reasons": [],
+	//   "rule_weight": null
 	// }
 }
 

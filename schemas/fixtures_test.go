@@ -98,6 +98,17 @@ func sampleEvents() []eventCase {
 			StartedAt: t1, CompletedAt: t2,
 		}},
 		{"summary/full", fullSummary()},
+		{"review/override", &ReviewEvent{
+			EventID: "acme/req-1/payment-terms/rv-1", ReviewID: "rv-1", RequestID: "req-1", TenantID: "acme", RulesetID: "supplier-onboarding",
+			RuleID: "payment-terms", RuleType: RuleBoolean, Decision: "override", BooleanOutput: new(false),
+			Note: "Clause 4.2 says 60 days, not 30.", PassageIDs: []string{"d1p3s2", "d1p3s3"}, Reviewer: "user-7", ReviewedAt: t2,
+			ModelOutcome: "pass", ModelBooleanOutput: new(true), ModelConfidence: new(0.55), FinalOutcome: "fail",
+		}},
+		{"review/confirm", &ReviewEvent{
+			EventID: "acme/req-1/clarity/rv-2", ReviewID: "rv-2", RequestID: "req-1", TenantID: "acme",
+			RuleID: "clarity", RuleType: RuleNumerical, Decision: "confirm", Reviewer: "user-7", ReviewedAt: t2,
+			ModelOutcome: "score", ModelNumericalOutput: new(3), FinalOutcome: "score",
+		}},
 		{"summary/failed", &SummaryEvent{
 			EventID:   "r",
 			RequestID: "r",
@@ -175,10 +186,14 @@ func fullVerdict() *VerdictEvent {
 			{Text: "Invoices are payable within 30 days.", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s4",
 				Anchored: true, Match: MatchExact, Similarity: 1, StartOffset: new(22), EndOffset: new(58)},
 		},
-		StartedAt:   t1,
-		CompletedAt: t2,
-		RuleIndex:   1,
-		RuleCount:   4,
+		StartedAt:     t1,
+		CompletedAt:   t2,
+		RuleIndex:     1,
+		RuleCount:     4,
+		Confidence:    new(0.62),
+		NeedsReview:   true,
+		ReviewReasons: []string{"low_confidence", "corrected_page", "altered_evidence"},
+		RuleWeight:    new(2.5),
 	}
 }
 
@@ -191,7 +206,7 @@ func fullSummary() *SummaryEvent {
 		RulesetVersion: new("3"),
 		Model:          "gemma-3-270m",
 		Status:         StatusCompleted,
-		Counts:         Counts{Rules: 4, Passed: 2, Failed: 1, NotApplicable: 1, InsufficientData: 1},
+		Counts:         Counts{Rules: 4, Passed: 2, Failed: 1, NotApplicable: 1, InsufficientData: 1, NeedsReview: 2},
 		Aggregate: Aggregate{
 			Boolean:   &BooleanAggregate{Mode: "all", Passed: false, Applicable: 3, PassedCount: 2},
 			Numerical: &NumericalAggregate{Mode: "weighted_mean", Score: new(3.75), Counted: 2},
@@ -200,7 +215,15 @@ func fullSummary() *SummaryEvent {
 			{SourceOrigin: "agreement.pdf", Text: "payable within 30 days", SourcePageNumber: 2},
 			{SourceOrigin: "契約書", Text: unicodeText},
 		},
-		Usage:       Usage{PromptTokens: 1 << 40, CompletionTokens: 321, CachedTokens: 7, LLMCalls: 4, PlannedCalls: 3},
+		Usage: Usage{PromptTokens: 1 << 40, CompletionTokens: 321, CachedTokens: 7, LLMCalls: 4, PlannedCalls: 3, RulesFiltered: 2, RulesChecked: 1},
+		Groups: []GroupResult{
+			{ID: "liability", Path: "liability", Name: "Liability", Required: true, GatedBy: []string{"liability/caps"}, RuleIDs: []string{"l1", "l2"},
+				Aggregate: Aggregate{Boolean: &BooleanAggregate{Mode: "all", Applicable: 2, PassedCount: 2}}},
+			{ID: "caps", Path: "liability/caps", Required: true, RuleIDs: []string{"c1"},
+				Aggregate: Aggregate{Boolean: &BooleanAggregate{Mode: "any", Applicable: 1}, Numerical: &NumericalAggregate{Mode: "min", Score: new(2.0), Counted: 1}}},
+			{ID: "payment", Path: "payment", NotApplicable: true, Reason: "not applicable: filter_criteria of nested ruleset \"payment\" (inputs.contract_value > 100000) is false",
+				RuleIDs: []string{"p1"}, Aggregate: Aggregate{Numerical: &NumericalAggregate{Mode: "mean"}}},
+		},
 		Report:      &ReportDescriptor{FileName: "req-1.xlsx", URI: "s3://reports/acme/req-1.xlsx", MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: "acme/req-1.xlsx"},
 		StartedAt:   t1,
 		CompletedAt: t2,

@@ -31,6 +31,8 @@ type (
 	Aggregate = verdict.Aggregate
 	// Usage is token usage summed over every model call of one request.
 	Usage = verdict.Usage
+	// GroupResult is one nested ruleset's result.
+	GroupResult = verdict.GroupResult
 	// CachedFrom says when, and under which request of the same tenant, a
 	// verdict taken from the verdict cache was judged.
 	CachedFrom = verdict.CachedFrom

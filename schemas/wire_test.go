@@ -23,6 +23,7 @@ var testTopics = map[string]string{
 	"rv.verdicts":    VerdictSchema,
 	"rv.summaries":   SummarySchema,
 	"rv.deadletters": DeadLetterSchema,
+	"rv.reviews":     ReviewSchema,
 }
 
 func topicFor(ev Event) string {
@@ -226,10 +227,10 @@ func TestSerdeConfluentRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	// The cache-less serde asked for each of the four ids once; the
+	// The cache-less serde asked for each of the five ids once; the
 	// registering ones never asked.
-	if n := reg.byID.Load(); n != 4 {
-		t.Errorf("%d schema-by-id requests, want 4", n)
+	if n := reg.byID.Load(); n != 5 {
+		t.Errorf("%d schema-by-id requests, want 5", n)
 	}
 }
 
@@ -414,7 +415,7 @@ func TestSerdeConfluentWriterSchemaEvolved(t *testing.T) {
 	reg := newFakeRegistry(t)
 	c := newTestCodecs(t)
 	newer := strings.Replace(mustSchema(t, c, VerdictSchema).Text(), `"fields": [`, `"fields": [
-    {"name": "confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
+    {"name": "calibrated_confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
 	id, _, err := reg.RegisterSchema("rv.verdicts-value", sr.Schema{Schema: newer})
 	if err != nil {
 		t.Fatal(err)
@@ -424,7 +425,7 @@ func TestSerdeConfluentWriterSchemaEvolved(t *testing.T) {
 		t.Fatal(err)
 	}
 	native, _ := fullVerdict().native()
-	native["confidence"] = goavro.Union("double", 0.5)
+	native["calibrated_confidence"] = goavro.Union("double", 0.5)
 	value, err := codec.BinaryFromNative(binary.BigEndian.AppendUint32([]byte{0}, uint32(id)), native)
 	if err != nil {
 		t.Fatal(err)
@@ -473,7 +474,7 @@ func ExampleSerde() {
 	fmt.Println(errors.Is(err, ErrUndecodable), err)
 	// Output:
 	// rv-schema: com.rulevalidator.v1.RuleVerdict
-	// rv-schema-fingerprint: b6dcedcbc8818985
+	// rv-schema-fingerprint: 29b50e9e4ac911fa
 	// acme/req-1/signed true
 	// true schemas: cannot decode value from topic "rulevalidator.verdicts": no rv-schema-fingerprint header and no Confluent magic byte 0x00 (first byte 0x22)
 }

@@ -28,14 +28,16 @@ const (
 	AggregateMajority BooleanAggregation = "majority"
 )
 
-// NumericalAggregation combines numerical scores into one number: mean, sum or
-// weighted_mean.
+// NumericalAggregation combines numerical scores into one number: mean, sum,
+// weighted_mean, min or max.
 type NumericalAggregation string
 
 const (
 	AggregateMean         NumericalAggregation = "mean"
 	AggregateSum          NumericalAggregation = "sum"
 	AggregateWeightedMean NumericalAggregation = "weighted_mean"
+	AggregateMin          NumericalAggregation = "min"
+	AggregateMax          NumericalAggregation = "max"
 )
 
 // Match says how an evidence quote was found in its document.
@@ -136,6 +138,32 @@ type Aggregate struct {
 	Numerical *NumericalAggregate `json:"numerical,omitempty"`
 }
 
+// GroupResult is the result of one nested ruleset (a group) of a request's
+// ruleset: its verdicts and its nested groups' results combined by its own
+// modes. Its members are its own applicable rules and its applicable nested
+// groups, each nested group one member (its pass or fail, its score with
+// its weight).
+type GroupResult struct {
+	// ID is the nested ruleset's id; Path its ids from the top level down,
+	// joined by "/" ("liability/caps").
+	ID   string `json:"id"`
+	Path string `json:"path"`
+	Name string `json:"name,omitempty"`
+	// Required: the group gates its parent.
+	Required bool `json:"required"`
+	// NotApplicable: a filter left the group out, or none of its rules
+	// applied; Reason says which. A group that does not apply is no member
+	// of its parent.
+	NotApplicable bool   `json:"not_applicable"`
+	Reason        string `json:"reason,omitempty"`
+	// GatedBy names the required nested groups (by path) that failed, and
+	// so failed this group whatever its mode.
+	GatedBy []string `json:"gated_by,omitempty"`
+	// RuleIDs are the group's own rules, in ruleset order.
+	RuleIDs   []string  `json:"rule_ids"`
+	Aggregate Aggregate `json:"aggregate"`
+}
+
 // Usage is token usage summed over every model call of one request.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
@@ -145,6 +173,11 @@ type Usage struct {
 	// PlannedCalls is the number of calls the request was planned as (1
 	// when it fit one call); LLMCalls adds the corrective re-asks.
 	PlannedCalls int `json:"planned_calls"`
+	// RulesFiltered counts the rules a filter (filter_criteria) left out
+	// as not applicable, and RulesChecked those judged by their check: the
+	// rules no model was asked about.
+	RulesFiltered int `json:"rules_filtered"`
+	RulesChecked  int `json:"rules_checked"`
 }
 
 // Add sums u and o.
@@ -155,6 +188,8 @@ func (u Usage) Add(o Usage) Usage {
 		CachedTokens:     u.CachedTokens + o.CachedTokens,
 		LLMCalls:         u.LLMCalls + o.LLMCalls,
 		PlannedCalls:     u.PlannedCalls + o.PlannedCalls,
+		RulesFiltered:    u.RulesFiltered + o.RulesFiltered,
+		RulesChecked:     u.RulesChecked + o.RulesChecked,
 	}
 }
 

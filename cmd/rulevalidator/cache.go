@@ -52,6 +52,17 @@ func (c *s3Config) store(logger *slog.Logger) (*objstore.Store, error) {
 	})
 }
 
+// openForCommand is the object store of a one-off command, checked, with a
+// logger of its warnings on stderr.
+func (c *s3Config) openForCommand(stderr io.Writer) (*objstore.Store, *slog.Logger, error) {
+	if err := c.check(); err != nil {
+		return nil, nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store, err := c.store(logger)
+	return store, logger, err
+}
+
 // verdictCacheConfig is serve's verdict cache.
 type verdictCacheConfig struct {
 	enabled       bool
@@ -163,11 +174,7 @@ func runCache(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fmt.Fprintf(stderr, "cache purge: --timeout: %s must be positive\n", *timeout)
 		return exitInvalid
 	}
-	if err := s3.check(); err != nil {
-		return cl.invalid(err)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := s3.store(logger)
+	store, logger, err := s3.openForCommand(stderr)
 	if err != nil {
 		return cl.invalid(err)
 	}

@@ -71,8 +71,9 @@ func (c *documentConfig) reader(logger *slog.Logger) (*docread.Reader, error) {
 // readDocumentFiles reads the request's documents given as files into their
 // pages with r, for the commands that judge without the service (validate,
 // eval). A document by uri is left for the service, which reads object
-// storage.
-func readDocumentFiles(ctx context.Context, r *docread.Reader, req *schemas.Request) error {
+// storage. mediaTypes, when not nil, receives each file's media type as
+// read, by document name.
+func readDocumentFiles(ctx context.Context, r *docread.Reader, req *schemas.Request, mediaTypes map[string]string) error {
 	return req.ResolveDocuments(ctx, func(ctx context.Context, d schemas.Document) ([]string, error) {
 		if d.Data == nil {
 			return nil, fmt.Errorf("%w (documents by uri are read by the service from object storage; give the file here)", schemas.ErrUnresolvedURI)
@@ -84,6 +85,9 @@ func readDocumentFiles(ctx context.Context, r *docread.Reader, req *schemas.Requ
 		doc, err := r.Read(ctx, docread.Source{Name: d.Name, Data: d.Data, MediaType: ct})
 		if err != nil {
 			return nil, err
+		}
+		if mediaTypes != nil {
+			mediaTypes[d.Name] = doc.MediaType
 		}
 		return doc.Pages, nil
 	})

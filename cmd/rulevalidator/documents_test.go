@@ -176,7 +176,7 @@ func TestExampleRequestPDF(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := readDocumentFiles(context.Background(), r, req); err != nil {
+	if err := readDocumentFiles(context.Background(), r, req, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, want := req.PrimaryDocs[0].Pages, text.PrimaryDocs[0].Pages

@@ -44,8 +44,15 @@ const (
 	exampleRulesetVersion = "1.0.0"
 )
 
-// exampleRuleIDs are the example ruleset's rules, in order.
-var exampleRuleIDs = []string{"governing-law", "liability-cap", "subprocessors", "contract-value", "payment-terms", "termination"}
+// exampleRuleIDs are the example ruleset's rules, in order: the six the
+// model judges, then the check of its nested ruleset signing-authority and
+// the rule of data-protection, which a filter leaves out of the example
+// request.
+var exampleRuleIDs = []string{"governing-law", "liability-cap", "subprocessors", "contract-value", "payment-terms", "termination",
+	"approval-limit-given", "dpa-attached"}
+
+// exampleModelRuleIDs are the example ruleset's rules the model judges.
+var exampleModelRuleIDs = exampleRuleIDs[:6]
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -93,6 +100,7 @@ type serveEnv struct {
 	summaries   string
 	deadLetters string
 	callbacks   string
+	reviews     string
 	partitions  int
 	rulesetsDir string
 	llm         *llmfake.Server
@@ -123,6 +131,7 @@ func newServeEnvOn(t *testing.T, bootstrap string, partitions int) *serveEnv {
 		summaries:   kafkatest.UniqueTopic(t, "summaries"),
 		deadLetters: kafkatest.UniqueTopic(t, "deadletter"),
 		callbacks:   kafkatest.UniqueTopic(t, "callbacks"),
+		reviews:     kafkatest.UniqueTopic(t, "reviews"),
 		partitions:  partitions,
 		rulesetsDir: t.TempDir(),
 		llm:         llmfake.New(),
@@ -132,6 +141,7 @@ func newServeEnvOn(t *testing.T, bootstrap string, partitions int) *serveEnv {
 		kafkatest.CreateTopic(t, bootstrap, topic, partitions)
 	}
 	kafkatest.CreateTopic(t, bootstrap, e.deadLetters, 1)
+	kafkatest.CreateTopic(t, bootstrap, e.reviews, partitions)
 	// As ops/kafka.sh creates it: a callback carries every verdict.
 	kafkatest.CreateTopicWith(t, bootstrap, e.callbacks, partitions, map[string]string{"max.message.bytes": "8388608"})
 
@@ -170,6 +180,7 @@ func (e *serveEnv) args(extra ...string) []string {
 		"--summaries-topic", e.summaries,
 		"--deadletter-topic", e.deadLetters,
 		"--callbacks-topic", e.callbacks,
+		"--reviews-topic", e.reviews,
 		"--rulesets-topic=",
 		"--rulesets-dir", e.rulesetsDir,
 		"--llm-base-url", e.llm.URL(),

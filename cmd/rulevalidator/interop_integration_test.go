@@ -315,6 +315,10 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 		"not_applicable":   v.NotApplicable,
 		"sufficiency_note": v.SufficiencyNote,
 		"problems":         append([]string{}, v.Problems...),
+		"confidence":       v.Confidence,
+		"needs_review":     v.NeedsReview,
+		"review_reasons":   append([]string{}, v.ReviewReasons...),
+		"rule_weight":      v.RuleWeight,
 		"pages_considered": pagesRecord(v.PagesConsidered),
 		"evidences":        evidences,
 		"started_at":       v.StartedAt.UnixMilli(),
@@ -325,14 +329,20 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 	}
 }
 
-func summaryRecord(s *schemas.SummaryEvent) map[string]any {
-	var boolean, numerical, failure, report any
-	if b := s.Aggregate.Boolean; b != nil {
+// aggregateRecord is an Aggregate record as the Avro reader gives it.
+func aggregateRecord(a schemas.Aggregate) map[string]any {
+	var boolean, numerical any
+	if b := a.Boolean; b != nil {
 		boolean = map[string]any{"mode": string(b.Mode), "passed": b.Passed, "applicable": b.Applicable, "passed_count": b.PassedCount}
 	}
-	if n := s.Aggregate.Numerical; n != nil {
+	if n := a.Numerical; n != nil {
 		numerical = map[string]any{"mode": string(n.Mode), "score": n.Score, "counted": n.Counted}
 	}
+	return map[string]any{"boolean": boolean, "numerical": numerical}
+}
+
+func summaryRecord(s *schemas.SummaryEvent) map[string]any {
+	var failure, report any
 	if s.Error != nil {
 		failure = map[string]any{"code": string(s.Error.Code), "message": s.Error.Message}
 	}
@@ -343,6 +353,19 @@ func summaryRecord(s *schemas.SummaryEvent) map[string]any {
 	for _, src := range s.Sources {
 		sources = append(sources, map[string]any{"source_origin": src.SourceOrigin, "text": src.Text, "source_page_number": src.SourcePageNumber})
 	}
+	groups := []any{}
+	for _, g := range s.Groups {
+		var name, reason any
+		if g.Name != "" {
+			name = g.Name
+		}
+		if g.Reason != "" {
+			reason = g.Reason
+		}
+		groups = append(groups, map[string]any{"id": g.ID, "path": g.Path, "name": name, "required": g.Required,
+			"not_applicable": g.NotApplicable, "reason": reason, "gated_by": append([]string{}, g.GatedBy...),
+			"rule_ids": append([]string{}, g.RuleIDs...), "aggregate": aggregateRecord(g.Aggregate)})
+	}
 	return map[string]any{
 		"event_id":        s.EventID,
 		"request_id":      s.RequestID,
@@ -352,11 +375,14 @@ func summaryRecord(s *schemas.SummaryEvent) map[string]any {
 		"model":           s.Model,
 		"status":          string(s.Status),
 		"counts": map[string]any{"rules": s.Counts.Rules, "passed": s.Counts.Passed, "failed": s.Counts.Failed,
-			"not_applicable": s.Counts.NotApplicable, "insufficient_data": s.Counts.InsufficientData, "cached": s.Counts.Cached},
-		"aggregate": map[string]any{"boolean": boolean, "numerical": numerical},
+			"not_applicable": s.Counts.NotApplicable, "insufficient_data": s.Counts.InsufficientData, "cached": s.Counts.Cached,
+			"needs_review": s.Counts.NeedsReview},
+		"aggregate": aggregateRecord(s.Aggregate),
 		"sources":   sources,
 		"usage": map[string]any{"prompt_tokens": s.Usage.PromptTokens, "completion_tokens": s.Usage.CompletionTokens,
-			"cached_tokens": s.Usage.CachedTokens, "llm_calls": s.Usage.LLMCalls, "planned_calls": s.Usage.PlannedCalls},
+			"cached_tokens": s.Usage.CachedTokens, "llm_calls": s.Usage.LLMCalls, "planned_calls": s.Usage.PlannedCalls,
+			"rules_filtered": s.Usage.RulesFiltered, "rules_checked": s.Usage.RulesChecked},
+		"groups":            groups,
 		"error":             failure,
 		"validation_report": report,
 		"started_at":        s.StartedAt.UnixMilli(),

@@ -19,6 +19,8 @@ type llmConfig struct {
 	format        string
 	instructions  string
 	evidence      string
+	temperature   float64
+	confidence    string
 	outputRetries int
 	timeout       time.Duration
 	maxTokens     int
@@ -26,6 +28,7 @@ type llmConfig struct {
 	contextTokens int
 	callsPerReq   int
 	rulesPerCall  int
+	reviewBelow   float64
 }
 
 // newEngine builds the model client and the engine from the settings.
@@ -64,6 +67,14 @@ func (f *llmConfig) check() error {
 	if err := engine.ValidateFormat(engine.ResponseFormat(f.format)); err != nil {
 		errs = append(errs, fmt.Errorf("--llm-format: %w", err))
 	}
+	if f.temperature < 0 || f.temperature > 2 {
+		errs = append(errs, fmt.Errorf("--temperature: %v must be between 0 and 2", f.temperature))
+	}
+	switch engine.ConfidenceSource(f.confidence) {
+	case engine.ConfidenceLogProbs, engine.ConfidenceOff:
+	default:
+		errs = append(errs, fmt.Errorf("--confidence: %q is not logprobs or off", f.confidence))
+	}
 	if f.outputRetries < 0 {
 		errs = append(errs, fmt.Errorf("--output-retries: %d must not be negative (0: none)", f.outputRetries))
 	}
@@ -81,6 +92,9 @@ func (f *llmConfig) check() error {
 	}
 	if f.rulesPerCall < 0 {
 		errs = append(errs, fmt.Errorf("--llm-rules-per-call: %d must not be negative (0: as many as fit)", f.rulesPerCall))
+	}
+	if f.reviewBelow < 0 || f.reviewBelow > 1 {
+		errs = append(errs, fmt.Errorf("--review-below-confidence: %v must be from 0 to 1", f.reviewBelow))
 	}
 	if f.maxInputBytes < 1 {
 		errs = append(errs, fmt.Errorf("--max-input-bytes: %d must be positive", f.maxInputBytes))
@@ -112,17 +126,20 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		retries = -1 // the setting's 0 means none; the engine's zero means its default
 	}
 	return engine.Config{
-		Model:           f.model,
-		Format:          engine.ResponseFormat(f.format),
-		Instructions:    engine.Instructions(f.instructions),
-		Evidence:        engine.EvidenceMode(f.evidence),
-		Logger:          logger,
-		OutputRetries:   retries,
-		MaxTokens:       f.maxTokens,
-		MaxInputBytes:   f.maxInputBytes,
-		ContextTokens:   f.contextTokens,
-		CallConcurrency: f.callsPerReq,
-		RulesPerCall:    f.rulesPerCall,
-		Hooks:           hooks,
+		Model:                 f.model,
+		Format:                engine.ResponseFormat(f.format),
+		Instructions:          engine.Instructions(f.instructions),
+		Evidence:              engine.EvidenceMode(f.evidence),
+		Temperature:           float32(f.temperature),
+		Confidence:            engine.ConfidenceSource(f.confidence),
+		Logger:                logger,
+		OutputRetries:         retries,
+		MaxTokens:             f.maxTokens,
+		MaxInputBytes:         f.maxInputBytes,
+		ContextTokens:         f.contextTokens,
+		CallConcurrency:       f.callsPerReq,
+		RulesPerCall:          f.rulesPerCall,
+		Hooks:                 hooks,
+		ReviewBelowConfidence: f.reviewBelow,
 	}
 }

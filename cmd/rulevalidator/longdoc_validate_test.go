@@ -87,10 +87,13 @@ func TestValidateSplitsALongDocument(t *testing.T) {
 			t.Errorf("call %d carries %d bytes, the whole contract is %d", i, size, len(contract.Text()))
 		}
 	}
-	if len(res.Rules) != 6 {
+	if len(res.Rules) != len(exampleRuleIDs) {
 		t.Fatalf("%d verdicts", len(res.Rules))
 	}
 	for _, v := range res.Rules {
+		if !slices.Contains(exampleModelRuleIDs, v.RuleID) {
+			continue // decided by a check or a filter, without the model
+		}
 		if len(v.PagesConsidered) == 0 || v.PagesConsidered[0].Document != contract.Name {
 			t.Errorf("%s: pages considered %+v", v.RuleID, v.PagesConsidered)
 		}

@@ -40,6 +40,7 @@ func commands() []command {
 		{"rulesets", "publish, list and check rulesets (see rulesets --help)", runRulesets},
 		{"eval", "score verdicts against a labelled dataset, optionally beside a naive baseline", runEval},
 		{"cache", "purge a tenant's or a ruleset's entries from the verdict cache (cache purge --help)", runCache},
+		{"reviews", "export a tenant's reviewed validations as an evaluation dataset (reviews export --help)", runReviews},
 		{"healthcheck", "probe a running service's readiness endpoint (for container health checks)", runHealthcheck},
 	}
 }

@@ -100,12 +100,16 @@ func TestEveryRoadGivesTheSameVerdicts(t *testing.T) {
 	}
 	var labels strings.Builder
 	for _, v := range res.Rules {
+		fmt.Fprintf(&labels, "      - {rule_id: %s, not_applicable: %t", v.RuleID, v.NotApplicable)
 		switch {
 		case v.BooleanOutput != nil:
-			fmt.Fprintf(&labels, "      - {rule_id: %s, boolean_output: %t}\n", v.RuleID, *v.BooleanOutput)
+			fmt.Fprintf(&labels, ", boolean_output: %t", *v.BooleanOutput)
 		case v.NumericalOutput != nil:
-			fmt.Fprintf(&labels, "      - {rule_id: %s, numerical_output: %d}\n", v.RuleID, *v.NumericalOutput)
+			fmt.Fprintf(&labels, ", numerical_output: %d", *v.NumericalOutput)
+		case v.Type == engine.Boolean:
+			labels.WriteString(", boolean_output: false") // a label needs one; the roads are compared, not scored
 		}
+		labels.WriteString("}\n")
 	}
 	manifest := "name: one-road\nruleset: ruleset.yaml\ncases:\n  - id: example\n    input: input.json\n    labels:\n" + labels.String()
 	if err := os.WriteFile(filepath.Join(dir, "dataset.yaml"), []byte(manifest), 0o644); err != nil {
@@ -125,8 +129,8 @@ func TestEveryRoadGivesTheSameVerdicts(t *testing.T) {
 	}
 	prompts = append(prompts, lastMessages(t, fake, &seen))
 
-	if len(verdicts["validate"]) != len(rs.Rules) {
-		t.Fatalf("validate judged %d rules, want %d", len(verdicts["validate"]), len(rs.Rules))
+	if len(verdicts["validate"]) != len(rs.AllRules()) {
+		t.Fatalf("validate judged %d rules, want %d", len(verdicts["validate"]), len(rs.AllRules()))
 	}
 	for _, road := range []string{"service", "eval"} {
 		if !reflect.DeepEqual(verdicts[road], verdicts["validate"]) {

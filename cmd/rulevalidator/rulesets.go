@@ -123,7 +123,7 @@ func runRulesetsPublish(ctx context.Context, args []string, stdout, stderr io.Wr
 		}
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "published ruleset %s version %s (%d rules) to topic %s\n", rs.ID, orDash(rs.Version), len(rs.Rules), topic)
+	fmt.Fprintf(stdout, "published ruleset %s version %s (%d rules) to topic %s\n", rs.ID, orDash(rs.Version), len(rs.AllRules()), topic)
 	return exitOK
 }
 
@@ -235,7 +235,7 @@ func listRulesets(ctx context.Context, client *stream.Client, topic string, time
 		}
 		rows = append(rows, rulesetRow{
 			ID: e.ID, Version: e.Version, Latest: latest[e.ID] == e.Version,
-			Rules: len(e.Ruleset.Rules), Source: e.Source,
+			Rules: len(e.Ruleset.AllRules()), Source: e.Source,
 		})
 	}
 	return rows, nil
@@ -300,7 +300,7 @@ func runRulesetsCheck(_ context.Context, args []string, stdout, stderr io.Writer
 			code = exitInvalid
 			continue
 		}
-		fmt.Fprintf(stdout, "ok  %s  (ruleset %s version %s, %d rules)\n", path, orDash(rs.ID), orDash(rs.Version), len(rs.Rules))
+		fmt.Fprintf(stdout, "ok  %s  (ruleset %s version %s, %d rules)\n", path, orDash(rs.ID), orDash(rs.Version), len(rs.AllRules()))
 	}
 	return code
 }

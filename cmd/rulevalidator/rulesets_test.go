@@ -24,9 +24,21 @@ rules:
     rule_text: Same id again.
 `
 
+// badExpressionRuleset has a nested ruleset whose filter does not parse.
+const badExpressionRuleset = `id: bad-expression
+rules:
+  - {rule_id: a, rule_text: Say hi.}
+nested_rulesets:
+  - id: payment
+    filter_criteria: inputs.contract_value >> 5
+    rules:
+      - {rule_id: b, rule_text: Say bye.}
+`
+
 func TestRulesetsCheck(t *testing.T) {
 	t.Parallel()
 	bad := opWriteFile(t, "broken.yaml", invalidRuleset)
+	badExpr := opWriteFile(t, "badexpr.yaml", badExpressionRuleset)
 	noID := opWriteFile(t, "inline.yaml", "rules:\n  - {rule_id: a, rule_text: Say hi.}\n")
 	for _, tc := range []struct {
 		name       string
@@ -37,11 +49,14 @@ func TestRulesetsCheck(t *testing.T) {
 		stderrNone bool
 	}{
 		{"valid", []string{exampleRuleset}, exitOK,
-			[]string{"ok  " + exampleRuleset + "  (ruleset contract-review version 1.0.0, 6 rules)"}, nil, true},
+			[]string{"ok  " + exampleRuleset + "  (ruleset contract-review version 1.0.0, 8 rules)"}, nil, true},
 		{"valid by flag", []string{"--file", exampleRuleset}, exitOK, []string{"ok  " + exampleRuleset}, nil, true},
 		{"every problem on its own line", []string{bad}, exitInvalid, nil, []string{
 			`^` + regexp.QuoteMeta(bad) + `: ruleset "broken": rules\[1\] \(rule_id "heavy"\): weight: .*\(got -1\)$`,
 			`^` + regexp.QuoteMeta(bad) + `: ruleset "broken": rules\[2\] \(rule_id "ok"\): .*rules\[0\].*$`,
+		}, false},
+		{"an expression that does not parse", []string{badExpr}, exitInvalid, nil, []string{
+			`^` + regexp.QuoteMeta(badExpr) + `: ruleset "bad-expression": nested_rulesets\[0\] \("payment"\): filter_criteria: line 1, column 24 of "inputs.contract_value >> 5": Syntax error: .*$`,
 		}, false},
 		{"no id", []string{noID}, exitInvalid, nil, []string{`^` + regexp.QuoteMeta(noID) + `: invalid ruleset: no id: a published ruleset needs an id`}, false},
 		{"no id, inline", []string{"--inline", noID}, exitOK, []string{"ok  " + noID + "  (ruleset - version -, 1 rules)"}, nil, true},
@@ -116,8 +131,8 @@ func TestRulesetsPublishAndList(t *testing.T) {
 	next := opWriteFile(t, "next.yaml", strings.Replace(string(example), `version: "1.0.0"`, `version: "1.1.0"`, 1))
 	other := opWriteFile(t, "travel.json", `{"id": "travel-policy", "rules": [{"rule_id": "class", "rule_text": "Economy class only."}]}`)
 	for _, tc := range []struct{ file, said string }{
-		{exampleRuleset, "published ruleset contract-review version 1.0.0 (6 rules) to topic " + topic + "\n"},
-		{next, "published ruleset contract-review version 1.1.0 (6 rules) to topic " + topic + "\n"},
+		{exampleRuleset, "published ruleset contract-review version 1.0.0 (8 rules) to topic " + topic + "\n"},
+		{next, "published ruleset contract-review version 1.1.0 (8 rules) to topic " + topic + "\n"},
 		{other, "published ruleset travel-policy version - (1 rules) to topic " + topic + "\n"},
 	} {
 		code, stdout, stderr := opRun(t, append([]string{"rulesets", "publish", "--file", tc.file}, conn...)...)
@@ -133,6 +148,8 @@ func TestRulesetsPublishAndList(t *testing.T) {
 	}{
 		{opWriteFile(t, "broken.yaml", invalidRuleset), `rules[1] (rule_id "heavy"): weight:`},
 		{opWriteFile(t, "noid.yaml", "rules:\n  - {rule_id: a, rule_text: Say hi.}\n"), "no id: a published ruleset needs an id"},
+		{opWriteFile(t, "badexpr.yaml", badExpressionRuleset),
+			`nested_rulesets[0] ("payment"): filter_criteria: line 1, column 24 of "inputs.contract_value >> 5": Syntax error`},
 	} {
 		code, stdout, stderr := opRun(t, append([]string{"rulesets", "publish", "--file", tc.file}, conn...)...)
 		if code != exitInvalid || stdout != "" || !strings.Contains(stderr, "rulesets publish: "+tc.file+": ") || !strings.Contains(stderr, tc.said) {
@@ -159,8 +176,8 @@ func TestRulesetsPublishAndList(t *testing.T) {
 		rows[i].Source = ""
 	}
 	want := []rulesetRow{
-		{ID: "contract-review", Version: "1.0.0", Latest: false, Rules: 6},
-		{ID: "contract-review", Version: "1.1.0", Latest: true, Rules: 6},
+		{ID: "contract-review", Version: "1.0.0", Latest: false, Rules: 8},
+		{ID: "contract-review", Version: "1.1.0", Latest: true, Rules: 8},
 		{ID: "travel-policy", Version: "", Latest: true, Rules: 1},
 	}
 	if !reflect.DeepEqual(rows, want) {
@@ -173,8 +190,8 @@ func TestRulesetsPublishAndList(t *testing.T) {
 	}
 	for _, pattern := range []string{
 		`^ID +VERSION +LATEST +RULES +SOURCE$`,
-		`^contract-review +1\.0\.0 +6 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
-		`^contract-review +1\.1\.0 +yes +6 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
+		`^contract-review +1\.0\.0 +8 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
+		`^contract-review +1\.1\.0 +yes +8 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
 		`^travel-policy +- +yes +1 +` + regexp.QuoteMeta(topic) + `/\d/\d+$`,
 	} {
 		if !regexp.MustCompile(`(?m)` + pattern).MatchString(stdout) {

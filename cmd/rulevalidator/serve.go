@@ -21,6 +21,7 @@ import (
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
+	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -37,6 +38,7 @@ type serveConfig struct {
 	summariesTopic    string
 	deadLetterTopic   string
 	callbacksTopic    string
+	reviewsTopic      string
 	rulesetsTopic     string
 	rulesetsDir       string
 	wireFormat        string
@@ -79,6 +81,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	summariesTopicSetting(s, &cfg.summariesTopic)
 	deadLetterTopicSetting(s, &cfg.deadLetterTopic)
 	callbacksTopicSetting(s, &cfg.callbacksTopic)
+	s.str(&cfg.reviewsTopic, "reviews-topic", "RULEVALIDATOR_TOPIC_REVIEWS", producer.DefaultReviewTopic, "topic each review of a verdict is published to, keyed request_id/rule_id; empty publishes none")
 	rulesetsTopicSetting(s, &cfg.rulesetsTopic)
 	s.section("Rulesets")
 	s.str(&cfg.rulesetsDir, "rulesets-dir", "RULEVALIDATOR_RULESETS_DIR", "", "directory of ruleset files (YAML/JSON), reloaded on change; consulted before the topic")
@@ -180,6 +183,9 @@ func (c *serveConfig) validate() error {
 	}
 	if err := c.http.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if t := c.reviewsTopic; t != "" && (t == c.requestsTopic || t == c.verdictsTopic || t == c.summariesTopic || t == c.deadLetterTopic || t == c.callbacksTopic) {
+		errs = append(errs, fmt.Errorf("--reviews-topic %q must be a topic of its own", t))
 	}
 	if c.http.callbackSecret != "" {
 		switch {
@@ -364,8 +370,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		pipeCfg.Reports = svc.reports
 	}
 	if svc.jobs != nil {
-		// The final job status is stored before the events are published.
-		pipeCfg.Results = svc.jobs
+		// The final job status is stored before the events are published,
+		// with what was judged and the verdicts routed to the review queue.
+		pipeCfg.Results = reviews.ResultStore{Results: svc.jobs, Reviews: svc.reviews}
 	}
 	if cfg.cacheEntries == 0 {
 		pipeCfg.CacheEntries = -1
@@ -449,6 +456,9 @@ func newSerde(ctx context.Context, cfg serveConfig) (*schemas.Serde, error) {
 			cfg.summariesTopic:  schemas.SummarySchema,
 			cfg.deadLetterTopic: schemas.DeadLetterSchema,
 		},
+	}
+	if cfg.reviewsTopic != "" {
+		sc.Topics[cfg.reviewsTopic] = schemas.ReviewSchema
 	}
 	if len(cfg.schemaRegistry) > 0 {
 		client, err := sr.NewClient(sr.URLs(cfg.schemaRegistry...))

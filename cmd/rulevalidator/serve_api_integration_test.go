@@ -98,6 +98,18 @@ func (e *apiEnv) serveArgs() []string {
 	}
 }
 
+// waitForListener waits until the public API at base answers.
+func waitForListener(t *testing.T, base string) {
+	t.Helper()
+	waitUntil(t, waitLimit, "the public listener", func() bool {
+		resp, err := http.Get(base + "/v1/validations/x")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+}
+
 // token mints an API token for tenant, signed with the key serve trusts.
 func (e *apiEnv) token(t *testing.T, tenant string) string {
 	t.Helper()
@@ -214,7 +226,7 @@ func TestServeHTTPSubmitPollReportCallbackMetrics(t *testing.T) {
 		}
 		return job.Status == "completed" || job.Status == "failed"
 	})
-	if job.Status != "completed" || job.Result == nil || len(job.Result.Verdicts) != 6 || job.Result.Summary.TenantID != "acme" {
+	if job.Status != "completed" || job.Result == nil || len(job.Result.Verdicts) != len(exampleRuleIDs) || job.Result.Summary.TenantID != "acme" {
 		t.Fatalf("job = %+v", job)
 	}
 	if code, _, _ := httpDo(t, http.MethodGet, public+"/v1/validations/http-req-1", e.token(t, "globex"), nil); code != http.StatusNotFound {
@@ -253,8 +265,34 @@ func TestServeHTTPSubmitPollReportCallbackMetrics(t *testing.T) {
 		t.Error("no callback arrived")
 	}
 
+	// The verdicts routed to review wait in the queue; a review of one is
+	// recorded, and the verdict leaves the queue.
+	var queue struct {
+		Items []struct {
+			RequestID string `json:"request_id"`
+			RuleID    string `json:"rule_id"`
+		} `json:"items"`
+	}
+	code, _, resp = httpDo(t, http.MethodGet, public+"/v1/reviews?status=pending", acme, nil)
+	if err := json.Unmarshal(resp, &queue); code != http.StatusOK || err != nil || len(queue.Items) == 0 || queue.Items[0].RequestID != "http-req-1" {
+		t.Fatalf("GET /v1/reviews = %d %s", code, resp)
+	}
+	first := queue.Items[0].RuleID
+	review := []byte(`{"review_id": "rv-1", "rule_id": "` + first + `", "decision": "confirm", "note": "Checked against the contract."}`)
+	if code, _, resp := httpDo(t, http.MethodPost, public+"/v1/validations/http-req-1/reviews", acme, review); code != http.StatusCreated {
+		t.Fatalf("POST review = %d %s", code, resp)
+	}
+	if code, _, resp := httpDo(t, http.MethodPost, public+"/v1/validations/http-req-1/reviews", e.token(t, "globex"), review); code != http.StatusNotFound {
+		t.Errorf("another tenant's review = %d %s, want 404", code, resp)
+	}
+	_, _, resp = httpDo(t, http.MethodGet, public+"/v1/reviews?status=pending", acme, nil)
+	if strings.Contains(string(resp), `"rule_id":"`+first+`"`) {
+		t.Errorf("the reviewed verdict is still queued: %s", resp)
+	}
+
 	_, _, metricsText := httpDo(t, http.MethodGet, ops+"/metrics", "", nil)
 	for _, want := range []string{
+		`rulevalidator_review_agreements_total{rule_type="boolean"}`,
 		`rulevalidator_requests_consumed_total{outcome="completed"} 1`,
 		`rulevalidator_verdicts_published_total{outcome="score"} 2`,
 		`rulevalidator_llm_tokens_total{kind="prompt",model="fake-model"} 900`,
@@ -326,7 +364,7 @@ func TestServeClaimCheckedDocuments(t *testing.T) {
 		s := decodeAs[*schemas.SummaryEvent](t, e.serveEnv, m)
 		switch s.RequestID {
 		case "claim-ok":
-			if s.Status != schemas.StatusCompleted || s.Counts.Rules != 6 {
+			if s.Status != schemas.StatusCompleted || s.Counts.Rules != len(exampleRuleIDs) {
 				t.Errorf("claim-ok summary = %+v", s)
 			}
 		default:

@@ -22,6 +22,7 @@ import (
 	"rulevalidator/objstore"
 	"rulevalidator/producer"
 	"rulevalidator/report"
+	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -40,6 +41,8 @@ type httpConfig struct {
 	internalToken  string
 	reportPrefix   string
 	jobPrefix      string
+	reviewPrefix   string
+	reviewScope    string
 	callbackSecret string
 	callbackHosts  []string
 	callbackLocal  bool
@@ -68,7 +71,9 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.secret(&c.internalToken, "internal-token", "RULEVALIDATOR_INTERNAL_TOKEN", "credential of internal callers (at least 32 characters); empty disables /internal routes")
 	s.section("Reports and jobs")
 	s.str(&c.reportPrefix, "report-prefix", "RULEVALIDATOR_REPORT_PREFIX", report.DefaultPrefix, "object key prefix of reports")
-	s.str(&c.jobPrefix, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", jobs.DefaultPrefix, "object key prefix of job status documents (with --s3-endpoint)")
+	jobPrefixSetting(s, &c.jobPrefix)
+	reviewPrefixSetting(s, &c.reviewPrefix)
+	s.str(&c.reviewScope, "review-scope", "RULEVALIDATOR_REVIEW_SCOPE", "", "scope a token needs to post reviews of verdicts (scope or scp claim); empty: any token of the tenant")
 	s.section("Callbacks")
 	s.secret(&c.callbackSecret, "callback-secret", "RULEVALIDATOR_CALLBACK_SECRET", "HMAC key that signs callbacks (at least 32 bytes); empty disables callbacks")
 	s.strList(&c.callbackHosts, "callback-hosts", "RULEVALIDATOR_CALLBACK_HOSTS", "", "hosts callbacks may go to (host or *.suffix), comma-separated; empty allows any public host")
@@ -78,6 +83,16 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.integer(&c.callbackAttempts, "callback-attempts", "RULEVALIDATOR_CALLBACK_ATTEMPTS", "6", "attempts per callback (with --callback-backoff between them) before it is given up and committed")
 	s.duration(&c.callbackBackoff, "callback-backoff", "RULEVALIDATOR_CALLBACK_BACKOFF", "1s", "wait after a callback's first failed attempt; doubled after each further one, up to --callback-backoff-max")
 	s.duration(&c.callbackBackoffMax, "callback-backoff-max", "RULEVALIDATOR_CALLBACK_BACKOFF_MAX", "1m", "longest wait between two attempts at a callback, a longer Retry-After included")
+}
+
+// jobPrefixSetting is where job status documents are kept.
+func jobPrefixSetting(s *settings, p *string) {
+	s.str(p, "job-prefix", "RULEVALIDATOR_JOB_PREFIX", jobs.DefaultPrefix, "object key prefix of job status documents (with --s3-endpoint)")
+}
+
+// reviewPrefixSetting is where reviews are kept.
+func reviewPrefixSetting(s *settings, p *string) {
+	s.str(p, "review-prefix", "RULEVALIDATOR_REVIEW_PREFIX", reviews.DefaultPrefix, "object key prefix of reviews (with --s3-endpoint); the review queue and what each validation judged are kept under it followed by -pending and -material")
 }
 
 func (c *httpConfig) validate() error {
@@ -93,6 +108,9 @@ func (c *httpConfig) validate() error {
 	}
 	if strings.TrimSuffix(c.jobPrefix, "/") == strings.TrimSuffix(c.reportPrefix, "/") {
 		errs = append(errs, fmt.Errorf("--job-prefix and --report-prefix are both %q", c.jobPrefix))
+	}
+	if p := strings.TrimSuffix(c.reviewPrefix, "/"); p == strings.TrimSuffix(c.jobPrefix, "/") || p == strings.TrimSuffix(c.reportPrefix, "/") {
+		errs = append(errs, fmt.Errorf("--review-prefix %q must differ from --job-prefix and --report-prefix", c.reviewPrefix))
 	}
 	if c.httpAddr != "" && c.httpAddr == c.opsAddr {
 		errs = append(errs, fmt.Errorf("--http-addr and --ops-addr are both %s", c.httpAddr))
@@ -120,6 +138,9 @@ type services struct {
 	reports  *meteredReports
 	// jobs keeps job status in object storage; nil without it.
 	jobs *jobs.ObjectStore
+	// reviews keeps reviews and the review queue: in object storage with
+	// it, else in memory.
+	reviews reviews.Store
 	// kafka is the one checked Kafka client every Kafka part is built on.
 	kafka *stream.Client
 }
@@ -158,6 +179,11 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 		if s.jobs, err = jobs.NewObjectStore(store, jobs.ObjectStoreConfig{Prefix: cfg.http.jobPrefix}); err != nil {
 			return nil, fmt.Errorf("%w: --job-prefix: %v", errConfig, err)
 		}
+		if s.reviews, err = reviews.NewObjectStore(store, reviews.ObjectStoreConfig{Prefix: cfg.http.reviewPrefix}); err != nil {
+			return nil, fmt.Errorf("%w: --review-prefix: %v", errConfig, err)
+		}
+	} else {
+		s.reviews = reviews.NewMemoryStore(reviews.MemoryStoreConfig{})
 	}
 	return s, nil
 }
@@ -192,11 +218,14 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		jobStore = memJobs
 	}
 	acfg := api.Config{
-		Documents: documents,
-		Jobs:      jobStore,
-		Readiness: checks,
-		Metrics:   svc.metrics,
-		Logger:    logger,
+		Documents:     documents,
+		Jobs:          jobStore,
+		Reviews:       svc.reviews,
+		ReviewScope:   cfg.http.reviewScope,
+		ReviewMetrics: svc.metrics,
+		Readiness:     checks,
+		Metrics:       svc.metrics,
+		Logger:        logger,
 	}
 	if svc.notifier != nil {
 		acfg.Callbacks = svc.notifier
@@ -234,6 +263,17 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			<-ctx.Done()
 			return sub.Close()
 		})
+		if cfg.reviewsTopic != "" {
+			rw, err := producer.NewReviewWriter(ctx, producer.ReviewWriterConfig{Client: svc.kafka, Topic: cfg.reviewsTopic}, serde)
+			if err != nil {
+				return fmt.Errorf("%w: --reviews-topic: %v (create the topic, e.g. with ops/kafka.sh topics, or set --reviews-topic empty to publish no reviews)", errConfig, err)
+			}
+			acfg.ReviewPublisher = rw
+			g.Go(func() error {
+				<-ctx.Done()
+				return rw.Close()
+			})
+		}
 		if memJobs == nil {
 			logger.Info("job status is kept in object storage, shared by every replica and durable", "bucket", store.Bucket(), "prefix", cfg.http.jobPrefix)
 		} else {
@@ -241,6 +281,12 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			feed, err := jobs.NewFeed(jobs.FeedConfig{
 				Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
 				Serde: serde, Store: memJobs, Logger: logger,
+				// Verdicts that need review join the queue as they arrive.
+				OnVerdict: func(ctx context.Context, v schemas.VerdictEvent) {
+					if err := svc.reviews.Route(ctx, v.TenantID, v.RequestID, reviews.Routed([]schemas.VerdictEvent{v})); err != nil {
+						logger.Warn("a verdict needing review was not queued", "request_id", v.RequestID, "rule_id", v.RuleID, "err", err)
+					}
+				},
 			})
 			if err != nil {
 				return fmt.Errorf("%w: %v", errConfig, err)

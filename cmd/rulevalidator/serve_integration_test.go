@@ -110,7 +110,9 @@ func TestServeEndToEnd(t *testing.T) {
 		// The model cited page 1; the quote is on page 3.
 		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3, 1,
 			"This Agreement is governed by the laws of the State of")},
-		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 0, RuleCount: 6,
+		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 0, RuleCount: len(exampleRuleIDs),
+		// The corrected page routes it to a person.
+		NeedsReview: true, ReviewReasons: []string{"corrected_page"}, RuleWeight: ptr(1.0),
 	})
 	checkVerdictFields(t, got[4], &schemas.VerdictEvent{
 		EventID: tenant + "/" + id + "/payment-terms", RequestID: id, TenantID: tenant,
@@ -120,7 +122,8 @@ func TestServeEndToEnd(t *testing.T) {
 		NumericalOutput: ptr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
 		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2, 2,
 			"Invoices are payable within thirty (30) days of receipt.")},
-		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 4, RuleCount: 6,
+		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 4, RuleCount: len(exampleRuleIDs),
+		RuleWeight: ptr(2.0),
 	})
 	// The rest: outcomes and how each quote was anchored to a verbatim span.
 	for i, w := range []struct {
@@ -139,7 +142,7 @@ func TestServeEndToEnd(t *testing.T) {
 			continue
 		}
 		v := got[i]
-		if v.RuleIndex != i || v.RuleCount != 6 || !equalPtr(v.BooleanOutput, w.boolean) || !equalPtr(v.NumericalOutput, w.score) || !slices.Equal(v.AllowedScores, w.scores) {
+		if v.RuleIndex != i || v.RuleCount != len(exampleRuleIDs) || !equalPtr(v.BooleanOutput, w.boolean) || !equalPtr(v.NumericalOutput, w.score) || !slices.Equal(v.AllowedScores, w.scores) {
 			t.Errorf("verdict %d = %s", i, jsonText(t, v))
 		}
 		if w.match == "" {
@@ -180,13 +183,23 @@ func TestServeEndToEnd(t *testing.T) {
 		EventID: tenant + "/" + id, RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
 		Status: schemas.StatusCompleted,
-		Counts: schemas.Counts{Rules: 6, Passed: 2, Failed: 2},
+		// The check of signing-authority passes; a filter leaves
+		// data-protection out.
+		Counts: schemas.Counts{Rules: 8, Passed: 3, Failed: 2, NotApplicable: 1, NeedsReview: 1},
 		Aggregate: schemas.Aggregate{
-			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 4, PassedCount: 2},
+			// Four boolean rules and the gate signing-authority.
+			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 5, PassedCount: 3},
 			Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean", Score: ptr(2.0), Counted: 2},
 		},
+		Groups: []schemas.GroupResult{
+			{ID: "signing-authority", Path: "signing-authority", Name: "Signing authority", Required: true, RuleIDs: []string{"approval-limit-given"},
+				Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Passed: true, Applicable: 1, PassedCount: 1}}},
+			{ID: "data-protection", Path: "data-protection", Name: "Data protection", NotApplicable: true, RuleIDs: []string{"dpa-attached"},
+				Reason:    `not applicable: filter_criteria of nested ruleset "data-protection" (has(inputs.personal_data) && inputs.personal_data) is false for this request; not given: personal_data`,
+				Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Passed: true}}},
+		},
 		Sources:   sources,
-		Usage:     schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1},
+		Usage:     schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1, RulesFiltered: 1, RulesChecked: 1},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt,
 	}
 	if s := summaryOf[id]; !jsonEqual(t, s, wantSummary) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -83,6 +84,17 @@ func (s *settings) integer(p *int, name, env, def, help string) {
 			return fmt.Errorf("%q is not an integer", v)
 		}
 		*p = n
+		return nil
+	})
+}
+
+func (s *settings) number(p *float64, name, env, def, help string) {
+	s.add(name, env, def, "number", help, func(v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		*p = f
 		return nil
 	})
 }

@@ -19,7 +19,7 @@ import (
 // Defaults for reaching a model; the local server is the one ops/llm.sh runs.
 const (
 	defaultBaseURL = "http://127.0.0.1:8081/v1"
-	defaultModel   = "gemma-3-270m"
+	defaultModel   = "qwen2.5-coder-1.5b-instruct"
 )
 
 // kafkaSettings binds the brokers and how to reach them: client id, TLS, SASL.
@@ -82,12 +82,15 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.deprecated("format") // validate's and eval's name, documented in docs/configuration.md
 	s.str(&f.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
 	s.str(&f.evidence, "evidence-mode", "RULEVALIDATOR_EVIDENCE_MODE", string(engine.EvidenceCite), "how the model gives evidence: cite (the id of a passage shown in the material; the text is copied from it, verbatim by construction) or quote (verbatim quotes, anchored to the documents)")
+	s.number(&f.temperature, "temperature", "RULEVALIDATOR_TEMPERATURE", "0", "sampling temperature sent with every model call (0 to 2); 0 judges greedily, so the same request gets the same verdicts")
+	s.str(&f.confidence, "confidence", "RULEVALIDATOR_CONFIDENCE", string(engine.ConfidenceLogProbs), "where each verdict's confidence comes from: logprobs (the server's token log-probabilities for the verdict's value; absent where the server gives none) or off")
 	s.integer(&f.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request when an answer fails the checks (0: none); a verdict whose only problem is its rationale gets one more, for the rationale alone")
 	s.duration(&f.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
 	s.integer(&f.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")
 	s.integer(&f.contextTokens, "llm-context-tokens", "RULEVALIDATOR_LLM_CONTEXT_TOKENS", "0", "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
 	s.integer(&f.callsPerReq, "llm-calls-per-request", "RULEVALIDATOR_LLM_CALLS_PER_REQUEST", fmt.Sprint(engine.DefaultCallConcurrency), "calls of one split request that run at once")
 	s.integer(&f.rulesPerCall, "llm-rules-per-call", "RULEVALIDATOR_LLM_RULES_PER_CALL", "0", "the most rules one model call judges (0: as many as fit); calls share the instructions and the material as a prefix a server's prompt cache keeps")
+	s.number(&f.reviewBelow, "review-below-confidence", "RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE", "0.8", "a verdict whose confidence is under it needs review (0 to 1; 0: none for its confidence); a ruleset's or rule's review_below_confidence overrides it")
 	s.integer(&f.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; a larger request is refused (serve dead-letters it as oversized)")
 }
 
@@ -179,6 +182,7 @@ func commandSettings() []commandSettingsEntry {
 		{"rulesets publish", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"rulesets list", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"cache purge", cachePurgeSettings(&s3Config{}, new(string))},
+		{"reviews export", reviewsExportSettings(&s3Config{}, new(string), new(string))},
 		{"healthcheck", healthcheckSettings(new(string))},
 	}
 }

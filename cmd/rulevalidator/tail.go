@@ -318,11 +318,20 @@ const (
 func verdictLine(v *schemas.VerdictEvent) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "request %s  rule %s  %s", v.RequestID, v.RuleID, verdictOutcome(v))
+	if v.Confidence != nil {
+		fmt.Fprintf(&b, "  confidence %s", confidenceText(v.Confidence))
+	}
+	if v.NeedsReview {
+		fmt.Fprintf(&b, "  NEEDS REVIEW (%s)", strings.Join(v.ReviewReasons, ", "))
+	}
 	if !v.DataSufficiency {
 		b.WriteString("  insufficient data")
 		if v.SufficiencyNote != nil {
 			fmt.Fprintf(&b, " (%s)", clip(*v.SufficiencyNote, rationaleWidth))
 		}
+	}
+	if len(v.Problems) > 0 {
+		fmt.Fprintf(&b, "  kept with problems (%s)", clip(strings.Join(v.Problems, "; "), rationaleWidth))
 	}
 	fmt.Fprintf(&b, "  %q  evidence: ", clip(v.Rationale, rationaleWidth))
 	if len(v.Evidences) == 0 {
@@ -384,6 +393,9 @@ func summaryLine(s *schemas.SummaryEvent) string {
 		if c.Cached > 0 {
 			fmt.Fprintf(&b, ", %d from the verdict cache", c.Cached)
 		}
+		if c.NeedsReview > 0 {
+			fmt.Fprintf(&b, ", %d need review", c.NeedsReview)
+		}
 	}
 	if a := s.Aggregate.Boolean; a != nil {
 		verdict := "FAILED"
@@ -398,6 +410,16 @@ func summaryLine(s *schemas.SummaryEvent) string {
 			score = strconv.FormatFloat(*a.Score, 'f', 2, 64)
 		}
 		fmt.Fprintf(&b, "  numerical (%s) %s over %d", a.Mode, score, a.Counted)
+	}
+	if len(s.Groups) > 0 {
+		groups := make([]string, len(s.Groups))
+		for i, g := range s.Groups {
+			groups[i] = groupLabel(g) + " " + groupResult(g)
+		}
+		b.WriteString("  groups " + strings.Join(groups, "; "))
+	}
+	if n := decidedWithoutModel(s.Usage); n != "" {
+		b.WriteString("  " + n)
 	}
 	if r := s.Report; r != nil {
 		b.WriteString("  report " + r.URI)

@@ -28,7 +28,7 @@ func tailPtr[T any](v T) *T { return &v }
 var tailStarted = time.Date(2025, 3, 3, 9, 0, 0, 0, time.UTC)
 
 // tailVerdicts are two verdicts of request id: a failed boolean rule with a
-// cited passage, and a numerical one kept with problems on insufficient data,
+// cited passage, and a numerical one kept with problems,
 // with a quote not found and one found on another page than the one cited.
 func tailVerdicts(id string) []schemas.VerdictEvent {
 	return []schemas.VerdictEvent{{
@@ -45,10 +45,9 @@ func tailVerdicts(id string) []schemas.VerdictEvent {
 	}, {
 		EventID: schemas.VerdictEventID("contoso", id, "payment-terms"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
-		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: false,
+		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: true,
 		Rationale: "Payment within 30 days.", NumericalOutput: tailPtr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
-		SufficiencyNote: tailPtr(`kept with problems after every re-ask: the model's quote "payable in thirty days" is not in "msa.pdf"`),
-		Problems:        []string{`the model's quote "payable in thirty days" is not in "msa.pdf"`},
+		Problems: []string{`the model's quote "payable in thirty days" is not in "msa.pdf"`},
 		Evidences: []schemas.Evidence{
 			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Match: schemas.MatchNone},
 			{Text: "Invoices are payable within 30 days.", QuotedText: "invoices are payable within 30 days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 5,
@@ -102,7 +101,7 @@ func TestTailLines(t *testing.T) {
 		{"boolean verdict", verdictLine(&v[0]),
 			`request r-1  rule liability-cap  FAIL  "Capped at twelve months of fees; data protection is not carved out."  evidence: "This limit does not apply to breach of clause 6 (Confidentiality)." (msa.pdf p.3, passage d1p3s2, anchored exact)`},
 		{"numerical verdict kept with problems", verdictLine(&v[1]),
-			`request r-1  rule payment-terms  score 2 of 5  insufficient data (kept with problems after every re-ask: the model's quote "payable in thirty days" is not in "msa.pdf")  "Payment within 30 days."  evidence: "payable in thirty days" (msa.pdf p.2, not found in the document); "Invoices are payable within 30 days." (msa.pdf p.2 (cited p.5), anchored normalized); "250000" (approval_limit, named input)`},
+			`request r-1  rule payment-terms  score 2 of 5  kept with problems (the model's quote "payable in thirty days" is not in "msa.pdf")  "Payment within 30 days."  evidence: "payable in thirty days" (msa.pdf p.2, not found in the document); "Invoices are payable within 30 days." (msa.pdf p.2 (cited p.5), anchored normalized); "250000" (approval_limit, named input)`},
 		{"named input cited by name", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(true), DataSufficiency: true,
 			Rationale: "Within the limit.", Evidences: []schemas.Evidence{{Text: "250000", SourceOrigin: "approval_limit", PassageID: "approval_limit", CitedPageNumber: 1, Match: schemas.MatchNotDocument}}}),
 			`request r-1  rule limit  PASS  "Within the limit."  evidence: "250000" (approval_limit, named input)`},
@@ -120,6 +119,15 @@ func TestTailLines(t *testing.T) {
 			return &s
 		}()),
 			`request r-6  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data, 2 from the verdict cache  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
+		{"routed to review", verdictLine(&schemas.VerdictEvent{RequestID: "r-2", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(false), DataSufficiency: true,
+			Rationale: "Over the limit.", Confidence: new(0.42), NeedsReview: true, ReviewReasons: []string{"low_confidence", "corrected_page"}}),
+			`request r-2  rule limit  FAIL  confidence 0.42  NEEDS REVIEW (low_confidence, corrected_page)  "Over the limit."  evidence: none`},
+		{"summary with verdicts needing review", summaryLine(func() *schemas.SummaryEvent {
+			s := tailSummary("r-7")
+			s.Report, s.Aggregate, s.Usage, s.Counts.NeedsReview = nil, schemas.Aggregate{}, schemas.Usage{}, 1
+			return &s
+		}()),
+			`request r-7  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data, 1 need review  model fake-model`},
 		{"not applicable", verdictLine(&na),
 			`request r-1  rule liability-cap  N/A (PASS)  "Capped at twelve months of fees; data protection is not carved out."  evidence: none`},
 		{"completed summary", summaryLine(tailPtr(tailSummary("r-2"))),
@@ -130,6 +138,21 @@ func TestTailLines(t *testing.T) {
 			return &s
 		}()),
 			`request r-5  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data  model fake-model  tokens 900 in (512 cached), 300 out, 9 call(s), split into 7`},
+		{"summary with nested rulesets", summaryLine(func() *schemas.SummaryEvent {
+			s := tailSummary("r-7")
+			s.Report, s.Aggregate, s.Usage.RulesFiltered, s.Usage.RulesChecked = nil, schemas.Aggregate{}, 2, 1
+			s.Groups = []schemas.GroupResult{
+				{ID: "liability", Path: "liability", Required: true, GatedBy: []string{"liability/caps"},
+					Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Applicable: 2, PassedCount: 1}}},
+				{ID: "caps", Path: "liability/caps", Required: true, Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Applicable: 1}}},
+				{ID: "payment", Path: "payment", NotApplicable: true},
+				{ID: "quality", Path: "quality", Aggregate: schemas.Aggregate{Numerical: &schemas.NumericalAggregate{Mode: "min", Score: ptr(2.0), Counted: 2}}},
+			}
+			return &s
+		}()),
+			`request r-7  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data` +
+				`  groups liability (gate) FAILED 1/2, failed by the gate liability/caps; liability/caps (gate) FAILED 0/1; payment N/A; quality min 2.00 over 2` +
+				`  2 rule(s) left out by filters, 1 judged by their check, without the model  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
 		{"failed summary", summaryLine(&failed),
 			`request r-3  summary failed  ruleset contract-review  error unknown_ruleset: "unknown ruleset \"contract-review\" version \"9\""`},
 		{"dead letter", deadLetterLine(&dl),

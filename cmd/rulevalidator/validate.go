@@ -15,6 +15,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
 	"rulevalidator/report"
+	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
 
@@ -87,7 +88,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	if where == "" {
 		where = "--document"
 	}
-	if err := readDocumentFiles(ctx, reader, req); err != nil {
+	mediaTypes := map[string]string{}
+	if err := readDocumentFiles(ctx, reader, req, mediaTypes); err != nil {
 		fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
 		if ctx.Err() != nil {
 			return exitFailure
@@ -100,7 +102,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		return exitInvalid
 	}
 
-	res, err := pipeline.Evaluate(ctx, eng, rs, req)
+	res, err := pipeline.Evaluate(ctx, eng, rs, req, mediaTypes)
 	if err != nil {
 		if errors.Is(err, engine.ErrInvalidInput) {
 			fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
@@ -146,7 +148,7 @@ func validateRuleset(path, inputPath string, req *schemas.Request) (*engine.Rule
 	case path != "":
 		return readFile(path, engine.ParseRuleset)
 	case req.InlineRuleset != nil:
-		rs, err := pipeline.InlineRuleset(req)
+		rs, err := request.InlineRuleset(req)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", inputPath, err)
 		}
@@ -173,13 +175,14 @@ func writeReportFile(path string, req *schemas.Request, rs *engine.Ruleset, res 
 // also under rule_type, the key the verdict events use. The older key, type, is written as
 // well for one release (docs/cli.md says so); read rule_type.
 type resultJSON struct {
-	RulesetID      string           `json:"ruleset_id,omitempty"`
-	RulesetVersion string           `json:"ruleset_version,omitempty"`
-	Model          string           `json:"model,omitempty"`
-	Rules          []verdictJSON    `json:"rules"`
-	Aggregate      engine.Aggregate `json:"aggregate"`
-	Sources        []engine.Source  `json:"sources"`
-	Usage          engine.Usage     `json:"usage"`
+	RulesetID      string               `json:"ruleset_id,omitempty"`
+	RulesetVersion string               `json:"ruleset_version,omitempty"`
+	Model          string               `json:"model,omitempty"`
+	Rules          []verdictJSON        `json:"rules"`
+	Aggregate      engine.Aggregate     `json:"aggregate"`
+	Groups         []engine.GroupResult `json:"groups,omitempty"`
+	Sources        []engine.Source      `json:"sources"`
+	Usage          engine.Usage         `json:"usage"`
 }
 
 // verdictJSON is a verdict with its type under rule_type too.
@@ -190,7 +193,7 @@ type verdictJSON struct {
 
 func newResultJSON(res *engine.Result) resultJSON {
 	out := resultJSON{RulesetID: res.RulesetID, RulesetVersion: res.RulesetVersion, Model: res.Model,
-		Rules: make([]verdictJSON, len(res.Rules)), Aggregate: res.Aggregate, Sources: res.Sources, Usage: res.Usage}
+		Rules: make([]verdictJSON, len(res.Rules)), Aggregate: res.Aggregate, Groups: res.Groups, Sources: res.Sources, Usage: res.Usage}
 	for i, v := range res.Rules {
 		out.Rules[i] = verdictJSON{Verdict: v, RuleType: v.Type}
 	}
@@ -236,13 +239,13 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 	fmt.Fprintf(w, "%s · model %s · %d rules\n\n", title, res.Model, len(res.Rules))
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RULE\tNAME\tRESULT\tDATA\tEVIDENCE")
+	fmt.Fprintln(tw, "RULE\tNAME\tRESULT\tDATA\tCONFIDENCE\tREVIEW\tEVIDENCE")
 	for _, v := range res.Rules {
 		data := "sufficient"
 		if !v.DataSufficiency {
 			data = "insufficient"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.RuleID, orDash(v.Name), outcome(v), data, evidenceCount(v.Evidences))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.RuleID, orDash(v.Name), outcome(v), data, confidenceText(v.Confidence), reviewText(v.NeedsReview), evidenceCount(v.Evidences))
 	}
 	tw.Flush()
 
@@ -251,7 +254,7 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		fmt.Fprintf(w, "  %s\n", v.Rationale)
 		switch {
 		case len(v.Problems) > 0:
-			fmt.Fprintln(w, "  ! judged on insufficient data; still wrong after every re-ask:")
+			fmt.Fprintln(w, "  ! kept with problems; still wrong after every re-ask:")
 			for _, p := range v.Problems {
 				fmt.Fprintf(w, "    - %s\n", p)
 			}
@@ -260,6 +263,9 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		}
 		for _, dp := range v.PagesConsidered {
 			fmt.Fprintf(w, "  judged on %s, pages %s\n", dp.Document, joinPages(dp.Pages))
+		}
+		if v.NeedsReview {
+			fmt.Fprintf(w, "  needs review: %s\n", reasonsText(v.ReviewReasons))
 		}
 		if c := v.Cached; c != nil {
 			fmt.Fprintf(w, "  from the verdict cache: judged %s under request %s\n", c.JudgedAt.UTC().Format(time.RFC3339), c.RequestID)
@@ -289,7 +295,20 @@ func printResult(w io.Writer, rs *engine.Ruleset, res *engine.Result) {
 		}
 		fmt.Fprintf(w, "Numerical aggregate (%s): %s over %d rules\n", n.Mode, score, n.Counted)
 	}
+	if len(res.Groups) > 0 {
+		fmt.Fprintln(w, "Nested rulesets:")
+		for _, g := range res.Groups {
+			line := fmt.Sprintf("  %s: %s", groupLabel(g), groupResult(g))
+			if g.Reason != "" {
+				line += " — " + g.Reason
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 	u := res.Usage
+	if s := decidedWithoutModel(u); s != "" {
+		fmt.Fprintln(w, strings.ToUpper(s[:1])+s[1:]+".")
+	}
 	fmt.Fprintf(w, "Usage: %d prompt tokens (%d cached), %d completion tokens, %d model call%s\n",
 		u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.LLMCalls, map[bool]string{true: "", false: "s"}[u.LLMCalls == 1])
 	if u.PlannedCalls > 1 {
@@ -446,4 +465,30 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// confidenceText is a verdict's confidence for a person: "0.87", "-" when
+// nothing measured it.
+func confidenceText(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*c, 'f', 2, 64)
+}
+
+// reviewText is the REVIEW column: "needed" or "-".
+func reviewText(needed bool) string {
+	if needed {
+		return "needed"
+	}
+	return "-"
+}
+
+// reasonsText joins review reasons: "low_confidence, altered_evidence".
+func reasonsText(reasons []engine.ReviewReason) string {
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = string(r)
+	}
+	return strings.Join(parts, ", ")
 }

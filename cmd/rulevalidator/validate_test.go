@@ -101,7 +101,7 @@ func TestValidateJSON(t *testing.T) {
 		t.Fatal("stdout holds more than one JSON value")
 	}
 	res := engine.Result{RulesetID: out.RulesetID, RulesetVersion: out.RulesetVersion, Model: out.Model,
-		Aggregate: out.Aggregate, Sources: out.Sources, Usage: out.Usage}
+		Aggregate: out.Aggregate, Groups: out.Groups, Sources: out.Sources, Usage: out.Usage}
 	for _, v := range out.Rules {
 		// rule_type is the key the events use; type is kept beside it for one release.
 		if v.RuleType == "" || v.RuleType != v.Type {
@@ -112,10 +112,10 @@ func TestValidateJSON(t *testing.T) {
 	if n := strings.Count(stdout, `"rule_type": `); n != len(res.Rules) {
 		t.Errorf("stdout has rule_type %d times, want once per rule (%d)", n, len(res.Rules))
 	}
-	if len(res.Rules) != 6 || res.Rules[0].RuleID != "governing-law" || res.Rules[5].RuleID != "termination" {
+	if len(res.Rules) != len(exampleRuleIDs) || res.Rules[0].RuleID != "governing-law" || res.Rules[5].RuleID != "termination" {
 		t.Fatalf("rules = %+v", res.Rules)
 	}
-	if res.Usage != (engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1}) {
+	if res.Usage != (engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1, RulesFiltered: 1, RulesChecked: 1}) {
 		t.Errorf("usage = %+v", res.Usage)
 	}
 	// Anchoring: exact (with a corrected page), normalised (curly quotes), fuzzy (paraphrase).
@@ -137,7 +137,7 @@ func TestValidateJSON(t *testing.T) {
 	if strings.ContainsAny(res.Rules[1].Evidences[0].Text, "“”") {
 		t.Errorf("normalised quote kept the model's quotes: %q", res.Rules[1].Evidences[0].Text)
 	}
-	if b := res.Aggregate.Boolean; b == nil || b.Passed || b.Applicable != 4 || b.PassedCount != 2 || b.Mode != engine.AggregateAll {
+	if b := res.Aggregate.Boolean; b == nil || b.Passed || b.Applicable != 5 || b.PassedCount != 3 || b.Mode != engine.AggregateAll {
 		t.Errorf("boolean aggregate = %+v", b)
 	}
 	if n := res.Aggregate.Numerical; n == nil || n.Score == nil || *n.Score != 2 || n.Counted != 2 || n.Mode != engine.AggregateWeightedMean {
@@ -163,15 +163,19 @@ func TestValidateTable(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	for _, want := range []string{
-		"Ruleset contract-review (version 1.0.0) · model fake-model · 6 rules",
-		"governing-law   Governing law",
+		"Ruleset contract-review (version 1.0.0) · model fake-model · 8 rules",
+		"governing-law         Governing law",
 		"PASS", "FAIL", "score 2",
 		"northwind-msa.pdf, page 3, anchored (exact)",
 		// The model cited page 1 for the governing-law quote.
 		"northwind-msa.pdf, page 3 (cited page 1), anchored (exact)",
 		"1 (1 page corrected)",
-		"Boolean aggregate (all): FAILED — 2 of 4 applicable rules passed",
+		"Boolean aggregate (all): FAILED — 3 of 5 applicable rules passed",
 		"Numerical aggregate (weighted_mean): 2.00 over 2 rules",
+		"Nested rulesets:",
+		"  signing-authority (gate): PASSED 1/1",
+		`  data-protection: N/A — not applicable: filter_criteria of nested ruleset "data-protection"`,
+		"1 rule(s) left out by filters, 1 judged by their check, without the model.",
 		"Usage:",
 	} {
 		if !strings.Contains(stdout, want) {
@@ -310,7 +314,7 @@ func TestValidateReadsRequestsAndWritesTheReport(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	var res engine.Result
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Rules) != 6 {
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Rules) != len(exampleRuleIDs) {
 		t.Fatalf("result %v: %s", err, stdout)
 	}
 	f, err := excelize.OpenFile(xlsx)
@@ -329,7 +333,7 @@ func TestValidateReadsRequestsAndWritesTheReport(t *testing.T) {
 	for _, r := range rows {
 		text.WriteString(strings.Join(r, " ") + "\n")
 	}
-	for _, want := range []string{"contract-review-demo-1", "governing-law", "termination"} {
+	for _, want := range []string{"contract-review-demo-1", "governing-law", "termination", "Signing authority (gate)", "approval-limit-given"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the Report sheet does not mention %q:\n%s", want, text.String())
 		}
@@ -396,6 +400,7 @@ func TestPrintResultShowsAlteredAndUnfoundEvidence(t *testing.T) {
 	start, end := 10, 40
 	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
 		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
+		Confidence: new(0.55), NeedsReview: true, ReviewReasons: []engine.ReviewReason{engine.ReviewLowConfidence, engine.ReviewKeptWithProblems, engine.ReviewCorrectedPage},
 		SufficiencyNote: "the answer was kept with problems left after every re-ask",
 		Evidences: []engine.Evidence{
 			{Text: "The term is five (5) years.", QuotedText: "The term is three (3) years.", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
@@ -426,6 +431,7 @@ func TestPrintResultShowsCitationsAndProblems(t *testing.T) {
 	start, end := 10, 40
 	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
 		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
+		Confidence: new(0.55), NeedsReview: true, ReviewReasons: []engine.ReviewReason{engine.ReviewLowConfidence, engine.ReviewKeptWithProblems, engine.ReviewCorrectedPage},
 		SufficiencyNote: "kept with problems after every re-ask: the model gave no rationale; no evidence found in the material supports the verdict",
 		Problems:        []string{"the model gave no rationale", "no evidence found in the material supports the verdict"},
 		Evidences: []engine.Evidence{
@@ -440,7 +446,10 @@ func TestPrintResultShowsCitationsAndProblems(t *testing.T) {
 	printResult(&out, &engine.Ruleset{}, res)
 	for _, want := range []string{
 		"3 (1 page corrected)",
-		"  ! judged on insufficient data; still wrong after every re-ask:\n    - the model gave no rationale\n    - no evidence found in the material supports the verdict\n",
+		"CONFIDENCE  REVIEW",
+		"0.55        needed",
+		"  needs review: low_confidence, kept_with_problems, corrected_page\n",
+		"  ! kept with problems; still wrong after every re-ask:\n    - the model gave no rationale\n    - no evidence found in the material supports the verdict\n",
 		"msa.pdf, page 2, passage d1p2s4, anchored (exact)",
 		"msa.pdf, page 1 (cited page 7), anchored (exact)",
 		"term_months, not a document",

@@ -46,19 +46,12 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 		}
 		return s
 	}
-	loneCite := `{"passage_id":"d1p1s1","rationale":"` + okRationale + `","not_applicable":false,"boolean_output":true}`
+	loneCite := `{"rationale":"` + okRationale + `","evidences":[{"passage_id":"d1p1s1"}],"not_applicable":false,"data_sufficiency":true,"boolean_output":true}`
 	withRationale := func(r string) string { return strings.Replace(loneCite, okRationale, r, 1) }
-	// A grammar entry has no data_sufficiency; a strict one (strict) has.
-	entryOf := func(strict bool) func(id, evidences, verdict string) string {
+	// Every entry has every field; strict ones quote in cite mode.
+	entryOf := func(bool) func(id, evidences, verdict string) string {
 		return func(id, evidences, verdict string) string {
-			na, ds := "", ""
-			if id == "cap" || strict {
-				na = `"not_applicable":false,`
-			}
-			if strict {
-				ds = `"data_sufficiency":true,`
-			}
-			return `{"rule_id":"` + id + `","evidences":` + evidences + `,"rationale":"` + okRationale + `",` + na + ds + verdict + `}`
+			return `{"rule_id":"` + id + `","rationale":"` + okRationale + `","evidences":` + evidences + `,"not_applicable":false,"data_sufficiency":true,` + verdict + `}`
 		}
 	}
 	entry, strictEntry := entryOf(false), entryOf(true)
@@ -67,7 +60,7 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 		return `{"rules":[` + entry("cap", ev0, `"boolean_output":true`) + `,` + entry("term", `[]`, `"boolean_output":false`) + `,` + entry("score", `[]`, `"numerical_output":`+score) + `]}`
 	}
 	strictCite := func(ev string) string {
-		return `{"rules":[{"rule_id":"term","evidences":` + ev + `,"rationale":"x","not_applicable":false,"data_sufficiency":true,"boolean_output":true}]}`
+		return `{"rules":[{"rule_id":"term","rationale":"x","evidences":` + ev + `,"not_applicable":false,"data_sufficiency":true,"boolean_output":true}]}`
 	}
 	for _, tc := range []struct {
 		name   string
@@ -77,25 +70,33 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 	}{{
 		name:   "grammar, cite, lone rule",
 		schema: schema(engine.GrammarSchema(rules[:1], engine.EvidenceCite, []string{"d1p1s1", "d1p2s1"})),
-		accept: []string{loneCite, strings.Replace(loneCite, "d1p1s1", "d1p2s1", 1)},
+		accept: []string{
+			loneCite,
+			strings.Replace(loneCite, "d1p1s1", "d1p2s1", 1),
+			strings.Replace(loneCite, `{"passage_id":"d1p1s1"}`, `{"passage_id":"d1p1s1"},{"passage_id":"d1p2s1"}`, 1),
+			withRationale("9 months of fees cap it. That is the policy's floor!"),
+			withRationale("“Liability” is capped at twelve months of fees?"),
+		},
 		reject: []string{
 			strings.Replace(loneCite, `"rationale":`, `"rationale": `, 1),           // space after a colon
 			strings.Replace(loneCite, `,"boolean_output"`, `, "boolean_output"`, 1), // space after a comma
 			" " + loneCite,
 			loneCite + "\n",
-			strings.Replace(loneCite, `"not_applicable":false,"boolean_output":true`, `"boolean_output":true,"not_applicable":false`, 1), // key order
-			strings.Replace(loneCite, `"boolean_output"`, `"data_sufficiency":true,"boolean_output"`, 1),                                 // data_sufficiency is not asked
-			strings.Replace(loneCite, "d1p1s1", "d9p9s9", 1),                                                                             // id not in the enum
-			strings.Replace(loneCite, `"passage_id":"d1p1s1",`, ``, 1),                                                                   // no citation
-			strings.Replace(loneCite, `"passage_id":"d1p1s1"`, `"evidences":[{"passage_id":"d1p1s1"}]`, 1),                               // a list, not the one id
-			strings.Replace(loneCite, `"not_applicable":false,`, ``, 1),                                                                  // a required key left out
-			strings.Replace(loneCite, `}`, `,"extra":1}`, 1),                                                                             // a key not in the schema
-			withRationale("9 is capped at the fees paid."),                                                                               // starts with a digit
-			withRationale("Supercalifragilisticexpialidocious is capped."),                                                               // first word over 25 characters
-			withRationale("Liability is <capped> at the fees."),                                                                          // holds "<"
-			withRationale("Liability"),                                                                                                   // no second part
-			withRationale("Liability is\ncapped at the fees paid."),                                                                      // a raw control character
-			withRationale(`Liability is \"capped\" at the fees.`),                                                                        // a quote, even escaped
+			strings.Replace(loneCite, `"data_sufficiency":true,"boolean_output":true`, `"boolean_output":true,"data_sufficiency":true`, 1),                             // key order
+			strings.Replace(loneCite, `"data_sufficiency":true,`, ``, 1),                                                                                               // data_sufficiency is asked
+			strings.Replace(loneCite, "d1p1s1", "d9p9s9", 1),                                                                                                           // id not in the enum
+			strings.Replace(loneCite, `{"passage_id":"d1p1s1"}`, ``, 1),                                                                                                // no citation
+			strings.Replace(loneCite, `{"passage_id":"d1p1s1"}`, `{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"}`, 1), // over three
+			strings.Replace(loneCite, `"not_applicable":false,`, ``, 1),                                                                                                // a required key left out
+			strings.Replace(loneCite, `}`, `,"extra":1}`, 1),                                                                                                           // a key not in the schema
+			withRationale("-Liability is capped at the fees paid."),                                                                                                    // starts with a dash
+			withRationale("Liability is capped at the fees paid"),                                                                                                      // no sentence end
+			withRationale("Liability is capped at the fees paid in the"),                                                                                               // cut mid-sentence
+			withRationale("Short."), // under ten characters
+			withRationale(strings.Repeat("Liability is capped. ", 20) + "Yes."), // over 400 characters
+			withRationale("Liability is <capped> at the fees."),                 // holds "<"
+			withRationale("Liability is\ncapped at the fees paid."),             // a raw control character
+			withRationale(`Liability is \"capped\" at the fees.`),               // a quote, even escaped
 		},
 	}, {
 		name:   "grammar, quote, three rules",

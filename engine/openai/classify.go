@@ -28,6 +28,9 @@ const (
 	// formatRefused: the server does not do the response_format asked for;
 	// try a weaker one.
 	formatRefused
+	// logProbsRefused: the server does not give log-probabilities; ask
+	// again without them.
+	logProbsRefused
 	// environment: this service's configuration is wrong (API key, model
 	// name, TLS trust); no request will succeed until the operator fixes it,
 	// so it is returned at once, for the caller to hold its work.
@@ -82,6 +85,8 @@ type extensions struct {
 	schemaHint json.RawMessage
 	// grammar, when set, is sent as "grammar" (engine.FormatGrammar).
 	grammar string
+	// zeroTemperature sends "temperature": 0, which go-openai leaves out.
+	zeroTemperature bool
 }
 
 type attemptKey struct{}
@@ -92,7 +97,7 @@ type recordingDoer struct{ next *http.Client }
 
 func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	rec, _ := req.Context().Value(attemptKey{}).(*attemptRecord)
-	if rec != nil && (rec.schemaHint != nil || rec.grammar != "") {
+	if rec != nil && (rec.schemaHint != nil || rec.grammar != "" || rec.zeroTemperature) {
 		if err := addExtensions(req, rec.extensions); err != nil {
 			return nil, err
 		}
@@ -200,6 +205,9 @@ func addExtensions(req *http.Request, ext extensions) error {
 			}
 			body["grammar"] = g
 		}
+		if ext.zeroTemperature {
+			body["temperature"] = json.RawMessage("0")
+		}
 		patched, err := json.Marshal(body)
 		if err != nil {
 			return raw, nil
@@ -218,7 +226,9 @@ type attemptInfo struct {
 	withFormat bool
 	// grammar says it carried a grammar (engine.FormatGrammar).
 	grammar bool
-	timeout time.Duration
+	// logProbs says it asked for log-probabilities.
+	logProbs bool
+	timeout  time.Duration
 	// timedOut says the attempt's own deadline expired while the caller's
 	// context is still live.
 	timedOut bool
@@ -309,6 +319,9 @@ func classifyStatus(f *failure, se serverError, a attemptInfo) {
 		f.kind = permanent
 		f.reason = fmt.Sprintf("the input is too long for the model's context window (%d%s)", status, detail)
 		f.cause = newContextLengthError(f.cause, se.message, se.body)
+	case a.logProbs && status >= http.StatusBadRequest && status != http.StatusTooManyRequests && strings.Contains(strings.ToLower(se.message), "logprobs"):
+		f.kind = logProbsRefused
+		f.reason = fmt.Sprintf("the server refused log-probabilities (%d%s)", status, detail)
 	case a.withFormat && status == http.StatusInternalServerError &&
 		(strings.Contains(se.message, "response_format") || a.grammar && strings.Contains(strings.ToLower(se.message), "grammar")):
 		f.kind = formatRefused

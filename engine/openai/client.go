@@ -32,6 +32,12 @@ type Client struct {
 	// formats holds, per model, the strongest response format the server
 	// has not refused; calls start there.
 	formats map[string]engine.ResponseFormat
+	// noLogProbs holds the models whose server refused to give
+	// log-probabilities; they are no longer asked for.
+	noLogProbs map[string]bool
+	// told holds what has been logged once per model: a fallback is said
+	// once, not on every request.
+	told map[string]bool
 }
 
 var _ engine.LLM = (*Client)(nil)
@@ -46,11 +52,13 @@ func New(cfg Config) (*Client, error) {
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	oc.HTTPClient = recordingDoer{next: cfg.HTTPClient}
 	return &Client{
-		cfg:     cfg,
-		api:     goopenai.NewClientWithConfig(oc),
-		log:     cfg.Logger,
-		retry:   backoff.Policy{Initial: cfg.BaseDelay, Max: cfg.MaxDelay, MaxAttempts: cfg.MaxAttempts, MaxElapsed: cfg.MaxElapsed},
-		formats: map[string]engine.ResponseFormat{},
+		cfg:        cfg,
+		api:        goopenai.NewClientWithConfig(oc),
+		log:        cfg.Logger,
+		retry:      backoff.Policy{Initial: cfg.BaseDelay, Max: cfg.MaxDelay, MaxAttempts: cfg.MaxAttempts, MaxElapsed: cfg.MaxElapsed},
+		formats:    map[string]engine.ResponseFormat{},
+		noLogProbs: map[string]bool{},
+		told:       map[string]bool{},
 	}, nil
 }
 
@@ -71,26 +79,70 @@ func (c *Client) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatR
 				format = engine.FormatJSONObject // this call only: it has no grammar
 			}
 		}
+		if req.LogProbs && c.refusedLogProbs(req.Model) {
+			req.LogProbs = false
+		}
 		resp, refused, err := c.callWithRetries(ctx, req, format, grammar, start)
 		if refused == nil {
 			if err == nil && format == engine.FormatGrammar && !compactJSON(resp.Content) {
 				// A server that ignores the field answers in its own spelling:
 				// the grammar would only cost a wasted render from now on.
 				c.remember(req.Model, engine.FormatJSONObject)
-				c.log.Warn("openai: server ignored the grammar, later calls use json_object",
+				c.tellOnce(ctx, req.Model, "grammar-ignored", "openai: the server ignores grammars; later calls ask for json_object",
 					"model", req.Model)
 			}
 			return resp, err
 		}
+		if refused.kind == logProbsRefused {
+			c.mu.Lock()
+			c.noLogProbs[req.Model] = true
+			c.mu.Unlock()
+			c.tellOnce(ctx, req.Model, "logprobs", "openai: the server gives no log-probabilities; verdicts carry no confidence from them",
+				"model", req.Model, "status", refused.status, "reason", shortReason(refused.reason))
+			continue
+		}
 		// Text sends no response_format, so a refusal always has a weaker
-		// format to go to.
+		// format to go to. A server refusing a format is how the adapter
+		// finds what the server supports: said once, in one line, at info.
 		next := weaker(format)
 		c.remember(req.Model, next)
-		c.log.Warn("openai: server refused the response format, falling back",
-			"model", req.Model, "format", format, "fallback", next,
-			"status", refused.status, "error", refused.reason)
+		c.tellOnce(ctx, req.Model, "format-"+string(format), "openai: the server does not take this response format; using a weaker one",
+			"model", req.Model, "format", format, "fallback", next, "status", refused.status, "reason", shortReason(refused.reason))
 		format = next
 	}
+}
+
+// refusedLogProbs reports whether model's server refused log-probabilities.
+func (c *Client) refusedLogProbs(model string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.noLogProbs[model]
+}
+
+// tellOnce logs msg at info level the first time key is told for model.
+func (c *Client) tellOnce(ctx context.Context, model, key, msg string, attrs ...any) {
+	c.mu.Lock()
+	k := model + "\x00" + key
+	told := c.told[k]
+	c.told[k] = true
+	c.mu.Unlock()
+	if !told {
+		c.log.InfoContext(ctx, msg, attrs...)
+	}
+}
+
+// shortReason is the first line of a server's reason, clipped: a server's
+// error can carry a whole traceback, which says nothing to an operator
+// reading why a fallback happened.
+func shortReason(reason string) string {
+	if i := strings.IndexAny(reason, "\r\n"); i >= 0 {
+		reason = strings.TrimSpace(reason[:i]) + " …"
+	}
+	const maxRunes = 160
+	if r := []rune(reason); len(r) > maxRunes {
+		reason = string(r[:maxRunes]) + "…"
+	}
+	return reason
 }
 
 // grammar is req's GrammarSchema as a GBNF grammar, or "" when it has none
@@ -193,6 +245,10 @@ func (c *Client) startFormat(req engine.ChatRequest) (engine.ResponseFormat, err
 func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, format engine.ResponseFormat, grammar string, start time.Time) (resp engine.ChatResponse, refused *failure, err error) {
 	creq := buildRequest(req, format)
 	ext := extensions{schemaHint: c.schemaHint(req, format), grammar: grammar}
+	if req.Temperature != nil && creq.Temperature == 0 && takesSampling(req.Model) {
+		// go-openai leaves a zero temperature out; a greedy judge must say so.
+		ext.zeroTemperature = true
+	}
 	var last *failure // the last transient failure
 	err = c.retry.Retry(ctx, func(n int) error {
 		out, f := c.attempt(ctx, creq, req.Model, format, n, ext)
@@ -204,7 +260,7 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 			return backoff.Permanent(fmt.Errorf("openai: call abandoned during attempt %d: %w", n, ctx.Err()))
 		}
 		switch f.kind {
-		case formatRefused:
+		case formatRefused, logProbsRefused:
 			refused = f
 			return backoff.Permanent(attemptError{f})
 		case environment, permanent:
@@ -279,6 +335,7 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 			configuredModel: c.cfg.Model == "" || model == "" || model == c.cfg.Model,
 			withFormat:      format != engine.FormatText,
 			grammar:         format == engine.FormatGrammar,
+			logProbs:        creq.LogProbs,
 			timeout:         c.cfg.Timeout,
 			timedOut:        ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded),
 			now:             time.Now(),
@@ -340,6 +397,16 @@ func (c *Client) toChatResponse(resp goopenai.ChatCompletionResponse, model stri
 	}
 	msg := resp.Choices[0].Message
 	out.Content = msg.Content
+	if lp := resp.Choices[0].LogProbs; lp != nil {
+		out.Tokens = make([]engine.TokenLogProb, len(lp.Content))
+		for i, t := range lp.Content {
+			tok := engine.TokenLogProb{Text: t.Token, LogProb: t.LogProb, Top: make([]engine.TokenAlternative, len(t.TopLogProbs))}
+			for j, alt := range t.TopLogProbs {
+				tok.Top[j] = engine.TokenAlternative{Text: alt.Token, LogProb: alt.LogProb}
+			}
+			out.Tokens[i] = tok
+		}
+	}
 	if msg.Refusal != "" {
 		c.log.Info("openai: model refused to answer", "model", model, "refusal", msg.Refusal)
 	}
@@ -367,10 +434,17 @@ func buildRequest(req engine.ChatRequest, format engine.ResponseFormat) goopenai
 		msgs[i] = goopenai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
 	}
 	creq := goopenai.ChatCompletionRequest{
-		Model:       req.Model,
-		Messages:    msgs,
-		Temperature: req.Temperature,
-		MaxTokens:   req.MaxTokens,
+		Model:     req.Model,
+		Messages:  msgs,
+		MaxTokens: req.MaxTokens,
+	}
+	if takesSampling(req.Model) {
+		if req.Temperature != nil {
+			creq.Temperature = *req.Temperature
+		}
+		if req.LogProbs {
+			creq.LogProbs, creq.TopLogProbs = true, topLogProbs
+		}
 	}
 	switch format {
 	case engine.FormatJSONSchema:
@@ -393,6 +467,21 @@ func buildRequest(req engine.ChatRequest, format engine.ResponseFormat) goopenai
 		creq.MaxCompletionTokens, creq.MaxTokens = creq.MaxTokens, 0
 	}
 	return creq
+}
+
+// topLogProbs is how many alternatives are asked for at each token: the
+// most OpenAI allows, and enough to hold every answer a verdict's value
+// could have taken that a model weighed seriously.
+const topLogProbs = 5
+
+// takesSampling reports whether model takes sampling parameters
+// (temperature, log-probabilities): OpenAI's reasoning models refuse them.
+func takesSampling(model string) bool {
+	probe := goopenai.ChatCompletionRequest{Model: model, Temperature: 0.5, LogProbs: true, TopLogProbs: 1}
+	err := goopenai.NewReasoningValidator().Validate(probe)
+	return !errors.Is(err, goopenai.ErrReasoningModelLimitationsOther) &&
+		!errors.Is(err, goopenai.ErrReasoningModelLimitationsLogprobs) &&
+		!errors.Is(err, goopenai.ErrReasoningSamplingUnsupported)
 }
 
 func schemaName(req engine.ChatRequest) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,7 +77,7 @@ func schemaRequest() engine.ChatRequest {
 		Format:      engine.FormatJSONSchema,
 		SchemaName:  "verdicts",
 		Schema:      json.RawMessage(testSchema),
-		Temperature: 0.2,
+		Temperature: engine.Temperature(0.2),
 		MaxTokens:   256,
 	}
 }
@@ -102,7 +103,7 @@ func TestChatSuccess(t *testing.T) {
 		Model:   "test-model-2024",
 		Usage:   engine.Usage{PromptTokens: 120, CompletionTokens: 9, CachedTokens: 64, LLMCalls: 1},
 	}
-	if resp != want {
+	if !reflect.DeepEqual(resp, want) {
 		t.Errorf("response = %+v, want %+v", resp, want)
 	}
 	if got := w.get(); len(got) != 0 {
@@ -198,13 +199,17 @@ func TestChatReasoningModelGetsMaxCompletionTokens(t *testing.T) {
 	fake := newFake(t)
 	c, _ := newClient(t, fake.URL(), nil)
 	req := schemaRequest()
-	req.Model, req.Temperature = "o3-mini", 0
+	req.Model, req.LogProbs = "o3-mini", true
 	if _, err := c.Chat(t.Context(), req); err != nil {
 		t.Fatalf("Chat: %v", err)
 	}
 	r := fake.Requests()[0]
 	if r.MaxTokens != 0 || r.MaxCompletionTokens != 256 {
 		t.Errorf("max_tokens, max_completion_tokens = %d, %d; want 0, 256", r.MaxTokens, r.MaxCompletionTokens)
+	}
+	// A reasoning model refuses sampling parameters: none is sent.
+	if r.Temperature != nil || r.LogProbs {
+		t.Errorf("temperature %v, logprobs %v sent to a reasoning model; want neither", r.Temperature, r.LogProbs)
 	}
 }
 
@@ -723,8 +728,6 @@ func TestChatRejectsUnsendableRequests(t *testing.T) {
 		{"schema not JSON", func(r *engine.ChatRequest) { r.Schema = json.RawMessage(`{"type":`) }, `schema "verdicts" is not valid JSON`},
 		{"bad schema name", func(r *engine.ChatRequest) { r.SchemaName = "rule verdicts" }, `SchemaName "rule verdicts" must be`},
 		{"unknown format", func(r *engine.ChatRequest) { r.Format = "xml" }, `format "xml" is not one of`},
-		{"sampling settings a reasoning model refuses", func(r *engine.ChatRequest) { r.Model = "o3-mini" },
-			"the request was refused before sending: this model has beta-limitations"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

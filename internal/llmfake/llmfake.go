@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -41,6 +43,13 @@ type Reply struct {
 	Hold <-chan struct{}
 	// Truncate sends half of the body and then drops the connection.
 	Truncate bool
+	// ValueProbs, for a request that asks for log-probabilities, are the
+	// probabilities the model gave the verdict values of Content: the
+	// value after each "boolean_output" or "numerical_output" key, in
+	// order, takes the next one (the last repeats). The rest of the
+	// answer is sent as tokens of probability 1. Without ValueProbs no
+	// log-probabilities are sent.
+	ValueProbs []float64
 }
 
 // Error is the "error" object of an OpenAI error response.
@@ -67,6 +76,9 @@ type Call struct {
 	Temperature *float64
 	// MaxTokens is max_tokens; MaxCompletionTokens is max_completion_tokens.
 	MaxTokens, MaxCompletionTokens int
+	// LogProbs and TopLogProbs are logprobs and top_logprobs.
+	LogProbs    bool
+	TopLogProbs int
 	// Raw is the request body as sent.
 	Raw []byte
 }
@@ -208,6 +220,8 @@ type wireRequest struct {
 	Temperature         *float64 `json:"temperature"`
 	MaxTokens           int      `json:"max_tokens"`
 	MaxCompletionTokens int      `json:"max_completion_tokens"`
+	LogProbs            bool     `json:"logprobs"`
+	TopLogProbs         int      `json:"top_logprobs"`
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -227,6 +241,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		Temperature:         wire.Temperature,
 		MaxTokens:           wire.MaxTokens,
 		MaxCompletionTokens: wire.MaxCompletionTokens,
+		LogProbs:            wire.LogProbs,
+		TopLogProbs:         wire.TopLogProbs,
 		Grammar:             wire.Grammar,
 		Raw:                 raw,
 	}
@@ -333,11 +349,15 @@ func replyBody(req Call, reply Reply, status int) any {
 	}
 	choices := []any{}
 	if !reply.NoChoices {
-		choices = append(choices, map[string]any{
+		choice := map[string]any{
 			"index":         0,
 			"message":       map[string]any{"role": "assistant", "content": reply.Content},
 			"finish_reason": "stop",
-		})
+		}
+		if req.LogProbs && len(reply.ValueProbs) > 0 {
+			choice["logprobs"] = map[string]any{"content": valueTokens(reply.Content, reply.ValueProbs)}
+		}
+		choices = append(choices, choice)
 	}
 	return map[string]any{
 		"id":      "chatcmpl-llmfake",
@@ -352,6 +372,45 @@ func replyBody(req Call, reply Reply, status int) any {
 			"prompt_tokens_details": map[string]any{"cached_tokens": reply.CachedTokens},
 		},
 	}
+}
+
+// verdictValue finds the value after a verdict's key in an answer.
+var verdictValue = regexp.MustCompile(`"(?:boolean_output|numerical_output)"\s*:\s*(true|false|-?[0-9]+)`)
+
+// valueTokens splits content into tokens the way ValueProbs describes: each
+// verdict value a token of its own with its probability and one
+// alternative (the other boolean, or another score) sharing the rest, and
+// the text around them tokens of probability 1.
+func valueTokens(content string, probs []float64) []map[string]any {
+	var tokens []map[string]any
+	text := func(s string) {
+		if s != "" {
+			tokens = append(tokens, map[string]any{"token": s, "logprob": 0.0, "top_logprobs": []map[string]any{{"token": s, "logprob": 0.0}}})
+		}
+	}
+	at := 0
+	for i, m := range verdictValue.FindAllStringSubmatchIndex(content, -1) {
+		p := probs[min(i, len(probs)-1)]
+		value := content[m[2]:m[3]]
+		other := "false"
+		switch {
+		case value == "false":
+			other = "true"
+		case value != "true":
+			other = "1"
+			if value == "1" {
+				other = "0"
+			}
+		}
+		text(content[at:m[2]])
+		tokens = append(tokens, map[string]any{
+			"token": value, "logprob": math.Log(p),
+			"top_logprobs": []map[string]any{{"token": value, "logprob": math.Log(p)}, {"token": other, "logprob": math.Log(max(1-p, 1e-9))}},
+		})
+		at = m[3]
+	}
+	text(content[at:])
+	return tokens
 }
 
 func errorBody(e Error) any { return map[string]any{"error": e} }

@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ConfidenceSource is where a verdict's confidence comes from.
+type ConfidenceSource string
+
+const (
+	// ConfidenceLogProbs reads it from the log-probabilities the server
+	// gives for the answer's tokens: the probability of the value the
+	// model chose among the values it could have written. A server that
+	// gives none leaves it absent.
+	ConfidenceLogProbs ConfidenceSource = "logprobs"
+	// ConfidenceOff asks for nothing and leaves every confidence absent.
+	ConfidenceOff ConfidenceSource = "off"
+)
+
+func (c ConfidenceSource) validate() error {
+	switch c {
+	case ConfidenceLogProbs, ConfidenceOff:
+		return nil
+	}
+	return fmt.Errorf("engine: Confidence %q is not one of logprobs, off", c)
+}
+
+// valueKey finds where a verdict's value starts in an answer: after its
+// "boolean_output" or "numerical_output" key. A key inside a string is
+// escaped (\"), so it is not matched.
+var valueKey = regexp.MustCompile(`"(boolean_output|numerical_output)"\s*:\s*`)
+
+// ruleIDKey finds an entry's rule id in an answer.
+var ruleIDKey = regexp.MustCompile(`"rule_id"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+
+// valueConfidences reads, from an answer and its tokens, how sure the model
+// was of each rule's verdict value: the probability of the token that
+// starts the value, over the probabilities of the alternatives at that
+// place that would have started an allowed value (true or false; an
+// allowed score). Servers report probabilities before any grammar masks
+// the vocabulary, so the alternatives the answer could not have taken are
+// left out. A rule whose value is not found, or whose token carries no
+// probabilities, has none. pending are the rules the answer was asked
+// for; an answer to one rule may name none.
+func valueConfidences(content string, tokens []TokenLogProb, pending []Rule) map[string]float64 {
+	if len(tokens) == 0 || len(pending) == 0 {
+		return nil
+	}
+	byID := make(map[string]Rule, len(pending))
+	for _, r := range pending {
+		byID[r.RuleID] = r
+	}
+	objects := objectSpans(content)
+	out := map[string]float64{}
+	for _, m := range valueKey.FindAllStringSubmatchIndex(content, -1) {
+		at := m[1]
+		rule, ok := ruleOf(content, objects, at, byID, pending)
+		if !ok {
+			continue
+		}
+		if _, seen := out[rule.RuleID]; seen {
+			continue // answered twice: the answer is re-asked anyway
+		}
+		if p, ok := tokenConfidence(tokens, at, rule); ok {
+			out[rule.RuleID] = p
+		}
+	}
+	return out
+}
+
+// ruleOf is the rule whose entry holds the value at offset at: the rule id
+// written in the innermost object around it, wherever the server put its
+// keys, or the lone pending rule of an answer that names none.
+func ruleOf(content string, objects [][2]int, at int, byID map[string]Rule, pending []Rule) (Rule, bool) {
+	span := [2]int{0, len(content)}
+	for _, o := range objects {
+		if o[0] <= at && at < o[1] && o[1]-o[0] <= span[1]-span[0] {
+			span = o
+		}
+	}
+	m := ruleIDKey.FindStringSubmatch(content[span[0]:span[1]])
+	if m == nil {
+		if len(pending) == 1 {
+			return pending[0], true
+		}
+		return Rule{}, false
+	}
+	id, err := strconv.Unquote(`"` + m[1] + `"`)
+	if err != nil {
+		return Rule{}, false
+	}
+	r, ok := byID[id]
+	return r, ok
+}
+
+// objectSpans are the byte spans of the JSON objects of content, outside
+// strings, as [start, end).
+func objectSpans(content string) [][2]int {
+	var spans [][2]int
+	var open []int
+	inString, escaped := false, false
+	for i := 0; i < len(content); i++ {
+		c := content[i]
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{':
+			open = append(open, i)
+		case c == '}' && len(open) > 0:
+			spans = append(spans, [2]int{open[len(open)-1], i + 1})
+			open = open[:len(open)-1]
+		}
+	}
+	return spans
+}
+
+// tokenConfidence is the confidence of the value starting at byte offset at
+// of the answer the tokens spell.
+func tokenConfidence(tokens []TokenLogProb, at int, rule Rule) (float64, bool) {
+	pos := 0
+	for _, t := range tokens {
+		end := pos + len(t.Text)
+		if at >= end {
+			pos = end
+			continue
+		}
+		// The token holds the value's start, after `lead` bytes of what
+		// precedes it (a space, a colon) when the tokenizer joined them.
+		lead := t.Text[:at-pos]
+		chosen := math.Exp(t.LogProb)
+		if !startsValue(rule, strings.TrimPrefix(t.Text, lead)) {
+			return 0, false
+		}
+		total := chosen
+		for _, alt := range t.Top {
+			if alt.Text == t.Text || !strings.HasPrefix(alt.Text, lead) {
+				continue
+			}
+			if startsValue(rule, strings.TrimPrefix(alt.Text, lead)) {
+				total += math.Exp(alt.LogProb)
+			}
+		}
+		if total <= 0 || math.IsNaN(total) {
+			return 0, false
+		}
+		return min(chosen/total, 1), true
+	}
+	return 0, false
+}
+
+// startsValue reports whether a token's text, from where the value starts,
+// begins a value the rule allows: a boolean, or one of its scores.
+func startsValue(rule Rule, s string) bool {
+	s = strings.TrimLeft(s, " \t\n\"")
+	if s == "" {
+		return false
+	}
+	if rule.Type != Numerical {
+		for _, v := range []string{"true", "false"} {
+			if strings.HasPrefix(v, s) || strings.HasPrefix(s, v) {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	if s[0] == '-' {
+		n = 1
+	}
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	digits := s[:n]
+	if digits == "" || digits == "-" {
+		return false
+	}
+	for _, score := range rule.AllowedScores() {
+		if strings.HasPrefix(strconv.Itoa(score), digits) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestRouteReview(t *testing.T) {
+	clean := func() Verdict {
+		return Verdict{RuleID: "r", Type: Boolean, DataSufficiency: true, BooleanOutput: new(true),
+			Evidences: []Evidence{{Text: "x", SourceOrigin: "a.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Anchored: true, Match: MatchExact}}}
+	}
+	with := func(f func(*Verdict)) Verdict {
+		v := clean()
+		f(&v)
+		return v
+	}
+	for _, tc := range []struct {
+		name      string
+		v         Verdict
+		threshold float64
+		want      []ReviewReason
+	}{
+		{"clean, no confidence", clean(), 0.8, nil},
+		{"confidence above the threshold", with(func(v *Verdict) { v.Confidence = new(0.9) }), 0.8, nil},
+		{"confidence at the threshold", with(func(v *Verdict) { v.Confidence = new(0.8) }), 0.8, nil},
+		{"confidence under the threshold", with(func(v *Verdict) { v.Confidence = new(0.79) }), 0.8, []ReviewReason{ReviewLowConfidence}},
+		{"threshold 0 routes none for confidence", with(func(v *Verdict) { v.Confidence = new(0.0) }), 0, nil},
+		{"kept with problems", with(func(v *Verdict) { v.Problems = []string{"no rationale"} }), 0.8, []ReviewReason{ReviewKeptWithProblems}},
+		{"insufficient data", with(func(v *Verdict) { v.DataSufficiency = false }), 0.8, []ReviewReason{ReviewInsufficientData}},
+		{"not applicable without data is not routed", with(func(v *Verdict) { v.DataSufficiency, v.NotApplicable = false, true }), 0.8, nil},
+		{"corrected page", with(func(v *Verdict) { v.Evidences[0].CitedPageNumber = 9 }), 0.8, []ReviewReason{ReviewCorrectedPage}},
+		{"no cited page is no correction", with(func(v *Verdict) { v.Evidences[0].CitedPageNumber = 0 }), 0.8, nil},
+		{"unanchored evidence is no correction", with(func(v *Verdict) { v.Evidences[0].CitedPageNumber, v.Evidences[0].Anchored = 9, false }), 0.8, nil},
+		{"altered evidence", with(func(v *Verdict) { v.Evidences[0].Altered = true }), 0.8, []ReviewReason{ReviewAlteredEvidence}},
+		{"every reason, in order", with(func(v *Verdict) {
+			v.Confidence, v.Problems, v.DataSufficiency = new(0.1), []string{"p"}, false
+			v.Evidences = append(v.Evidences, Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true})
+		}), 0.5, ReviewReasons()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RouteReview(tc.v, tc.threshold); !slices.Equal(got, tc.want) {
+				t.Errorf("RouteReview = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReviewThreshold(t *testing.T) {
+	rs := &Ruleset{ReviewBelowConfidence: new(0.6)}
+	for _, tc := range []struct {
+		name string
+		rs   *Ruleset
+		r    Rule
+		want float64
+	}{
+		{"service default", &Ruleset{}, Rule{}, 0.8},
+		{"ruleset", rs, Rule{}, 0.6},
+		{"rule over ruleset", rs, Rule{ReviewBelowConfidence: new(0.95)}, 0.95},
+		{"rule 0 turns it off", rs, Rule{ReviewBelowConfidence: new(0.0)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ReviewThreshold(tc.rs, tc.r, 0.8); got != tc.want {
+				t.Errorf("ReviewThreshold = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRouteReviewsEachRuleUnderItsThreshold(t *testing.T) {
+	rs := &Ruleset{ReviewBelowConfidence: new(0.5), Rules: []Rule{{RuleID: "a"}, {RuleID: "b", ReviewBelowConfidence: new(0.9)}}}
+	verdicts := []Verdict{
+		{RuleID: "a", DataSufficiency: true, Confidence: new(0.7)},
+		{RuleID: "b", DataSufficiency: true, Confidence: new(0.7)},
+	}
+	routeReviews(rs, verdicts, 0.99)
+	if verdicts[0].NeedsReview || !verdicts[1].NeedsReview || !slices.Equal(verdicts[1].ReviewReasons, []ReviewReason{ReviewLowConfidence}) {
+		t.Errorf("routed %+v", verdicts)
+	}
+	if c := CountVerdicts(verdicts); c.NeedsReview != 1 {
+		t.Errorf("CountVerdicts NeedsReview = %d, want 1", c.NeedsReview)
+	}
+}

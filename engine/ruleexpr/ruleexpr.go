@@ -1,0 +1,456 @@
+// Package ruleexpr compiles and evaluates the CEL expressions of a ruleset:
+// applicability filters (filter_criteria) and checks that need no model
+// (check). An expression is parsed and type-checked once, when the ruleset is
+// loaded, and evaluated per request over an Activation: the request's named
+// inputs, its documents' names, media types and page counts, its options and
+// its tenant. It knows nothing of how a request is encoded.
+package ruleexpr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+)
+
+// Limits on one expression. They keep a ruleset's load and a request's
+// evaluation bounded whoever wrote the ruleset.
+const (
+	// MaxChars bounds an expression's source, in characters.
+	MaxChars = 4096
+	// MaxCost bounds one evaluation, in CEL's cost units (roughly one per
+	// operation and element visited).
+	MaxCost = 100_000
+)
+
+// The variables an expression reads.
+const (
+	VarInputs    = "inputs"
+	VarDocuments = "documents"
+	VarOptions   = "options"
+	VarTenant    = "tenant"
+)
+
+// Type is the type a ruleset declares for a named input.
+type Type string
+
+// The types a named input may be declared with.
+const (
+	TypeString  Type = "string"
+	TypeNumber  Type = "number"
+	TypeInteger Type = "integer"
+	TypeBoolean Type = "boolean"
+	TypeList    Type = "list"
+	TypeMap     Type = "map"
+	TypeAny     Type = "any"
+)
+
+// Types lists the declarable types, for messages.
+var Types = []Type{TypeString, TypeNumber, TypeInteger, TypeBoolean, TypeList, TypeMap, TypeAny}
+
+// Valid says whether t is a declarable type.
+func (t Type) Valid() bool { return slices.Contains(Types, t) }
+
+// Result is what an expression must give.
+type Result int
+
+const (
+	// ResultBool: true or false (a filter, or a boolean rule's check).
+	ResultBool Result = iota
+	// ResultNumber: an int, a double, or true/false (a numerical rule's
+	// check; true is the highest allowed score, false the lowest).
+	ResultNumber
+)
+
+// Error is an expression that does not compile. Line and Column (1-based,
+// in characters) point into the expression's source.
+type Error struct {
+	Line, Column int
+	Message      string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Message)
+}
+
+// Env compiles expressions against one ruleset's declared inputs.
+type Env struct {
+	env *cel.Env
+	// declared is the ruleset's input declaration; nil when it has none,
+	// and then any input name may be read.
+	declared map[string]Type
+}
+
+// NewEnv is the environment of a ruleset whose named inputs are declared
+// (nil: not declared, any name may be read).
+func NewEnv(declared map[string]Type) (*Env, error) {
+	env, err := cel.NewEnv(
+		cel.Variable(VarInputs, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(VarDocuments, cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
+		cel.Variable(VarOptions, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(VarTenant, cel.StringType),
+		cel.ParserRecursionLimit(64),
+		cel.ParserExpressionSizeLimit(MaxChars),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &Env{env: env, declared: declared}, nil
+}
+
+// Program is a compiled expression, ready to evaluate.
+type Program struct {
+	// Source is the expression as written.
+	Source string
+	// Reads lists the named inputs the expression reads by name, sorted.
+	Reads []string
+	prg   cel.Program
+	want  Result
+}
+
+// Compile parses and type-checks src for a result of kind want, and checks
+// that it reads only declared inputs when the ruleset declares them.
+func (e *Env) Compile(src string, want Result) (*Program, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, &Error{Line: 1, Column: 1, Message: "empty expression"}
+	}
+	if n := utf8.RuneCountInString(src); n > MaxChars {
+		return nil, &Error{Line: 1, Column: 1, Message: fmt.Sprintf("too long: %d characters (at most %d)", n, MaxChars)}
+	}
+	ast, iss := e.env.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		errs := iss.Errors()
+		first := errs[0]
+		return nil, &Error{Line: max(first.Location.Line(), 1), Column: first.Location.Column() + 1, Message: first.Message}
+	}
+	out := ast.OutputType()
+	switch {
+	case out == cel.DynType:
+	case want == ResultBool && out != cel.BoolType:
+		return nil, &Error{Line: 1, Column: 1, Message: fmt.Sprintf("gives %s; it must give a bool", out)}
+	case want == ResultNumber && out != cel.IntType && out != cel.DoubleType && out != cel.UintType && out != cel.BoolType:
+		return nil, &Error{Line: 1, Column: 1, Message: fmt.Sprintf("gives %s; it must give a number (int or double) or a bool", out)}
+	}
+	reads, err := e.reads(ast.NativeRep())
+	if err != nil {
+		return nil, err
+	}
+	prg, err := e.env.Program(ast, cel.CostLimit(MaxCost), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, &Error{Line: 1, Column: 1, Message: err.Error()}
+	}
+	return &Program{Source: src, Reads: reads, prg: prg, want: want}, nil
+}
+
+// reads finds the named inputs an expression reads by name (inputs.NAME,
+// inputs["NAME"], has(inputs.NAME), "NAME" in inputs) and refuses a name the
+// ruleset does not declare, pointing at it.
+func (e *Env) reads(a *celast.AST) ([]string, error) {
+	seen := map[string]bool{}
+	var unknown *Error
+	// note records a name read; id's location plus shift (in characters)
+	// is where the name is written.
+	note := func(id int64, shift int, name string) {
+		seen[name] = true
+		if e.declared == nil || unknown != nil {
+			return
+		}
+		if _, ok := e.declared[name]; !ok {
+			loc := a.SourceInfo().GetStartLocation(id)
+			unknown = &Error{Line: max(loc.Line(), 1), Column: loc.Column() + 1 + shift,
+				Message: fmt.Sprintf("unknown input %q: the ruleset's inputs declare %s", name, declaredList(e.declared))}
+		}
+	}
+	isInputs := func(x celast.Expr) bool {
+		return x.Kind() == celast.IdentKind && x.AsIdent() == VarInputs
+	}
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(x celast.Expr) {
+		switch x.Kind() {
+		case celast.SelectKind:
+			if s := x.AsSelect(); isInputs(s.Operand()) {
+				// A selection is located at its dot; the name follows it.
+				note(x.ID(), 1, s.FieldName())
+			}
+		case celast.CallKind:
+			c := x.AsCall()
+			args := c.Args()
+			if len(args) != 2 {
+				return
+			}
+			var name celast.Expr
+			switch c.FunctionName() {
+			case "_[_]", "_[?_]":
+				if isInputs(args[0]) {
+					name = args[1]
+				}
+			case "@in":
+				if isInputs(args[1]) {
+					name = args[0]
+				}
+			}
+			if name != nil && name.Kind() == celast.LiteralKind {
+				if s, ok := name.AsLiteral().(types.String); ok {
+					note(name.ID(), 0, string(s))
+				}
+			}
+		}
+	}))
+	if unknown != nil {
+		return nil, unknown
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func declaredList(declared map[string]Type) string {
+	if len(declared) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(declared))
+	for n := range declared {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// Document is what an expression sees of one document.
+type Document struct {
+	Name      string
+	MediaType string
+	// Role is "primary" or "auxiliary".
+	Role  string
+	Pages int
+}
+
+// Activation is what one request gives its expressions.
+type Activation struct {
+	// Inputs are the named inputs by name, as decoded from JSON (numbers
+	// as json.Number or float64).
+	Inputs    map[string]any
+	Documents []Document
+	// Options are the request's options that were set, by their JSON names.
+	Options map[string]any
+	Tenant  string
+}
+
+// Bound is an Activation converted once for CEL, to evaluate every
+// expression of a request with.
+type Bound struct {
+	vars map[string]any
+	// raw are the named inputs as given, for evidence.
+	raw map[string]any
+	// bad holds, per named input, why its value does not have its declared
+	// type; an expression reading it fails.
+	bad map[string]string
+}
+
+// Bind converts a for evaluation. Numbers become CEL ints when they are
+// whole and fit, doubles otherwise; an input declared a number is always a
+// double, so that arithmetic on it does not depend on how it was written.
+func (e *Env) Bind(a Activation) *Bound {
+	b := &Bound{bad: map[string]string{}, raw: a.Inputs}
+	inputs := make(map[string]any, len(a.Inputs))
+	for name, v := range a.Inputs {
+		typ := TypeAny
+		if e.declared != nil {
+			if t, ok := e.declared[name]; ok {
+				typ = t
+			}
+		}
+		cv, err := convert(v, typ)
+		if err != nil {
+			b.bad[name] = err.Error()
+			continue
+		}
+		inputs[name] = cv
+	}
+	docs := make([]any, len(a.Documents))
+	for i, d := range a.Documents {
+		docs[i] = map[string]any{"name": d.Name, "media_type": d.MediaType, "role": d.Role, "pages": int64(d.Pages)}
+	}
+	options := map[string]any{}
+	for k, v := range a.Options {
+		if cv, err := convert(v, TypeAny); err == nil {
+			options[k] = cv
+		}
+	}
+	b.vars = map[string]any{VarInputs: inputs, VarDocuments: docs, VarOptions: options, VarTenant: a.Tenant}
+	return b
+}
+
+// convert makes a decoded JSON value a value CEL takes, checking it against
+// its declared type.
+func convert(v any, typ Type) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		if typ != TypeAny {
+			return nil, fmt.Errorf("is null; declared %s", typ)
+		}
+		return types.NullValue, nil
+	case json.Number:
+		if typ == TypeNumber {
+			f, err := x.Float64()
+			return f, err
+		}
+		if n, err := x.Int64(); err == nil {
+			return checkNumber(float64(n), n, true, typ)
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, err
+		}
+		return checkNumber(f, 0, false, typ)
+	case float64:
+		if typ == TypeNumber {
+			return x, nil
+		}
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return checkNumber(x, int64(x), true, typ)
+		}
+		return checkNumber(x, 0, false, typ)
+	case int:
+		return checkNumber(float64(x), int64(x), true, typ)
+	case int64:
+		return checkNumber(float64(x), x, true, typ)
+	case string:
+		if typ != TypeString && typ != TypeAny {
+			return nil, fmt.Errorf("is a string; declared %s", typ)
+		}
+		return x, nil
+	case bool:
+		if typ != TypeBoolean && typ != TypeAny {
+			return nil, fmt.Errorf("is a boolean; declared %s", typ)
+		}
+		return x, nil
+	case []any:
+		if typ != TypeList && typ != TypeAny {
+			return nil, fmt.Errorf("is a list; declared %s", typ)
+		}
+		out := make([]any, len(x))
+		for i, item := range x {
+			cv, err := convert(item, TypeAny)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = cv
+		}
+		return out, nil
+	case map[string]any:
+		if typ != TypeMap && typ != TypeAny {
+			return nil, fmt.Errorf("is a map; declared %s", typ)
+		}
+		out := make(map[string]any, len(x))
+		for k, item := range x {
+			cv, err := convert(item, TypeAny)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = cv
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("has a value of type %T that expressions cannot read", v)
+}
+
+func checkNumber(f float64, n int64, whole bool, typ Type) (any, error) {
+	switch typ {
+	case TypeAny:
+		if whole {
+			return n, nil
+		}
+		return f, nil
+	case TypeNumber:
+		return f, nil
+	case TypeInteger:
+		if !whole {
+			return nil, fmt.Errorf("is %v; declared integer", f)
+		}
+		return n, nil
+	}
+	return nil, fmt.Errorf("is a number; declared %s", typ)
+}
+
+// ErrEval marks an expression that failed on one request's values: an input
+// it reads is missing or of another type, or it ran over MaxCost.
+var ErrEval = errors.New("expression failed")
+
+// Bool evaluates a ResultBool program.
+func (p *Program) Bool(b *Bound) (bool, error) {
+	v, err := p.eval(b)
+	if err != nil {
+		return false, err
+	}
+	out, ok := v.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("%w: gave %s %v, not a bool", ErrEval, v.Type().TypeName(), v.Value())
+	}
+	return bool(out), nil
+}
+
+// Number evaluates a ResultNumber program: isBool says the program gave a
+// bool (boolean), not a number.
+func (p *Program) Number(b *Bound) (n float64, boolean, isBool bool, err error) {
+	v, err := p.eval(b)
+	if err != nil {
+		return 0, false, false, err
+	}
+	switch x := v.(type) {
+	case types.Int:
+		return float64(x), false, false, nil
+	case types.Uint:
+		return float64(x), false, false, nil
+	case types.Double:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return 0, false, false, fmt.Errorf("%w: gave %v, not a finite number", ErrEval, float64(x))
+		}
+		return float64(x), false, false, nil
+	case types.Bool:
+		return 0, bool(x), true, nil
+	}
+	return 0, false, false, fmt.Errorf("%w: gave %s %v, not a number", ErrEval, v.Type().TypeName(), v.Value())
+}
+
+func (p *Program) eval(b *Bound) (ref.Val, error) {
+	for _, name := range p.Reads {
+		if why, ok := b.bad[name]; ok {
+			return nil, fmt.Errorf("%w: input %q %s", ErrEval, name, why)
+		}
+	}
+	v, _, err := p.prg.Eval(b.vars)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrEval, err.Error())
+	}
+	return v, nil
+}
+
+// Value is a named input as the request gave it, for the evidence of a
+// check: its value written as JSON (a string as itself), and whether it was
+// given at all.
+func (b *Bound) Value(name string) (text string, given bool) {
+	v, ok := b.raw[name]
+	if !ok {
+		return "", false
+	}
+	if s, ok := v.(string); ok {
+		return s, true
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v), true
+	}
+	return string(data), true
+}

@@ -1,0 +1,153 @@
+package reviews
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"rulevalidator/engine"
+	"rulevalidator/eval"
+	"rulevalidator/internal/s3test"
+	"rulevalidator/jobs"
+	"rulevalidator/pipeline"
+	"rulevalidator/schemas"
+)
+
+const exportRuleset = `{"id": "nda", "rules": [
+	{"rule_id": "mutual", "rule_text": "Are both parties bound?"},
+	{"rule_id": "term", "type": "numerical", "rule_text": "How many years does confidentiality last?", "numerical_rule_config": {"possible_scores": [0, 1, 2, 3, 5]}},
+	{"rule_id": "law", "rule_text": "Is the governing law named?"}]}`
+
+// storeJudged stores a validation as the serve pipeline does: the job, what
+// it judged, and its verdicts needing review.
+func storeJudged(t *testing.T, ctx context.Context, results ResultStore, requestID string, completed time.Time) {
+	t.Helper()
+	rs, err := engine.ParseRuleset([]byte(exportRuleset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: requestID + ".pdf", Pages: []string{
+		"This agreement binds the Recipient only. The Discloser has no duty.",
+		"Confidentiality lasts two years from the date hereof. This agreement is governed by the laws of Ohio."}}}}
+	pass, three := true, 3
+	res := &engine.Result{RulesetID: rs.ID, Model: "scripted", Rules: []engine.Verdict{
+		{RuleID: "mutual", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &pass, Confidence: new(0.4)},
+		{RuleID: "term", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: &three, Confidence: new(0.6)},
+		{RuleID: "law", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &pass, Confidence: new(0.99)},
+	}}
+	inline := exportRuleset
+	req := &schemas.Request{RequestID: requestID, TenantID: "acme", InlineRuleset: &inline}
+	out := pipeline.Events{
+		Verdicts: pipeline.NewVerdictEvents(req, rs, res, "", completed.Add(-time.Second), completed),
+		Summary:  pipeline.NewSummary(req, rs, res, "", nil, completed.Add(-time.Second), completed),
+		Material: in, Ruleset: rs,
+	}
+	if err := results.StoreResult(ctx, req, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oracle answers every call with the labels of the one case whose document
+// the call shows: the perfect judge.
+type oracle struct{ ds *eval.Dataset }
+
+func (o oracle) Chat(_ context.Context, req engine.ChatRequest) (engine.ChatResponse, error) {
+	user := req.Messages[len(req.Messages)-1].Content
+	var rules []map[string]any
+	for _, c := range o.ds.Cases {
+		if !strings.Contains(user, c.Inputs.PrimaryDocs[0].Name) {
+			continue
+		}
+		for _, l := range c.Labels {
+			r := map[string]any{"rule_id": l.RuleID, "data_sufficiency": true, "rationale": "The labelled answer, as the reviewer gave it.",
+				"not_applicable": l.NotApplicable, "evidences": []any{}}
+			if l.Boolean != nil {
+				r["boolean_output"] = *l.Boolean
+			}
+			if l.Numerical != nil {
+				r["numerical_output"] = *l.Numerical
+			}
+			rules = append(rules, r)
+		}
+	}
+	content, _ := json.Marshal(map[string]any{"rules": rules})
+	return engine.ChatResponse{Content: string(content), Format: req.Format, Model: req.Model, Usage: engine.Usage{LLMCalls: 1}}, nil
+}
+
+// TestExportLoadsInEvalAndAnOracleScoresAll: reviewed validations exported
+// from object storage make a dataset eval loads unchanged, labelled with the
+// final outcomes and the reviewers' passages as gold evidence, on which a
+// judge answering the labels scores 100%.
+func TestExportLoadsInEvalAndAnOracleScoresAll(t *testing.T) {
+	ctx := context.Background()
+	objects := s3test.Store(t)
+	store, err := NewObjectStore(objects, ObjectStoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobStore, err := jobs.NewObjectStore(objects, jobs.ObjectStoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := ResultStore{Results: jobStore, Reviews: store}
+	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	storeJudged(t, ctx, results, "req:1", day)
+	storeJudged(t, ctx, results, "req-2", day)
+	storeJudged(t, ctx, results, "req-old", day.AddDate(0, -2, 0))
+	storeJudged(t, ctx, results, "req-unreviewed", day)
+	add := func(r Review) {
+		t.Helper()
+		r.ReviewedAt, r.Reviewer = day.Add(time.Hour), "alice"
+		if _, _, err := store.Add(ctx, "acme", r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	no, two := false, 2
+	// req:1: mutual overridden to fail, resting on page 1; term overridden to 2, on page 2.
+	add(Review{ReviewID: "a", RequestID: "req:1", RuleID: "mutual", Decision: Override, BooleanOutput: &no, PassageIDs: []string{"d1p1s1"}})
+	add(Review{ReviewID: "b", RequestID: "req:1", RuleID: "term", Decision: Override, NumericalOutput: &two, PassageIDs: []string{"d1p2s1"}})
+	// req-2: law confirmed.
+	add(Review{ReviewID: "c", RequestID: "req-2", RuleID: "law", Decision: Confirm})
+	add(Review{ReviewID: "d", RequestID: "req-old", RuleID: "law", Decision: Confirm})
+
+	dir := t.TempDir() + "/dataset"
+	got, err := Export(ctx, store, jobStore, ExportConfig{Tenant: "acme", Since: day.AddDate(0, 0, -7), RulesetID: "nda", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cases != 2 {
+		t.Fatalf("exported %d cases (skipped %v), want 2", got.Cases, got.Skipped)
+	}
+	ds, err := eval.Load(dir)
+	if err != nil {
+		t.Fatalf("eval does not load the export: %v", err)
+	}
+	byID := map[string]*eval.Case{}
+	for _, c := range ds.Cases {
+		byID[c.ID] = c
+	}
+	first := byID["req-1"]
+	if first == nil || len(ds.Cases) != 2 {
+		t.Fatalf("cases = %v", byID)
+	}
+	mutual, term, law := first.Labels[0], first.Labels[1], first.Labels[2]
+	if *mutual.Boolean || len(mutual.Gold) != 1 || mutual.Gold[0].Page != 1 || *term.Numerical != 2 || term.Gold[0].Page != 2 || !*law.Boolean || len(law.Gold) != 0 {
+		t.Errorf("labels of req-1 = %+v", first.Labels)
+	}
+	if _, err := Export(ctx, store, jobStore, ExportConfig{Tenant: "acme", Dir: dir}); err == nil {
+		t.Error("an export over a dataset was accepted")
+	}
+	if _, err := Export(ctx, store, jobStore, ExportConfig{Tenant: "globex", Dir: t.TempDir()}); err == nil {
+		t.Error("another tenant's export found something")
+	}
+
+	rep, err := eval.Run(ctx, ds, eval.Options{LLM: oracle{ds}, Engine: engine.Config{Model: "oracle", OutputRetries: -1, ContextTokens: 8192}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.System(eval.SystemEngine).Overall; o.Correct != o.Verdicts || o.Verdicts != 6 {
+		t.Errorf("the oracle scored %d of %d", o.Correct, o.Verdicts)
+	}
+}
