@@ -287,7 +287,7 @@ func (e *Engine) Evaluate(ctx context.Context, req Task) (*Result, error) {
 	if cr != nil {
 		e.store(ctx, cr, model, in.Documents())
 	}
-	routeReviews(rs, verdicts, e.cfg.ReviewBelowConfidence)
+	routeReviews(rs, rs.Rules, verdicts, e.cfg.ReviewBelowConfidence)
 	return &Result{
 		RulesetID:      rs.ID,
 		RulesetVersion: rs.Version,
@@ -330,6 +330,11 @@ func (e *Engine) evaluateTree(ctx context.Context, req Task, model string) (*Res
 		h(DecidedFiltered, d.filtered)
 		h(DecidedChecked, d.checked)
 	}
+	all := make([]Rule, len(t.rules))
+	for i, tr := range t.rules {
+		all[i] = *tr.rule
+	}
+	routeReviews(rs, all, verdicts, e.cfg.ReviewBelowConfidence)
 	agg, groups := t.aggregate(verdicts, d.excluded)
 	return &Result{
 		RulesetID:      rs.ID,

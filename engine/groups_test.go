@@ -415,3 +415,27 @@ func TestEvaluateTreeConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGroupedVerdictsAreRoutedForReview: a ruleset with groups, filters or
+// checks routes its verdicts for review as a flat one does, under each
+// rule's threshold.
+func TestGroupedVerdictsAreRoutedForReview(t *testing.T) {
+	rs, err := ParseRuleset([]byte(`{"id":"g","review_below_confidence":0.9,"rules":[{"rule_id":"top","rule_text":"t"}],
+		"nested_rulesets":[{"id":"grp","rules":[{"rule_id":"inner","rule_text":"i"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := `{"rules":[{"rule_id":"top","rationale":"Liability is capped at twelve months of fees.","evidences":[],"not_applicable":false,"data_sufficiency":true,"boolean_output":false},` +
+		`{"rule_id":"inner","rationale":"No clause names a governing jurisdiction.","evidences":[],"not_applicable":false,"data_sufficiency":false,"boolean_output":false}]}`
+	llm := &scriptedLLM{replies: []scriptedReply{{content: content}}}
+	res, err := newTestEngine(t, llm, Config{}).Evaluate(t.Context(), Task{Ruleset: rs, Inputs: testInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range res.Rules {
+		want := v.RuleID == "inner"
+		if v.NeedsReview != want {
+			t.Errorf("%s: needs_review %v (reasons %v), want %v", v.RuleID, v.NeedsReview, v.ReviewReasons, want)
+		}
+	}
+}

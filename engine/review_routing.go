@@ -81,10 +81,10 @@ func RouteReview(v Verdict, threshold float64) []ReviewReason {
 }
 
 // routeReviews sets NeedsReview and ReviewReasons on every verdict, each
-// under its rule's threshold.
-func routeReviews(rs *Ruleset, verdicts []Verdict, def float64) {
-	rules := make(map[string]Rule, len(rs.Rules))
-	for _, r := range rs.Rules {
+// under its rule's threshold; all are the rules of rs, its groups' too.
+func routeReviews(rs *Ruleset, all []Rule, verdicts []Verdict, def float64) {
+	rules := make(map[string]Rule, len(all))
+	for _, r := range all {
 		rules[r.RuleID] = r
 	}
 	for i := range verdicts {

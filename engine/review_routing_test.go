@@ -73,7 +73,7 @@ func TestRouteReviewsEachRuleUnderItsThreshold(t *testing.T) {
 		{RuleID: "a", DataSufficiency: true, Confidence: new(0.7)},
 		{RuleID: "b", DataSufficiency: true, Confidence: new(0.7)},
 	}
-	routeReviews(rs, verdicts, 0.99)
+	routeReviews(rs, rs.Rules, verdicts, 0.99)
 	if verdicts[0].NeedsReview || !verdicts[1].NeedsReview || !slices.Equal(verdicts[1].ReviewReasons, []ReviewReason{ReviewLowConfidence}) {
 		t.Errorf("routed %+v", verdicts)
 	}

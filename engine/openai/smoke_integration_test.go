@@ -31,8 +31,10 @@ const smokeNDA = `MUTUAL NON-DISCLOSURE AGREEMENT
 // all, as the server's own tokenizer counts them; and the answer
 // must pass the answer checks: the request completes with one verdict, for the ruleset's rule,
 // of its type, with a rationale. The content checks run on it as well; a verdict that fails
-// them (a 270M model seldom quotes verbatim) must be kept as the engine promises, with
-// data_sufficiency false and its problems named, never as a sufficient answer. The longer
+// them (a 270M model seldom cites the deciding passage) must be kept as the engine promises,
+// its problems named. Confidence is off: llama-cpp-python's log-probabilities cost time
+// that grows with the square of the answer's length, and this test is about the mechanics;
+// the real-model tier asks for them. The longer
 // tests against the model are in the real-model tier (bash ops/test.sh --real-model).
 func TestSmokeLocalModel(t *testing.T) {
 	srv, ok := localModel(t)
@@ -65,7 +67,7 @@ func TestSmokeLocalModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(client, engine.Config{
-		Model: model, Instructions: mode, OutputRetries: 1, MaxTokens: 400,
+		Model: model, Instructions: mode, OutputRetries: 1, MaxTokens: 400, Confidence: engine.ConfidenceOff,
 		Hooks: engine.Hooks{LLMCall: func(_ string, _ time.Duration, u engine.Usage, err error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -129,12 +131,9 @@ func TestSmokeLocalModel(t *testing.T) {
 	if v.BooleanOutput == nil && !v.NotApplicable {
 		t.Errorf("verdict %+v has no boolean_output", v)
 	}
-	switch {
-	case len(v.Problems) == 0:
+	if len(v.Problems) == 0 {
 		t.Logf("the answer passed the content checks too, after %d calls", len(calls))
-	case v.DataSufficiency || v.SufficiencyNote == "":
-		t.Errorf("a verdict kept with problems %q claims sufficiency %v with note %q: want false, with a note", v.Problems, v.DataSufficiency, v.SufficiencyNote)
-	default:
+	} else {
 		t.Logf("kept with problems after %d calls, as the engine promises: %q", len(calls), v.Problems)
 	}
 }
