@@ -380,64 +380,6 @@ func ruleIDList(rules []Rule) string {
 	return strings.Join(ids, ", ")
 }
 
-// correctiveNote tells the model what was wrong with an earlier answer and
-// asks again for the failing rules only. It follows the rules in the user
-// message of a fresh call, not the model's answer in a second turn: a small
-// model shown its own answer writes it again, word for word, whatever the
-// note says, and a fresh call shares the cached prefix all the same.
-func correctiveNote(problems []Problem, pending []Rule) string {
-	var b strings.Builder
-	b.WriteString("\nAn earlier answer to these rules could not be accepted:\n")
-	for _, p := range problems {
-		b.WriteString("- " + p.String() + "\n")
-	}
-	b.WriteString("\nAnswer again with one JSON object in the same format, containing only these rules: " + ruleIDList(pending) + ". ")
-	b.WriteString("The other rules are already accepted; do not repeat them. No code fences, no prose.\n")
-	return b.String()
-}
-
-// rationaleNote asks, after the material, for the rationales of verdicts
-// that stand: each rule with its verdict and the passage it cites. Like correctiveNote it follows the
-// material in a fresh call, so the cached prefix is shared.
-func rationaleNote(pending []Rule, unexplained map[string]candidate) string {
-	var b strings.Builder
-	// Neither the earlier rationale nor the answer's keys are shown, and the
-	// instruction is short: a small model copies the nearest text, and that
-	// should be the passage.
-	b.WriteString("\n" + rationaleInstruction + "\n")
-	for i, r := range pending {
-		c := unexplained[r.RuleID]
-		fmt.Fprintf(&b, "\nRule %d, %s: %s\n", i+1, strconv.Quote(r.RuleID), oneLine(r.RuleText))
-		b.WriteString("Verdict: " + describeVerdict(c.verdict) + ".\n")
-		if cited := citedPassage(c.verdict); cited != "" {
-			b.WriteString("Cited passage: " + cited + "\n")
-		} else {
-			b.WriteString("Cited passage: none.\n")
-		}
-	}
-	b.WriteString("\nAnswer with one JSON object and nothing else (no code fences, no prose). Its only key is \"rules\": an array with one object per rule above, in their order, each with the keys \"rule_id\" and \"rationale\".\n")
-	return b.String()
-}
-
-// rationaleInstruction opens a rationale-only re-ask.
-const rationaleInstruction = "These rules are judged and their verdicts stand, but the answers gave no rationale. For each rule, say in your own words what its cited passage is about and whether that is what the rule asks for."
-
-// describeVerdict says what a verdict decided, for the model: only the
-// decision, since whatever else it says the model may copy as a rationale.
-func describeVerdict(v Verdict) string {
-	switch {
-	case v.NumericalOutput != nil:
-		return "scored " + strconv.Itoa(*v.NumericalOutput)
-	case v.BooleanOutput != nil && *v.BooleanOutput:
-		return "satisfied"
-	case v.BooleanOutput != nil:
-		return "not satisfied"
-	case v.NotApplicable:
-		return "does not apply"
-	}
-	return "not judged"
-}
-
 // EscapeStringControls escapes the raw control characters (U+0000 to U+001F)
 // that stand inside the string literals of a JSON text, which JSON forbids
 // and small models write (a line break inside a rationale or a quote): the

@@ -7,12 +7,6 @@ import (
 	"strconv"
 )
 
-// PromptVersion names the instructions, the rendering of the material and
-// the answer checks as they are. It is part of every verdict cache key:
-// change it with any change to them that can change a verdict for the same
-// rule and material, so that verdicts judged the old way are not reused.
-const PromptVersion = "2026-12-03.1"
-
 // VerdictKey is everything that decides a rule's verdict, the key of the
 // verdict cache: two judgements with the same VerdictKey would ask the model
 // the same question about the same material and check its answer the same
