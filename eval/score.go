@@ -41,6 +41,10 @@ type Outcome struct {
 	// Confidence is the verdict's confidence (engine.Verdict.Confidence);
 	// nil when nothing measured it.
 	Confidence *float64 `json:"confidence,omitempty"`
+	// Rationale and DataSufficiency are the verdict's, for reading a run's
+	// answers beside their scores.
+	Rationale       string `json:"rationale,omitempty"`
+	DataSufficiency bool   `json:"data_sufficiency"`
 
 	Evidence EvidenceCounts `json:"evidence"`
 }
@@ -107,6 +111,8 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o.Answered = true
 	o.Problems = v.Problems
 	o.Confidence = v.Confidence
+	o.Rationale = v.Rationale
+	o.DataSufficiency = v.DataSufficiency
 	o.Boolean, o.Numerical, o.NotApplicable = v.BooleanOutput, v.NumericalOutput, v.NotApplicable
 	switch lab.Type {
 	case engine.Numerical:
