@@ -164,9 +164,16 @@ func newServeEnvOn(t *testing.T, bootstrap string, partitions int) *serveEnv {
 	return e
 }
 
+// exampleValueProbs are the probabilities the scripted model gives the
+// example answer's verdict values, in rule order: each verdict's confidence.
+// liability-cap (0.62), contract-value (0.55) and termination (0.74) are
+// under the default review threshold, 0.8.
+var exampleValueProbs = []float64{0.97, 0.62, 0.91, 0.55, 0.88, 0.74}
+
 // exampleReply is the scripted model's answer for the example ruleset, after delay.
 func exampleReply(t *testing.T, delay time.Duration) llmfake.Reply {
-	return llmfake.Reply{Content: exampleAnswer(t, nil), PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, Delay: delay}
+	return llmfake.Reply{Content: exampleAnswer(t, nil), PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, Delay: delay,
+		ValueProbs: exampleValueProbs}
 }
 
 // args are the command line of `serve` for this environment; extra flags come last and so

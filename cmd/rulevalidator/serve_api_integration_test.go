@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -269,13 +270,24 @@ func TestServeHTTPSubmitPollReportCallbackMetrics(t *testing.T) {
 	// recorded, and the verdict leaves the queue.
 	var queue struct {
 		Items []struct {
-			RequestID string `json:"request_id"`
-			RuleID    string `json:"rule_id"`
+			RequestID  string   `json:"request_id"`
+			RuleID     string   `json:"rule_id"`
+			Confidence *float64 `json:"confidence"`
 		} `json:"items"`
 	}
 	code, _, resp = httpDo(t, http.MethodGet, public+"/v1/reviews?status=pending", acme, nil)
 	if err := json.Unmarshal(resp, &queue); code != http.StatusOK || err != nil || len(queue.Items) == 0 || queue.Items[0].RequestID != "http-req-1" {
 		t.Fatalf("GET /v1/reviews = %d %s", code, resp)
+	}
+	// The confidences come from the scripted model's log-probabilities: the
+	// queue holds the verdicts under the threshold and the corrected page,
+	// least confident first.
+	var order []string
+	for _, it := range queue.Items {
+		order = append(order, fmt.Sprintf("%s:%v", it.RuleID, ptrString(it.Confidence)))
+	}
+	if want := "[contract-value:0.55 liability-cap:0.62 termination:0.74 governing-law:0.97]"; fmt.Sprint(order) != want {
+		t.Errorf("queue %v, want %s", order, want)
 	}
 	first := queue.Items[0].RuleID
 	review := []byte(`{"review_id": "rv-1", "rule_id": "` + first + `", "decision": "confirm", "note": "Checked against the contract."}`)

@@ -111,8 +111,8 @@ func TestServeEndToEnd(t *testing.T) {
 		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3, 1,
 			"This Agreement is governed by the laws of the State of")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 0, RuleCount: len(exampleRuleIDs),
-		// The corrected page routes it to a person.
-		NeedsReview: true, ReviewReasons: []string{"corrected_page"}, RuleWeight: ptr(1.0),
+		// The corrected page routes it to a person; the model was sure of its value.
+		NeedsReview: true, ReviewReasons: []string{"corrected_page"}, RuleWeight: ptr(1.0), Confidence: ptr(0.97),
 	})
 	checkVerdictFields(t, got[4], &schemas.VerdictEvent{
 		EventID: tenant + "/" + id + "/payment-terms", RequestID: id, TenantID: tenant,
@@ -123,7 +123,7 @@ func TestServeEndToEnd(t *testing.T) {
 		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2, 2,
 			"Invoices are payable within thirty (30) days of receipt.")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 4, RuleCount: len(exampleRuleIDs),
-		RuleWeight: ptr(2.0),
+		RuleWeight: ptr(2.0), Confidence: ptr(0.88),
 	})
 	// The rest: outcomes and how each quote was anchored to a verbatim span.
 	for i, w := range []struct {
@@ -185,7 +185,9 @@ func TestServeEndToEnd(t *testing.T) {
 		Status: schemas.StatusCompleted,
 		// The check of signing-authority passes; a filter leaves
 		// data-protection out.
-		Counts: schemas.Counts{Rules: 8, Passed: 3, Failed: 2, NotApplicable: 1, NeedsReview: 1},
+		// Three verdicts under the review threshold, and governing-law's
+		// corrected page.
+		Counts: schemas.Counts{Rules: 8, Passed: 3, Failed: 2, NotApplicable: 1, NeedsReview: 4},
 		Aggregate: schemas.Aggregate{
 			// Four boolean rules and the gate signing-authority.
 			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 5, PassedCount: 3},
