@@ -113,35 +113,38 @@ type Span struct {
 	End      int    `json:"end_offset"`
 }
 
-// manifest mirrors the schema.
-type manifest struct {
+// Manifest is a dataset's dataset.yaml as the schema
+// (schemas/eval_dataset.schema.json) has it: what Load reads and what a
+// dataset's writer (reviews export) writes. ManifestCase, ManifestLabel
+// and ManifestSpan are its parts.
+type Manifest struct {
 	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Ruleset     string         `json:"ruleset"`
-	Cases       []manifestCase `json:"cases"`
+	Description string         `json:"description,omitempty"`
+	Ruleset     string         `json:"ruleset,omitempty"`
+	Cases       []ManifestCase `json:"cases"`
 }
 
-type manifestCase struct {
+type ManifestCase struct {
 	ID          string          `json:"id"`
-	Description string          `json:"description"`
+	Description string          `json:"description,omitempty"`
 	Input       string          `json:"input"`
-	Ruleset     string          `json:"ruleset"`
-	Labels      []manifestLabel `json:"labels"`
+	Ruleset     string          `json:"ruleset,omitempty"`
+	Labels      []ManifestLabel `json:"labels"`
 }
 
-type manifestLabel struct {
+type ManifestLabel struct {
 	RuleID          string         `json:"rule_id"`
-	BooleanOutput   *bool          `json:"boolean_output"`
-	NumericalOutput *int           `json:"numerical_output"`
-	NotApplicable   bool           `json:"not_applicable"`
-	Evidence        []manifestSpan `json:"evidence"`
+	BooleanOutput   *bool          `json:"boolean_output,omitempty"`
+	NumericalOutput *int           `json:"numerical_output,omitempty"`
+	NotApplicable   bool           `json:"not_applicable,omitempty"`
+	Evidence        []ManifestSpan `json:"evidence,omitempty"`
 	// Note is for reviewers; it is read and ignored.
-	Note string `json:"note"`
+	Note string `json:"note,omitempty"`
 }
 
-type manifestSpan struct {
+type ManifestSpan struct {
 	Text     string `json:"text"`
-	Document string `json:"document"`
+	Document string `json:"document,omitempty"`
 	Page     int    `json:"page"`
 }
 
@@ -183,7 +186,7 @@ func LoadWith(ctx context.Context, dir string, opt LoadOptions) (*Dataset, error
 	}
 	// The schema held, so the document has the manifest's shape.
 	raw, _ := json.Marshal(doc)
-	var m manifest
+	var m Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, &Problem{File: file, Message: err.Error()}
 	}
@@ -372,7 +375,7 @@ func (l *loader) ruleset(path string) (*engine.Ruleset, error) {
 	return rs, nil
 }
 
-func (l *loader) loadCase(defaultRuleset string, mc manifestCase) *Case {
+func (l *loader) loadCase(defaultRuleset string, mc ManifestCase) *Case {
 	before := len(l.problems)
 	rsPath := mc.Ruleset
 	if rsPath == "" {
@@ -554,7 +557,7 @@ func findRule(rs *engine.Ruleset, id string) (engine.Rule, bool) {
 
 // locateGold finds a gold passage in its document: verbatim first, then with
 // runs of whitespace compared as one space.
-func locateGold(in *engine.Inputs, ms manifestSpan) (Span, error) {
+func locateGold(in *engine.Inputs, ms ManifestSpan) (Span, error) {
 	docs := in.Documents()
 	var doc engine.Document
 	switch {

@@ -23,10 +23,10 @@ func TestSchemaAndManifestAgree(t *testing.T) {
 		schema map[string]any
 		typ    reflect.Type
 	}{
-		{"manifest", doc, reflect.TypeFor[manifest]()},
-		{"case", defs["case"].(map[string]any), reflect.TypeFor[manifestCase]()},
-		{"label", defs["label"].(map[string]any), reflect.TypeFor[manifestLabel]()},
-		{"span", defs["span"].(map[string]any), reflect.TypeFor[manifestSpan]()},
+		{"manifest", doc, reflect.TypeFor[Manifest]()},
+		{"case", defs["case"].(map[string]any), reflect.TypeFor[ManifestCase]()},
+		{"label", defs["label"].(map[string]any), reflect.TypeFor[ManifestLabel]()},
+		{"span", defs["span"].(map[string]any), reflect.TypeFor[ManifestSpan]()},
 	} {
 		var inSchema []string
 		for k := range tt.schema["properties"].(map[string]any) {

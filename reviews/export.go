@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/eval"
 	"rulevalidator/jobs"
 	"rulevalidator/schemas"
 )
@@ -76,7 +77,7 @@ func Export(ctx context.Context, store Store, jobStore JobReader, cfg ExportConf
 	}
 	slices.SortFunc(list, func(a, b reviewed) int { return strings.Compare(a.id, b.id) })
 
-	m := manifest{Name: cfg.Name, Description: fmt.Sprintf("Validations of tenant %s reviewed by people, exported %s: the final outcomes as labels.", cfg.Tenant, time.Now().UTC().Format(time.RFC3339))}
+	m := eval.Manifest{Name: cfg.Name, Description: fmt.Sprintf("Validations of tenant %s reviewed by people, exported %s: the final outcomes as labels.", cfg.Tenant, time.Now().UTC().Format(time.RFC3339))}
 	usedIDs := map[string]bool{}
 	rulesets := map[string]string{} // content hash -> file
 	for _, r := range list {
@@ -129,7 +130,7 @@ func Export(ctx context.Context, store Store, jobStore JobReader, cfg ExportConf
 				return out, err
 			}
 		}
-		m.Cases = append(m.Cases, manifestCase{ID: id, Description: fmt.Sprintf("Request %s, judged %s by %s.", r.id, at.UTC().Format(time.RFC3339), job.Summary.Model),
+		m.Cases = append(m.Cases, eval.ManifestCase{ID: id, Description: fmt.Sprintf("Request %s, judged %s by %s.", r.id, at.UTC().Format(time.RFC3339), job.Summary.Model),
 			Input: filepath.ToSlash(input), Ruleset: filepath.ToSlash(rsFile), Labels: labels})
 		out.Cases++
 	}
@@ -139,45 +140,14 @@ func Export(ctx context.Context, store Store, jobStore JobReader, cfg ExportConf
 	return out, writeJSON(filepath.Join(cfg.Dir, "dataset.json"), m)
 }
 
-// manifest, manifestCase, caseLabel and span are the dataset's shapes
-// (schemas/eval_dataset.schema.json).
-type manifest struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Cases       []manifestCase `json:"cases"`
-}
-
-type manifestCase struct {
-	ID          string      `json:"id"`
-	Description string      `json:"description"`
-	Input       string      `json:"input"`
-	Ruleset     string      `json:"ruleset"`
-	Labels      []caseLabel `json:"labels"`
-}
-
-type caseLabel struct {
-	RuleID          string `json:"rule_id"`
-	BooleanOutput   *bool  `json:"boolean_output,omitempty"`
-	NumericalOutput *int   `json:"numerical_output,omitempty"`
-	NotApplicable   bool   `json:"not_applicable,omitempty"`
-	Evidence        []span `json:"evidence,omitempty"`
-	Note            string `json:"note,omitempty"`
-}
-
-type span struct {
-	Text     string `json:"text"`
-	Document string `json:"document"`
-	Page     int    `json:"page"`
-}
-
 // caseLabels labels every rule of the material's ruleset with its final
 // outcome; why says what keeps the validation out.
-func caseLabels(mat Material, verdicts []schemas.VerdictEvent, all []Review) ([]caseLabel, string) {
+func caseLabels(mat Material, verdicts []schemas.VerdictEvent, all []Review) ([]eval.ManifestLabel, string) {
 	passages := map[string]engine.Passage{}
 	for _, p := range engine.Passages(mat.Inputs) {
 		passages[p.ID] = p
 	}
-	var labels []caseLabel
+	var labels []eval.ManifestLabel
 	for _, rule := range mat.Ruleset.Rules {
 		i := slices.IndexFunc(verdicts, func(v schemas.VerdictEvent) bool { return v.RuleID == rule.RuleID })
 		if i < 0 {
@@ -185,7 +155,7 @@ func caseLabels(mat Material, verdicts []schemas.VerdictEvent, all []Review) ([]
 		}
 		cur := Current(all, rule.RuleID)
 		final := FinalVerdict(verdicts[i], cur)
-		lab := caseLabel{RuleID: rule.RuleID, NotApplicable: final.NotApplicable}
+		lab := eval.ManifestLabel{RuleID: rule.RuleID, NotApplicable: final.NotApplicable}
 		switch rule.Type {
 		case engine.Numerical:
 			switch {
@@ -206,7 +176,7 @@ func caseLabels(mat Material, verdicts []schemas.VerdictEvent, all []Review) ([]
 			lab.Note = fmt.Sprintf("%s by %s at %s", cur.Decision, cur.Reviewer, cur.ReviewedAt.UTC().Format(time.RFC3339))
 			for _, id := range cur.PassageIDs {
 				if p, ok := passages[id]; ok && p.Page > 0 {
-					lab.Evidence = append(lab.Evidence, span{Text: p.Text, Document: p.Origin, Page: p.Page})
+					lab.Evidence = append(lab.Evidence, eval.ManifestSpan{Text: p.Text, Document: p.Origin, Page: p.Page})
 				}
 			}
 		} else {
