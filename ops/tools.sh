@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Debian tools that the tests and the local stack use, installed with apt-get when missing.
 #
-#   ops/tools.sh install kcat|prometheus|libreoffice|all
+#   ops/tools.sh install kcat|prometheus|libreoffice|chromium|all
 #
 # kcat: a Kafka client nobody here wrote, to check the broker and our events from outside.
 # prometheus: the server and promtool (rule and config checks).
 # libreoffice: headless Calc (soffice), to check that Excel reports convert to PDF, and Writer,
 #   to make the PDF and DOCX files the document-reading tests read.
+# chromium: headless Chromium, the browser the review page's tests drive.
 # Already-present tools are left alone; `apt-get update` runs only when a package is not
 # known to apt yet, and at most once.
 set -euo pipefail
@@ -113,17 +114,19 @@ install() {
     kcat) install_pkg kcat kcat ;;
     prometheus) install_pkg prometheus prometheus promtool ;;
     libreoffice) install_libreoffice; install_writer ;;
+    chromium) install_pkg chromium chromium ;;
     all)
       install_pkg kcat kcat
       install_pkg prometheus prometheus promtool
       install_libreoffice
       install_writer
+      install_pkg chromium chromium
       ;;
-    *) die "usage: ops/tools.sh install kcat|prometheus|libreoffice|all" ;;
+    *) die "usage: ops/tools.sh install kcat|prometheus|libreoffice|chromium|all" ;;
   esac
 }
 
 case "${1:-}" in
   install) install "${2:-}" ;;
-  *) die "usage: ops/tools.sh install kcat|prometheus|libreoffice|all" ;;
+  *) die "usage: ops/tools.sh install kcat|prometheus|libreoffice|chromium|all" ;;
 esac

@@ -396,6 +396,17 @@ type Events struct {
 	// hold no document text.
 	Material *engine.Inputs
 	Ruleset  *engine.Ruleset
+	// Files are the PDF files that were read, as they came, for the pages
+	// a reviewer is shown (rendered as a reader sees them); dropped with
+	// Material.
+	Files []File
+}
+
+// File is a document file as it came in a request.
+type File struct {
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"`
 }
 
 // Judge resolves, judges and reports one decoded request without publishing
@@ -417,7 +428,8 @@ func (p *Pipeline) Judge(ctx context.Context, req *schemas.Request, start time.T
 func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start time.Time, held *holds) (Events, error) {
 	jctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	res, rs, report, err := p.judge(jctx, req, held)
+	var files []File
+	res, rs, report, err := p.judge(jctx, req, held, &files)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(jctx.Err(), context.DeadlineExceeded) {
 			return Events{}, fmt.Errorf("%w %s: %w", errRequestTimeout, p.cfg.RequestTimeout, err)
@@ -447,12 +459,13 @@ func (p *Pipeline) judgeHolding(ctx context.Context, req *schemas.Request, start
 		Summary:  NewSummary(req, rs, res, res.Model, report, start, completed),
 		Material: material,
 		Ruleset:  rs,
+		Files:    files,
 	}, nil
 }
 
 // judge resolves the ruleset and documents, asks the engine and writes the
 // report. Its errors are classified by the caller, through the failure table.
-func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds) (*engine.Result, *engine.Ruleset, *schemas.ReportDescriptor, error) {
+func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds, files *[]File) (*engine.Result, *engine.Ruleset, *schemas.ReportDescriptor, error) {
 	rs, err := p.ruleset(ctx, req)
 	if err != nil {
 		return nil, nil, nil, err
@@ -463,7 +476,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds)
 	}
 	mediaTypes := map[string]string{}
 	read := func(ctx context.Context, doc schemas.Document) ([]string, error) {
-		pages, mediaType, err := p.readDocument(ctx, doc, held, stats)
+		pages, mediaType, err := p.readDocument(ctx, doc, held, stats, files)
 		mediaTypes[doc.Name] = mediaType
 		return pages, err
 	}
@@ -521,7 +534,7 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 //
 // An inline file is in the record, already counted in the bytes in flight;
 // a claim-checked one was stat'ed and reserved for by statClaimChecks.
-func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat) (pages []string, mediaType string, err error) {
+func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat, files *[]File) (pages []string, mediaType string, err error) {
 	data := doc.Data
 	if data == nil {
 		if p.cfg.Objects == nil {
@@ -557,6 +570,9 @@ func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held 
 	if len(read.ImageOnly) > 0 {
 		p.cfg.Logger.Warn("document read without the text of its pages that are only an image (OCR is not done)",
 			"document", doc.Name, "media_type", read.MediaType, "pages", read.ImageOnly)
+	}
+	if read.MediaType == docread.PDF {
+		*files = append(*files, File{Name: doc.Name, MediaType: read.MediaType, Data: data})
 	}
 	return read.Pages, read.MediaType, nil
 }

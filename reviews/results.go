@@ -22,7 +22,7 @@ type ResultStore struct {
 func (s ResultStore) StoreResult(ctx context.Context, req *schemas.Request, out pipeline.Events) error {
 	if out.Summary.Status == schemas.StatusCompleted {
 		if out.Material != nil {
-			if err := s.Reviews.SaveMaterial(ctx, req.TenantID, req.RequestID, Material{Ruleset: out.Ruleset, Inputs: out.Material}); err != nil {
+			if err := s.Reviews.SaveMaterial(ctx, req.TenantID, req.RequestID, Material{Ruleset: out.Ruleset, Inputs: out.Material, Files: out.Files}); err != nil {
 				return err
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
 
@@ -147,6 +148,9 @@ type Store interface {
 type Material struct {
 	Ruleset *engine.Ruleset `json:"ruleset"`
 	Inputs  *engine.Inputs  `json:"inputs"`
+	// Files are the PDF files as they came, for the pages a reviewer is
+	// shown; absent from material kept before them.
+	Files []pipeline.File `json:"files,omitempty"`
 }
 
 var (
