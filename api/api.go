@@ -94,6 +94,11 @@ type Config struct {
 	ReviewPublisher ReviewPublisher
 	// ReviewScope, when set, is the scope a token needs to post reviews.
 	ReviewScope string
+	// Pages renders the pages of the PDFs kept with validations, for the
+	// review page; nil shows every page as its text.
+	Pages PageRenderer
+	// PageCacheSize is how many rendered pages are kept (default 64).
+	PageCacheSize int
 	// ReviewMetrics counts reviews; optional.
 	ReviewMetrics ReviewObserver
 	// Documents reads the documents a submission carries as files (data)
@@ -126,6 +131,9 @@ func (c *Config) setDefaults() {
 	if c.Jobs == nil {
 		c.Jobs = jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
 	}
+	if c.PageCacheSize == 0 {
+		c.PageCacheSize = 64
+	}
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 2 * time.Second
 	}
@@ -154,6 +162,8 @@ type DocumentReader interface {
 // Validate reports the first problem with the configuration.
 func (c *Config) Validate() error {
 	switch {
+	case c.PageCacheSize < 1:
+		return fmt.Errorf("api: PageCacheSize %d must be positive", c.PageCacheSize)
 	case c.MaxBodyBytes < 1:
 		return fmt.Errorf("api: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
 	case c.RequestTimeout <= 0 || c.DownloadTimeout <= 0 || c.ReadyTimeout <= 0:
@@ -169,8 +179,9 @@ func (c *Config) Validate() error {
 
 // Server serves the API. It is safe for concurrent use.
 type Server struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	pages *pageCache
 }
 
 // New checks cfg (after filling in defaults) and returns a Server.
@@ -179,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: cfg.Logger.With("component", "api")}, nil
+	return &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), pages: newPageCache(cfg.PageCacheSize)}, nil
 }
 
 // Route patterns, also the routes' metric labels.
@@ -208,6 +219,7 @@ func (s *Server) Handler() http.Handler {
 			s.handle(mux, RouteQueue, s.cfg.RequestTimeout, http.HandlerFunc(s.getQueue))
 			s.handle(mux, RouteAgreement, s.cfg.RequestTimeout, http.HandlerFunc(s.getAgreement))
 			s.handle(mux, RouteReviewedReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReviewedReport))
+			s.handle(mux, RouteDocumentPage, s.cfg.RequestTimeout, http.HandlerFunc(s.getDocumentPage))
 		}
 	}
 	s.handle(mux, RouteInternalReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getInternalReport))
