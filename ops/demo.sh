@@ -219,6 +219,9 @@ PY
 
   echo "API token for tenant $TENANT (12 h): $TOKEN"
   echo
+  echo "Review page: http://$HTTP_ADDR/review/ (sign in with the token above; then open"
+  echo "  http://$HTTP_ADDR/review/validations/$good for the contract beside its verdicts)"
+  echo
   echo "The stack keeps running; stop it with: bash ops/demo.sh stop"
 }
 

@@ -23,6 +23,7 @@ import (
 	"rulevalidator/producer"
 	"rulevalidator/report"
 	"rulevalidator/reviews"
+	"rulevalidator/reviewui"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -230,6 +231,11 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 	if svc.notifier != nil {
 		acfg.Callbacks = svc.notifier
 	}
+	// The review page shows PDF pages as a reader sees them, rendered by
+	// the engine that reads them.
+	if pages, ok := documents.(api.PageRenderer); ok {
+		acfg.Pages = pages
+	}
 	if cfg.http.httpAddr != "" {
 		verifier, err := auth.NewVerifier(ctx, auth.Config{
 			JWKSURL:     cfg.http.jwksURL,
@@ -299,11 +305,33 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 	if cfg.http.httpAddr != "" {
-		if err := listen(ctx, g, cfg.http.httpAddr, server.Handler(), "public API", logger); err != nil {
+		public, err := publicHandler(server, acfg, logger)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errConfig, err)
+		}
+		if err := listen(ctx, g, cfg.http.httpAddr, public, "public API", logger); err != nil {
 			return err
 		}
 	}
 	return listen(ctx, g, cfg.http.opsAddr, server.OpsHandler(metrics.Handler(svc.registry)), "operations", logger)
+}
+
+// publicHandler is the public API, with the review page under /review/
+// when the API serves reviews: the page is a client of the API, and holds
+// nothing of its own.
+func publicHandler(server *api.Server, acfg api.Config, logger *slog.Logger) (http.Handler, error) {
+	if acfg.Verifier == nil || acfg.Reviews == nil {
+		return server.Handler(), nil
+	}
+	page, err := reviewui.New(logger)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	page.Register(mux)
+	mux.Handle("/", server.Handler())
+	logger.Info("review page served", "path", reviewui.Prefix)
+	return mux, nil
 }
 
 // listen binds addr now, so a taken port fails start-up plainly, and serves
