@@ -219,6 +219,7 @@ func (s *Server) Handler() http.Handler {
 			s.handle(mux, RouteQueue, s.cfg.RequestTimeout, http.HandlerFunc(s.getQueue))
 			s.handle(mux, RouteAgreement, s.cfg.RequestTimeout, http.HandlerFunc(s.getAgreement))
 			s.handle(mux, RouteReviewedReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReviewedReport))
+			s.handle(mux, RouteDocuments, s.cfg.RequestTimeout, http.HandlerFunc(s.getDocuments))
 			s.handle(mux, RouteDocumentPage, s.cfg.RequestTimeout, http.HandlerFunc(s.getDocumentPage))
 		}
 	}

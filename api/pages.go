@@ -24,6 +24,10 @@ type PageRenderer interface {
 	RenderPDFPage(ctx context.Context, name string, data []byte, page, width int, texts []string) (*docread.RenderedPage, error)
 }
 
+// RouteDocuments lists a validation's documents, as the page routes number
+// them.
+const RouteDocuments = "GET " + jobs.StatusPath + "{request_id}/documents"
+
 // RouteDocumentPage is one page of a validation's document as a reader sees
 // it: its text and passages with their boxes (JSON), or, with ".png" after
 // the page number, a PDF page's image.
@@ -33,18 +37,98 @@ const RouteDocumentPage = "GET " + jobs.StatusPath + "{request_id}/documents/{do
 // laptop's screen at the size the review page shows them.
 const pageWidth = 1000
 
-// pageBody is a document page as the review page shows it.
+// maxSpans caps the spans one page request asks boxes for.
+const maxSpans = 32
+
+// pageBody is a document page as the review page shows it. Offset is the
+// code points of the document's text (its pages joined by form feeds)
+// before the page: an evidence's start_offset less Offset is its place in
+// Text.
 type pageBody struct {
 	Document  string        `json:"document"`
 	Doc       int           `json:"doc"`
 	Page      int           `json:"page"`
 	Pages     int           `json:"pages"`
+	Offset    int           `json:"offset"`
 	MediaType string        `json:"media_type"`
 	Image     bool          `json:"image"`
 	Width     int           `json:"width,omitempty"`
 	Height    int           `json:"height,omitempty"`
 	Text      string        `json:"text"`
 	Passages  []pagePassage `json:"passages"`
+	Spans     []pageSpan    `json:"spans"`
+}
+
+// pageSpan is a span of the page asked for (an evidence's offsets): Start
+// and End into Text, and its boxes on the image.
+type pageSpan struct {
+	Start int           `json:"start"`
+	End   int           `json:"end"`
+	Boxes []docread.Box `json:"boxes"`
+}
+
+// documentEntry is a document of a validation.
+type documentEntry struct {
+	Doc       int    `json:"doc"`
+	Name      string `json:"name"`
+	Pages     int    `json:"pages"`
+	MediaType string `json:"media_type"`
+	Image     bool   `json:"image"`
+}
+
+// getDocuments lists a completed validation's documents.
+func (s *Server) getDocuments(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.principal(w, r)
+	if !ok {
+		return
+	}
+	job, ok := s.completedJob(w, r, p.Tenant, "only a completed validation has documents to show")
+	if !ok {
+		return
+	}
+	m, found, err := s.cfg.Reviews.Material(r.Context(), p.Tenant, job.RequestID)
+	if err != nil {
+		s.unavailable(w, "reading the validation's documents failed", err, p.Tenant, job.RequestID)
+		return
+	}
+	out := []documentEntry{}
+	if found && m.Inputs != nil {
+		for i, d := range m.Inputs.Documents() {
+			e := documentEntry{Doc: i + 1, Name: d.Name, Pages: len(d.Pages), MediaType: "text/plain"}
+			if f := pdfFile(m, d.Name); f != nil {
+				e.MediaType, e.Image = f.MediaType, s.cfg.Pages != nil
+			}
+			out = append(out, e)
+		}
+	}
+	w.Header().Set("Cache-Control", "private, no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"documents": out})
+}
+
+// parseSpans reads spans=START-END,... (document offsets) and keeps those
+// within the page [from, to), as offsets into the page.
+func parseSpans(arg string, from, to int) ([][2]int, error) {
+	if arg == "" {
+		return nil, nil
+	}
+	parts := strings.Split(arg, ",")
+	if len(parts) > maxSpans {
+		return nil, fmt.Errorf("spans: %d spans, over the limit of %d", len(parts), maxSpans)
+	}
+	var out [][2]int
+	for i, part := range parts {
+		a, b, ok := strings.Cut(part, "-")
+		start, err1 := strconv.Atoi(a)
+		end, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || start < 0 || end <= start {
+			return nil, fmt.Errorf("spans[%d]: %q is not START-END, two offsets with START before END", i, part)
+		}
+		start, end = max(start, from), min(end, to)
+		if start < end {
+			out = append(out, [2]int{start - from, end - from})
+		}
+	}
+	return out, nil
 }
 
 // pagePassage is a passage of a page: Start and End are code points into
@@ -92,14 +176,26 @@ func (s *Server) getDocumentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := documentPage(m, docN, pageN)
+	runes := []rune(body.Text)
+	spans, err := parseSpans(r.URL.Query().Get("spans"), body.Offset, body.Offset+len(runes))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+		return
+	}
+	for _, sp := range spans {
+		body.Spans = append(body.Spans, pageSpan{Start: sp[0], End: sp[1], Boxes: []docread.Box{}})
+	}
 	file := pdfFile(m, body.Document)
 	var rendered *docread.RenderedPage
 	if file != nil && s.cfg.Pages != nil {
-		texts := make([]string, len(body.Passages))
-		for i, ps := range body.Passages {
-			texts[i] = ps.Text
+		texts := make([]string, 0, len(body.Passages)+len(spans))
+		for _, ps := range body.Passages {
+			texts = append(texts, ps.Text)
 		}
-		key := pageKey{tenant: p.Tenant, requestID: job.RequestID, doc: docN, page: pageN}
+		for _, sp := range spans {
+			texts = append(texts, string(runes[sp[0]:sp[1]]))
+		}
+		key := pageKey{tenant: p.Tenant, requestID: job.RequestID, doc: docN, page: pageN, spans: fmt.Sprint(spans)}
 		rendered, err = s.pages.get(key, func() (*docread.RenderedPage, error) {
 			return s.cfg.Pages.RenderPDFPage(r.Context(), body.Document, file.Data, pageN, pageWidth, texts)
 		})
@@ -131,6 +227,11 @@ func (s *Server) getDocumentPage(w http.ResponseWriter, r *http.Request) {
 		for i := range body.Passages {
 			body.Passages[i].Boxes = rendered.Boxes[i]
 		}
+		for i := range body.Spans {
+			if b := rendered.Boxes[len(body.Passages)+i]; b != nil {
+				body.Spans[i].Boxes = b
+			}
+		}
 	}
 	for i := range body.Passages {
 		if body.Passages[i].Boxes == nil {
@@ -148,8 +249,8 @@ func documentPage(m reviews.Material, docN, pageN int) pageBody {
 	for _, pg := range doc.Pages[:pageN-1] {
 		at += utf8.RuneCountInString(pg) + 1
 	}
-	body := pageBody{Document: doc.Name, Doc: docN, Page: pageN, Pages: len(doc.Pages), MediaType: "text/plain",
-		Text: doc.Pages[pageN-1], Passages: []pagePassage{}}
+	body := pageBody{Document: doc.Name, Doc: docN, Page: pageN, Pages: len(doc.Pages), Offset: at, MediaType: "text/plain",
+		Text: doc.Pages[pageN-1], Passages: []pagePassage{}, Spans: []pageSpan{}}
 	if f := pdfFile(m, doc.Name); f != nil {
 		body.MediaType = f.MediaType
 	}
@@ -177,6 +278,7 @@ func pdfFile(m reviews.Material, name string) *pipeline.File {
 type pageKey struct {
 	tenant, requestID string
 	doc, page         int
+	spans             string
 }
 
 // pageCache keeps the last pages rendered, up to max of them: a reviewer

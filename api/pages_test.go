@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -81,7 +82,30 @@ func TestDocumentPage(t *testing.T) {
 		t.Errorf("image of a text page: %s", r)
 	}
 
+	// Spans (evidence offsets in the document's text) get their boxes; the
+	// second page of contract.txt starts at code point 64.
+	r = call(t, http.MethodGet, base+"1/pages/2?spans=76-79,0-5", acme, nil)
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &text) != nil || text.Offset != 64 || len(text.Spans) != 1 ||
+		text.Spans[0].Start != 12 || text.Spans[0].End != 15 || string([]rune(text.Text)[12:15]) != "<b>" {
+		t.Errorf("spans on a text page: %s", r)
+	}
+	r = call(t, http.MethodGet, base+"2/pages/1?spans=0-9", acme, nil)
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &pdf) != nil || len(pdf.Spans) != 1 || len(pdf.Spans[0].Boxes) != 1 {
+		t.Errorf("spans on a PDF page: %s", r)
+	}
+	for _, bad := range []string{"9-1", "x", "1-2,a-b", strings.Repeat("1-2,", maxSpans) + "1-2"} {
+		if r := call(t, http.MethodGet, base+"1/pages/1?spans="+bad, acme, nil); r.status != http.StatusBadRequest || !strings.Contains(r.errorMessage(), "spans") {
+			t.Errorf("spans=%s: %s", bad, r)
+		}
+	}
+	r = call(t, http.MethodGet, ts.URL+"/v1/validations/"+req.RequestID+"/documents", acme, nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `{"doc":1,"name":"contract.txt","pages":2,"media_type":"text/plain","image":false}`) ||
+		!strings.Contains(string(r.body), `{"doc":2,"name":"msa.pdf","pages":1,"media_type":"application/pdf","image":true}`) {
+		t.Errorf("documents: %s", r)
+	}
+
 	for name, url := range map[string]string{
+		"another tenant's documents": ts.URL + "/v1/validations/" + req.RequestID + "/documents",
 		"another tenant's page":  base + "2/pages/1",
 		"another tenant's image": base + "2/pages/1.png",
 	} {

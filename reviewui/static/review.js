@@ -129,7 +129,9 @@
     var base = '/v1/validations/' + encodeURIComponent(requestID);
     var verdicts = [];
     var selected = -1;
-    var images = {}; // object URLs of page images, by doc/page
+    var images = {}; // object URLs of page images, by doc/page/spans
+    var docs = {}; // document numbers by name
+    var shown = 0; // the last page asked for: an answer to an earlier ask is dropped
     var list = document.getElementById('rules');
     var detail = document.getElementById('rule-detail');
     var form = document.getElementById('review-form');
@@ -138,6 +140,12 @@
 
     function load(keep) {
       return api(base).then(function (b) {
+        if (!b.result) { return b; }
+        return api(base + '/documents').then(function (d) {
+          d.documents.forEach(function (doc) { docs[doc.name] = doc.doc; });
+          return b;
+        });
+      }).then(function (b) {
         if (!b.result) { say('Validation ' + requestID + ' is ' + b.status + '; it has no verdicts yet.'); return; }
         var s = b.result.summary;
         verdicts = b.result.verdicts;
@@ -189,7 +197,7 @@
       row(dl, 'Model verdict', verdictWord(v));
       row(dl, 'Confidence', pct(v.confidence));
       if (v.needs_review) { row(dl, 'Needs review', (v.review_reasons || []).join(', ').replace(/_/g, ' ')); }
-      row(dl, 'Rationale', v.rationale || '—');
+      dl.append(el('dt', {}, ['Rationale']), el('dd', { id: 'rationale' }, [v.rationale || '—']));
       if (v.problems && v.problems.length) {
         dl.append(el('dt', {}, ['Problems']), el('dd', {}, [el('ul', {}, v.problems.map(function (p) { return el('li', {}, [p]); }))]));
       }
@@ -202,9 +210,9 @@
       if (!evs.length) { detail.append(el('p', {}, ['The verdict cites no passage.'])); }
       var ul = el('ul', { class: 'evidence' });
       evs.forEach(function (e) {
-        var where = e.passage_id ? e.passage_id : (e.source_origin + ' p. ' + e.source_page_number);
+        var where = e.source_origin + (e.source_page_number ? ', page ' + e.source_page_number : '') + (e.passage_id ? ' (' + e.passage_id + ')' : '');
         var li = el('li', {}, [el('q', {}, [e.text]), ' ']);
-        var ref = pageOf(e.passage_id);
+        var ref = placeOf(e);
         if (ref) {
           var b = el('button', { type: 'button', class: 'link' }, ['Show ' + where]);
           b.addEventListener('click', function () { showPage(ref.doc, ref.page, citedOn(v, ref)); });
@@ -212,6 +220,7 @@
         } else {
           li.append(el('span', { class: 'muted' }, [where]));
         }
+        if (e.altered) { li.append(' ', el('strong', {}, ['The document says something else than the model quoted.'])); }
         ul.append(li);
       });
       detail.append(ul);
@@ -231,21 +240,32 @@
       }
       setForm(v);
       var first = null;
-      evs.some(function (e) { first = pageOf(e.passage_id); return first !== null; });
+      evs.some(function (e) { first = placeOf(e); return first !== null; });
       if (first) { showPage(first.doc, first.page, citedOn(v, first)); } else { pageView.textContent = ''; pageView.append(el('p', {}, ['No cited page.'])); }
     }
 
-    function pageOf(id) {
-      var m = /^d(\d+)p(\d+)s\d+$/.exec(id || '');
-      return m ? { doc: Number(m[1]), page: Number(m[2]) } : null;
+    // placeOf is where an evidence is: its document and page, and its
+    // passage id or its span (code points into the document's text); null
+    // for one outside the documents.
+    function placeOf(e) {
+      var m = /^d(\d+)p(\d+)s\d+$/.exec(e.passage_id || '');
+      if (m) { return { doc: Number(m[1]), page: Number(m[2]), id: e.passage_id }; }
+      var doc = docs[e.source_origin];
+      if (doc && e.source_page_number > 0 && e.start_offset !== null && e.start_offset !== undefined && e.end_offset > e.start_offset) {
+        return { doc: doc, page: e.source_page_number, span: [e.start_offset, e.end_offset] };
+      }
+      return null;
     }
 
-    // citedOn lists the passages v cites on a page.
+    // citedOn is what v cites on a page: passage ids and spans.
     function citedOn(v, ref) {
-      return (v.evidences || []).map(function (e) { return e.passage_id; }).filter(function (id) {
-        var p = pageOf(id);
-        return p && p.doc === ref.doc && p.page === ref.page;
+      var out = { ids: [], spans: [] };
+      (v.evidences || []).forEach(function (e) {
+        var p = placeOf(e);
+        if (!p || p.doc !== ref.doc || p.page !== ref.page) { return; }
+        if (p.id) { out.ids.push(p.id); } else { out.spans.push(p.span); }
       });
+      return out;
     }
 
     function setForm(v) {
@@ -283,11 +303,17 @@
 
     function showPage(doc, page, cited) {
       var path = base + '/documents/' + doc + '/pages/' + page;
+      var query = cited.spans.length ? '?spans=' + cited.spans.map(function (s) { return s[0] + '-' + s[1]; }).join(',') : '';
+      var ask = ++shown;
       pageView.setAttribute('aria-busy', 'true');
-      api(path).then(function (pg) {
+      api(path + query).then(function (pg) {
+        if (ask !== shown) { return; }
         var parts = [el('p', { class: 'page-title' }, [pg.document + ' · page ' + pg.page + ' of ' + pg.pages])];
-        var marked = pg.passages.filter(function (p) { return cited.indexOf(p.id) >= 0; });
+        var marked = pg.passages.filter(function (p) { return cited.ids.indexOf(p.id) >= 0; }).concat(pg.spans.map(function (s) {
+          return { id: 'span:' + (s.start + pg.offset) + '-' + (s.end + pg.offset), start: s.start, end: s.end, boxes: s.boxes };
+        }));
         var draw = function (url) {
+          if (ask !== shown) { return; }
           pageView.textContent = '';
           if (url) {
             var fig = el('div', { class: 'page-image' }, [el('img', { src: url, alt: 'Page ' + pg.page + ' of ' + pg.document + ', the cited passages outlined', width: String(pg.width), height: String(pg.height) })]);
@@ -308,13 +334,14 @@
           pageView.removeAttribute('aria-busy');
         };
         if (!pg.image) { draw(null); return; }
-        var key = doc + '/' + page;
+        var key = doc + '/' + page + query;
         if (images[key]) { draw(images[key]); return; }
-        return api(path + '.png', { blob: true, accept: 'image/png' }).then(function (blob) {
+        return api(path + '.png' + query, { blob: true, accept: 'image/png' }).then(function (blob) {
           images[key] = URL.createObjectURL(blob);
           draw(images[key]);
         });
       }).catch(function (err) {
+        if (ask !== shown) { return; }
         pageView.removeAttribute('aria-busy');
         pageView.textContent = '';
         pageView.append(el('p', {}, ['The page cannot be shown: ' + err.message]));
