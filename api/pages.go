@@ -76,26 +76,40 @@ type documentEntry struct {
 	Image     bool   `json:"image"`
 }
 
+// keptMaterial is the caller's completed validation named in the path, and
+// the material kept with it (nil when none was kept); ok is false when it
+// answered the request itself.
+func (s *Server) keptMaterial(w http.ResponseWriter, r *http.Request, tenant string) (jobs.Job, *reviews.Material, bool) {
+	job, ok := s.completedJob(w, r, tenant, "only a completed validation has documents to show")
+	if !ok {
+		return jobs.Job{}, nil, false
+	}
+	m, found, err := s.cfg.Reviews.Material(r.Context(), tenant, job.RequestID)
+	if err != nil {
+		s.unavailable(w, "reading the validation's documents failed", err, tenant, job.RequestID)
+		return jobs.Job{}, nil, false
+	}
+	if !found || m.Inputs == nil {
+		return job, nil, true
+	}
+	return job, &m, true
+}
+
 // getDocuments lists a completed validation's documents.
 func (s *Server) getDocuments(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.principal(w, r)
 	if !ok {
 		return
 	}
-	job, ok := s.completedJob(w, r, p.Tenant, "only a completed validation has documents to show")
+	_, m, ok := s.keptMaterial(w, r, p.Tenant)
 	if !ok {
 		return
 	}
-	m, found, err := s.cfg.Reviews.Material(r.Context(), p.Tenant, job.RequestID)
-	if err != nil {
-		s.unavailable(w, "reading the validation's documents failed", err, p.Tenant, job.RequestID)
-		return
-	}
 	out := []documentEntry{}
-	if found && m.Inputs != nil {
+	if m != nil {
 		for i, d := range m.Inputs.Documents() {
 			e := documentEntry{Doc: i + 1, Name: d.Name, Pages: len(d.Pages), MediaType: "text/plain"}
-			if f := pdfFile(m, d.Name); f != nil {
+			if f := pdfFile(*m, d.Name); f != nil {
 				e.MediaType, e.Image = f.MediaType, s.cfg.Pages != nil
 			}
 			out = append(out, e)
@@ -157,16 +171,11 @@ func (s *Server) getDocumentPage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such document page: documents and pages are numbered from 1")
 		return
 	}
-	job, ok := s.completedJob(w, r, p.Tenant, "only a completed validation has pages to show")
+	job, m, ok := s.keptMaterial(w, r, p.Tenant)
 	if !ok {
 		return
 	}
-	m, found, err := s.cfg.Reviews.Material(r.Context(), p.Tenant, job.RequestID)
-	if err != nil {
-		s.unavailable(w, "reading the validation's documents failed", err, p.Tenant, job.RequestID)
-		return
-	}
-	if !found || m.Inputs == nil {
+	if m == nil {
 		writeError(w, http.StatusNotFound, CodeNotFound, "the documents of this validation were not kept")
 		return
 	}
@@ -175,7 +184,7 @@ func (s *Server) getDocumentPage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such document page: d%dp%d", docN, pageN))
 		return
 	}
-	body := documentPage(m, docN, pageN)
+	body := documentPage(*m, docN, pageN)
 	runes := []rune(body.Text)
 	spans, err := parseSpans(r.URL.Query().Get("spans"), body.Offset, body.Offset+len(runes))
 	if err != nil {
@@ -185,7 +194,7 @@ func (s *Server) getDocumentPage(w http.ResponseWriter, r *http.Request) {
 	for _, sp := range spans {
 		body.Spans = append(body.Spans, pageSpan{Start: sp[0], End: sp[1], Boxes: []docread.Box{}})
 	}
-	file := pdfFile(m, body.Document)
+	file := pdfFile(*m, body.Document)
 	var rendered *docread.RenderedPage
 	if file != nil && s.cfg.Pages != nil {
 		texts := make([]string, 0, len(body.Passages)+len(spans))

@@ -13,6 +13,7 @@ import (
 	"rulevalidator/jobs"
 	"rulevalidator/pipeline"
 	"rulevalidator/reviews"
+	"rulevalidator/schemas"
 )
 
 // fakeRenderer renders every page as the same few bytes, each text found
@@ -28,14 +29,21 @@ func (f *fakeRenderer) RenderPDFPage(_ context.Context, _ string, _ []byte, page
 	return out, nil
 }
 
-func TestDocumentPage(t *testing.T) {
+// judgedInMemory is judged's request, its result recorded in a memory job
+// store, and an empty memory review store.
+func judgedInMemory(t *testing.T, tenant, requestID string) (*schemas.Request, *jobs.MemoryStore, *reviews.MemoryStore) {
+	t.Helper()
 	jobStore := jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
-	reviewStore := reviews.NewMemoryStore(reviews.MemoryStoreConfig{})
-	req, out := judged(t, "acme", "req-p", nil)
+	req, out := judged(t, tenant, requestID, nil)
 	for _, v := range out.Verdicts {
 		jobStore.RecordVerdict(v)
 	}
 	jobStore.RecordSummary(out.Summary)
+	return req, jobStore, reviews.NewMemoryStore(reviews.MemoryStoreConfig{})
+}
+
+func TestDocumentPage(t *testing.T) {
+	req, jobStore, reviewStore := judgedInMemory(t, "acme", "req-p")
 	in := &engine.Inputs{
 		PrimaryDocs:   []engine.Document{{Name: "contract.txt", Pages: []string{"Signed on 1 March 2025. The supplier holds liability insurance.", "The term is <b>two</b> years."}}},
 		AuxiliaryDocs: []engine.Document{{Name: "msa.pdf", Pages: []string{"Liability is capped. Fees are due monthly."}}},

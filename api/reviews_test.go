@@ -340,13 +340,7 @@ func TestReviewsEndToEnd(t *testing.T) {
 // TestReviewScope: with a review scope set, a token without it may read but
 // not review.
 func TestReviewScope(t *testing.T) {
-	jobStore := jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
-	reviewStore := reviews.NewMemoryStore(reviews.MemoryStoreConfig{})
-	req, out := judged(t, "acme", "req-s", nil)
-	for _, v := range out.Verdicts {
-		jobStore.RecordVerdict(v)
-	}
-	jobStore.RecordSummary(out.Summary)
+	req, jobStore, reviewStore := judgedInMemory(t, "acme", "req-s")
 	id := newIdentity(t)
 	_, ts := serve(t, Config{Verifier: id.verifier, Jobs: jobStore, Reviews: reviewStore, ReviewScope: "reviews:write"})
 	body := []byte(`{"review_id": "a", "rule_id": "signed", "decision": "confirm", "passage_ids": ["d1p1s1"]}`)
