@@ -338,13 +338,13 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 // storeResult stores pub's result unless it is stored already.
 func (p *Pipeline) storeResult(ctx context.Context, pub *published) error {
 	if p.cfg.Results == nil || pub.stored {
-		pub.out.Material, pub.out.Ruleset = nil, nil
+		pub.out.Material, pub.out.Ruleset, pub.out.Files = nil, nil, nil
 		return nil
 	}
 	if err := p.cfg.Results.StoreResult(ctx, pub.req, pub.out); err != nil {
 		return &resultStoreError{fmt.Errorf("storing the result of request %q (tenant %q): %w", pub.req.RequestID, pub.req.TenantID, err)}
 	}
-	pub.stored, pub.out.Material, pub.out.Ruleset = true, nil, nil
+	pub.stored, pub.out.Material, pub.out.Ruleset, pub.out.Files = true, nil, nil, nil
 	return nil
 }
 
