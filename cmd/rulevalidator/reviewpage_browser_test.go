@@ -93,8 +93,7 @@ func get[T any](b tab, what string, step chromedp.Action[T]) T {
 
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
-// submitPDF submits the example PDF request (request-pdf.json, its files
-// inlined) through the API as requestID.
+// submitFiles submits a validation through the API.
 func submitFiles(t *testing.T, public, token string, body map[string]any) {
 	t.Helper()
 	data, err := json.Marshal(body)
@@ -106,6 +105,8 @@ func submitFiles(t *testing.T, public, token string, body map[string]any) {
 	}
 }
 
+// examplePDFSubmission is the demo's PDF request (request-pdf.json, its
+// files inlined as data) as requestID.
 func examplePDFSubmission(t *testing.T, requestID string) map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile("../../examples/contract-review/request-pdf.json")
