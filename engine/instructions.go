@@ -131,7 +131,7 @@ func (e *Engine) decideMode(ctx context.Context, model string) (mode Instruction
 	if err != nil {
 		if refusesSystem(ctx, err) {
 			log.Warn("the model server refuses system messages; sending instructions in the user message",
-				"instructions", InstructionsUser, "decided_by", "refusal", "error", err)
+				"instructions", InstructionsUser, "decided_by", "refusal", "err", err)
 			return InstructionsUser, true, nil
 		}
 		return e.undecided(ctx, log, model, err)

@@ -153,7 +153,7 @@ func (c *Client) grammar(req engine.ChatRequest) string {
 	}
 	g, err := gbnf.FromSchema(req.GrammarSchema)
 	if err != nil {
-		c.log.Warn("openai: the grammar schema has no GBNF form, sending json_object", "model", req.Model, "error", err)
+		c.log.Warn("openai: the grammar schema has no GBNF form, sending json_object", "model", req.Model, "err", err)
 		return ""
 	}
 	return g
@@ -280,7 +280,7 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 			if last.status == http.StatusTooManyRequests {
 				level = slog.LevelInfo // rate limiting is back-pressure, not a fault
 			}
-			attrs := []any{"model", req.Model, "attempt", n, "max_attempts", c.cfg.MaxAttempts, "wait", wait, "error", last.reason}
+			attrs := []any{"model", req.Model, "attempt", n, "max_attempts", c.cfg.MaxAttempts, "wait", wait, "err", last.reason}
 			if last.status != 0 {
 				attrs = append(attrs, "status", last.status)
 			}
