@@ -114,8 +114,8 @@ func TestDocumentPage(t *testing.T) {
 
 	for name, url := range map[string]string{
 		"another tenant's documents": ts.URL + "/v1/validations/" + req.RequestID + "/documents",
-		"another tenant's page":  base + "2/pages/1",
-		"another tenant's image": base + "2/pages/1.png",
+		"another tenant's page":      base + "2/pages/1",
+		"another tenant's image":     base + "2/pages/1.png",
 	} {
 		if r := call(t, http.MethodGet, url, globex, nil); r.status != http.StatusNotFound || r.errorMessage() != msgValidationNotFound {
 			t.Errorf("%s: %s", name, r)
