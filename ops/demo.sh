@@ -105,11 +105,14 @@ demo() {
   bad="$run_id-unknown-ruleset"
   step "Sending two requests: $good (contract review, the agreement as a PDF) and $bad (names a ruleset that does not exist)"
   events="$RV_RUN/demo-events.jsonl"
-  # Follow the output topics from now on; 6 verdicts + 1 summary for the
+  # Follow the output topics from now on: a verdict for every rule of the
+  # ruleset (those decided without the model too) + 1 summary for the
   # contract review, 1 failed summary + 1 dead letter for the other.
-  "$BIN" tail --from end --topics verdicts,summaries,deadletter --max 9 --timeout "$DEMO_TIMEOUT" >"$events.txt" &
+  rules=$(grep -c '^ *- rule_id:' examples/contract-review/ruleset.yaml)
+  expected=$((rules + 3))
+  "$BIN" tail --from end --topics verdicts,summaries,deadletter --max "$expected" --timeout "$DEMO_TIMEOUT" >"$events.txt" &
   tail_pid=$!
-  "$BIN" tail --from end --topics verdicts,summaries,deadletter --max 9 --timeout "$DEMO_TIMEOUT" --json >"$events" &
+  "$BIN" tail --from end --topics verdicts,summaries,deadletter --max "$expected" --timeout "$DEMO_TIMEOUT" --json >"$events" &
   json_pid=$!
   sleep 2
   # The agreement goes as the PDF itself (request-pdf.json names the file; produce sends it
@@ -117,7 +120,7 @@ demo() {
   "$BIN" produce --file examples/contract-review/request-pdf.json --request-id "$good"
   "$BIN" produce --file examples/contract-review/request-unknown-ruleset.json --request-id "$bad"
 
-  step "Events as they arrive (the local model is small and slow: a minute or two)"
+  step "Events as they arrive (the local model on two cores: a few minutes)"
   shown=0
   while kill -0 "$tail_pid" 2>/dev/null || [ "$shown" -lt "$(wc -l <"$events.txt")" ]; do
     total=$(wc -l <"$events.txt")
@@ -129,6 +132,11 @@ demo() {
   done
   wait "$tail_pid" || die "tail stopped before all events arrived (see $LOGFILE)"
   wait "$json_pid" || true
+  # tail stops quietly after --timeout without a record; say so rather than
+  # show a demo without its verdicts.
+  got=$(wc -l <"$events")
+  [ "$got" -ge "$expected" ] ||
+    die "$got of $expected events arrived within $DEMO_TIMEOUT of silence; the service's log says why: $LOGFILE"
 
   step "Summary and report"
   python3 - "$events" "$good" "$HTTP_ADDR" "$TOKEN" <<'PY'
