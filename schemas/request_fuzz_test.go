@@ -2,7 +2,6 @@ package schemas
 
 import (
 	"bytes"
-	"errors"
 	"reflect"
 	"testing"
 )
@@ -31,14 +30,7 @@ func FuzzUnmarshalRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ev, err := codecs.Unmarshal(RequestSchema, body)
 		if err != nil {
-			var de *DecodeError
-			var re *RequestError
-			if !errors.As(err, &de) && !errors.As(err, &re) {
-				t.Fatalf("untyped error %T: %v", err, err)
-			}
-			if ev != nil {
-				t.Fatal("a request came with an error")
-			}
+			checkDecodeFailure(t, ev, err)
 			return
 		}
 		req, ok := ev.(*Request)
