@@ -84,8 +84,10 @@ type Ruleset struct {
 	// weighted_mean; Validate sets it to 1 when absent.
 	Weight *float64 `json:"weight,omitempty"`
 	// Name is a nested ruleset's display label for reports.
-	Name  string `json:"name,omitempty"`
-	Rules []Rule `json:"rules"`
+	Name string `json:"name,omitempty"`
+	// Rules are omitted from JSON when there are none (a ruleset of
+	// nested rulesets only): the parser refuses "rules": null.
+	Rules []Rule `json:"rules,omitempty"`
 
 	// tree is the compiled form Validate builds once: the rules in tree
 	// order and the compiled expressions.

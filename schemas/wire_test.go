@@ -479,6 +479,20 @@ func ExampleSerde() {
 	// true schemas: cannot decode value from topic "rulevalidator.verdicts": no rv-schema-fingerprint header and no Confluent magic byte 0x00 (first byte 0x22)
 }
 
+// checkDecodeFailure fails t unless a failed decode gave no event and a
+// *DecodeError or *RequestError.
+func checkDecodeFailure(t *testing.T, ev Event, err error) {
+	t.Helper()
+	var de *DecodeError
+	var re *RequestError
+	if !errors.As(err, &de) && !errors.As(err, &re) {
+		t.Fatalf("untyped error %T: %v", err, err)
+	}
+	if ev != nil {
+		t.Fatal("an event came with an error")
+	}
+}
+
 // FuzzDecode: Decode never panics, fails only with typed errors, and what
 // it accepts re-encodes to a value that decodes the same.
 func FuzzDecode(f *testing.F) {
@@ -509,14 +523,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		ev, err := s.Decode(ctx, "fuzz", value, headers)
 		if err != nil {
-			var de *DecodeError
-			var re *RequestError
-			if !errors.As(err, &de) && !errors.As(err, &re) {
-				t.Fatalf("untyped error %T: %v", err, err)
-			}
-			if ev != nil {
-				t.Fatal("an event came with an error")
-			}
+			checkDecodeFailure(t, ev, err)
 			return
 		}
 		again, againHeaders, err := plain.Encode(topicFor(ev), ev)
