@@ -35,9 +35,10 @@ func costOf(mode engine.EvidenceMode, n int64) int64 {
 
 // Cost is what handling a message holds in memory when the engine gives
 // evidence in mode, for consumer.Config.Cost: the bound on the bytes in
-// flight then bounds the heap, not only the records. A document file whose
-// text is larger than the file (a DOCX, a compressed PDF) reserves the
-// difference once read (readDocument).
+// flight then bounds the heap, not only the records. A document file
+// reserves, once read, what its text costs beyond its size (a DOCX, a
+// compressed PDF) and the file's size again: it is kept besides its text
+// (readDocument).
 func Cost(mode engine.EvidenceMode) func(m *consumer.Message) int64 {
 	return func(m *consumer.Message) int64 { return costOf(mode, consumer.Size(m)) }
 }

@@ -570,17 +570,17 @@ func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held 
 	if err != nil {
 		return nil, "", err
 	}
-	// The file was counted (in its record, or reserved from its size); its
-	// text, and what is made of it, is counted by the text's size: a DOCX
-	// or a compressed PDF holds several times its file in text.
+	// The file was counted as if it were the text (in its record, or
+	// reserved from its size). What is made of the text is counted by the
+	// text's size (a DOCX or a compressed PDF holds several times its file
+	// in text), and the file, kept besides its text, once more.
 	text := 0
 	for _, page := range read.Pages {
 		text += len(page)
 	}
-	if extra := int64(text - len(data)); extra > 0 {
-		if err := held.reserve(ctx, p.documentCost(extra)); err != nil {
-			return nil, "", err
-		}
+	extra := int64(len(data)) + max(0, p.documentCost(int64(text))-p.documentCost(int64(len(data))))
+	if err := held.reserve(ctx, extra); err != nil {
+		return nil, "", err
 	}
 	if len(read.ImageOnly) > 0 {
 		p.cfg.Logger.Warn("document read without the text of its pages that are only an image (OCR is not done)",
