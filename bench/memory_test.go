@@ -187,7 +187,7 @@ func inFlightMemory(b *testing.B, f *fixture, name string, mode engine.EvidenceM
 			}
 			headers := make([]stream.Header, len(sh))
 			for j, h := range sh {
-				headers[j] = stream.Header{Key: h.Key, Value: h.Value}
+				headers[j] = stream.Header(h)
 			}
 			msgs[i] = &consumer.Message{Topic: f.requests, Partition: i % partitions, Offset: int64(iter),
 				Key: []byte(req.RequestID), Value: value, Headers: headers}
