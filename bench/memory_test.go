@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"rulevalidator/consumer"
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/docfixture"
@@ -153,8 +154,17 @@ func inFlightMemory(b *testing.B, f *fixture, name string, mode engine.EvidenceM
 	defer prod.Close()
 	var unbacked atomic.Int32 // verdicts judged without evidence found in the document
 	var unbackedExample atomic.Value
+	reader := pdftest.Reader(b)
+	if doc.Data != nil {
+		// The PDF engine's instances (at most --pdf-engines, their memory
+		// bounded apart) are started before the heap is first measured: they
+		// are the process's, not the requests'.
+		if _, err := reader.Read(context.Background(), docread.Source{Name: doc.Name, Data: doc.Data}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	pipe, err := pipeline.New(pipeline.Config{Engine: eng, Evidence: mode, Rulesets: rulesets, Serde: f.serde,
-		Documents: pdftest.Reader(b), Publisher: encodeOnly{prod}, Logger: quiet,
+		Documents: reader, Publisher: encodeOnly{prod}, Logger: quiet,
 		Hooks: pipeline.Hooks{Finished: func(_ *schemas.Request, out pipeline.Events) {
 			found := 0
 			for _, v := range out.Verdicts {
