@@ -13,7 +13,7 @@ import (
 const (
 	DefaultConcurrency = 8
 	// DefaultMaxBytesInFlight is Config.MaxBytesInFlight's default.
-	DefaultMaxBytesInFlight = 64 << 20
+	DefaultMaxBytesInFlight = 48 << 20
 	DefaultCommitInterval   = 100 * time.Millisecond
 	DefaultCommitTimeout    = 10 * time.Second
 	DefaultDrainTimeout     = 30 * time.Second
@@ -32,7 +32,7 @@ type Config struct {
 	// waiting behind an earlier message with the same key (default 8).
 	Concurrency int
 	// MaxBytesInFlight bounds the bytes of the messages in flight, as Cost weighs them and as
-	// their handlers Reserve more, besides their count (default 64 MiB), so that large
+	// their handlers Reserve more, besides their count (default 48 MiB), so that large
 	// documents cannot exhaust memory at a high Concurrency. A message costing more than the
 	// bound, or reserving more, holds the bound and so runs alone.
 	MaxBytesInFlight int64

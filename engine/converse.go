@@ -37,7 +37,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	// material rendered with its call's rules is asked for fewer when some
 	// came from the cache or are re-asked.
 	materialText := m.withoutRules().user
-	messages := buildPrompt(mode, first.system, materialText+RulesPrompt(rules))
+	messages := buildPrompt(mode, first.system, withRules(m, RulesPrompt(rules)))
 	pending := rules
 	accepted := make(map[string]Verdict, len(rules))
 	best := map[string]candidate{} // content-flawed answers, the fewest problems kept
@@ -299,4 +299,16 @@ func (e *Engine) explain(ctx context.Context, model string, mode Instructions, s
 	}
 	keepBest(left, unexplained, accepted)
 	return usage, nil
+}
+
+// withRules is the user message of a call on m asking rulesPrompt: m's own
+// text when it was rendered with those rules at its end, else the material
+// and the rules joined. A call's message lives as long as the call waits
+// for the model: a copy of a long document per call would be memory that
+// the bytes in flight do not count.
+func withRules(m material, rulesPrompt string) string {
+	if m.rules != "" && m.rules == rulesPrompt {
+		return m.user
+	}
+	return m.withoutRules().user + rulesPrompt
 }

@@ -164,7 +164,14 @@ func rationaleSchema(rules []Rule, bounded bool) (json.RawMessage, error) {
 // withCitable is body (a schema object) with the definition of what its
 // evidence may cite put first.
 func withCitable(body json.RawMessage, mode EvidenceMode, citable []string) (json.RawMessage, error) {
-	out := make([]byte, 0, len(body)+32+16*len(citable))
+	// Room for an enum of the ids only when the schema lists them: past
+	// maxEnumCitable it is a pattern, and a call holds its schema while it
+	// waits for the model.
+	size := len(body) + 64
+	if len(citable) <= maxEnumCitable {
+		size += 16 * len(citable)
+	}
+	out := make([]byte, 0, size)
 	out = append(out, `{"$defs":{"citable":`...)
 	out, err := citableSchema(mode, citable).appendJSON(out)
 	if err != nil {
@@ -184,14 +191,20 @@ func groundingIDs(ids []string, mode EvidenceMode) []string {
 	if mode != EvidenceCite {
 		return ids
 	}
-	var docs []string
+	n := 0
+	for _, id := range ids {
+		if isPassageID(id) {
+			n++
+		}
+	}
+	if n == 0 || n == len(ids) { // ids itself: a long document's are tens of thousands
+		return ids
+	}
+	docs := make([]string, 0, n)
 	for _, id := range ids {
 		if isPassageID(id) {
 			docs = append(docs, id)
 		}
-	}
-	if len(docs) == 0 {
-		return ids
 	}
 	return docs
 }

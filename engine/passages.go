@@ -86,13 +86,30 @@ func passageID(d, p, n int) string {
 // segmentInputs builds the passage set of a request's inputs.
 func segmentInputs(in *Inputs) *passageSet {
 	docs := in.Documents()
-	s := &passageSet{byID: map[string]int{}, pages: make([][][]int, len(docs))}
+	// The pages are cut first and the set sized after: a long document has
+	// tens of thousands of passages, and a list and map grown by doubling
+	// would hold up to twice their room for as long as the request runs.
+	type cut struct {
+		spans []span
+		runes int
+	}
+	cuts := make([][]cut, len(docs))
+	total := len(in.NamedInputs) + 2
+	for d, doc := range docs {
+		cuts[d] = make([]cut, len(doc.Pages))
+		for p, page := range doc.Pages {
+			spans, runes := segmentPageCounted(page)
+			cuts[d][p] = cut{spans, runes}
+			total += len(spans)
+		}
+	}
+	s := &passageSet{byID: make(map[string]int, total), list: make([]passage, 0, total), pages: make([][][]int, len(docs))}
 	for d, doc := range docs {
 		s.pages[d] = make([][]int, len(doc.Pages))
 		at := 0 // code points of the document's text before this page
-		for p, page := range doc.Pages {
-			spans, runes := segmentPageCounted(page)
-			for n, sp := range spans {
+		for p, c := range cuts[d] {
+			s.pages[d][p] = make([]int, 0, len(c.spans))
+			for n, sp := range c.spans {
 				id := passageID(d+1, p+1, n+1)
 				s.byID[id] = len(s.list)
 				s.pages[d][p] = append(s.pages[d][p], len(s.list))
@@ -101,7 +118,8 @@ func segmentInputs(in *Inputs) *passageSet {
 					start: at + sp.start, end: at + sp.end, text: sp.text,
 				})
 			}
-			at += runes + 1 // the form feed
+			cuts[d][p] = cut{}
+			at += c.runes + 1 // the form feed
 		}
 	}
 	// A name that another passage's id already has (a named input called

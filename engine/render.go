@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -60,6 +61,9 @@ func (r renderer) whole(rules string) material {
 	// passages a rule rests on are mostly the documents'.
 	others, ids := r.others()
 	b.WriteString(others)
+	if r.ps != nil { // every passage's id, sized once like the builder
+		ids = slices.Grow(ids, len(r.ps.list)-len(ids))
+	}
 	d := 0
 	writeDocs := func(docs []Document, role string) {
 		for _, doc := range docs {

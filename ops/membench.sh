@@ -11,12 +11,13 @@
 #      (RSS at its start and end, and its peak: flat means no growth);
 #   3. the broker restarted: every request must get its summary.
 #
-# It prints a table and exits 1 when a request is lost (no completed summary).
+# It prints a table and exits 1 when a request is lost (no completed summary)
+# or when the peak RSS (VmHWM over the whole run) passes MEMBENCH_MAX_RSS_MB.
 # The broker keeps running; the run's topics are deleted at the end.
 #
 #   ops/membench.sh [serve flags...]      e.g. ops/membench.sh --max-bytes-in-flight 33554432
 #
-# Env: MEMBENCH_REQUESTS (256), MEMBENCH_DOC_BYTES (1000000),
+# Env: MEMBENCH_MAX_RSS_MB (256: the budget; 0 disables the check), MEMBENCH_REQUESTS (256), MEMBENCH_DOC_BYTES (1000000),
 # MEMBENCH_CONCURRENCY (64), MEMBENCH_DELAY (4s: each model answer),
 # MEMBENCH_OUTAGE (60 s), MEMBENCH_CONTEXT_TOKENS (400000: the whole
 # document in one call; 8192 plans several calls on excerpts),
@@ -35,6 +36,7 @@ DELAY="${MEMBENCH_DELAY:-4s}"
 OUTAGE="${MEMBENCH_OUTAGE:-60}"
 CONTEXT_TOKENS="${MEMBENCH_CONTEXT_TOKENS:-400000}"
 OPS_ADDR="${MEMBENCH_OPS_ADDR:-127.0.0.1:9465}"
+MAX_RSS_MB="${MEMBENCH_MAX_RSS_MB:-256}"
 MODEL_ADDR="127.0.0.1:${LLM_PORT:-8081}"
 BATCH=32 # requests produced at once: the producer holds a batch in memory
 
@@ -196,3 +198,7 @@ bash ops/kafka.sh delete-topics "$(topic requests)" "$(topic verdicts)" "$(topic
 if [ "$completed" -ne "$REQUESTS" ] || [ "$summarised" -ne "$REQUESTS" ]; then
   die "$((REQUESTS - completed)) of $REQUESTS requests have no completed summary"
 fi
+if [ "$MAX_RSS_MB" -gt 0 ] && [ "$((hwm / 1024))" -ge "$MAX_RSS_MB" ]; then
+  die "peak RSS $(mib <<<"$hwm") MiB is over the budget of $MAX_RSS_MB MiB (MEMBENCH_MAX_RSS_MB)"
+fi
+log "peak RSS $(mib <<<"$hwm") MiB, within the budget of $MAX_RSS_MB MiB"

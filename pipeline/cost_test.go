@@ -101,25 +101,30 @@ func TestClaimCheckedDocumentIsReserved(t *testing.T) {
 		name       string
 		objects    fakeObjects
 		inline     bool
-		two        bool // a second claim-checked document, of the same size
+		mode       engine.EvidenceMode // "": cite, the default
+		two        bool                // a second claim-checked document, of the same size
 		reserveErr error
 		wantReason string // "" = judged; "transient" = not permanent
 		want       []string
 	}{
 		{name: "claim-checked", objects: fakeObjects{data: text},
-			want: []string{"stat", fmt.Sprintf("reserve %d", 3*n), "get", fmt.Sprintf("release %d", 3*n)}},
+			want: []string{"stat", fmt.Sprintf("reserve %d", 5*n), "get", fmt.Sprintf("reserve %d", n), fmt.Sprintf("release %d", 5*n), fmt.Sprintf("release %d", n)}},
+		{name: "claim-checked, quote mode", objects: fakeObjects{data: text}, mode: engine.EvidenceQuote,
+			want: []string{"stat", fmt.Sprintf("reserve %d", 7*n/2), "get", fmt.Sprintf("reserve %d", n), fmt.Sprintf("release %d", 7*n/2), fmt.Sprintf("release %d", n)}},
 		{name: "two documents, reserved for in one wait", objects: fakeObjects{data: text}, two: true,
-			want: []string{"stat", "stat", fmt.Sprintf("reserve %d", 6*n), "get", "get", fmt.Sprintf("release %d", 6*n)}},
+			want: []string{"stat", "stat", fmt.Sprintf("reserve %d", 10*n), "get", fmt.Sprintf("reserve %d", n), "get", fmt.Sprintf("reserve %d", n),
+				fmt.Sprintf("release %d", 10*n), fmt.Sprintf("release %d", n), fmt.Sprintf("release %d", n)}},
 		{name: "replaced after the stat by a larger object", objects: fakeObjects{data: text, stat: n - 4},
-			want: []string{"stat", fmt.Sprintf("reserve %d", 3*(n-4)), "get", "reserve 12",
-				fmt.Sprintf("release %d", 3*(n-4)), "release 12"}},
+			want: []string{"stat", fmt.Sprintf("reserve %d", 5*(n-4)), "get", "reserve 20", fmt.Sprintf("reserve %d", n),
+				fmt.Sprintf("release %d", 5*(n-4)), "release 20", fmt.Sprintf("release %d", n)}},
 		{name: "over --document-max-bytes", objects: fakeObjects{data: make([]byte, 1000)},
 			wantReason: string(schemas.ReasonUnreadableDocument), want: []string{"stat"}},
 		{name: "storage down", objects: fakeObjects{statErr: s3Error("ServiceUnavailable", 503)},
 			wantReason: "transient", want: []string{"stat"}},
 		{name: "no room before the drain", objects: fakeObjects{data: text}, reserveErr: draining,
-			wantReason: "transient", want: []string{"stat", fmt.Sprintf("reserve %d refused", 3*n)}},
-		{name: "inline data is in the record", inline: true, want: nil},
+			wantReason: "transient", want: []string{"stat", fmt.Sprintf("reserve %d refused", 5*n)}},
+		{name: "inline data is in the record; the file kept besides its text is reserved", inline: true,
+			want: []string{fmt.Sprintf("reserve %d", n), fmt.Sprintf("release %d", n)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := &journal{}
@@ -129,7 +134,7 @@ func TestClaimCheckedDocumentIsReserved(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := New(Config{Engine: fakeEngine{res: passResult()}, Rulesets: static, Objects: &objects, Documents: reader})
+			p, err := New(Config{Engine: fakeEngine{res: passResult()}, Evidence: tc.mode, Rulesets: static, Objects: &objects, Documents: reader})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -100,6 +100,9 @@ type Config struct {
 	// Serde and Publisher are needed by Handle only; Judge works without.
 	Serde     *schemas.Serde
 	Publisher Publisher
+	// Evidence is the engine's evidence mode (default cite), which sets what
+	// a claim-checked document costs of the bytes in flight (Cost).
+	Evidence engine.EvidenceMode
 	// Objects resolves documents given by uri; nil rejects such requests.
 	Objects ObjectReader
 	// Documents reads documents given as files (data) or by uri into pages:
@@ -544,7 +547,7 @@ func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held 
 		if !ok { // cannot happen: statClaimChecks saw every document resolved by uri
 			st = p.statClaimCheck(ctx, doc)
 			if st.err == nil {
-				if err := held.reserve(ctx, documentCost(st.size)); err != nil {
+				if err := held.reserve(ctx, p.documentCost(st.size)); err != nil {
 					return nil, "", err
 				}
 			}
@@ -558,13 +561,25 @@ func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held 
 		}
 		// Replaced since the stat by a larger object: count what was read.
 		if n := int64(len(data)); n > st.size {
-			if err := held.reserve(ctx, documentCost(n-st.size)); err != nil {
+			if err := held.reserve(ctx, p.documentCost(n-st.size)); err != nil {
 				return nil, "", err
 			}
 		}
 	}
 	read, err := p.cfg.Documents.Read(ctx, docread.Source{Name: doc.Name, Data: data, MediaType: deref(doc.ContentType)})
 	if err != nil {
+		return nil, "", err
+	}
+	// The file was counted as if it were the text (in its record, or
+	// reserved from its size). What is made of the text is counted by the
+	// text's size (a DOCX or a compressed PDF holds several times its file
+	// in text), and the file, kept besides its text, once more.
+	text := 0
+	for _, page := range read.Pages {
+		text += len(page)
+	}
+	extra := int64(len(data)) + max(0, p.documentCost(int64(text))-p.documentCost(int64(len(data))))
+	if err := held.reserve(ctx, extra); err != nil {
 		return nil, "", err
 	}
 	if len(read.ImageOnly) > 0 {
@@ -616,7 +631,7 @@ stat:
 			if st.err != nil {
 				break stat
 			}
-			total += documentCost(st.size) // each time it is read
+			total += p.documentCost(st.size) // each time it is read
 		}
 	}
 	if total > 0 {

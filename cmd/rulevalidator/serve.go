@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"rulevalidator/consumer"
+	"rulevalidator/engine"
 	"rulevalidator/jobs"
 	"rulevalidator/outbox"
 	"rulevalidator/pipeline"
@@ -92,7 +93,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.section("Consumer")
 	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", strconv.Itoa(consumer.DefaultConcurrency), "requests judged at once by this process")
-	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", strconv.Itoa(consumer.DefaultMaxBytesInFlight), "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3x its record (record, decoded request, prompt) and, from before it is downloaded, 3x each claim-checked document's size (file, text, prompt); a larger request runs alone. 64 MiB keeps a process under 256 MB RSS with 1 MB documents (ops/membench.sh)")
+	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", strconv.Itoa(consumer.DefaultMaxBytesInFlight), "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3.5x its record in quote mode (record, decoded request, prompt), 5x in cite mode (also the passages and their ids), as much of each claim-checked document's size from before it is downloaded, and of the text a file holds beyond its size once read (DOCX, compressed PDF); a larger request runs alone. 48 MiB keeps a process under 256 MB RSS with 1 MB documents in either mode (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", durationText(consumer.DefaultDrainTimeout), "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
 	s.duration(&cfg.sessionTimeout, "session-timeout", "RULEVALIDATOR_SESSION_TIMEOUT", stream.DefaultSessionTimeout.String(), "how long the consumer groups wait for a member that stopped heartbeating (a killed replica) before its partitions go to the others; within the broker's group.min/max.session.timeout.ms (6s to 30m by default)")
@@ -351,6 +352,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 
 	pipeCfg := pipeline.Config{
 		Engine:          eng,
+		Evidence:        engine.EvidenceMode(cfg.llm.evidence),
 		Documents:       documents,
 		Rulesets:        resolver,
 		Serde:           serde,
@@ -399,7 +401,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		},
 		Concurrency:      cfg.concurrency,
 		MaxBytesInFlight: int64(cfg.maxBytesInFlight),
-		Cost:             pipeline.Cost,
+		Cost:             pipeline.Cost(engine.EvidenceMode(cfg.llm.evidence)),
 		DrainTimeout:     cfg.drainTimeout,
 		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
 	}, handler)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -31,8 +32,11 @@ import (
 // httpConfig holds the settings of the HTTP listeners, auth, reports and
 // callbacks.
 type httpConfig struct {
-	httpAddr       string
-	opsAddr        string
+	httpAddr string
+	opsAddr  string
+	// opsProfiles serves the runtime's profiles (net/http/pprof) on the
+	// operations listener.
+	opsProfiles    bool
 	jwksURL        string
 	jwtPEMFiles    []string
 	jwtIssuer      string
@@ -63,6 +67,7 @@ func httpSettings(s *settings, c *httpConfig) {
 	s.section("HTTP")
 	s.str(&c.httpAddr, "http-addr", "RULEVALIDATOR_HTTP_ADDR", "", "public HTTP API listener (reports, validations), e.g. 127.0.0.1:8080; needs token keys; empty disables it")
 	opsAddrSetting(s, &c.opsAddr)
+	s.boolean(&c.opsProfiles, "ops-pprof", "RULEVALIDATOR_OPS_PPROF", "false", "also serve the Go runtime's profiles (heap, goroutines, CPU) under /debug/pprof/ on the operations listener, e.g. go tool pprof http://OPS-ADDR/debug/pprof/heap; they name code, not data, but keep the listener private")
 	s.str(&c.jwksURL, "jwks-url", "RULEVALIDATOR_JWKS_URL", "", "JWKS URL with the keys that sign API tokens")
 	s.strList(&c.jwtPEMFiles, "jwt-pem-files", "RULEVALIDATOR_JWT_PEM_FILES", "", "PEM public keys that sign API tokens, comma-separated (kid = file base name)")
 	s.str(&c.jwtIssuer, "jwt-issuer", "RULEVALIDATOR_JWT_ISSUER", "", "required iss of API tokens")
@@ -313,7 +318,24 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			return err
 		}
 	}
-	return listen(ctx, g, cfg.http.opsAddr, server.OpsHandler(metrics.Handler(svc.registry)), "operations", logger)
+	ops := server.OpsHandler(metrics.Handler(svc.registry))
+	if cfg.http.opsProfiles {
+		ops = withProfiles(ops)
+	}
+	return listen(ctx, g, cfg.http.opsAddr, ops, "operations", logger)
+}
+
+// withProfiles serves net/http/pprof's pages under /debug/pprof/ and the
+// rest with h.
+func withProfiles(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", h)
+	return mux
 }
 
 // publicHandler is the public API, with the review page under /review/

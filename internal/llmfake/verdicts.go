@@ -1,6 +1,7 @@
 package llmfake
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -11,7 +12,9 @@ import (
 // Verdicts answers a call of any ruleset: a well-formed verdict for every rule
 // the request's response schema names, each quoting the first sentence of a
 // different page of the user message with that page's number and document (or judged on
-// insufficient data when the message has no page markers). It is an answer
+// insufficient data when the message has no page markers); when the schema
+// asks for passage ids (cite mode), each cites the first passage of the page
+// by its id instead. It is an answer
 // function for Answer, for load tests where what is judged does not matter.
 func Verdicts(req Call) Reply {
 	user := ""
@@ -22,6 +25,7 @@ func Verdicts(req Call) Reply {
 	}
 	marks := pageMarker.FindAllStringSubmatchIndex(user, -1)
 	rules := schemaRules(req.Schema)
+	cites := bytes.Contains(req.Schema, []byte(`"passage_id"`))
 	verdicts := make([]map[string]any, 0, len(rules))
 	for i, r := range rules {
 		v := map[string]any{"rule_id": r.id, "not_applicable": false, "data_sufficiency": false,
@@ -34,10 +38,19 @@ func Verdicts(req Call) Reply {
 				origin = docs[len(docs)-1][1]
 			}
 			rest := user[loc[1]:]
-			if end := strings.IndexAny(rest, ".\n"); end > 0 {
+			switch id := passageLine.FindStringSubmatch(rest); {
+			case cites && id != nil:
+				// Cite mode: the id shown before the page's first passage.
+				quote, _, _ := strings.Cut(rest[len(id[0]):], "\n")
 				v["data_sufficiency"] = true
-				v["rationale"] = "The quoted passage addresses this rule."
-				v["evidences"] = []any{map[string]any{"text": rest[:end], "source_origin": origin, "source_page_number": page}}
+				v["rationale"] = "The cited passage addresses this rule."
+				v["evidences"] = []any{map[string]any{"passage_id": id[1], "quote": quote}}
+			case !cites:
+				if end := strings.IndexAny(rest, ".\n"); end > 0 {
+					v["data_sufficiency"] = true
+					v["rationale"] = "The quoted passage addresses this rule."
+					v["evidences"] = []any{map[string]any{"text": rest[:end], "source_origin": origin, "source_page_number": page}}
+				}
 			}
 		}
 		if r.scores != nil {
@@ -56,6 +69,8 @@ func Verdicts(req Call) Reply {
 var (
 	pageMarker = regexp.MustCompile(`<------- Page (\d+) ------->\n`)
 	docMarker  = regexp.MustCompile(`<------- Start of Document: (.*) ------->\n`)
+	// passageLine is a passage shown behind its id in cite mode.
+	passageLine = regexp.MustCompile(`^\[([^\]\s]+)\] `)
 )
 
 // schemaRule is what a response schema says of one rule.
