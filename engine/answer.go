@@ -44,17 +44,6 @@ const (
 	ReasonUnfocusedEvidence = "unfocused_evidence"
 )
 
-// isContentReason reports whether reason is a content problem rather than a
-// shape problem.
-func isContentReason(reason string) bool {
-	switch reason {
-	case ReasonMissingRationale, ReasonPlaceholderRationale, ReasonPlaceholderEvidence, ReasonUnanchoredQuote, ReasonAlteredEvidence, ReasonUnsupportedVerdict,
-		ReasonUnknownPassage, ReasonUnfocusedEvidence:
-		return true
-	}
-	return false
-}
-
 // Problem is one thing wrong with a model answer. RuleID is empty when the
 // problem concerns the answer as a whole.
 type Problem struct {

@@ -182,23 +182,6 @@ func (a *anchoring) anchor(ev *Evidence) error {
 	return nil
 }
 
-// anchorVerdicts anchors every evidence of verdicts, reporting each match to
-// observe.
-func (a *anchoring) anchorVerdicts(verdicts []Verdict, observe func(Match)) error {
-	for i := range verdicts {
-		for j := range verdicts[i].Evidences {
-			ev := &verdicts[i].Evidences[j]
-			if err := a.anchor(ev); err != nil {
-				return err
-			}
-			if observe != nil {
-				observe(ev.Match)
-			}
-		}
-	}
-	return nil
-}
-
 func newMatcher(docs []Document, opts anchor.Options) (*anchor.Matcher, error) {
 	ad := make([]anchor.Document, len(docs))
 	for i, d := range docs {

@@ -41,7 +41,6 @@ type reader struct {
 	flawed    map[string]bool
 
 	mu       sync.Mutex
-	prompts  []string // system + user of every request
 	requests []llmfake.Call
 }
 

@@ -15,14 +15,14 @@ const (
 	// an opening bracket or quote, and ends with a full stop, a question or
 	// an exclamation mark, so a grammar server can only close it where a
 	// sentence ends, never mid-word. Its length fits two sentences with
-	// room to spare (maxRationaleChars): a model that has said its piece
+	// room to spare (400 characters): a model that has said its piece
 	// ends well before it, and one caught in a loop is stopped. It holds
 	// none of the characters of code and markup ("_", "[", "]", "{", "}",
 	// "=", "|", "<"), with which a small model wrote identifiers in place
 	// of sentences and could copy a marker of the material, and no control
 	// character.
 	grammarRationalePattern = `^[A-Za-z0-9(‘“'][^` + rationaleForbidden + `]{8,` + maxRationaleRest + `}[.!?]$`
-	// maxRationaleRest is maxRationaleChars less the first and last
+	// maxRationaleRest is the 400 characters less the first and last
 	// characters, as the pattern counts them.
 	maxRationaleRest = "398"
 	// rationaleForbidden are the characters a rationale may not hold, as a
@@ -36,10 +36,6 @@ const (
 	// at 250 values of some length).
 	maxEnumCitable = 250
 )
-
-// maxRationaleChars bounds a rationale on grammar servers: two sentences of
-// a careful reviewer fit in it.
-const maxRationaleChars = 400
 
 // citableRef is where each evidence's passage id (cite mode) or source name
 // (quote mode) points: one definition, however many rules share it.

@@ -144,7 +144,7 @@ func engineReply(rules ...rule) llmfake.Reply {
 	for _, x := range rules {
 		evs := []ev{}
 		for _, q := range x.Quotes {
-			evs = append(evs, ev{q.Text, q.Origin, q.Page})
+			evs = append(evs, ev(q))
 		}
 		out.Rules = append(out.Rules, r{x.ID, true, "The quoted clause of the agreement decides this rule.", x.Boolean, x.Numerical, x.NA, evs})
 	}

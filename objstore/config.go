@@ -120,39 +120,39 @@ func (c *Config) Validate() error {
 func (c *Config) endpoint() (host string, secure bool, err error) {
 	ep := strings.TrimSpace(c.Endpoint)
 	if ep == "" {
-		return "", false, errors.New("Endpoint is empty")
+		return "", false, errors.New("the Endpoint is empty")
 	}
 	if !strings.Contains(ep, "://") {
 		if strings.ContainsAny(ep, "/?#") {
-			return "", false, fmt.Errorf("Endpoint %q: want host:port or a URL such as http://host:port", c.Endpoint)
+			return "", false, fmt.Errorf("the Endpoint %q: want host:port or a URL such as http://host:port", c.Endpoint)
 		}
 		if err := checkHostPort(ep); err != nil {
-			return "", false, fmt.Errorf("Endpoint %q: %v", c.Endpoint, err)
+			return "", false, fmt.Errorf("the Endpoint %q: %v", c.Endpoint, err)
 		}
 		return ep, c.UseTLS, nil
 	}
 	u, err := url.Parse(ep)
 	if err != nil {
-		return "", false, fmt.Errorf("Endpoint %q: %v", c.Endpoint, err)
+		return "", false, fmt.Errorf("the Endpoint %q: %v", c.Endpoint, err)
 	}
 	switch u.Scheme {
 	case "https":
 		secure = true
 	case "http":
 		if c.UseTLS {
-			return "", false, fmt.Errorf("Endpoint %q is plain http but UseTLS is set", c.Endpoint)
+			return "", false, fmt.Errorf("the Endpoint %q is plain http but UseTLS is set", c.Endpoint)
 		}
 	default:
-		return "", false, fmt.Errorf("Endpoint %q: scheme %q, want http or https", c.Endpoint, u.Scheme)
+		return "", false, fmt.Errorf("the Endpoint %q: scheme %q, want http or https", c.Endpoint, u.Scheme)
 	}
 	if u.Host == "" {
-		return "", false, fmt.Errorf("Endpoint %q has no host", c.Endpoint)
+		return "", false, fmt.Errorf("the Endpoint %q has no host", c.Endpoint)
 	}
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", false, fmt.Errorf("Endpoint %q: want scheme://host[:port] only, without user, path, query or fragment", c.Endpoint)
+		return "", false, fmt.Errorf("the Endpoint %q: want scheme://host[:port] only, without user, path, query or fragment", c.Endpoint)
 	}
 	if err := checkHostPort(u.Host); err != nil {
-		return "", false, fmt.Errorf("Endpoint %q: %v", c.Endpoint, err)
+		return "", false, fmt.Errorf("the Endpoint %q: %v", c.Endpoint, err)
 	}
 	return u.Host, secure, nil
 }

@@ -72,7 +72,7 @@ func TestCallbackIsPublishedWithTheEvents(t *testing.T) {
 			}
 			m := &consumer.Message{Topic: "requests", Value: value}
 			for _, h := range sh {
-				m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+				m.Headers = append(m.Headers, stream.Header(h))
 			}
 			if err := p.Handle(context.Background(), m); err == nil {
 				t.Fatal("the first attempt succeeded with the broker down")

@@ -221,7 +221,7 @@ func handleFixture(t *testing.T, eng Evaluator, mut func(*Config)) (*Pipeline, *
 	}
 	m := &consumer.Message{Topic: "requests", Partition: 2, Offset: 7, Value: value}
 	for _, h := range sh {
-		m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+		m.Headers = append(m.Headers, stream.Header(h))
 	}
 	return p, pub, m
 }

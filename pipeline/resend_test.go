@@ -96,7 +96,7 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 			}
 			m := &consumer.Message{Topic: "requests", Value: value}
 			for _, h := range sh {
-				m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+				m.Headers = append(m.Headers, stream.Header(h))
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
 				err := p.Handle(context.Background(), m)
@@ -175,7 +175,7 @@ func TestFinishedRequestsKeepNoDocumentText(t *testing.T) {
 	}
 	m := &consumer.Message{Topic: "requests", Value: value}
 	for _, h := range sh {
-		m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+		m.Headers = append(m.Headers, stream.Header(h))
 	}
 	if err := p.Handle(context.Background(), m); err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ func TestResultStoredBeforePublishing(t *testing.T) {
 			}
 			m := &consumer.Message{Topic: "requests", Value: value}
 			for _, h := range sh {
-				m.Headers = append(m.Headers, stream.Header{Key: h.Key, Value: h.Value})
+				m.Headers = append(m.Headers, stream.Header(h))
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
 				err := p.Handle(context.Background(), m)

@@ -153,7 +153,7 @@ func testOversizedDeadLetter(t *testing.T, withStorage bool) {
 	}
 	schemaHeaders := make([]schemas.Header, len(rec.Headers))
 	for i, h := range rec.Headers {
-		schemaHeaders[i] = schemas.Header{Key: h.Key, Value: h.Value}
+		schemaHeaders[i] = schemas.Header(h)
 	}
 	ev, err := serde.Decode(ctx, deadLetters, rec.Value, schemaHeaders)
 	if err != nil {

@@ -48,7 +48,7 @@ func TestRequestRecord(t *testing.T) {
 					t.Errorf("header %s given twice", h.Key)
 				}
 				got[h.Key] = string(h.Value)
-				sh = append(sh, schemas.Header{Key: h.Key, Value: h.Value})
+				sh = append(sh, schemas.Header(h))
 			}
 			if got[schemas.HeaderSchema] != schemas.RequestSchema || len(got[schemas.HeaderFingerprint]) != 16 {
 				t.Errorf("wire-format headers missing: %v", got)

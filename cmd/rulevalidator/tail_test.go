@@ -358,7 +358,7 @@ func (e *tailTopicsEnv) publishDeadLetter(t *testing.T) {
 	m := &consumer.Message{Topic: dl.OriginalTopic, Partition: dl.OriginalPartition, Offset: dl.OriginalOffset,
 		Key: dl.OriginalKey, Value: dl.OriginalValue, Time: dl.OriginalTimestamp}
 	for _, h := range dl.OriginalHeaders {
-		m.Headers = append(m.Headers, consumer.Header{Key: h.Key, Value: h.Value})
+		m.Headers = append(m.Headers, consumer.Header(h))
 	}
 	if err := e.prod.PublishDeadLetter(ctx, m, string(dl.Reason), errors.New(dl.Message)); err != nil {
 		t.Fatal(err)

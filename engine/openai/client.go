@@ -434,8 +434,9 @@ func buildRequest(req engine.ChatRequest, format engine.ResponseFormat) goopenai
 		msgs[i] = goopenai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
 	}
 	creq := goopenai.ChatCompletionRequest{
-		Model:     req.Model,
-		Messages:  msgs,
+		Model:    req.Model,
+		Messages: msgs,
+		//lint:ignore SA1019 max_tokens is what llama.cpp, vLLM and Ollama read; reasoning models get max_completion_tokens below
 		MaxTokens: req.MaxTokens,
 	}
 	if takesSampling(req.Model) {
@@ -463,8 +464,9 @@ func buildRequest(req engine.ChatRequest, format engine.ResponseFormat) goopenai
 	}
 	// Reasoning models take max_completion_tokens and refuse max_tokens;
 	// everything else (llama.cpp, vLLM, Ollama) understands max_tokens.
+	//lint:ignore SA1019 moved to max_completion_tokens for the models that refuse max_tokens
 	if creq.MaxTokens > 0 && errors.Is(goopenai.NewReasoningValidator().Validate(creq), goopenai.ErrReasoningModelMaxTokensDeprecated) {
-		creq.MaxCompletionTokens, creq.MaxTokens = creq.MaxTokens, 0
+		creq.MaxCompletionTokens, creq.MaxTokens = creq.MaxTokens, 0 //lint:ignore SA1019 see above
 	}
 	return creq
 }
