@@ -422,3 +422,63 @@ func TestGrammarAsksWhatTheStrictSchemaAsks(t *testing.T) {
 		t.Errorf("an entry without an id among several rules is not a problem: %v", problems)
 	}
 }
+
+// TestCiteFindsThePassageByItsWords: a model that copies the deciding
+// sentence and gives the id of another passage cites the passage its words
+// stand in, when its rationale speaks of that passage more than of the one
+// it named; the evidence keeps the id and page it gave.
+func TestCiteFindsThePassageByItsWords(t *testing.T) {
+	in := &Inputs{
+		PrimaryDocs: []Document{{Name: "msa.pdf", Pages: []string{
+			"1. Term. This Agreement runs for three years. 2. Fees. Customer pays USD 240,000 a year.",
+			"8. Governing Law. This Agreement is governed by the laws of the State of\nDelaware. 9. Notices. Notices are given in writing.",
+		}}},
+		AuxiliaryDocs: []Document{{Name: "policy", Pages: []string{
+			"1. Approved governing law: Delaware, New York. 2. Fees over the approval limit need the CFO.",
+		}}},
+	}
+	const aboutLaw = "The agreement is governed by the laws of Delaware, which the policy approves."
+	for _, tc := range []struct {
+		name, rationale, id, quote string
+		wantID, wantCitedID        string
+		wantCitedPage              int
+		wantMatch                  Match
+		wantText                   string
+	}{
+		{"words in the cited passage", aboutLaw, "d1p2s1", "governed by the laws of the State of", "d1p2s1", "", 2, MatchExact, "governed by the laws of the State of"},
+		{"words in another page's passage", aboutLaw, "d1p1s2", "governed by the laws of the State of", "d1p2s1", "d1p1s2", 1, MatchExact, "governed by the laws of the State of"},
+		{"words in another document", aboutLaw, "d1p2s2", "Approved governing law: Delaware", "d2p1s1", "d1p2s2", 2, MatchExact, "Approved governing law: Delaware"},
+		{"words across a line break, in other case", aboutLaw, "d1p1s1", "this agreement is governed by the laws of the state of Delaware", "d1p2s1", "d1p1s1", 1, MatchPassage,
+			"8. Governing Law. This Agreement is governed by the laws of the State of\nDelaware."},
+		{"words behind the passage's marker", aboutLaw, "d1p1s2", "[d1p2s1] 8. Governing Law. This Agreement is governed", "d1p2s1", "d1p1s2", 1, MatchExact, "8. Governing Law. This Agreement is governed"},
+		{"words of another passage than the rationale's", "The annual fee of USD 240,000 is within the limit.", "d1p1s2", "Approved governing law: Delaware", "d1p1s2", "", 1, MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
+		{"words changed a little", "The customer pays USD 240,000 a year, within the limit.", "d1p2s2", "The customer pays USD 240,000 each year", "d1p1s2", "d1p2s2", 2, MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
+		{"the model's own words, not a passage's", "The fee is within the limit.", "d1p2s2", "the approval limit given in the inputs is also USD 250,000", "d1p2s2", "", 2, MatchPassage, "9. Notices. Notices are given in writing."},
+		{"words too short to tell", aboutLaw, "d1p1s1", "Delaware", "d1p1s1", "", 1, MatchPassage, "1. Term. This Agreement runs for three years."},
+		{"words in no passage", aboutLaw, "d1p1s2", "The supplier may subcontract freely.", "d1p1s2", "", 1, MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &anchoring{docs: in.Documents(), in: in}
+			ev := Evidence{PassageID: tc.id, Text: tc.quote}
+			if !a.cite(&ev, tc.rationale) {
+				t.Fatalf("cite(%s) found no passage", tc.id)
+			}
+			if ev.PassageID != tc.wantID || ev.CitedPassageID != tc.wantCitedID || ev.CitedPageNumber != tc.wantCitedPage || ev.Match != tc.wantMatch || ev.Text != tc.wantText || ev.QuotedText != tc.quote {
+				t.Errorf("evidence %+v\nwant passage %s (cited %q, page %d), %s, text %q", ev, tc.wantID, tc.wantCitedID, tc.wantCitedPage, tc.wantMatch, tc.wantText)
+			}
+		})
+	}
+}
+
+// TestCiteNearestOfSeveralPassages: words several passages hold move a
+// citation to the nearest of them.
+func TestCiteNearestOfSeveralPassages(t *testing.T) {
+	in := &Inputs{PrimaryDocs: []Document{{Name: "a.pdf", Pages: []string{
+		"Payment is due within thirty days. Intro text here for spacing. Payment is due within thirty days. Closing words for the page.",
+	}}}}
+	a := &anchoring{docs: in.Documents(), in: in}
+	ev := Evidence{PassageID: "d1p1s4", Text: "Payment is due within thirty days"}
+	if !a.cite(&ev, "Payment is due within thirty days of the invoice.") || ev.PassageID != "d1p1s3" || ev.CitedPassageID != "d1p1s4" {
+		t.Errorf("evidence %+v, want d1p1s3 cited as d1p1s4", ev)
+	}
+}

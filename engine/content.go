@@ -216,7 +216,7 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 	for i := range v.Evidences {
 		ev := &v.Evidences[i]
 		if ev.PassageID != "" {
-			if !a.cite(ev) {
+			if !a.cite(ev, v.Rationale) {
 				ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, MatchNone
 				add(ReasonUnknownPassage, "the model cited a passage that is not in the material ("+clip(ev.PassageID)+")",
 					"the evidence cites passage_id %s, which is not an id shown in the material; cite the id in square brackets before the passage, or give no evidence", clip(ev.PassageID))

@@ -96,33 +96,49 @@ func (a *anchoring) origins() []string {
 
 // cite resolves an evidence that names a passage id in place: it takes the
 // passage's origin, page and offsets, and as its text the words the model
-// gave when they are found inside the passage, else the whole passage. It
-// reports false, leaving ev as given, when no passage has that id.
-func (a *anchoring) cite(ev *Evidence) bool {
+// gave when they are found inside the passage, else the whole passage.
+//
+// The words and the id can disagree: a small model copies one sentence and
+// gives the id of another, and either may be the one it meant (it quoted
+// the governing-law clause beside a late-fee id, and a late-fee sentence
+// beside the id of the fees clause its rationale was about). The one the
+// rationale speaks of more is taken: when the words stand in another
+// passage that shares more words with the rationale, the evidence is that
+// passage, and CitedPassageID and CitedPageNumber keep what the model
+// named. It reports false, leaving ev as given, when no passage has that
+// id.
+func (a *anchoring) cite(ev *Evidence, rationale string) bool {
 	p, ok := a.passages().lookup(ev.PassageID)
 	if !ok {
 		return false
 	}
-	words := ev.Text
+	words := withoutMarker(ev.Text)
+	quoted := words != "" && !isPlaceholder(words)
+	ev.CitedPassageID, ev.CitedPageNumber = "", p.page
+	if quoted && !strings.Contains(p.text, words) {
+		if other, ok := a.passages().holding(words, p); ok && sharedWords(rationale, other.text) > sharedWords(rationale, p.text) {
+			ev.CitedPassageID, p = p.id, other
+		}
+	}
 	ev.PassageID = p.id
-	ev.QuotedText = words
+	ev.QuotedText = ev.Text
 	ev.SourceOrigin = p.origin
 	ev.Differences, ev.Altered = nil, false
 	if p.doc < 0 { // a named input, the text input or the message
-		ev.Text, ev.SourcePageNumber, ev.CitedPageNumber = p.text, 0, 0
+		ev.Text, ev.SourcePageNumber = p.text, 0
 		ev.Anchored, ev.Match, ev.Similarity = false, MatchNotDocument, 0
 		ev.StartOffset, ev.EndOffset = nil, nil
 		return true
 	}
 	start, end, text, match := p.start, p.end, p.text, MatchPassage
-	if words != "" && !isPlaceholder(words) {
+	if quoted {
 		if k := strings.Index(p.text, words); k >= 0 {
 			start += utf8.RuneCountInString(p.text[:k])
 			end = start + utf8.RuneCountInString(words)
 			text, match = words, MatchExact
 		}
 	}
-	ev.Text, ev.SourcePageNumber, ev.CitedPageNumber = text, p.page, p.page
+	ev.Text, ev.SourcePageNumber = text, p.page
 	ev.Anchored, ev.Match, ev.Similarity = true, match, 1
 	ev.StartOffset, ev.EndOffset = &start, &end
 	return true
@@ -250,4 +266,23 @@ func (in *Inputs) Size() int {
 		n += len(ni.Name) + len(ni.Description) + len(renderValue(ni.Value))
 	}
 	return n
+}
+
+// withoutMarker is a quote without the "[d1p2s3]" a model copied with the
+// passage from the material, where the passage's id is shown before it.
+func withoutMarker(quote string) string {
+	q := strings.TrimSpace(quote)
+	if !strings.HasPrefix(q, "[") {
+		return q
+	}
+	if end := strings.IndexByte(q, ']'); end > 0 && end <= 40 {
+		return strings.TrimSpace(q[end+1:])
+	}
+	return q
+}
+
+// sharedWords counts the distinct words of text, other than filler, that
+// the rationale uses too: how much a passage is what the rationale is about.
+func sharedWords(rationale, text string) int {
+	return sharedWordCount(contentWordSet(rationale), text)
 }

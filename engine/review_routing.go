@@ -21,11 +21,14 @@ const (
 	// ReviewAlteredEvidence: an evidence's span says something other than
 	// the model's quote.
 	ReviewAlteredEvidence ReviewReason = "altered_evidence"
+	// ReviewCorrectedCitation: the words the model quoted stand in another
+	// passage than the one it cited, which the evidence now is.
+	ReviewCorrectedCitation ReviewReason = "corrected_citation"
 )
 
 // ReviewReasons lists every reason, in the order RouteReview gives them.
 func ReviewReasons() []ReviewReason {
-	return []ReviewReason{ReviewLowConfidence, ReviewKeptWithProblems, ReviewInsufficientData, ReviewCorrectedPage, ReviewAlteredEvidence}
+	return []ReviewReason{ReviewLowConfidence, ReviewKeptWithProblems, ReviewInsufficientData, ReviewCorrectedPage, ReviewAlteredEvidence, ReviewCorrectedCitation}
 }
 
 // validThreshold says whether t is a confidence threshold: 0 to 1.
@@ -62,7 +65,7 @@ func RouteReview(v Verdict, threshold float64) []ReviewReason {
 	if !v.DataSufficiency && !v.NotApplicable {
 		reasons = append(reasons, ReviewInsufficientData)
 	}
-	var corrected, altered bool
+	var corrected, altered, relocated bool
 	for _, ev := range v.Evidences {
 		if ev.Anchored && ev.CitedPageNumber != 0 && ev.CitedPageNumber != ev.SourcePageNumber {
 			corrected = true
@@ -70,12 +73,18 @@ func RouteReview(v Verdict, threshold float64) []ReviewReason {
 		if ev.Altered {
 			altered = true
 		}
+		if ev.CitedPassageID != "" {
+			relocated = true
+		}
 	}
 	if corrected {
 		reasons = append(reasons, ReviewCorrectedPage)
 	}
 	if altered {
 		reasons = append(reasons, ReviewAlteredEvidence)
+	}
+	if relocated {
+		reasons = append(reasons, ReviewCorrectedCitation)
 	}
 	return reasons
 }

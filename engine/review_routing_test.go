@@ -33,9 +33,10 @@ func TestRouteReview(t *testing.T) {
 		{"no cited page is no correction", with(func(v *Verdict) { v.Evidences[0].CitedPageNumber = 0 }), 0.8, nil},
 		{"unanchored evidence is no correction", with(func(v *Verdict) { v.Evidences[0].CitedPageNumber, v.Evidences[0].Anchored = 9, false }), 0.8, nil},
 		{"altered evidence", with(func(v *Verdict) { v.Evidences[0].Altered = true }), 0.8, []ReviewReason{ReviewAlteredEvidence}},
+		{"corrected citation", with(func(v *Verdict) { v.Evidences[0].PassageID, v.Evidences[0].CitedPassageID = "d1p2s2", "d1p2s1" }), 0.8, []ReviewReason{ReviewCorrectedCitation}},
 		{"every reason, in order", with(func(v *Verdict) {
 			v.Confidence, v.Problems, v.DataSufficiency = new(0.1), []string{"p"}, false
-			v.Evidences = append(v.Evidences, Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true})
+			v.Evidences = append(v.Evidences, Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true, CitedPassageID: "d1p3s1"})
 		}), 0.5, ReviewReasons()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -637,8 +637,9 @@ func evidenceLines(evs []engine.Evidence) string {
 	return strings.Join(lines, "\n")
 }
 
-// sourceLabel: "contract.pdf, p. 2 (cited p. 9), passage d1p2s4". The
-// passage is left out where it is the source itself (a named input).
+// sourceLabel: "contract.pdf, p. 2 (cited p. 9), passage d1p2s4 (cited
+// d1p9s1)". The passage is left out where it is the source itself (a named
+// input).
 func sourceLabel(e engine.Evidence) string {
 	label := e.SourceOrigin
 	if label == "" {
@@ -652,6 +653,9 @@ func sourceLabel(e engine.Evidence) string {
 	}
 	if e.PassageID != "" && e.PassageID != e.SourceOrigin {
 		label += ", passage " + e.PassageID
+		if e.CitedPassageID != "" {
+			label += " (cited " + e.CitedPassageID + ")"
+		}
 	}
 	return label
 }

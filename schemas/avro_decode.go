@@ -137,6 +137,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 			Differences:      differencesFromNative(e),
 			PassageID:        deref(e.optStr("passage_id")),
 			CitedPageNumber:  deref(e.optInt("cited_page_number")),
+			CitedPassageID:   deref(e.optStr("cited_passage_id")),
 		})
 	}
 	return v

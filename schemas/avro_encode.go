@@ -130,6 +130,7 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 			"differences":        differencesNative(e.Differences),
 			"passage_id":         opt("string", nonZero(e.PassageID)),
 			"cited_page_number":  opt("int", nonZero(e.CitedPageNumber)),
+			"cited_passage_id":   opt("string", nonZero(e.CitedPassageID)),
 		}
 	}
 	return map[string]any{

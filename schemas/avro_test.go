@@ -353,7 +353,7 @@ func TestAvroEventEvolution(t *testing.T) {
 	newer := strings.Replace(ours.Text(), `"fields": [`, `"fields": [
     {"name": "calibrated_confidence", "type": ["null", "double"], "default": null, "doc": "A field from the future."},`, 1)
 	beforeReviewRouting := dropFields(t, ours.Text(), "confidence", "needs_review", "review_reasons", "rule_weight")
-	citationAdditions := []string{"passage_id", "cited_page_number"}
+	citationAdditions := []string{"passage_id", "cited_page_number", "cited_passage_id"}
 	evidenceAdditions := append([]string{"quoted_text", "similarity", "altered", "differences"}, citationAdditions...)
 	beforeAlteredEvidence := dropEvidenceFields(t, dropFields(t, ours.Text(), "sufficiency_note", "problems", "pages_considered"), evidenceAdditions...)
 	beforePages := dropFields(t, dropEvidenceFields(t, ours.Text(), citationAdditions...), "problems", "pages_considered")
@@ -369,7 +369,7 @@ func TestAvroEventEvolution(t *testing.T) {
 	withoutCitations := func(v *VerdictEvent) {
 		v.Problems = nil
 		for i := range v.Evidences {
-			v.Evidences[i].PassageID, v.Evidences[i].CitedPageNumber = "", 0
+			v.Evidences[i].PassageID, v.Evidences[i].CitedPageNumber, v.Evidences[i].CitedPassageID = "", 0, ""
 		}
 	}
 
@@ -413,7 +413,7 @@ func TestAvroEventEvolution(t *testing.T) {
 			v.SufficiencyNote, v.Problems, v.PagesConsidered = nil, nil, nil
 			for i := range v.Evidences {
 				e := &v.Evidences[i]
-				e.QuotedText, e.Similarity, e.Altered, e.Differences, e.PassageID, e.CitedPageNumber = "", 0, false, nil, "", 0
+				e.QuotedText, e.Similarity, e.Altered, e.Differences, e.PassageID, e.CitedPageNumber, e.CitedPassageID = "", 0, false, nil, "", 0, ""
 			}
 		}},
 		{"newer writer", newer, func(m map[string]any) {

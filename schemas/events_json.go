@@ -116,6 +116,7 @@ type evidenceJSON struct {
 	Differences      []differenceJSON `json:"differences"`
 	PassageID        *string          `json:"passage_id"`
 	CitedPageNumber  *int             `json:"cited_page_number"`
+	CitedPassageID   *string          `json:"cited_passage_id"`
 }
 
 type differenceJSON struct {
@@ -178,6 +179,7 @@ func (v VerdictEvent) MarshalJSON() ([]byte, error) {
 			Differences:      make([]differenceJSON, len(e.Differences)),
 			PassageID:        nonZero(e.PassageID),
 			CitedPageNumber:  nonZero(e.CitedPageNumber),
+			CitedPassageID:   nonZero(e.CitedPassageID),
 		}
 		for j, d := range e.Differences {
 			out.Evidences[i].Differences[j] = differenceJSON(d)
@@ -251,6 +253,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 			Altered:          e.Altered,
 			PassageID:        deref(e.PassageID),
 			CitedPageNumber:  deref(e.CitedPageNumber),
+			CitedPassageID:   deref(e.CitedPassageID),
 		})
 		last := &out.Evidences[len(out.Evidences)-1]
 		for _, d := range e.Differences {

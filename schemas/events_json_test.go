@@ -378,9 +378,10 @@ func TestVerdictJSONCitations(t *testing.T) {
 	for _, want := range []string{
 		`"problems":["the model gave no rationale"]`,
 		`"source_page_number":3,"anchored":true`,
-		`"passage_id":null,"cited_page_number":9}`,
-		`"passage_id":"d1p2s4","cited_page_number":2}`,
-		`"passage_id":"volume","cited_page_number":null}`,
+		`"passage_id":null,"cited_page_number":9,"cited_passage_id":null}`,
+		`"passage_id":"d1p2s4","cited_page_number":2,"cited_passage_id":null}`,
+		`"passage_id":"volume","cited_page_number":null,"cited_passage_id":null}`,
+		`"passage_id":"d1p3s1","cited_page_number":2,"cited_passage_id":"d1p2s5"}`,
 	} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("JSON form lacks %s:\n%s", want, data)

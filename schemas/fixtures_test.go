@@ -185,6 +185,11 @@ func fullVerdict() *VerdictEvent {
 			// Cited by reference: the passage's text, origin, page and offsets.
 			{Text: "Invoices are payable within 30 days.", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s4",
 				Anchored: true, Match: MatchExact, Similarity: 1, StartOffset: new(22), EndOffset: new(58)},
+			// Cited by reference with words that stand in another passage: the
+			// evidence is that passage, beside the id and page the model gave.
+			{Text: "Late payments bear interest at 1% a month.", QuotedText: "late payments bear interest at 1% a month", SourceOrigin: "agreement.pdf",
+				SourcePageNumber: 3, CitedPageNumber: 2, PassageID: "d1p3s1", CitedPassageID: "d1p2s5",
+				Anchored: true, Match: MatchPassage, Similarity: 1, StartOffset: new(80), EndOffset: new(122)},
 		},
 		StartedAt:     t1,
 		CompletedAt:   t2,

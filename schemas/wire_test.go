@@ -474,7 +474,7 @@ func ExampleSerde() {
 	fmt.Println(errors.Is(err, ErrUndecodable), err)
 	// Output:
 	// rv-schema: com.rulevalidator.v1.RuleVerdict
-	// rv-schema-fingerprint: 29b50e9e4ac911fa
+	// rv-schema-fingerprint: 206958b7aedd5500
 	// acme/req-1/signed true
 	// true schemas: cannot decode value from topic "rulevalidator.verdicts": no rv-schema-fingerprint header and no Confluent magic byte 0x00 (first byte 0x22)
 }

@@ -80,6 +80,11 @@ type Evidence struct {
 	// passage whose text, origin, page and offsets the evidence carries
 	// ("d1p3s4"; a named input by its name); "" when it quoted.
 	PassageID string `json:"passage_id,omitempty"`
+	// CitedPassageID is the id the model gave beside its quote when the
+	// quoted words stand in another passage than that one: PassageID is
+	// then the passage that holds them. "" when the model's id held them,
+	// and outside cite mode.
+	CitedPassageID string `json:"cited_passage_id,omitempty"`
 	// CitedPageNumber is the page the model gave for the evidence, kept
 	// beside SourcePageNumber (the page the text was found on): they differ
 	// when anchoring corrected the page. In cite mode it is the cited

@@ -360,7 +360,7 @@ func evidenceWhere(e schemas.Evidence) string {
 		origin += " " + page
 	}
 	parts := []string{origin}
-	if passage := passagePlace(e.PassageID, e.SourceOrigin); passage != "" {
+	if passage := passagePlace(e.PassageID, e.CitedPassageID, e.SourceOrigin); passage != "" {
 		parts = append(parts, passage)
 	}
 	switch {

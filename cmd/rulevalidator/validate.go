@@ -347,10 +347,11 @@ func outcomeText(typ engine.RuleType, notApplicable bool, boolean *bool, score *
 	}
 }
 
-// evidencePlace: msa.pdf, page 2 (cited page 9), passage d1p2s4, anchored (exact)
+// evidencePlace: msa.pdf, page 2 (cited page 9), passage d1p2s4 (cited
+// d1p9s1), anchored (exact)
 func evidencePlace(ev engine.Evidence) string {
 	parts := []string{orDash(ev.SourceOrigin)}
-	for _, part := range []string{pagePlace("page ", ev.SourcePageNumber, ev.CitedPageNumber), passagePlace(ev.PassageID, ev.SourceOrigin)} {
+	for _, part := range []string{pagePlace("page ", ev.SourcePageNumber, ev.CitedPageNumber), passagePlace(ev.PassageID, ev.CitedPassageID, ev.SourceOrigin)} {
 		if part != "" {
 			parts = append(parts, part)
 		}
@@ -390,9 +391,12 @@ func pageCorrected(found, cited int) bool {
 
 // passagePlace names the passage the model cited, "passage d1p2s4"; "" when
 // it cited none, or the passage is the source itself (a named input).
-func passagePlace(id, origin string) string {
-	if id == "" || id == origin {
+func passagePlace(id, citedID, origin string) string {
+	switch {
+	case id == "" || id == origin:
 		return ""
+	case citedID != "":
+		return "passage " + id + " (cited " + citedID + ")"
 	}
 	return "passage " + id
 }

@@ -471,9 +471,10 @@ func TestEvidencePlaces(t *testing.T) {
 		{"no page cited", pagePlace("page ", 3, 0), "page 3"},
 		{"page corrected", pagePlace("p.", 3, 9), "p.3 (cited p.9)"},
 		{"no page", pagePlace("p.", 0, 4), ""},
-		{"passage", passagePlace("d1p3s4", "msa.pdf"), "passage d1p3s4"},
-		{"named input cited by name", passagePlace("limit", "limit"), ""},
-		{"quoted", passagePlace("", "msa.pdf"), ""},
+		{"passage", passagePlace("d1p3s4", "", "msa.pdf"), "passage d1p3s4"},
+		{"passage found by the quoted words", passagePlace("d1p3s4", "d1p1s2", "msa.pdf"), "passage d1p3s4 (cited d1p1s2)"},
+		{"named input cited by name", passagePlace("limit", "", "limit"), ""},
+		{"quoted", passagePlace("", "", "msa.pdf"), ""},
 		{"two pages corrected", evidenceCount([]engine.Evidence{
 			{SourcePageNumber: 1, CitedPageNumber: 2, Anchored: true}, {SourcePageNumber: 3, CitedPageNumber: 4, Anchored: true}, {SourcePageNumber: 5, CitedPageNumber: 5, Match: engine.MatchNone},
 		}), "3 (1 not found, 2 pages corrected)"},

@@ -221,6 +221,7 @@
           li.append(el('span', { class: 'muted' }, [where]));
         }
         if (e.altered) { li.append(' ', el('strong', {}, ['The document says something else than the model quoted.'])); }
+        if (e.cited_passage_id) { li.append(' ', el('strong', {}, ['The model gave passage ' + e.cited_passage_id + '; the words it quoted stand here.'])); }
         ul.append(li);
       });
       detail.append(ul);
