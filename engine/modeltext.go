@@ -19,7 +19,7 @@ import (
 // the answer checks as they are. It is part of every verdict cache key:
 // change it with any change to them that can change a verdict for the same
 // rule and material, so that verdicts judged the old way are not reused.
-const PromptVersion = "2026-12-04.1"
+const PromptVersion = "2026-12-03.1"
 
 // SystemPrompt renders the instructions for a ruleset: the role, how the
 // material is wrapped, and the output contract of mode. The rules themselves
@@ -78,7 +78,7 @@ func RulesPrompt(rules []Rule) string {
 func outputContract(mode EvidenceMode) string {
 	var evidence string
 	if mode == EvidenceCite {
-		evidence = `- "evidences": one to three objects, each with "quote": words copied exactly from a passage your rationale rests on (the sentence, or the part of it that shows the verdict; "" for a named input, text_input or message), and "passage_id": the id in square brackets before that passage (the named input's name, text_input or message for those). Cite the passages that decide the rule: for a rule the material satisfies, the ones that show it; for a rule it fails, the ones that show it fails or come closest.
+		evidence = `- "evidences": one to three objects with "passage_id": the id in square brackets before a passage your rationale rests on (a named input's name, text_input or message for those), and, where the format asks for it, "quote": the exact words of that passage that show it, or "" for all of it. Cite the passages that decide the rule: for a rule the material satisfies, the ones that show it; for a rule it fails, the ones that show it fails or come closest.
 `
 	} else {
 		evidence = `- "evidences": objects with "text": a quote of the material, copied character for character, never paraphrased, shortened or corrected, and no longer than the sentence that shows it; "source_origin": the document's name exactly as written in its marker, or the named input's name; "source_page_number": the page the quote is on (1 for the first page), or 0 for named inputs, the text input and the message. Give no evidence rather than an invented or approximate quote.
