@@ -271,7 +271,7 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 		for _, d := range ev.Differences {
 			differences = append(differences, map[string]any{"kind": d.Kind, "quote": d.Quote, "document": d.Document})
 		}
-		var quoted, similarity, passage, citedPage any
+		var quoted, similarity, passage, citedPage, citedPassage any
 		if ev.QuotedText != "" {
 			quoted = ev.QuotedText
 		}
@@ -284,11 +284,14 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 		if ev.CitedPageNumber != 0 {
 			citedPage = ev.CitedPageNumber
 		}
+		if ev.CitedPassageID != "" {
+			citedPassage = ev.CitedPassageID
+		}
 		evidences = append(evidences, map[string]any{
 			"text": ev.Text, "source_origin": ev.SourceOrigin, "source_page_number": ev.SourcePageNumber,
 			"anchored": ev.Anchored, "match": string(ev.Match), "start_offset": ev.StartOffset, "end_offset": ev.EndOffset,
 			"quoted_text": quoted, "similarity": similarity, "altered": ev.Altered, "differences": differences,
-			"passage_id": passage, "cited_page_number": citedPage,
+			"passage_id": passage, "cited_page_number": citedPage, "cited_passage_id": citedPassage,
 		})
 	}
 	scores := []int{}
