@@ -365,7 +365,10 @@ func (r *Reader) consume(ctx context.Context, conn *kafka.Conn, tp topicPartitio
 			rec.Topic, rec.Partition, rec.HighWaterMark = tp.topic, tp.partition, hwm
 			r.cfg.Handle(ctx, rec)
 		}
-		if err := batch.Close(); err != nil {
+		// kafka-go says RequestTimedOut of a fetch that waited its MaxWait and found
+		// nothing new: an idle partition, read again on the same connection, as
+		// kafka-go's own Reader does.
+		if err := batch.Close(); err != nil && !errors.Is(err, kafka.RequestTimedOut) {
 			if ctx.Err() != nil {
 				return progressed, nil
 			}

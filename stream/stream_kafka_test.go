@@ -1,9 +1,12 @@
 package stream_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,4 +105,81 @@ func TestReaderHandlerEndsWithRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return once stopped: the handler's context did not end")
 	}
+}
+
+// TestReaderWaitsOnIdlePartitions: a partition with nothing new is read again on the same
+// connection, not taken for a failure: no reconnect and no warning while it is idle, and a
+// record written later is still read.
+func TestReaderWaitsOnIdlePartitions(t *testing.T) {
+	bootstrap := kafkatest.Broker(t)
+	topic := kafkatest.UniqueTopic(t, "reader-idle")
+	kafkatest.CreateTopic(t, bootstrap, topic, 2)
+	client, err := stream.NewClient(stream.ClientConfig{Brokers: []string{bootstrap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	got := make(chan stream.Record, 1)
+	r, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{topic},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Handle: func(_ context.Context, rec stream.Record) { got <- rec }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(ctx) }()
+	if err := r.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()                // a topic just created may have had no leader yet
+	time.Sleep(5 * time.Second) // ten fetch waits on each empty partition
+	if s := logs.String(); s != "" {
+		t.Errorf("warnings while the partitions were idle:\n%s", s)
+	}
+	w, err := stream.NewWriter(t.Context(), stream.WriterConfig{Client: client, Topics: []string{topic}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Write(t.Context(), stream.Record{Topic: topic, Key: []byte("k"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case rec := <-got:
+		if string(rec.Value) != "v" {
+			t.Errorf("read %q, want the record written", rec.Value)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the record written after the idle time was not read")
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the reader's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
