@@ -54,15 +54,20 @@ func (e *Engine) verdictKey(tenant, model string, rule Rule, material string) st
 // budget, the temperature and the anchoring threshold. Settings that only
 // change how the material is split (the context window, rules per call)
 // change the material itself, which the key holds as its digest; the re-ask
-// budget does not change what an accepted answer is.
+// budget does not change what an accepted answer is. The samples source's
+// settings are written when it is on: they make the verdict's confidence.
 func (c *Config) cacheSettings() string {
+	sampling := ""
+	if c.Confidence == ConfidenceSamples {
+		sampling = ";confidence=samples/" + strconv.Itoa(c.ConfidenceSamples) + "@" + strconv.FormatFloat(float64(c.SampleTemperature), 'g', -1, 32)
+	}
 	return "prompt=" + PromptVersion +
 		";instructions=" + string(c.Instructions) +
 		";evidence=" + string(c.Evidence) +
 		";format=" + string(c.Format) +
 		";max_tokens=" + strconv.Itoa(c.MaxTokens) +
 		";temperature=" + strconv.FormatFloat(float64(c.Temperature), 'g', -1, 32) +
-		";fuzzy=" + strconv.FormatFloat(c.FuzzyThreshold, 'g', -1, 64)
+		";fuzzy=" + strconv.FormatFloat(c.FuzzyThreshold, 'g', -1, 64) + sampling
 }
 
 // materialDigest is the digest of a call's material, the rules after it

@@ -17,16 +17,23 @@ const (
 	// model chose among the values it could have written. A server that
 	// gives none leaves it absent.
 	ConfidenceLogProbs ConfidenceSource = "logprobs"
+	// ConfidenceSamples asks the judging call's question again, at a
+	// sampling temperature, and makes the confidence the share of the
+	// answers (the verdict's own among them) that give the verdict's value:
+	// the self-consistency of the model, for servers that give no
+	// log-probabilities, or models whose probabilities say little. It
+	// costs ConfidenceSamples-1 more calls per judging call.
+	ConfidenceSamples ConfidenceSource = "samples"
 	// ConfidenceOff asks for nothing and leaves every confidence absent.
 	ConfidenceOff ConfidenceSource = "off"
 )
 
 func (c ConfidenceSource) validate() error {
 	switch c {
-	case ConfidenceLogProbs, ConfidenceOff:
+	case ConfidenceLogProbs, ConfidenceSamples, ConfidenceOff:
 		return nil
 	}
-	return fmt.Errorf("engine: Confidence %q is not one of logprobs, off", c)
+	return fmt.Errorf("engine: Confidence %q is not one of logprobs, samples, off", c)
 }
 
 // valueKey finds where a verdict's value starts in an answer: after its

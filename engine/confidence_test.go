@@ -127,3 +127,80 @@ func TestEvaluateCarriesConfidence(t *testing.T) {
 		})
 	}
 }
+
+// TestEvaluateSamplesConfidence: the samples source asks the first call's
+// question again at the sampling temperature, and a verdict's confidence is
+// the share of the answers, its own included, that give its value; a sample
+// that fails the shape of one rule leaves that rule's share to the others,
+// and a rule no sample answered keeps none.
+func TestEvaluateSamplesConfidence(t *testing.T) {
+	judged := answer(t, boolRule("cap", true, capQuote), boolRule("term", false), numRule("score", 2, capQuote))
+	na := boolRule("term", false)
+	na["not_applicable"] = true
+	replies := []scriptedReply{
+		{content: judged},
+		{content: answer(t, boolRule("cap", true), boolRule("term", false), numRule("score", 3))},
+		{content: answer(t, boolRule("cap", false), na, numRule("score", 2))},
+		{content: answer(t, boolRule("cap", true), boolRule("term", false), numRule("score", 7))}, // 7 is no allowed score
+	}
+	llm := &scriptedLLM{replies: replies}
+	cfg := Config{Confidence: ConfidenceSamples, ConfidenceSamples: 4, SampleTemperature: 0.7, CallConcurrency: 2}
+	res, err := newTestEngine(t, llm, cfg).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(llm.calls) != 4 {
+		t.Fatalf("%d calls, want the judged one and 3 samples", len(llm.calls))
+	}
+	for i, c := range llm.calls {
+		want := float32(0)
+		if i > 0 {
+			want = 0.7
+		}
+		if c.Temperature == nil || *c.Temperature != want {
+			t.Errorf("call %d: temperature %v, want %v", i, c.Temperature, want)
+		}
+		if c.LogProbs {
+			t.Errorf("call %d asked for log-probabilities", i)
+		}
+		if i > 0 && c.Messages[len(c.Messages)-1].Content != llm.calls[0].Messages[len(llm.calls[0].Messages)-1].Content {
+			t.Errorf("sample %d asked something else than the judged call", i)
+		}
+	}
+	// The samples come back in any order; the shares do not depend on it.
+	want := map[string]float64{"cap": 3.0 / 4, "term": 3.0 / 4, "score": 2.0 / 3}
+	for _, v := range res.Rules {
+		if v.Confidence == nil || math.Abs(*v.Confidence-want[v.RuleID]) > 1e-9 {
+			t.Errorf("%s: confidence %v, want %v", v.RuleID, v.Confidence, want[v.RuleID])
+		}
+	}
+	if res.Usage.LLMCalls != 4 {
+		t.Errorf("usage counts %d calls, want 4", res.Usage.LLMCalls)
+	}
+}
+
+func TestEvaluateSamplesConfidenceNoneWithoutSamples(t *testing.T) {
+	judged := answer(t, boolRule("cap", true, capQuote), boolRule("term", false), numRule("score", 2, capQuote))
+	llm := &scriptedLLM{replies: []scriptedReply{{content: judged}, {content: "not an answer"}}}
+	res, err := newTestEngine(t, llm, Config{Confidence: ConfidenceSamples, ConfidenceSamples: 2}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range res.Rules {
+		if v.Confidence != nil {
+			t.Errorf("%s: confidence %v from its own answer alone, want none", v.RuleID, *v.Confidence)
+		}
+	}
+}
+
+func TestCheckSampling(t *testing.T) {
+	for _, tt := range []struct {
+		samples int
+		temp    float32
+		ok      bool
+	}{{0, 0, true}, {2, 1, true}, {MaxConfidenceSamples, 2, true}, {1, 1, false}, {MaxConfidenceSamples + 1, 1, false}, {5, -0.1, false}, {5, 2.1, false}} {
+		if err := checkSampling(tt.samples, tt.temp); (err == nil) != tt.ok {
+			t.Errorf("checkSampling(%d, %v) = %v, want ok %v", tt.samples, tt.temp, err, tt.ok)
+		}
+	}
+}

@@ -45,6 +45,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	// rationale-only re-ask (explain) once the others are settled.
 	unexplained := map[string]candidate{}
 	var usage Usage
+	var asked *question // the first call, which the samples source asks again
 	schemaPart, grammarPart := first.schema, first.grammar
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 { // a re-ask's schemas name only the rules still pending
@@ -63,7 +64,11 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 		if err != nil {
 			return nil, usage, err
 		}
-		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending))
+		if attempt == 0 {
+			first := question{messages: messages, schema: schema, grammar: grammar}
+			asked = &first
+		}
+		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending), e.cfg.Temperature)
 		usage = usage.Add(resp.Usage)
 		if err != nil {
 			return nil, usage, err
@@ -116,6 +121,13 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	}
 	if len(unexplained) > 0 {
 		u, err := e.explain(ctx, model, mode, first.system, materialText, rules, unexplained, an, accepted)
+		usage = usage.Add(u)
+		if err != nil {
+			return nil, usage, err
+		}
+	}
+	if e.cfg.Confidence == ConfidenceSamples && asked != nil {
+		u, err := e.sampleConfidences(ctx, model, *asked, rules, accepted)
 		usage = usage.Add(u)
 		if err != nil {
 			return nil, usage, err
@@ -214,7 +226,8 @@ func (e *Engine) reasking(problems []Problem) {
 
 // ask makes one call of a conversation and reports it to the hooks and the
 // token estimator; pending is how many rules it asks about.
-func (e *Engine) ask(ctx context.Context, model string, messages []Message, schema, grammar []byte, pending int) (ChatResponse, error) {
+// temperature is the judge's, or the samples source's.
+func (e *Engine) ask(ctx context.Context, model string, messages []Message, schema, grammar []byte, pending int, temperature float32) (ChatResponse, error) {
 	start := time.Now()
 	resp, err := e.llm.Chat(ctx, ChatRequest{
 		Model:         model,
@@ -223,7 +236,7 @@ func (e *Engine) ask(ctx context.Context, model string, messages []Message, sche
 		SchemaName:    "rule_verdicts",
 		Schema:        schema,
 		GrammarSchema: grammar,
-		Temperature:   Temperature(e.cfg.Temperature),
+		Temperature:   Temperature(temperature),
 		MaxTokens:     e.cfg.MaxTokens,
 		LogProbs:      e.cfg.Confidence == ConfidenceLogProbs,
 	})
@@ -267,7 +280,7 @@ func (e *Engine) explain(ctx context.Context, model string, mode Instructions, s
 			return usage, err
 		}
 		messages := buildPrompt(mode, system, materialText+rationaleNote(pending, unexplained))
-		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending))
+		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending), e.cfg.Temperature)
 		usage = usage.Add(resp.Usage)
 		if err != nil {
 			return usage, err

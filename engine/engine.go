@@ -70,8 +70,18 @@ type Config struct {
 	Evidence EvidenceMode
 	// Confidence is where each verdict's confidence comes from (default
 	// logprobs: the server's token log-probabilities, absent where it
-	// gives none; off: always absent).
+	// gives none; samples: the agreement of ConfidenceSamples answers;
+	// off: always absent).
 	Confidence ConfidenceSource
+	// ConfidenceSamples is how many answers the samples source compares,
+	// the judged one included (2 to MaxConfidenceSamples; default
+	// DefaultConfidenceSamples).
+	ConfidenceSamples int
+	// SampleTemperature is the temperature of the samples source's extra
+	// calls (above 0, at most 2; default DefaultSampleTemperature): the
+	// model's own distribution, so that their agreement measures how much
+	// of it the verdict's value holds.
+	SampleTemperature float32
 	// Instructions is how the instructions reach the model (default system;
 	// auto decides once per model from the server's prompt token count,
 	// see InstructionsAuto).
@@ -147,6 +157,12 @@ func (c *Config) setDefaults() {
 	if c.Confidence == "" {
 		c.Confidence = ConfidenceLogProbs
 	}
+	if c.ConfidenceSamples == 0 {
+		c.ConfidenceSamples = DefaultConfidenceSamples
+	}
+	if c.SampleTemperature == 0 {
+		c.SampleTemperature = DefaultSampleTemperature
+	}
 	if c.Evidence == "" {
 		c.Evidence = EvidenceCite
 	}
@@ -175,6 +191,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Evidence.validate(); c.Evidence != "" && err != nil {
+		return err
+	}
+	if err := checkSampling(c.ConfidenceSamples, c.SampleTemperature); err != nil {
 		return err
 	}
 	if c.MaxInputBytes < 0 {

@@ -21,6 +21,8 @@ type llmConfig struct {
 	evidence      string
 	temperature   float64
 	confidence    string
+	samples       int
+	sampleTemp    float64
 	outputRetries int
 	timeout       time.Duration
 	maxTokens     int
@@ -71,9 +73,15 @@ func (f *llmConfig) check() error {
 		errs = append(errs, fmt.Errorf("--temperature: %v must be between 0 and 2", f.temperature))
 	}
 	switch engine.ConfidenceSource(f.confidence) {
-	case engine.ConfidenceLogProbs, engine.ConfidenceOff:
+	case engine.ConfidenceLogProbs, engine.ConfidenceSamples, engine.ConfidenceOff:
 	default:
-		errs = append(errs, fmt.Errorf("--confidence: %q is not logprobs or off", f.confidence))
+		errs = append(errs, fmt.Errorf("--confidence: %q is not logprobs, samples or off", f.confidence))
+	}
+	if f.samples < 2 || f.samples > engine.MaxConfidenceSamples {
+		errs = append(errs, fmt.Errorf("--confidence-samples: %d must be from 2 to %d", f.samples, engine.MaxConfidenceSamples))
+	}
+	if f.sampleTemp <= 0 || f.sampleTemp > 2 {
+		errs = append(errs, fmt.Errorf("--confidence-temperature: %v must be above 0 and at most 2", f.sampleTemp))
 	}
 	if f.outputRetries < 0 {
 		errs = append(errs, fmt.Errorf("--output-retries: %d must not be negative (0: none)", f.outputRetries))
@@ -132,6 +140,8 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		Evidence:              engine.EvidenceMode(f.evidence),
 		Temperature:           float32(f.temperature),
 		Confidence:            engine.ConfidenceSource(f.confidence),
+		ConfidenceSamples:     f.samples,
+		SampleTemperature:     float32(f.sampleTemp),
 		Logger:                logger,
 		OutputRetries:         retries,
 		MaxTokens:             f.maxTokens,
