@@ -13,7 +13,8 @@
 #                       and tiny, its judgement near chance: for the tests that exercise the
 #                       mechanics (the integration tier of ops/test.sh).
 # Each model has its own port, so both can run side by side: 8081 for the default, 8082 for
-# Gemma (LLM_PORT overrides).
+# Gemma (LLM_PORT overrides; a server on another port is an instance of its own, with its
+# own pid and log files, e.g. a second one to run two evaluations side by side).
 #
 # Env: LLM_MODEL, LLM_PORT, LLM_CTX (8192 tokens), LLM_THREADS (one less than the cores, at
 # least 1), RULEVALIDATOR_CACHE.
@@ -43,9 +44,9 @@ case "$LLM_MODEL" in
     ;;
   *) die "LLM_MODEL=$LLM_MODEL is not one of qwen2.5-coder-1.5b, gemma-3-270m" ;;
 esac
-user_port="${LLM_PORT-}"
-LLM_PORT="${LLM_PORT:-8081}"
-if [ "$LLM_MODEL" = gemma-3-270m ] && [ -z "$user_port" ]; then LLM_PORT=8082; fi
+default_port=8081
+if [ "$LLM_MODEL" = gemma-3-270m ]; then default_port=8082; fi
+LLM_PORT="${LLM_PORT:-$default_port}"
 LLM_CTX="${LLM_CTX:-8192}"
 # One core is left to the rest of the machine: llama.cpp's threads wait for each
 # other at every step, so when another process takes a core the whole generation
@@ -61,8 +62,12 @@ VENV="$DIR/venv"
 BUILD_FLAVOR="avx2"
 WHEELS="$DIR/wheels-$BUILD_FLAVOR"
 MODEL="$DIR/$MODEL_FILE"
-PIDFILE="$RV_RUN/llm-$LLM_MODEL.pid"
-LOGFILE="$RV_RUN/llm-$LLM_MODEL.log"
+# One server per model and port: a second one on its own port (LLM_PORT) has its
+# own pid and log files, so that it is started and stopped on its own.
+INSTANCE="llm-$LLM_MODEL"
+if [ "$LLM_PORT" != "$default_port" ]; then INSTANCE="$INSTANCE-$LLM_PORT"; fi
+PIDFILE="$RV_RUN/$INSTANCE.pid"
+LOGFILE="$RV_RUN/$INSTANCE.log"
 
 install() {
   mkdir -p "$DIR" "$WHEELS"
