@@ -44,9 +44,11 @@ case "$LLM_MODEL" in
     ;;
   *) die "LLM_MODEL=$LLM_MODEL is not one of qwen2.5-coder-1.5b, gemma-3-270m" ;;
 esac
+user_port="${LLM_PORT-}"
+LLM_PORT="${LLM_PORT:-8081}"
 default_port=8081
 if [ "$LLM_MODEL" = gemma-3-270m ]; then default_port=8082; fi
-LLM_PORT="${LLM_PORT:-$default_port}"
+if [ -z "$user_port" ]; then LLM_PORT=$default_port; fi
 LLM_CTX="${LLM_CTX:-8192}"
 # One core is left to the rest of the machine: llama.cpp's threads wait for each
 # other at every step, so when another process takes a core the whole generation
