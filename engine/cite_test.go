@@ -460,7 +460,7 @@ func TestCiteFindsThePassageByItsWords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &anchoring{docs: in.Documents(), in: in}
 			ev := Evidence{PassageID: tc.id, Text: tc.quote}
-			if !a.cite(&ev, tc.rationale) {
+			if !a.cite(&ev, Rule{}, tc.rationale, nil) {
 				t.Fatalf("cite(%s) found no passage", tc.id)
 			}
 			if ev.PassageID != tc.wantID || ev.CitedPassageID != tc.wantCitedID || ev.CitedPageNumber != tc.wantCitedPage || ev.Match != tc.wantMatch || ev.Text != tc.wantText || ev.QuotedText != tc.quote {
@@ -478,7 +478,53 @@ func TestCiteNearestOfSeveralPassages(t *testing.T) {
 	}}}}
 	a := &anchoring{docs: in.Documents(), in: in}
 	ev := Evidence{PassageID: "d1p1s4", Text: "Payment is due within thirty days"}
-	if !a.cite(&ev, "Payment is due within thirty days of the invoice.") || ev.PassageID != "d1p1s3" || ev.CitedPassageID != "d1p1s4" {
+	if !a.cite(&ev, Rule{}, "Payment is due within thirty days of the invoice.", nil) || ev.PassageID != "d1p1s3" || ev.CitedPassageID != "d1p1s4" {
 		t.Errorf("evidence %+v, want d1p1s3 cited as d1p1s4", ev)
+	}
+}
+
+// TestCiteByIDAloneFollowsTheRationale: a citation by id alone whose passage
+// shares nothing with the rule and the rationale is the passage the
+// rationale plainly speaks of, keeping the id and page the model gave; a
+// passage related to the verdict, a rationale that speaks of no passage
+// more than another, and a passage the verdict cites already leave the
+// model's citation as it is.
+func TestCiteByIDAloneFollowsTheRationale(t *testing.T) {
+	in := &Inputs{
+		PrimaryDocs: []Document{{Name: "msa.pdf", Pages: []string{
+			"1. Term. This Agreement runs for three years. 2. Fees. Customer pays USD 240,000 a year.",
+			"8. Governing Law. This Agreement is governed by the laws of the State of\nDelaware. 9. Notices. Notices are given in writing.",
+		}}},
+		AuxiliaryDocs: []Document{{Name: "policy", Pages: []string{
+			"1. Approved governing law: Delaware, New York. 2. Late fees above 1% a month are not accepted.",
+		}}},
+	}
+	law := Rule{RuleID: "governing-law", RuleText: "The agreement is governed by the law of a jurisdiction the policy approves."}
+	const aboutLaw = "The agreement states that it is governed by the laws of the State of Delaware, which is approved."
+	for _, tc := range []struct {
+		name, rationale, id string
+		taken               []string
+		wantID, wantCitedID string
+	}{
+		{"an unrelated passage: the one the rationale speaks of", aboutLaw, "d2p1s2", nil, "d1p2s1", "d2p1s2"},
+		{"a passage of the rule's own words stays", aboutLaw, "d2p1s1", nil, "d2p1s1", ""},
+		{"the passage the rationale speaks of", aboutLaw, "d1p2s1", nil, "d1p2s1", ""},
+		{"the passage spoken of is cited already", aboutLaw, "d2p1s2", []string{"d1p2s1"}, "d2p1s2", ""},
+		{"a rationale that speaks of no passage", "The material does not say.", "d2p1s2", nil, "d2p1s2", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &anchoring{docs: in.Documents(), in: in}
+			taken := map[string]bool{tc.id: true}
+			for _, id := range tc.taken {
+				taken[id] = true
+			}
+			ev := Evidence{PassageID: tc.id}
+			if !a.cite(&ev, law, tc.rationale, taken) {
+				t.Fatalf("cite(%s) found no passage", tc.id)
+			}
+			if ev.PassageID != tc.wantID || ev.CitedPassageID != tc.wantCitedID || ev.Match != MatchPassage {
+				t.Errorf("evidence %s (cited %q, %s), want %s (cited %q), the whole passage", ev.PassageID, ev.CitedPassageID, ev.Match, tc.wantID, tc.wantCitedID)
+			}
+		})
 	}
 }

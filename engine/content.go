@@ -213,15 +213,22 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 		problems = append(problems, Problem{RuleID: rule.RuleID, Reason: reason, Note: note, Detail: fmt.Sprintf(format, args...)})
 	}
 	supported := false
+	taken := make(map[string]bool, len(v.Evidences)) // a citation resolved by the rationale is not moved onto another
+	for _, ev := range v.Evidences {
+		if ev.PassageID != "" {
+			taken[ev.PassageID] = true
+		}
+	}
 	for i := range v.Evidences {
 		ev := &v.Evidences[i]
 		if ev.PassageID != "" {
-			if !a.cite(ev, v.Rationale) {
+			if !a.cite(ev, rule, v.Rationale, taken) {
 				ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, MatchNone
 				add(ReasonUnknownPassage, "the model cited a passage that is not in the material ("+clip(ev.PassageID)+")",
 					"the evidence cites passage_id %s, which is not an id shown in the material; cite the id in square brackets before the passage, or give no evidence", clip(ev.PassageID))
 				continue
 			}
+			taken[ev.PassageID] = true
 			if a.supports(*ev) {
 				supported = true
 			}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -105,9 +106,12 @@ func (a *anchoring) origins() []string {
 // rationale speaks of more is taken: when the words stand in another
 // passage that shares more words with the rationale, the evidence is that
 // passage, and CitedPassageID and CitedPageNumber keep what the model
-// named. It reports false, leaving ev as given, when no passage has that
-// id.
-func (a *anchoring) cite(ev *Evidence, rationale string) bool {
+// named. A citation by id alone is resolved by the rationale too: when its
+// passage shares nothing with the rule and the rationale, and another, not
+// in taken (the verdict's own citations), plainly is what the rationale
+// speaks of (spokenOf). It reports false, leaving ev as given, when no
+// passage has that id.
+func (a *anchoring) cite(ev *Evidence, rule Rule, rationale string, taken map[string]bool) bool {
 	p, ok := a.passages().lookup(ev.PassageID)
 	if !ok {
 		return false
@@ -115,8 +119,16 @@ func (a *anchoring) cite(ev *Evidence, rationale string) bool {
 	words := withoutMarker(ev.Text)
 	quoted := words != "" && !isPlaceholder(words)
 	ev.CitedPassageID, ev.CitedPageNumber = "", p.page
-	if quoted && !strings.Contains(p.text, words) {
+	switch {
+	case quoted && !strings.Contains(p.text, words):
 		if other, ok := a.passages().holding(words, p); ok && sharedWords(rationale, other.text) > sharedWords(rationale, p.text) {
+			ev.CitedPassageID, p = p.id, other
+		}
+	case !quoted:
+		spoken := contentWordSet(rationale)
+		about := contentWordSet(rule.RuleText)
+		maps.Copy(about, spoken)
+		if other, ok := a.passages().spokenOf(spoken, about, p, taken); ok {
 			ev.CitedPassageID, p = p.id, other
 		}
 	}

@@ -543,6 +543,43 @@ func (s *passageSet) holding(words string, cited passage) (passage, bool) {
 	return s.list[i], true
 }
 
+// maxUnrelatedWords is the most words, other than filler, a cited passage
+// may share with the rule and the rationale together and still be taken for
+// one the verdict is not about: a citation by id alone that shares at most
+// this many is resolved by the rationale (spokenOf).
+const maxUnrelatedWords = 1
+
+// spokenOf finds the passage a rationale speaks of when a citation by id
+// alone names one the verdict is not about: a small model writes "the
+// agreement is governed by the laws of the State of Delaware" and cites a
+// late-fee sentence, its ids being opaque to it. cited must share at most
+// maxUnrelatedWords words with about (the rule's words and the
+// rationale's); the passage taken shares at least minRelocatedWords of the
+// rationale's, more than any other passage does, and is not in taken (the
+// passages the verdict cites already). It reports false when no passage
+// stands out, leaving the model's citation as it is.
+func (s *passageSet) spokenOf(rationale, about map[string]bool, cited passage, taken map[string]bool) (passage, bool) {
+	if len(rationale) < minRelocatedWords || sharedWordCount(about, cited.text) > maxUnrelatedWords {
+		return passage{}, false
+	}
+	best, top, runnerUp := -1, 0, 0
+	for i, p := range s.list {
+		if taken[p.id] {
+			continue
+		}
+		switch n := sharedWordCount(rationale, p.text); {
+		case n > top:
+			best, top, runnerUp = i, n, top
+		case n > runnerUp:
+			runnerUp = n
+		}
+	}
+	if best < 0 || top < minRelocatedWords || top == runnerUp {
+		return passage{}, false
+	}
+	return s.list[best], true
+}
+
 // nearest is the index of the passage with the highest positive score, of
 // equals the one nearest cited in the material's order; -1 when none
 // scores.

@@ -21,8 +21,9 @@ const (
 	// ReviewAlteredEvidence: an evidence's span says something other than
 	// the model's quote.
 	ReviewAlteredEvidence ReviewReason = "altered_evidence"
-	// ReviewCorrectedCitation: the words the model quoted stand in another
-	// passage than the one it cited, which the evidence now is.
+	// ReviewCorrectedCitation: the words the model quoted, or for an id
+	// given alone its rationale, stand in another passage than the one it
+	// cited, which the evidence now is.
 	ReviewCorrectedCitation ReviewReason = "corrected_citation"
 )
 
