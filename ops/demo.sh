@@ -24,6 +24,7 @@ HTTP_ADDR="${RULEVALIDATOR_HTTP_ADDR:-127.0.0.1:8080}"
 OPS_ADDR="${RULEVALIDATOR_OPS_ADDR:-127.0.0.1:9464}"
 DEMO_TIMEOUT="${DEMO_TIMEOUT:-15m}"
 PIDFILE="$RV_RUN/serve.pid"
+SUMFILE="$RV_RUN/serve.sha256"
 LOGFILE="$RV_RUN/serve.log"
 KEYS="$RV_CACHE/devkeys"
 BIN=bin/rulevalidator
@@ -43,9 +44,17 @@ status_all() {
 }
 
 start_serve() {
+  # A serve left running by an earlier demo is kept while it runs the binary just built,
+  # and restarted when the code changed since.
+  local built
+  built=$(sha256sum "$BIN" | cut -d' ' -f1)
   if pid_alive "$PIDFILE"; then
-    log "rulevalidator serve already running (pid $(cat "$PIDFILE"))"
-    return
+    if [ "$(cat "$SUMFILE" 2>/dev/null)" = "$built" ]; then
+      log "rulevalidator serve already running (pid $(cat "$PIDFILE"))"
+      return
+    fi
+    log "rulevalidator serve runs an older build; restarting it"
+    stop_pid "$PIDFILE" "rulevalidator serve"
   fi
   for addr in "$HTTP_ADDR" "$OPS_ADDR"; do
     port_busy "${addr##*:}" && die "port ${addr##*:} is taken by another process; set RULEVALIDATOR_HTTP_ADDR / RULEVALIDATOR_OPS_ADDR"
@@ -71,6 +80,7 @@ start_serve() {
     --s3-bucket "${S3_BUCKET:-rulevalidator-reports}" \
     --log-format text >"$LOGFILE" 2>&1 &
   echo $! >"$PIDFILE"
+  echo "$built" >"$SUMFILE"
   if ! wait_http "http://$OPS_ADDR/readyz" 120; then
     tail -20 "$LOGFILE" >&2 || true
     die "rulevalidator serve did not become ready within 120 s (log: $LOGFILE)"
