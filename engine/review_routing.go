@@ -68,14 +68,14 @@ func RouteReview(v Verdict, threshold float64) []ReviewReason {
 	}
 	var corrected, altered, relocated bool
 	for _, ev := range v.Evidences {
-		if ev.Anchored && ev.CitedPageNumber != 0 && ev.CitedPageNumber != ev.SourcePageNumber {
+		switch {
+		case ev.CitedPassageID != "":
+			relocated = true // its page is the other passage's: one correction, one reason
+		case ev.Anchored && ev.CitedPageNumber != 0 && ev.CitedPageNumber != ev.SourcePageNumber:
 			corrected = true
 		}
 		if ev.Altered {
 			altered = true
-		}
-		if ev.CitedPassageID != "" {
-			relocated = true
 		}
 	}
 	if corrected {

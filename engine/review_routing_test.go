@@ -34,9 +34,14 @@ func TestRouteReview(t *testing.T) {
 		{"unanchored evidence is no correction", with(func(v *Verdict) { v.Evidences[0].CitedPageNumber, v.Evidences[0].Anchored = 9, false }), 0.8, nil},
 		{"altered evidence", with(func(v *Verdict) { v.Evidences[0].Altered = true }), 0.8, []ReviewReason{ReviewAlteredEvidence}},
 		{"corrected citation", with(func(v *Verdict) { v.Evidences[0].PassageID, v.Evidences[0].CitedPassageID = "d1p2s2", "d1p2s1" }), 0.8, []ReviewReason{ReviewCorrectedCitation}},
+		{"a citation corrected to another page is one correction", with(func(v *Verdict) {
+			v.Evidences[0].PassageID, v.Evidences[0].CitedPassageID, v.Evidences[0].CitedPageNumber = "d1p2s2", "d1p9s1", 9
+		}), 0.8, []ReviewReason{ReviewCorrectedCitation}},
 		{"every reason, in order", with(func(v *Verdict) {
 			v.Confidence, v.Problems, v.DataSufficiency = new(0.1), []string{"p"}, false
-			v.Evidences = append(v.Evidences, Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true, CitedPassageID: "d1p3s1"})
+			v.Evidences = append(v.Evidences,
+				Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true},
+				Evidence{Anchored: true, SourcePageNumber: 2, CitedPageNumber: 2, CitedPassageID: "d1p3s1"})
 		}), 0.5, ReviewReasons()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
