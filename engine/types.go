@@ -202,7 +202,8 @@ type Verdict struct {
 	Cached *CachedFrom `json:"cached,omitempty"`
 	// Confidence is how sure the model was of the verdict's value, from 0
 	// to 1: the probability its own tokens gave the value it chose, where
-	// the server returns log-probabilities. Nil when nothing measured it;
+	// the server returns log-probabilities, or the share of sampled answers
+	// that give it (Config.Confidence). Nil when nothing measured it;
 	// never invented.
 	Confidence *float64 `json:"confidence"`
 	// NeedsReview says a person should check the verdict; ReviewReasons
