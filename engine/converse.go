@@ -45,7 +45,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	// rationale-only re-ask (explain) once the others are settled.
 	unexplained := map[string]candidate{}
 	var usage Usage
-	var asked *question // the first call, which the samples source asks again
+	var asked question // the first call, which the samples source asks again
 	schemaPart, grammarPart := first.schema, first.grammar
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 { // a re-ask's schemas name only the rules still pending
@@ -65,8 +65,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 			return nil, usage, err
 		}
 		if attempt == 0 {
-			first := question{messages: messages, schema: schema, grammar: grammar}
-			asked = &first
+			asked = question{messages: messages, schema: schema, grammar: grammar}
 		}
 		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending), e.cfg.Temperature)
 		usage = usage.Add(resp.Usage)
@@ -126,8 +125,8 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 			return nil, usage, err
 		}
 	}
-	if e.cfg.Confidence == ConfidenceSamples && asked != nil {
-		u, err := e.sampleConfidences(ctx, model, *asked, rules, accepted)
+	if e.cfg.Confidence == ConfidenceSamples {
+		u, err := e.sampleConfidences(ctx, model, asked, rules, accepted)
 		usage = usage.Add(u)
 		if err != nil {
 			return nil, usage, err
