@@ -22,6 +22,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/logbuf"
 	"rulevalidator/metrics"
 	"rulevalidator/pipeline"
 	"rulevalidator/registry"
@@ -372,7 +373,7 @@ func (panickyVerifier) Verify(context.Context, string) (auth.Principal, error) {
 }
 
 func TestPanicIsRecovered(t *testing.T) {
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	s, err := New(Config{Verifier: panickyVerifier{}, Submitter: newStandIn(t, nil), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

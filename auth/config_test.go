@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rulevalidator/internal/logbuf"
 )
 
 func TestNewVerifierRefusesConfig(t *testing.T) {
@@ -49,7 +51,7 @@ func TestNewVerifierRefusesConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := baseConfig(clock, &logBuffer{})
+			cfg := baseConfig(clock, &logbuf.Buffer{})
 			cfg.PEMFiles = []string{edPath}
 			tt.edit(&cfg)
 			v, err := NewVerifier(context.Background(), cfg)
@@ -140,7 +142,7 @@ func TestPEMKeyFiles(t *testing.T) {
 
 func TestNewVerifierRefusesSmallRSAKey(t *testing.T) {
 	small := newRSAKey(t, "small", 1024)
-	cfg := baseConfig(newFakeClock(), &logBuffer{})
+	cfg := baseConfig(newFakeClock(), &logbuf.Buffer{})
 	cfg.PEMFiles = []string{writePEM(t, t.TempDir(), small)}
 	_, err := NewVerifier(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "RSA key has 1024 bits, fewer than the 2048 required") {
@@ -168,7 +170,7 @@ func TestNewVerifierInitialJWKSFetchMustSucceed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newJWKSServer(t, jwk(t, ed, nil))
 			tt.setup(srv)
-			cfg := baseConfig(newFakeClock(), &logBuffer{})
+			cfg := baseConfig(newFakeClock(), &logbuf.Buffer{})
 			cfg.JWKSURL = srv.URL
 			_, err := NewVerifier(context.Background(), cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "initial JWKS fetch") {
@@ -180,7 +182,7 @@ func TestNewVerifierInitialJWKSFetchMustSucceed(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		srv := newJWKSServer(t, jwk(t, ed, nil))
 		srv.Close()
-		cfg := baseConfig(newFakeClock(), &logBuffer{})
+		cfg := baseConfig(newFakeClock(), &logbuf.Buffer{})
 		cfg.JWKSURL = srv.URL
 		if _, err := NewVerifier(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), srv.URL) {
 			t.Fatalf("NewVerifier = %v, want a fetch error naming %s", err, srv.URL)

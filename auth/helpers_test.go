@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"rulevalidator/internal/logbuf"
 )
 
 const (
@@ -175,35 +176,18 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 	return path
 }
 
-// logBuffer collects a verifier's logs; safe for the background fetches.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
+// debugLogger logs everything into b.
+func debugLogger(b *logbuf.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // baseConfig is a valid config apart from its keys.
-func baseConfig(clock *fakeClock, logs *logBuffer) Config {
+func baseConfig(clock *fakeClock, logs *logbuf.Buffer) Config {
 	return Config{
 		Issuer:   testIssuer,
 		Audience: testAudience,
 		Now:      clock.Now,
-		Logger:   logs.logger(),
+		Logger:   debugLogger(logs),
 	}
 }
 

@@ -10,19 +10,21 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"rulevalidator/internal/logbuf"
 )
 
 // jwksFixture is a verifier reading keys from a test JWKS server.
 type jwksFixture struct {
 	clock    *fakeClock
-	logs     *logBuffer
+	logs     *logbuf.Buffer
 	server   *jwksServer
 	verifier *Verifier
 }
 
 func newJWKSFixture(t *testing.T, keys ...map[string]any) jwksFixture {
 	t.Helper()
-	f := jwksFixture{clock: newFakeClock(), logs: &logBuffer{}, server: newJWKSServer(t, keys...)}
+	f := jwksFixture{clock: newFakeClock(), logs: &logbuf.Buffer{}, server: newJWKSServer(t, keys...)}
 	cfg := baseConfig(f.clock, f.logs)
 	cfg.JWKSURL = f.server.URL
 	f.verifier = newVerifier(t, cfg)
@@ -96,7 +98,7 @@ func TestJWKSPinnedAlgMustMatch(t *testing.T) {
 	key := newRSAKey(t, "rsa-1", 2048)
 	srv := newJWKSServer(t, jwk(t, key, map[string]any{"alg": "RS256"}))
 	clock := newFakeClock()
-	cfg := baseConfig(clock, &logBuffer{})
+	cfg := baseConfig(clock, &logbuf.Buffer{})
 	cfg.JWKSURL = srv.URL
 	cfg.Algorithms = []string{"RS256", "PS256"}
 	v := newVerifier(t, cfg)
@@ -272,7 +274,7 @@ func TestJWKSUnknownKidWaitHonoursContext(t *testing.T) {
 func TestPEMKeyWinsOverJWKSKid(t *testing.T) {
 	pemKey, jwksKey := newEdKey(t, "shared"), newEdKey(t, "shared")
 	srv := newJWKSServer(t, jwk(t, jwksKey, nil))
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	cfg := baseConfig(newFakeClock(), logs)
 	cfg.JWKSURL = srv.URL
 	cfg.PEMFiles = []string{writePEM(t, t.TempDir(), pemKey)}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"rulevalidator/internal/logbuf"
 )
 
 const internalToken = "9f1c2e7a4b8d6f03a5c7e9b1d3f5a7c9"
@@ -76,7 +78,7 @@ func TestStaticTokenIsRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs logBuffer
+	var logs logbuf.Buffer
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("configured", "internal_token", s)
 	for _, out := range []string{fmt.Sprint(s), fmt.Sprintf("%v %+v %s %#v", s, s, s, s), logs.String()} {
 		if !strings.Contains(out, "redacted") || strings.Contains(out, internalToken) {

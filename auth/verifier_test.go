@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"rulevalidator/internal/logbuf"
 )
 
 // pemFixture is a verifier holding one RSA, one ECDSA P-256 and one Ed25519 key
@@ -30,7 +32,7 @@ func newPEMFixture(t *testing.T, mutate func(*Config)) pemFixture {
 		ed:    newEdKey(t, "ed-1"),
 	}
 	dir := t.TempDir()
-	cfg := baseConfig(f.clock, &logBuffer{})
+	cfg := baseConfig(f.clock, &logbuf.Buffer{})
 	cfg.PEMFiles = []string{writePEM(t, dir, f.rsa), writePEM(t, dir, f.ec), writePEM(t, dir, f.ed)}
 	if mutate != nil {
 		mutate(&cfg)
@@ -271,7 +273,7 @@ func TestVerifyOversizedTokenIsRefusedBeforeParsing(t *testing.T) {
 func TestVerifyTokenWithoutKidWhenOneKey(t *testing.T) {
 	clock := newFakeClock()
 	key := newEdKey(t, "only")
-	cfg := baseConfig(clock, &logBuffer{})
+	cfg := baseConfig(clock, &logbuf.Buffer{})
 	cfg.PEMFiles = []string{writePEM(t, t.TempDir(), key)}
 	v := newVerifier(t, cfg)
 
@@ -322,7 +324,7 @@ func TestVerifyCustomTenantClaim(t *testing.T) {
 func TestVerifyAlgorithmAllowList(t *testing.T) {
 	clock := newFakeClock()
 	ed, ec := newEdKey(t, "ed-1"), newECKey(t, "ec-1")
-	cfg := baseConfig(clock, &logBuffer{})
+	cfg := baseConfig(clock, &logbuf.Buffer{})
 	cfg.PEMFiles = []string{writePEM(t, t.TempDir(), ed)}
 	cfg.Algorithms = []string{"EdDSA", "RS256"}
 	v := newVerifier(t, cfg)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rulevalidator/internal/logbuf"
 )
 
 // rulesetYAML is a one-rule ruleset file; text tells versions apart.
@@ -30,7 +32,7 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func newTestDir(t *testing.T, dir string) (*Dir, *logBuffer) {
+func newTestDir(t *testing.T, dir string) (*Dir, *logbuf.Buffer) {
 	t.Helper()
 	logger, logs := testLogger(t)
 	d, err := NewDir(dir, DirOptions{Logger: logger})

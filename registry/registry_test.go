@@ -1,40 +1,21 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/logbuf"
 )
 
-// logBuffer collects log output from concurrent goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // testLogger returns a logger whose text output is kept, and shown when the test fails.
-func testLogger(t *testing.T) (*slog.Logger, *logBuffer) {
+func testLogger(t *testing.T) (*slog.Logger, *logbuf.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("log output:\n%s", logs)

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/logbuf"
 	"rulevalidator/stream"
 )
 
-func newTestTopic(t *testing.T) (*Topic, *logBuffer) {
+func newTestTopic(t *testing.T) (*Topic, *logbuf.Buffer) {
 	t.Helper()
 	logger, logs := testLogger(t)
 	tp, err := NewTopic(TopicConfig{Client: testClient(t, "127.0.0.1:1"), Topic: "rulesets", Logger: logger})

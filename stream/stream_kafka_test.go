@@ -1,16 +1,15 @@
 package stream_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/internal/logbuf"
 	"rulevalidator/stream"
 )
 
@@ -118,7 +117,7 @@ func TestReaderWaitsOnIdlePartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	got := make(chan stream.Record, 1)
 	r, err := stream.NewReader(stream.ReaderConfig{Client: client, Topics: []string{topic},
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -158,28 +157,4 @@ func TestReaderWaitsOnIdlePartitions(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Errorf("Run: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the reader's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/logbuf"
 	"rulevalidator/internal/pdftest"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
@@ -210,30 +210,12 @@ func (e *serveEnv) args(extra ...string) []string {
 // noEnv is the environment of in-process runs: everything comes from the flags.
 func noEnv(string) string { return "" }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes (the service's log).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // inProcess is `serve` running in this process through run.
 type inProcess struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	code   int
-	log    *syncBuffer
+	log    *logbuf.Buffer
 }
 
 // startInProcess runs `rulevalidator serve` with e.args(extra...) until stop (or the end of
@@ -241,7 +223,7 @@ type inProcess struct {
 func (e *serveEnv) startInProcess(t *testing.T, extra ...string) *inProcess {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &inProcess{cancel: cancel, done: make(chan struct{}), log: &syncBuffer{}}
+	p := &inProcess{cancel: cancel, done: make(chan struct{}), log: &logbuf.Buffer{}}
 	args := e.args(extra...)
 	go func() {
 		defer close(p.done)

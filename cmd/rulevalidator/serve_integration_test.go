@@ -19,6 +19,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/internal/logbuf"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
 )
@@ -789,7 +790,7 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr syncBuffer
+			var stdout, stderr logbuf.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			code := run(ctx, append(slices.Clone(base), tt.args...), &stdout, &stderr, noEnv)

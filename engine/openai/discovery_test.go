@@ -17,6 +17,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/logbuf"
 )
 
 func discoveryFixture(t *testing.T) (*engine.Ruleset, *engine.Inputs) {
@@ -54,7 +55,7 @@ func TestContextWindowProbedOncePerModel(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	client, _ := newClient(t, srv.URL+"/v1", func(c *openai.Config) { c.Logger = logger })
 	eng, err := engine.New(client, engine.Config{Model: "m", Logger: logger})

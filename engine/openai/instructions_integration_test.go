@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
+	"rulevalidator/internal/logbuf"
 	"rulevalidator/internal/testtier"
 )
 
@@ -74,7 +74,7 @@ func TestInstructionsReachTheLocalModel(t *testing.T) {
 
 	for _, mode := range []engine.Instructions{engine.InstructionsUser, engine.InstructionsAuto} {
 		t.Run(string(mode), func(t *testing.T) {
-			logs := &lockedBuffer{}
+			logs := &logbuf.Buffer{}
 			logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			client, err := openai.New(openai.Config{BaseURL: baseURL, Timeout: 5 * time.Minute, Logger: logger})
 			if err != nil {
@@ -148,22 +148,4 @@ func tokenize(root, text string) (int, error) {
 		return 0, err
 	}
 	return len(out.Tokens), nil
-}
-
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
