@@ -54,7 +54,7 @@ func judged(t *testing.T, tenant, requestID string, confidences map[string]*floa
 		if rule.RuleID == "term" {
 			v.Problems = []string{"the model gave no rationale"}
 		}
-		v.ReviewReasons = engine.RouteReview(v, engine.ReviewThreshold(rs, rule, 0))
+		v.ReviewReasons = engine.RouteReview(v, rule, engine.ReviewThreshold(rs, rule, 0))
 		v.NeedsReview = len(v.ReviewReasons) > 0
 		res.Rules = append(res.Rules, v)
 	}

@@ -6,6 +6,7 @@ import (
 )
 
 func TestRouteReview(t *testing.T) {
+	rule := Rule{RuleID: "r", Type: Boolean, RuleText: "Disputes under the agreement are to be taken to mediation or arbitration."}
 	clean := func() Verdict {
 		return Verdict{RuleID: "r", Type: Boolean, DataSufficiency: true, BooleanOutput: new(true),
 			Evidences: []Evidence{{Text: "x", SourceOrigin: "a.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Anchored: true, Match: MatchExact}}}
@@ -37,16 +38,44 @@ func TestRouteReview(t *testing.T) {
 		{"a citation corrected to another page is one correction", with(func(v *Verdict) {
 			v.Evidences[0].PassageID, v.Evidences[0].CitedPassageID, v.Evidences[0].CitedPageNumber = "d1p2s2", "d1p9s1", 9
 		}), 0.8, []ReviewReason{ReviewCorrectedCitation}},
+		{"restated rule", with(func(v *Verdict) {
+			v.Rationale = "The material states that disputes under the agreement are to be taken to mediation or arbitration."
+		}), 0.8, []ReviewReason{ReviewRestatedRule}},
 		{"every reason, in order", with(func(v *Verdict) {
 			v.Confidence, v.Problems, v.DataSufficiency = new(0.1), []string{"p"}, false
+			v.Rationale = "Disputes under the agreement are to be taken to mediation or arbitration."
 			v.Evidences = append(v.Evidences,
 				Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true},
 				Evidence{Anchored: true, SourcePageNumber: 2, CitedPageNumber: 2, CitedPassageID: "d1p3s1"})
 		}), 0.5, ReviewReasons()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := RouteReview(tc.v, tc.threshold); !slices.Equal(got, tc.want) {
+			if got := RouteReview(tc.v, rule, tc.threshold); !slices.Equal(got, tc.want) {
 				t.Errorf("RouteReview = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRestatedRule(t *testing.T) {
+	rule := Rule{RuleID: "mediation", RuleText: "Disputes under the agreement are to be taken to mediation or arbitration.",
+		NotApplicableText: "The agreement names no forum at all. Judge instead: the agreement leaves disputes to the courts of a named state."}
+	for _, tc := range []struct {
+		name, rationale, want string
+	}{
+		{"the rule as what the material says", "The agreement states that disputes under the agreement are to be taken to mediation or arbitration, a form of ADR.",
+			"disputes under the agreement are to be taken to mediation or arbitration"},
+		{"the rule denied, as long a run", "The material does not say that disputes under the agreement are to be taken to mediation or arbitration.",
+			"disputes under the agreement are to be taken to mediation or arbitration"},
+		{"the alternate restated", "Here the agreement leaves disputes to the courts of a named state, Ohio.", "the agreement leaves disputes to the courts of a named state"},
+		{"a few of the rule's words", "Clause 12 sends disputes to the courts of Ohio, not to arbitration.", ""},
+		{"seven words in a row", "Disputes under the agreement are to be heard by the courts of Ohio.", ""},
+		{"case and punctuation do not hide a run", "DISPUTES, under the agreement, are to be taken to mediation.", "disputes under the agreement are to be taken to mediation"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := restatedRule(rule, tc.rationale); got != tc.want {
+				t.Errorf("restatedRule = %q, want %q", got, tc.want)
 			}
 		})
 	}

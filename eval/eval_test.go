@@ -673,3 +673,31 @@ func TestConfidenceMetrics(t *testing.T) {
 		t.Errorf("all right: %+v", all)
 	}
 }
+
+func TestRoutingMetrics(t *testing.T) {
+	out := func(correct bool, reasons ...engine.ReviewReason) Outcome {
+		return Outcome{Answered: true, Correct: correct, ReviewReasons: reasons}
+	}
+	outs := []Outcome{
+		out(false, engine.ReviewRestatedRule),
+		out(false, engine.ReviewLowConfidence, engine.ReviewRestatedRule),
+		out(true, engine.ReviewRestatedRule),
+		out(false),
+		out(true), out(true),
+		{Answered: false}, // unanswered: not routed, not counted
+	}
+	m := routingMetrics(outs)
+	if m.Answered != 6 || m.Wrong != 3 || m.Routed != 3 || m.WrongRouted != 2 {
+		t.Fatalf("counts = %+v", m)
+	}
+	if *m.RoutedShare != 0.5 || *m.Caught != 2.0/3 {
+		t.Errorf("routed share %v, caught %v; want 0.5 and 2/3", *m.RoutedShare, *m.Caught)
+	}
+	want := []ReasonCount{{engine.ReviewLowConfidence, 1, 1}, {engine.ReviewRestatedRule, 3, 2}}
+	if !slices.Equal(m.ByReason, want) {
+		t.Errorf("by reason = %+v, want %+v", m.ByReason, want)
+	}
+	if none := routingMetrics([]Outcome{out(true)}); none.Routed != 0 || none.Caught != nil || none.ByReason != nil {
+		t.Errorf("nothing routed, none wrong: %+v", none)
+	}
+}

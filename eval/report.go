@@ -76,6 +76,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 			})
 		}
 	}
+	if r.hasRouting() {
+		row("routed to review", func(s *SystemReport) string {
+			return frac(s.Overall.Routing.Routed, s.Overall.Routing.Answered)
+		})
+		row("  wrong ones routed", func(s *SystemReport) string {
+			return frac(s.Overall.Routing.WrongRouted, s.Overall.Routing.Wrong)
+		})
+	}
 	row("unanswered", func(s *SystemReport) string { return strconv.Itoa(s.Overall.Unanswered) })
 	row("kept with problems (correct)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Overall.KeptWithProblems, s.Overall.KeptCorrect)
@@ -249,6 +257,17 @@ func reaskSummary(counts map[string]int) string {
 		parts[i] = r + " " + strconv.Itoa(counts[r])
 	}
 	return strconv.Itoa(total) + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// hasRouting says whether review routing sent any system's verdicts to a
+// person.
+func (r *Report) hasRouting() bool {
+	for _, s := range r.Systems {
+		if s.Overall.Routing.Routed > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasConfidence says whether any system's verdicts had a confidence.

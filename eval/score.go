@@ -41,6 +41,9 @@ type Outcome struct {
 	// Confidence is the verdict's confidence (engine.Verdict.Confidence);
 	// nil when nothing measured it.
 	Confidence *float64 `json:"confidence,omitempty"`
+	// ReviewReasons are why the verdict was routed to a person
+	// (engine.Verdict.ReviewReasons); empty when it was not.
+	ReviewReasons []engine.ReviewReason `json:"review_reasons,omitempty"`
 	// Rationale and DataSufficiency are the verdict's, for reading a run's
 	// answers beside their scores.
 	Rationale       string `json:"rationale,omitempty"`
@@ -111,6 +114,7 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o.Answered = true
 	o.Problems = v.Problems
 	o.Confidence = v.Confidence
+	o.ReviewReasons = v.ReviewReasons
 	o.Rationale = v.Rationale
 	o.DataSufficiency = v.DataSufficiency
 	o.Boolean, o.Numerical, o.NotApplicable = v.BooleanOutput, v.NumericalOutput, v.NotApplicable
@@ -275,6 +279,9 @@ type Metrics struct {
 	// Confidence is what the verdicts' confidence is worth; absent when no
 	// verdict has one.
 	Confidence *ConfidenceMetrics `json:"confidence,omitempty"`
+	// Routing is what review routing is worth: how many verdicts it sends
+	// to a person and how many of the wrong ones are among them.
+	Routing RoutingMetrics `json:"review_routing"`
 }
 
 // BooleanMetrics score boolean rules; a pass is the positive class.
@@ -414,6 +421,7 @@ func summarise(outs []Outcome) Metrics {
 	}
 	m.Accuracy = ratio(m.Correct, m.Verdicts)
 	m.Confidence = confidenceMetrics(outs)
+	m.Routing = routingMetrics(outs)
 	m.AccuracyWithoutProblems = ratio(m.Correct-m.KeptCorrect, m.Verdicts-m.KeptWithProblems)
 	m.Boolean.Accuracy = ratio(m.Boolean.Correct, m.Boolean.Verdicts)
 	m.Numerical.ExactAccuracy = ratio(m.Numerical.Exact, m.Numerical.Verdicts)
