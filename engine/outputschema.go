@@ -60,7 +60,7 @@ func OutputSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawMe
 func outputBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 	variants := make([]any, 0, len(rules))
 	for _, r := range rules {
-		variants = append(variants, ruleSchema(r, mode, false))
+		variants = append(variants, ruleSchema(r, mode, false, false))
 	}
 	var items any = obj{{"anyOf", variants}}
 	if len(variants) == 1 {
@@ -76,8 +76,9 @@ func outputBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 
 // GrammarSchema is a stricter form of OutputSchema for servers that enforce a
 // schema with a grammar (llama.cpp): exactly one entry per rule, in ruleset
-// order, a rationale of whole sentences of bounded length, one to three
-// citations and, in cite mode, evidence that is a passage id only.
+// order (a lone rule's entry is the whole answer, without the "rules" array
+// or its rule_id), a rationale of whole sentences of bounded length, one to
+// three citations and, in cite mode, evidence that is a passage id only.
 // It asks every field OutputSchema asks. Such servers need no schema
 // support from the API to produce a valid answer, and cannot write an id
 // that was not shown.
@@ -91,16 +92,15 @@ func GrammarSchema(rules []Rule, mode EvidenceMode, citable []string) (json.RawM
 
 // grammarBody is GrammarSchema without its definition of what is citable.
 func grammarBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
-	// One rule is asked in the same shape as several, the one the output
-	// contract describes: a grammar that started the answer inside the
-	// rule's object, without its "rules" array and rule_id, forced the
-	// local model off the first tokens it meant to write (after '{"' it
-	// gave "rules" a probability of 0.99, the forced "r" of "rationale"
-	// 0.00002). Asked the contract's shape it judged as well or a little
-	// better (docs/local-model.md).
+	if len(rules) == 1 {
+		// The rule's object alone (parseAnswer reads it as the only
+		// entry): a grammar server generates every token of the array
+		// around it as slowly as a free one.
+		return marshalSchema(ruleSchema(rules[0], mode, true, true))
+	}
 	items := make([]any, 0, len(rules))
 	for _, r := range rules {
-		items = append(items, ruleSchema(r, mode, true))
+		items = append(items, ruleSchema(r, mode, true, false))
 	}
 	return marshalSchema(obj{
 		{"type", "object"},
@@ -119,16 +119,26 @@ func grammarBody(rules []Rule, mode EvidenceMode) (json.RawMessage, error) {
 // rationaleSchema is the answer to a rationale-only re-ask (rationaleNote):
 // for each rule, its id and a rationale. bounded is the grammar server's
 // form, in order, exactly one per rule, the rationale bounded as
-// GrammarSchema bounds it.
+// GrammarSchema bounds it and no id for a rule asked alone.
 func rationaleSchema(rules []Rule, bounded bool) (json.RawMessage, error) {
 	entries := make([]any, 0, len(rules))
 	for _, r := range rules {
+		var props obj
+		var required []string
+		if !bounded || len(rules) > 1 {
+			props = append(props, kv{"rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}}})
+			required = append(required, "rule_id")
+		}
 		rationale := obj{{"type", "string"}}
 		if bounded {
 			rationale = append(rationale, kv{"pattern", grammarRationalePattern})
 		}
-		props := obj{{"rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}}}, {"rationale", rationale}}
-		entries = append(entries, obj{{"type", "object"}, {"properties", props}, {"required", []string{"rule_id", "rationale"}}, {"additionalProperties", false}})
+		props = append(props, kv{"rationale", rationale})
+		required = append(required, "rationale")
+		entries = append(entries, obj{{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", false}})
+	}
+	if bounded && len(entries) == 1 {
+		return marshalSchema(entries[0].(obj)) // alone, as grammarBody writes it
 	}
 	array := obj{{"type", "array"}}
 	switch {
@@ -240,8 +250,9 @@ func isPassageID(id string) bool {
 // on, then whether the rule applies and the material answers it, and the
 // verdict last, so that the verdict follows from the reasoning and the
 // citations from what the rationale says. bounded is the grammar server's
-// form.
-func ruleSchema(r Rule, mode EvidenceMode, bounded bool) obj {
+// form; an entry that is the only one of its answer (alone) needs no
+// rule_id there, its position names the rule.
+func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	citable := obj{{"$ref", citableRef}}
 	rationale := obj{{"type", "string"}}
 	if bounded {
@@ -253,7 +264,9 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded bool) obj {
 		props = append(props, kv{key, schema})
 		required = append(required, key)
 	}
-	add("rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}})
+	if !bounded || !alone {
+		add("rule_id", obj{{"type", "string"}, {"enum", []string{r.RuleID}}})
+	}
 	add("rationale", rationale)
 	add("evidences", evidencesSchema(mode, bounded, citable))
 	add("not_applicable", obj{{"type", "boolean"}})

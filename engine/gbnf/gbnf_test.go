@@ -31,8 +31,8 @@ func manyPassages() []string {
 	return ids
 }
 
-// rationaleLone is a rationale-only answer's schema of one object, with a
-// bounded pattern of two parts.
+// rationaleLone is the engine's rationaleSchema([]Rule{rule}, true) (it is
+// unexported), copied from its output.
 const rationaleLone = `{"type":"object","properties":{"rationale":{"type":"string","pattern":"^[A-Za-z][^ \"\\\\<\\x00-\\x1f]{0,24} [^\"\\\\<\\x00-\\x1f]{8,56}$"}},"required":["rationale"],"additionalProperties":false}`
 
 const okRationale = `Liability is capped at the fees paid.`
@@ -46,8 +46,8 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 		}
 		return s
 	}
-	oneCite := `{"rules":[{"rule_id":"cap","rationale":"` + okRationale + `","evidences":[{"passage_id":"d1p1s1"}],"not_applicable":false,"data_sufficiency":true,"boolean_output":true}]}`
-	withRationale := func(r string) string { return strings.Replace(oneCite, okRationale, r, 1) }
+	loneCite := `{"rationale":"` + okRationale + `","evidences":[{"passage_id":"d1p1s1"}],"not_applicable":false,"data_sufficiency":true,"boolean_output":true}`
+	withRationale := func(r string) string { return strings.Replace(loneCite, okRationale, r, 1) }
 	// Every entry has every field; strict ones quote in cite mode.
 	entryOf := func(bool) func(id, evidences, verdict string) string {
 		return func(id, evidences, verdict string) string {
@@ -68,32 +68,30 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 		accept []string
 		reject []string
 	}{{
-		name:   "grammar, cite, one rule",
+		name:   "grammar, cite, lone rule",
 		schema: schema(engine.GrammarSchema(rules[:1], engine.EvidenceCite, []string{"d1p1s1", "d1p2s1"})),
 		accept: []string{
-			oneCite,
-			strings.Replace(oneCite, "d1p1s1", "d1p2s1", 1),
-			strings.Replace(oneCite, `{"passage_id":"d1p1s1"}`, `{"passage_id":"d1p1s1"},{"passage_id":"d1p2s1"}`, 1),
+			loneCite,
+			strings.Replace(loneCite, "d1p1s1", "d1p2s1", 1),
+			strings.Replace(loneCite, `{"passage_id":"d1p1s1"}`, `{"passage_id":"d1p1s1"},{"passage_id":"d1p2s1"}`, 1),
 			withRationale("9 months of fees cap it. That is the policy's floor!"),
 			withRationale("“Liability” is capped at twelve months of fees?"),
 		},
 		reject: []string{
-			strings.Replace(oneCite, `"rationale":`, `"rationale": `, 1),           // space after a colon
-			strings.Replace(oneCite, `,"boolean_output"`, `, "boolean_output"`, 1), // space after a comma
-			" " + oneCite,
-			oneCite + "\n",
-			strings.Replace(strings.TrimSuffix(strings.TrimPrefix(oneCite, `{"rules":[`), `]}`), `"rule_id":"cap",`, ``, 1),                                           // the rule's object alone
-			strings.Replace(oneCite, `"cap"`, `"term"`, 1),                                                                                                            // another rule's id
-			strings.Replace(oneCite, `"data_sufficiency":true,"boolean_output":true`, `"boolean_output":true,"data_sufficiency":true`, 1),                             // key order
-			strings.Replace(oneCite, `"data_sufficiency":true,`, ``, 1),                                                                                               // data_sufficiency is asked
-			strings.Replace(oneCite, "d1p1s1", "d9p9s9", 1),                                                                                                           // id not in the enum
-			strings.Replace(oneCite, `{"passage_id":"d1p1s1"}`, ``, 1),                                                                                                // no citation
-			strings.Replace(oneCite, `{"passage_id":"d1p1s1"}`, `{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"}`, 1), // over three
-			strings.Replace(oneCite, `"not_applicable":false,`, ``, 1),                                                                                                // a required key left out
-			strings.Replace(oneCite, `}`, `,"extra":1}`, 1),                                                                                                           // a key not in the schema
-			withRationale("-Liability is capped at the fees paid."),                                                                                                   // starts with a dash
-			withRationale("Liability is capped at the fees paid"),                                                                                                     // no sentence end
-			withRationale("Liability is capped at the fees paid in the"),                                                                                              // cut mid-sentence
+			strings.Replace(loneCite, `"rationale":`, `"rationale": `, 1),           // space after a colon
+			strings.Replace(loneCite, `,"boolean_output"`, `, "boolean_output"`, 1), // space after a comma
+			" " + loneCite,
+			loneCite + "\n",
+			strings.Replace(loneCite, `"data_sufficiency":true,"boolean_output":true`, `"boolean_output":true,"data_sufficiency":true`, 1),                             // key order
+			strings.Replace(loneCite, `"data_sufficiency":true,`, ``, 1),                                                                                               // data_sufficiency is asked
+			strings.Replace(loneCite, "d1p1s1", "d9p9s9", 1),                                                                                                           // id not in the enum
+			strings.Replace(loneCite, `{"passage_id":"d1p1s1"}`, ``, 1),                                                                                                // no citation
+			strings.Replace(loneCite, `{"passage_id":"d1p1s1"}`, `{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"},{"passage_id":"d1p1s1"}`, 1), // over three
+			strings.Replace(loneCite, `"not_applicable":false,`, ``, 1),                                                                                                // a required key left out
+			strings.Replace(loneCite, `}`, `,"extra":1}`, 1),                                                                                                           // a key not in the schema
+			withRationale("-Liability is capped at the fees paid."),                                                                                                    // starts with a dash
+			withRationale("Liability is capped at the fees paid"),                                                                                                      // no sentence end
+			withRationale("Liability is capped at the fees paid in the"),                                                                                               // cut mid-sentence
 			withRationale("Short."), // under ten characters
 			withRationale(strings.Repeat("Liability is capped. ", 20) + "Yes."), // over 400 characters
 			withRationale("Liability is <capped> at the fees."),                 // holds "<"
@@ -126,16 +124,16 @@ func TestFromSchemaAcceptsExactlyTheCompactAnswers(t *testing.T) {
 		name:   "grammar, cite, pattern of citable ids",
 		schema: schema(engine.GrammarSchema(rules[:1], engine.EvidenceCite, manyPassages())),
 		accept: []string{
-			oneCite,
-			strings.Replace(oneCite, "d1p1s1", "d12p300s4", 1),
-			strings.Replace(oneCite, "d1p1s1", "text_input", 1),
-			strings.Replace(oneCite, "d1p1s1", "contract.pdf", 1),
+			loneCite,
+			strings.Replace(loneCite, "d1p1s1", "d12p300s4", 1),
+			strings.Replace(loneCite, "d1p1s1", "text_input", 1),
+			strings.Replace(loneCite, "d1p1s1", "contract.pdf", 1),
 		},
 		reject: []string{
-			strings.Replace(oneCite, "d1p1s1", "contractXpdf", 1),
-			strings.Replace(oneCite, "d1p1s1", "d1p1", 1),
-			strings.Replace(oneCite, "d1p1s1", "xd1p1s1", 1),
-			strings.Replace(oneCite, "d1p1s1", "text_input2", 1),
+			strings.Replace(loneCite, "d1p1s1", "contractXpdf", 1),
+			strings.Replace(loneCite, "d1p1s1", "d1p1", 1),
+			strings.Replace(loneCite, "d1p1s1", "xd1p1s1", 1),
+			strings.Replace(loneCite, "d1p1s1", "text_input2", 1),
 		},
 	}, {
 		name:   "strict output schema, cite",
