@@ -83,5 +83,5 @@ func (m material) withoutRules() material {
 	if m.rules == "" {
 		return m
 	}
-	return material{user: m.user[:len(m.user)-len(m.rules)], ids: m.ids, whole: m.whole}
+	return material{user: m.user[:len(m.user)-len(m.rules)], ids: m.ids}
 }

@@ -19,7 +19,7 @@ import (
 // the answer checks as they are. It is part of every verdict cache key:
 // change it with any change to them that can change a verdict for the same
 // rule and material, so that verdicts judged the old way are not reused.
-const PromptVersion = "2026-12-04.2"
+const PromptVersion = "2026-12-04.1"
 
 // SystemPrompt renders the instructions for a ruleset: the role, how the
 // material is wrapped, and the output contract of mode. The rules themselves
