@@ -59,10 +59,9 @@ func ReviewThreshold(rs *Ruleset, r Rule, def float64) float64 {
 
 // RouteReview says why v, a verdict on rule r, needs a person's review
 // under the confidence threshold (see ReviewThreshold); nil when it needs
-// none. A verdict
-// without a confidence is not routed for its confidence: nothing measured
-// it. It is the one place routing is decided; Evaluate applies it to every
-// verdict, cached ones included.
+// none. A verdict without a confidence is not routed for its confidence:
+// nothing measured it. It is the one place routing is decided; Evaluate
+// applies it to every verdict, cached ones included.
 func RouteReview(v Verdict, r Rule, threshold float64) []ReviewReason {
 	var reasons []ReviewReason
 	if v.Confidence != nil && *v.Confidence < threshold {
@@ -141,7 +140,7 @@ func restatedRule(r Rule, rationale string) string {
 	if len(said) < minRestatedWords {
 		return ""
 	}
-	longest := []string(nil)
+	var longest []string
 	for _, text := range []string{r.RuleText, r.NotApplicableText} {
 		if run := longestCommonRun(said, words(text)); len(run) > len(longest) {
 			longest = run
