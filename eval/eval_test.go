@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -700,4 +701,38 @@ func TestRoutingMetrics(t *testing.T) {
 	if none := routingMetrics([]Outcome{out(true)}); none.Routed != 0 || none.Caught != nil || none.ByReason != nil {
 		t.Errorf("nothing routed, none wrong: %+v", none)
 	}
+}
+
+// TestOutcomeListsCitationsInOrder: an outcome lists its verdict's
+// citations in the model's order, each judged against the gold spans where
+// the label has some, and not judged where it has none.
+func TestOutcomeListsCitationsInOrder(t *testing.T) {
+	ev := func(id string, page, start, end int) engine.Evidence {
+		return engine.Evidence{PassageID: id, SourceOrigin: "d", SourcePageNumber: page, Anchored: true, StartOffset: ptr(start), EndOffset: ptr(end)}
+	}
+	pass := true
+	v := &engine.Verdict{RuleID: "r", Type: engine.Boolean, BooleanOutput: &pass,
+		Evidences: []engine.Evidence{ev("d1p1s1", 1, 0, 5), ev("d1p1s3", 1, 12, 18), {Text: "nowhere", SourceOrigin: "d", SourcePageNumber: 2}}}
+	lab := Label{RuleID: "r", Type: engine.Boolean, Boolean: &pass, Gold: []Span{{Document: "d", Page: 1, Start: 10, End: 20}}}
+	o := scoreVerdict("c", 1, lab, v)
+	on, off := true, false
+	want := []Citation{
+		{PassageID: "d1p1s1", Document: "d", Page: 1, OnGold: &off},
+		{PassageID: "d1p1s3", Document: "d", Page: 1, OnGold: &on},
+		{Document: "d", Page: 2, OnGold: &off},
+	}
+	if !reflect.DeepEqual(o.Citations, want) {
+		t.Errorf("citations %s, want %s", jsonOf(o.Citations), jsonOf(want))
+	}
+	lab.Gold = nil
+	for _, c := range scoreVerdict("c", 1, lab, v).Citations {
+		if c.OnGold != nil {
+			t.Errorf("citation %s judged without gold spans", jsonOf(c))
+		}
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -50,6 +50,21 @@ type Outcome struct {
 	DataSufficiency bool   `json:"data_sufficiency"`
 
 	Evidence EvidenceCounts `json:"evidence"`
+	// Citations are the verdict's evidences in the model's order, each
+	// with whether it lies on a gold span: what Evidence tallies, to be read
+	// citation by citation (which of a verdict's citations decide it).
+	Citations []Citation `json:"citations,omitempty"`
+}
+
+// Citation is one evidence of a verdict as scored.
+type Citation struct {
+	// PassageID is the passage cited (cite mode); "" for a quote.
+	PassageID string `json:"passage_id,omitempty"`
+	Document  string `json:"document"`
+	Page      int    `json:"page"`
+	// OnGold says it overlaps a gold span of its page; nil when the label
+	// has no gold spans to judge it by.
+	OnGold *bool `json:"on_gold,omitempty"`
 }
 
 // KeptWithProblems says the engine kept the verdict with content problems.
@@ -130,6 +145,14 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o.NotApplicableCorrect = v.NotApplicable == lab.NotApplicable
 	o.Correct = o.OutputCorrect && o.NotApplicableCorrect
 	o.Evidence = scoreEvidence(lab.Gold, v.Evidences)
+	for _, ev := range v.Evidences {
+		c := Citation{PassageID: ev.PassageID, Document: ev.SourceOrigin, Page: ev.SourcePageNumber}
+		if len(lab.Gold) > 0 {
+			on := len(goldHit(lab.Gold, ev)) > 0
+			c.OnGold = &on
+		}
+		o.Citations = append(o.Citations, c)
+	}
 	return o
 }
 
@@ -144,6 +167,21 @@ func stepDistance(allowed []int, want, got int) int {
 		return i - j
 	}
 	return j - i
+}
+
+// goldHit is the indexes of the gold spans ev overlaps: anchored in the
+// same document, on the same page, the offsets overlapping.
+func goldHit(gold []Span, ev engine.Evidence) []int {
+	if !ev.Anchored || ev.StartOffset == nil || ev.EndOffset == nil {
+		return nil
+	}
+	var hits []int
+	for i, g := range gold {
+		if g.Document == ev.SourceOrigin && g.Page == ev.SourcePageNumber && *ev.StartOffset < g.End && g.Start < *ev.EndOffset {
+			hits = append(hits, i)
+		}
+	}
+	return hits
 }
 
 // scoreEvidence matches quotes to gold spans: a quote hits a span when it is
@@ -179,17 +217,14 @@ func scoreEvidence(gold []Span, evs []engine.Evidence) EvidenceCounts {
 		c.QuotedChars += span.len()
 		c.QuotedCharsInGold += inside(goldByDoc[ev.SourceOrigin], span)
 		quotedByDoc[ev.SourceOrigin] = append(quotedByDoc[ev.SourceOrigin], span)
-		hit, pageRight := false, false
-		for i, g := range gold {
-			if g.Document != ev.SourceOrigin {
-				continue
-			}
-			if g.Page == ev.CitedPageNumber {
+		hits := goldHit(gold, ev)
+		for _, i := range hits {
+			found[i] = true
+		}
+		hit, pageRight := len(hits) > 0, false
+		for _, g := range gold {
+			if g.Document == ev.SourceOrigin && g.Page == ev.CitedPageNumber {
 				pageRight = true
-			}
-			if g.Page == ev.SourcePageNumber && span.start < g.End && g.Start < span.end {
-				hit = true
-				found[i] = true
 			}
 		}
 		if hit {
