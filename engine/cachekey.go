@@ -51,7 +51,8 @@ func (e *Engine) verdictKey(tenant, model string, rule Rule, material string) st
 // its answer is checked: the prompt version, how the instructions reach the
 // model (the setting, not what auto decided: auto decides the same for a
 // server every time), the evidence mode, the response format, the answer
-// budget, the temperature and the anchoring threshold. Settings that only
+// budget, the temperature, the anchoring threshold and the nearest passages
+// shown after a rule. Settings that only
 // change how the material is split (the context window, rules per call)
 // change the material itself, which the key holds as its digest; the re-ask
 // budget does not change what an accepted answer is. The samples source's
@@ -61,13 +62,17 @@ func (c *Config) cacheSettings() string {
 	if c.Confidence == ConfidenceSamples {
 		sampling = ";confidence=samples/" + strconv.Itoa(c.ConfidenceSamples) + "@" + strconv.FormatFloat(float64(c.SampleTemperature), 'g', -1, 32)
 	}
+	nearest := ""
+	if c.NearestPassages > 0 {
+		nearest = ";nearest=" + strconv.Itoa(c.NearestPassages)
+	}
 	return "prompt=" + PromptVersion +
 		";instructions=" + string(c.Instructions) +
 		";evidence=" + string(c.Evidence) +
 		";format=" + string(c.Format) +
 		";max_tokens=" + strconv.Itoa(c.MaxTokens) +
 		";temperature=" + strconv.FormatFloat(float64(c.Temperature), 'g', -1, 32) +
-		";fuzzy=" + strconv.FormatFloat(c.FuzzyThreshold, 'g', -1, 64) + sampling
+		";fuzzy=" + strconv.FormatFloat(c.FuzzyThreshold, 'g', -1, 64) + nearest + sampling
 }
 
 // materialDigest is the digest of a call's material, the rules after it
@@ -83,5 +88,5 @@ func (m material) withoutRules() material {
 	if m.rules == "" {
 		return m
 	}
-	return material{user: m.user[:len(m.user)-len(m.rules)], ids: m.ids}
+	return material{user: m.user[:len(m.user)-len(m.rules)], ids: m.ids, whole: m.whole}
 }

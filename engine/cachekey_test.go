@@ -56,6 +56,7 @@ func TestVerdictKey(t *testing.T) {
 		{"another answer budget", key(withCfg(func(c *Config) { c.MaxTokens = 512 }), "contoso", "m", rule, "digest-1"), want, false},
 		{"another response format", key(withCfg(func(c *Config) { c.Format = FormatJSONObject }), "contoso", "m", rule, "digest-1"), want, false},
 		{"another temperature", key(withCfg(func(c *Config) { c.Temperature = 0.7 }), "contoso", "m", rule, "digest-1"), want, false},
+		{"nearest passages shown", key(withCfg(func(c *Config) { c.NearestPassages = 3 }), "contoso", "m", rule, "digest-1"), want, false},
 		{"another anchoring threshold", key(withCfg(func(c *Config) { c.FuzzyThreshold = 0.9 }), "contoso", "m", rule, "digest-1"), want, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

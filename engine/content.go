@@ -380,13 +380,15 @@ func describeDifferences(ds []Difference) string {
 	return strings.Join(parts, "; ")
 }
 
+// shownRunes is the most characters shown keeps of a passage.
+const shownRunes = 240
+
 // shown is a passage as the model reads it in the material, on one line
 // and in quotes, shortened like clip: not as a Go string with escapes.
 func shown(s string) string {
-	const maxRunes = 240
 	s = oneLine(s)
-	if r := []rune(s); len(r) > maxRunes {
-		s = string(r[:maxRunes]) + "…"
+	if r := []rune(s); len(r) > shownRunes {
+		s = string(r[:shownRunes]) + "…"
 	}
 	return "\"" + s + "\""
 }

@@ -37,7 +37,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	// material rendered with its call's rules is asked for fewer when some
 	// came from the cache or are re-asked.
 	materialText := m.withoutRules().user
-	messages := buildPrompt(mode, first.system, withRules(m, RulesPrompt(rules)))
+	messages := buildPrompt(mode, first.system, withRules(m, e.rulesPromptFor(rules, m, an)))
 	pending := rules
 	accepted := make(map[string]Verdict, len(rules))
 	best := map[string]candidate{} // content-flawed answers, the fewest problems kept
@@ -116,7 +116,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 		// A re-ask is a fresh call for the pending rules with the latest
 		// correction after them: it shares the instructions and material as
 		// a prefix, and re-asks don't grow without bound.
-		messages = buildPrompt(mode, first.system, materialText+RulesPrompt(pending)+correctiveNote(problems, pending))
+		messages = buildPrompt(mode, first.system, materialText+e.rulesPromptFor(pending, m, an)+correctiveNote(problems, pending))
 	}
 	if len(unexplained) > 0 {
 		u, err := e.explain(ctx, model, mode, first.system, materialText, rules, unexplained, an, accepted)

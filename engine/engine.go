@@ -57,6 +57,13 @@ type Config struct {
 	// cost little more prompt; a small model judges one rule a call better
 	// than ten.
 	RulesPerCall int
+	// NearestPassages is how many document passages a call of one rule
+	// shows again after the rule, the ones whose words are nearest the
+	// rule's (cite mode, the whole material in the call; 0, the default:
+	// none; at most MaxNearestPassages). A small model that reads the rule
+	// last judges it by the rule's own words less often when the clauses
+	// that speak of it follow it (docs/local-model.md).
+	NearestPassages int
 	// CallConcurrency caps the calls of one request that run at once
 	// (default DefaultCallConcurrency).
 	CallConcurrency int
@@ -204,6 +211,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Temperature < 0 || c.Temperature > 2 {
 		return fmt.Errorf("engine: Temperature %v must be between 0 and 2", c.Temperature)
+	}
+	if c.NearestPassages < 0 || c.NearestPassages > MaxNearestPassages {
+		return fmt.Errorf("engine: NearestPassages %d must be between 0 and %d", c.NearestPassages, MaxNearestPassages)
 	}
 	if c.MaxTokens < 0 {
 		return fmt.Errorf("engine: MaxTokens %d must not be negative", c.MaxTokens)

@@ -62,8 +62,11 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 	whole = r.whole(first.rules)
 	// plan.Count never exceeds a text's length in bytes: a request that
 	// fits by bytes needs no counting.
-	fitsBytes := b.fits(plan.Scale(len(first.system)+len(whole.user), b.ratio)+3*perMessageTokens, len(rs.Rules))
-	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.user)+3*perMessageTokens, len(rs.Rules)) {
+	// A call of one rule on the whole material may show the rule's nearest
+	// passages again (nearRule): room is kept for them.
+	near := nearAllowance(b, e.cfg.Evidence, e.cfg.NearestPassages)
+	fitsBytes := b.fits(plan.Scale(len(first.system)+len(whole.user), b.ratio)+3*perMessageTokens+near, len(rs.Rules))
+	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.user)+3*perMessageTokens+near, len(rs.Rules)) {
 		all := make([]int, len(rs.Rules))
 		for i := range all {
 			all[i] = i

@@ -27,6 +27,8 @@ type material struct {
 	// the material was rendered for one call's rules; "" when each call
 	// adds its own.
 	rules string
+	// whole says it holds every document whole, not excerpts.
+	whole bool
 }
 
 // renderer renders one request's material for its calls.
@@ -90,31 +92,36 @@ func (r renderer) whole(rules string) material {
 	writeDocs(r.in.PrimaryDocs, "primary")
 	writeDocs(r.in.AuxiliaryDocs, "auxiliary")
 	b.WriteString(rules)
-	return material{user: b.String(), ids: ids, rules: rules}
+	return material{user: b.String(), ids: ids, rules: rules, whole: true}
 }
 
 // writePassages writes passages (indexes into r.ps.list), one a line behind
-// its id, and returns ids with theirs added. A passage's line breaks are
-// shown as spaces: the id before it is what matters, and the engine copies
-// the verbatim text.
+// its id, and returns ids with theirs added.
 func (r renderer) writePassages(b *strings.Builder, passages []int, ids []string) []string {
 	for _, i := range passages {
 		p := r.ps.list[i]
-		b.WriteByte('[')
-		b.WriteString(p.id)
-		b.WriteString("] ")
-		switch shownAs(p.text) {
-		case shownVerbatim:
-			b.WriteString(p.text)
-		case shownOneLine:
-			writeOneLine(b, p.text)
-		default:
-			b.WriteString(neutralizeIDs(neutralize(oneLine(p.text))))
-		}
-		b.WriteByte('\n')
+		writePassage(b, p)
 		ids = append(ids, p.id)
 	}
 	return ids
+}
+
+// writePassage writes one passage on a line behind its id. Its line breaks
+// are shown as spaces: the id before it is what matters, and the engine
+// copies the verbatim text.
+func writePassage(b *strings.Builder, p passage) {
+	b.WriteByte('[')
+	b.WriteString(p.id)
+	b.WriteString("] ")
+	switch shownAs(p.text) {
+	case shownVerbatim:
+		b.WriteString(p.text)
+	case shownOneLine:
+		writeOneLine(b, p.text)
+	default:
+		b.WriteString(neutralizeIDs(neutralize(oneLine(p.text))))
+	}
+	b.WriteByte('\n')
 }
 
 // How a passage's text is shown.

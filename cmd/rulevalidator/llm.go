@@ -30,7 +30,9 @@ type llmConfig struct {
 	contextTokens int
 	callsPerReq   int
 	rulesPerCall  int
-	reviewBelow   float64
+	// nearestPassages: passages shown again after a lone rule.
+	nearestPassages int
+	reviewBelow     float64
 }
 
 // newEngine builds the model client and the engine from the settings.
@@ -101,6 +103,9 @@ func (f *llmConfig) check() error {
 	if f.rulesPerCall < 0 {
 		errs = append(errs, fmt.Errorf("--llm-rules-per-call: %d must not be negative (0: as many as fit)", f.rulesPerCall))
 	}
+	if f.nearestPassages < 0 || f.nearestPassages > engine.MaxNearestPassages {
+		errs = append(errs, fmt.Errorf("--llm-nearest-passages: %d must be from 0 to %d (0: none)", f.nearestPassages, engine.MaxNearestPassages))
+	}
 	if f.reviewBelow < 0 || f.reviewBelow > 1 {
 		errs = append(errs, fmt.Errorf("--review-below-confidence: %v must be from 0 to 1", f.reviewBelow))
 	}
@@ -149,6 +154,7 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		ContextTokens:         f.contextTokens,
 		CallConcurrency:       f.callsPerReq,
 		RulesPerCall:          f.rulesPerCall,
+		NearestPassages:       f.nearestPassages,
 		Hooks:                 hooks,
 		ReviewBelowConfidence: f.reviewBelow,
 	}

@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -419,3 +421,28 @@ func (f *termFilter) add(t []byte) {
 }
 
 func (f *termFilter) has(t []byte) bool { return f.hasHash(termHash(t)) }
+
+// Nearest ranks texts against query with the planner's BM25 (the same terms,
+// stemming and stop words that choose a long document's pages) and returns
+// the indexes of the k that score highest, best first, equals in their
+// order; texts that share no term with query are left out.
+func Nearest(query string, texts []string, k int) []int {
+	if k <= 0 || len(texts) == 0 {
+		return nil
+	}
+	ix := newIndex([]string{query})
+	for _, t := range texts {
+		ix.commit(ix.measure(t))
+	}
+	ix.finish()
+	scores := make([]float64, len(texts))
+	ix.scores(0, scores)
+	var out []int
+	for i, s := range scores {
+		if s > 0 {
+			out = append(out, i)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(scores[b], scores[a]) })
+	return out[:min(k, len(out))]
+}

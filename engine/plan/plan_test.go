@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -387,5 +388,32 @@ func TestCountNeverExceedsBytes(t *testing.T) {
 		if n := Count(s); n > len(s) {
 			t.Errorf("Count(%q) = %d, over its %d bytes", s, n, len(s))
 		}
+	}
+}
+
+func TestNearest(t *testing.T) {
+	texts := []string{
+		"Each party's total liability is limited to the fees paid in the twelve months before the claim.",
+		"This Agreement is governed by the laws of the State of Delaware.",
+		"Supplier may engage subprocessors, provided it notifies Customer in advance.",
+		"The limit on liability does not apply to a breach of confidentiality.",
+		"",
+	}
+	for _, tc := range []struct {
+		name, query string
+		k           int
+		want        []int
+	}{
+		{"best first", "Liability is capped at the fees of twelve months.", 2, []int{0, 3}},
+		{"k caps", "liability", 1, []int{3}},
+		{"no shared term", "Disputes go to arbitration.", 3, nil},
+		{"stemmed", "subprocessor notified", 3, []int{2}},
+		{"k zero", "liability", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Nearest(tc.query, texts, tc.k); !slices.Equal(got, tc.want) {
+				t.Errorf("Nearest = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
