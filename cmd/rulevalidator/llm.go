@@ -32,6 +32,7 @@ type llmConfig struct {
 	rulesPerCall  int
 	// nearestPassages: passages shown again after a lone rule.
 	nearestPassages int
+	reaskRestated   bool
 	reviewBelow     float64
 }
 
@@ -155,6 +156,7 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		CallConcurrency:       f.callsPerReq,
 		RulesPerCall:          f.rulesPerCall,
 		NearestPassages:       f.nearestPassages,
+		ReaskRestatedRule:     f.reaskRestated,
 		Hooks:                 hooks,
 		ReviewBelowConfidence: f.reviewBelow,
 	}
