@@ -42,10 +42,6 @@ const (
 	// ReasonUnfocusedEvidence: a quote much longer than the passage it
 	// needs (a whole page, several sentences).
 	ReasonUnfocusedEvidence = "unfocused_evidence"
-	// ReasonRestatedRule: with Config.ReaskRestatedRule, a first answer
-	// whose rationale repeats its rule's words (restatedRule) is asked once
-	// more; the answer is kept as it is when the re-ask gives none better.
-	ReasonRestatedRule = "restated_rule"
 )
 
 // Problem is one thing wrong with a model answer. RuleID is empty when the

@@ -51,9 +51,8 @@ func (e *Engine) verdictKey(tenant, model string, rule Rule, material string) st
 // its answer is checked: the prompt version, how the instructions reach the
 // model (the setting, not what auto decided: auto decides the same for a
 // server every time), the evidence mode, the response format, the answer
-// budget, the temperature, the anchoring threshold, the nearest passages
-// shown after a rule and whether a restated rule is asked again (it
-// changes which answer is kept). Settings that only
+// budget, the temperature, the anchoring threshold and the nearest passages
+// shown after a rule. Settings that only
 // change how the material is split (the context window, rules per call)
 // change the material itself, which the key holds as its digest; the re-ask
 // budget does not change what an accepted answer is. The samples source's
@@ -63,14 +62,9 @@ func (c *Config) cacheSettings() string {
 	if c.Confidence == ConfidenceSamples {
 		sampling = ";confidence=samples/" + strconv.Itoa(c.ConfidenceSamples) + "@" + strconv.FormatFloat(float64(c.SampleTemperature), 'g', -1, 32)
 	}
-	// Settings off by default are written only when on: verdicts judged
-	// without them keep the keys they had before the settings existed.
-	optional := ""
+	nearest := ""
 	if c.NearestPassages > 0 {
-		optional += ";nearest=" + strconv.Itoa(c.NearestPassages)
-	}
-	if c.ReaskRestatedRule {
-		optional += ";reask_restated"
+		nearest = ";nearest=" + strconv.Itoa(c.NearestPassages)
 	}
 	return "prompt=" + PromptVersion +
 		";instructions=" + string(c.Instructions) +
@@ -78,7 +72,7 @@ func (c *Config) cacheSettings() string {
 		";format=" + string(c.Format) +
 		";max_tokens=" + strconv.Itoa(c.MaxTokens) +
 		";temperature=" + strconv.FormatFloat(float64(c.Temperature), 'g', -1, 32) +
-		";fuzzy=" + strconv.FormatFloat(c.FuzzyThreshold, 'g', -1, 64) + optional + sampling
+		";fuzzy=" + strconv.FormatFloat(c.FuzzyThreshold, 'g', -1, 64) + nearest + sampling
 }
 
 // materialDigest is the digest of a call's material, the rules after it

@@ -44,9 +44,6 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 	// Verdicts whose only problem is their rationale wait for a
 	// rationale-only re-ask (explain) once the others are settled.
 	unexplained := map[string]candidate{}
-	// First answers re-asked for restating their rule, kept when the re-ask
-	// gives none that passes the checks.
-	restated := map[string]Verdict{}
 	var usage Usage
 	var asked question // the first call, which the samples source asks again
 	schemaPart, grammarPart := first.schema, first.grammar
@@ -91,11 +88,6 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 				return nil, usage, err
 			}
 			if len(cps) == 0 {
-				if p, ok := e.restatedProblem(r, v, attempt); ok {
-					restated[r.RuleID] = v
-					problems = append(problems, p)
-					continue
-				}
 				accepted[r.RuleID] = v
 				delete(best, r.RuleID)
 				continue
@@ -115,10 +107,6 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 			break
 		}
 		if attempt >= e.cfg.OutputRetries {
-			pending = keepRestated(pending, restated, accepted)
-			if len(pending) == 0 {
-				break
-			}
 			if !keepBest(pending, best, accepted) {
 				return nil, usage, &OutputError{Attempts: attempt + 1, Problems: problems}
 			}
@@ -162,31 +150,6 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 type candidate struct {
 	verdict  Verdict
 	problems []Problem
-}
-
-// restatedProblem is the re-ask a first answer that passed the checks
-// gets when Config.ReaskRestatedRule is on and its rationale restates r.
-func (e *Engine) restatedProblem(r Rule, v Verdict, attempt int) (Problem, bool) {
-	if !e.cfg.ReaskRestatedRule || attempt > 0 || e.cfg.OutputRetries == 0 || restatedRule(r, v.Rationale) == "" {
-		return Problem{}, false
-	}
-	return Problem{RuleID: r.RuleID, Reason: ReasonRestatedRule,
-		Detail: "the rationale repeated the rule's own words instead of saying what the material states. Judge the rule again from the material: say in your own words what the passage that decides it states, and cite that passage; if no passage speaks to the rule, say that the material does not state it."}, true
-}
-
-// keepRestated accepts the first answers of pending rules that were
-// re-asked for restating their rule and got no answer that passes the
-// checks since, and returns the rules still pending.
-func keepRestated(pending []Rule, restated, accepted map[string]Verdict) []Rule {
-	var out []Rule
-	for _, r := range pending {
-		if v, ok := restated[r.RuleID]; ok {
-			accepted[r.RuleID] = v
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
 }
 
 // keepBest accepts, for every pending rule, its best content-flawed answer

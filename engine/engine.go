@@ -64,13 +64,6 @@ type Config struct {
 	// last judges it by the rule's own words less often when the clauses
 	// that speak of it follow it (docs/local-model.md).
 	NearestPassages int
-	// ReaskRestatedRule asks once more for a rule whose first answer passed
-	// the checks but whose rationale repeats eight or more of the rule's
-	// words in a row (the restated_rule review reason): a small model
-	// states the rule as its finding. The second answer is kept when it
-	// passes the checks, the first otherwise. Off by default
-	// (docs/local-model.md measures it).
-	ReaskRestatedRule bool
 	// CallConcurrency caps the calls of one request that run at once
 	// (default DefaultCallConcurrency).
 	CallConcurrency int

@@ -65,7 +65,7 @@ var (
 		engine.ReasonScoreNotAllowed, engine.ReasonWrongOutputType, engine.ReasonEmptyResponse,
 		engine.ReasonMalformedEvidence, engine.ReasonPlaceholderRationale, engine.ReasonPlaceholderEvidence,
 		engine.ReasonUnanchoredQuote, engine.ReasonAlteredEvidence, engine.ReasonUnsupportedVerdict,
-		engine.ReasonUnknownPassage, engine.ReasonUnfocusedEvidence, engine.ReasonRestatedRule,
+		engine.ReasonUnknownPassage, engine.ReasonUnfocusedEvidence,
 	)
 	anchorOutcomes   = newLabelSet("exact", "normalized", "fuzzy", "elided", "passage", "unanchored", "not_document")
 	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)

@@ -153,7 +153,7 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 		{"verdicts_published_total", m.verdictsPublished, 5},
 		{"dead_letters_total", m.deadLetters, 11},
 		{"environment_fault", m.envFault, len(pipeline.Causes)},
-		{"llm_output_retries_total", m.llmRetries, 21},
+		{"llm_output_retries_total", m.llmRetries, 20},
 		{"evidence_anchoring_total", m.anchoring, 7},
 		{"handler_duration_seconds", m.handlerTimings, 3},
 		{"rules_decided_without_model_total", m.rulesDecided, 2},

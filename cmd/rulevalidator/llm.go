@@ -32,7 +32,6 @@ type llmConfig struct {
 	rulesPerCall  int
 	// nearestPassages: passages shown again after a lone rule.
 	nearestPassages int
-	reaskRestated   bool
 	reviewBelow     float64
 }
 
@@ -156,7 +155,6 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		CallConcurrency:       f.callsPerReq,
 		RulesPerCall:          f.rulesPerCall,
 		NearestPassages:       f.nearestPassages,
-		ReaskRestatedRule:     f.reaskRestated,
 		Hooks:                 hooks,
 		ReviewBelowConfidence: f.reviewBelow,
 	}

@@ -93,7 +93,6 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.integer(&f.callsPerReq, "llm-calls-per-request", "RULEVALIDATOR_LLM_CALLS_PER_REQUEST", fmt.Sprint(engine.DefaultCallConcurrency), "calls of one split request that run at once")
 	s.integer(&f.rulesPerCall, "llm-rules-per-call", "RULEVALIDATOR_LLM_RULES_PER_CALL", "0", "the most rules one model call judges (0: as many as fit); calls share the instructions and the material as a prefix a server's prompt cache keeps")
 	s.integer(&f.nearestPassages, "llm-nearest-passages", "RULEVALIDATOR_LLM_NEAREST_PASSAGES", "0", fmt.Sprintf("with one rule a call in cite mode: how many passages whose words are nearest the rule's are shown again after it (0 to %d; 0: none)", engine.MaxNearestPassages))
-	s.boolean(&f.reaskRestated, "reask-restated-rule", "RULEVALIDATOR_REASK_RESTATED_RULE", "false", "ask once more for a rule whose first answer's rationale repeats eight or more of the rule's words in a row; the second answer is kept when it passes the checks")
 	s.number(&f.reviewBelow, "review-below-confidence", "RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE", "0.8", "a verdict whose confidence is under it needs review (0 to 1; 0: none for its confidence); a ruleset's or rule's review_below_confidence overrides it")
 	s.integer(&f.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; a larger request is refused (serve dead-letters it as oversized)")
 }
