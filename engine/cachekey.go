@@ -52,17 +52,17 @@ func (e *Engine) verdictKey(tenant, model string, rule Rule, material string) st
 // model (the setting, not what auto decided: auto decides the same for a
 // server every time), the evidence mode, the response format, the answer
 // budget, the temperature, the anchoring threshold and the nearest passages
-// shown after a rule. Settings that only
-// change how the material is split (the context window, rules per call)
-// change the material itself, which the key holds as its digest; the re-ask
-// budget does not change what an accepted answer is. The samples source's
+// shown after a rule. Settings that only change how the material is split
+// (the context window, rules per call) change the material itself, which
+// the key holds as its digest; the re-ask budget does not change what an
+// accepted answer is. The samples source's
 // settings are written when it is on: they make the verdict's confidence.
 func (c *Config) cacheSettings() string {
 	sampling := ""
 	if c.Confidence == ConfidenceSamples {
 		sampling = ";confidence=samples/" + strconv.Itoa(c.ConfidenceSamples) + "@" + strconv.FormatFloat(float64(c.SampleTemperature), 'g', -1, 32)
 	}
-	nearest := ""
+	nearest := "" // written only when set: verdicts judged without it keep their keys
 	if c.NearestPassages > 0 {
 		nearest = ";nearest=" + strconv.Itoa(c.NearestPassages)
 	}
