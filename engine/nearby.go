@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 
 	"rulevalidator/engine/plan"
@@ -11,8 +12,8 @@ import (
 const MaxNearestPassages = 10
 
 // nearRule picks, among the document passages a call shows (shown, its
-// ids), the k whose words are nearest rule's text and alternate
-// (the planner's BM25), in the material's order. A small model that reads
+// ids), the k whose words are nearest rule's text and alternate (the
+// planner's BM25), in the material's order. A small model that reads
 // the rule last, after a long material, judges it by the rule's own words
 // ("the agreement states that disputes are taken to arbitration"); shown
 // the clauses that speak of it right after the rule, it judges and cites
@@ -29,23 +30,19 @@ func nearRule(ps *passageSet, shown []string, rule Rule, k int) []passage {
 		texts[i] = p.text
 	}
 	best := plan.Nearest(rule.RuleText+"\n"+rule.NotApplicableText, texts, k)
-	picked := make([]bool, len(candidates))
-	for _, i := range best {
-		picked[i] = true
-	}
-	var out []passage
-	for i, p := range candidates {
-		if picked[i] {
-			out = append(out, p)
-		}
+	slices.Sort(best) // the material's order
+	out := make([]passage, len(best))
+	for i, j := range best {
+		out[i] = candidates[j]
 	}
 	return out
 }
 
 // rulesPromptFor is RulesPrompt(rules) for a call on m: with
 // Config.NearestPassages set, a call of one rule on the whole material in
-// cite mode shows the rule's nearest passages after it. An excerpt of a long document is already the
-// passages nearest its rules, and the plan keeps no room for more.
+// cite mode shows the rule's nearest passages after it. An excerpt of a
+// long document is already the passages nearest its rules, and the plan
+// keeps no room for more.
 func (e *Engine) rulesPromptFor(rules []Rule, m material, an *anchoring) string {
 	text := RulesPrompt(rules)
 	if k := e.cfg.NearestPassages; k > 0 && len(rules) == 1 && m.whole && e.cfg.Evidence == EvidenceCite {

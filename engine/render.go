@@ -96,32 +96,27 @@ func (r renderer) whole(rules string) material {
 }
 
 // writePassages writes passages (indexes into r.ps.list), one a line behind
-// its id, and returns ids with theirs added.
+// its id, and returns ids with theirs added. A passage's line breaks are
+// shown as spaces: the id before it is what matters, and the engine copies
+// the verbatim text.
 func (r renderer) writePassages(b *strings.Builder, passages []int, ids []string) []string {
 	for _, i := range passages {
 		p := r.ps.list[i]
-		writePassage(b, p)
+		b.WriteByte('[')
+		b.WriteString(p.id)
+		b.WriteString("] ")
+		switch shownAs(p.text) {
+		case shownVerbatim:
+			b.WriteString(p.text)
+		case shownOneLine:
+			writeOneLine(b, p.text)
+		default:
+			b.WriteString(neutralizeIDs(neutralize(oneLine(p.text))))
+		}
+		b.WriteByte('\n')
 		ids = append(ids, p.id)
 	}
 	return ids
-}
-
-// writePassage writes one passage on a line behind its id. Its line breaks
-// are shown as spaces: the id before it is what matters, and the engine
-// copies the verbatim text.
-func writePassage(b *strings.Builder, p passage) {
-	b.WriteByte('[')
-	b.WriteString(p.id)
-	b.WriteString("] ")
-	switch shownAs(p.text) {
-	case shownVerbatim:
-		b.WriteString(p.text)
-	case shownOneLine:
-		writeOneLine(b, p.text)
-	default:
-		b.WriteString(neutralizeIDs(neutralize(oneLine(p.text))))
-	}
-	b.WriteByte('\n')
 }
 
 // How a passage's text is shown.

@@ -221,14 +221,14 @@ func scoreEvidence(gold []Span, evs []engine.Evidence) EvidenceCounts {
 		for _, i := range hits {
 			found[i] = true
 		}
-		hit, pageRight := len(hits) > 0, false
+		if len(hits) > 0 {
+			c.Hits++
+		}
+		pageRight := false
 		for _, g := range gold {
 			if g.Document == ev.SourceOrigin && g.Page == ev.CitedPageNumber {
 				pageRight = true
 			}
-		}
-		if hit {
-			c.Hits++
 		}
 		if pageRight {
 			c.PagesRight++
