@@ -61,9 +61,6 @@ func (c *Config) cacheSettings() string {
 	sampling := ""
 	if c.Confidence == ConfidenceSamples {
 		sampling = ";confidence=samples/" + strconv.Itoa(c.ConfidenceSamples) + "@" + strconv.FormatFloat(float64(c.SampleTemperature), 'g', -1, 32)
-		if c.MajorityVerdict {
-			sampling += ";verdict=majority"
-		}
 	}
 	nearest := "" // written only when set: verdicts judged without it keep their keys
 	if c.NearestPassages > 0 {

@@ -57,8 +57,6 @@ func TestVerdictKey(t *testing.T) {
 		{"another response format", key(withCfg(func(c *Config) { c.Format = FormatJSONObject }), "contoso", "m", rule, "digest-1"), want, false},
 		{"another temperature", key(withCfg(func(c *Config) { c.Temperature = 0.7 }), "contoso", "m", rule, "digest-1"), want, false},
 		{"nearest passages shown", key(withCfg(func(c *Config) { c.NearestPassages = 3 }), "contoso", "m", rule, "digest-1"), want, false},
-		{"the samples' majority as the verdict", key(withCfg(func(c *Config) { c.Confidence, c.MajorityVerdict = ConfidenceSamples, true }), "contoso", "m", rule, "digest-1"),
-			key(withCfg(func(c *Config) { c.Confidence = ConfidenceSamples }), "contoso", "m", rule, "digest-1"), false},
 		{"another anchoring threshold", key(withCfg(func(c *Config) { c.FuzzyThreshold = 0.9 }), "contoso", "m", rule, "digest-1"), want, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

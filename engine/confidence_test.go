@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -180,61 +179,6 @@ func TestEvaluateSamplesConfidence(t *testing.T) {
 	}
 }
 
-// TestMajorityVerdict: with MajorityVerdict, a verdict takes the value
-// most of the answers give, from the first sample of that value whose
-// content passes the checks (its rationale and evidence with it); a tie
-// keeps the judged answer, and the confidence is the kept value's share.
-func TestMajorityVerdict(t *testing.T) {
-	judged := answer(t, boolRule("cap", true, capQuote), boolRule("term", false), numRule("score", 2, capQuote))
-	unanchored := boolRule("cap", false, map[string]any{"text": "no such words are in the agreement", "source_origin": "msa.pdf", "source_page_number": 1})
-	checked := boolRule("cap", false, termQuote)
-	checked["rationale"] = "The liability clause sets no cap, only a term."
-	replies := []scriptedReply{
-		{content: judged},
-		{content: answer(t, unanchored, boolRule("term", true), numRule("score", 3, capQuote))},
-		{content: answer(t, checked, boolRule("term", true), numRule("score", 3, capQuote))},
-		{content: answer(t, boolRule("cap", false), boolRule("term", false), numRule("score", 7))}, // 7 is no allowed score
-	}
-	llm := &scriptedLLM{replies: replies}
-	cfg := Config{Confidence: ConfidenceSamples, ConfidenceSamples: 4, MajorityVerdict: true, CallConcurrency: 1}
-	res, err := newTestEngine(t, llm, cfg).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(llm.calls) != 4 {
-		t.Fatalf("%d calls, want the judged one and 3 samples", len(llm.calls))
-	}
-	got := map[string]Verdict{}
-	for _, v := range res.Rules {
-		got[v.RuleID] = v
-	}
-	for _, tt := range []struct {
-		rule       string
-		boolean    *bool
-		score      *int
-		confidence float64
-		rationale  string
-	}{
-		{"cap", ptr(false), nil, 3.0 / 4, "The liability clause sets no cap, only a term."},
-		{"term", ptr(false), nil, 2.0 / 4, "The material shows why term is judged so."}, // a tie
-		{"score", nil, ptr(3), 2.0 / 3, "The material shows why score is judged so."},
-	} {
-		v := got[tt.rule]
-		if !reflect.DeepEqual(v.BooleanOutput, tt.boolean) || !reflect.DeepEqual(v.NumericalOutput, tt.score) {
-			t.Errorf("%s: boolean %v, score %v; want %v, %v", tt.rule, v.BooleanOutput, v.NumericalOutput, tt.boolean, tt.score)
-		}
-		if v.Confidence == nil || math.Abs(*v.Confidence-tt.confidence) > 1e-9 {
-			t.Errorf("%s: confidence %v, want %v", tt.rule, v.Confidence, tt.confidence)
-		}
-		if v.Rationale != tt.rationale {
-			t.Errorf("%s: rationale %q, want %q", tt.rule, v.Rationale, tt.rationale)
-		}
-	}
-	if ev := got["cap"].Evidences; len(ev) != 1 || !ev[0].Anchored || ev[0].QuotedText != termQuote["text"] {
-		t.Errorf("cap's evidence %+v, want the checked sample's quote, anchored", ev)
-	}
-}
-
 func TestEvaluateSamplesConfidenceNoneWithoutSamples(t *testing.T) {
 	judged := answer(t, boolRule("cap", true, capQuote), boolRule("term", false), numRule("score", 2, capQuote))
 	llm := &scriptedLLM{replies: []scriptedReply{{content: judged}, {content: "not an answer"}}}
@@ -258,20 +202,5 @@ func TestCheckSampling(t *testing.T) {
 		if err := checkSampling(tt.samples, tt.temp); (err == nil) != tt.ok {
 			t.Errorf("checkSampling(%d, %v) = %v, want ok %v", tt.samples, tt.temp, err, tt.ok)
 		}
-	}
-}
-
-// TestMajorityVerdictNeedsSamples: the majority is of the samples' answers,
-// so the setting is refused without them.
-func TestMajorityVerdictNeedsSamples(t *testing.T) {
-	for _, source := range []ConfidenceSource{ConfidenceLogProbs, ConfidenceOff, ""} {
-		cfg := Config{Format: FormatJSONSchema, Confidence: source, MajorityVerdict: true}
-		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "MajorityVerdict") {
-			t.Errorf("confidence %q: Validate() = %v, want an error naming MajorityVerdict", source, err)
-		}
-	}
-	cfg := Config{Format: FormatJSONSchema, Confidence: ConfidenceSamples, MajorityVerdict: true}
-	if err := cfg.Validate(); err != nil {
-		t.Errorf("with samples: %v", err)
 	}
 }

@@ -126,7 +126,7 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 		}
 	}
 	if e.cfg.Confidence == ConfidenceSamples {
-		u, err := e.sampleConfidences(ctx, model, asked, rules, accepted, an)
+		u, err := e.sampleConfidences(ctx, model, asked, rules, accepted)
 		usage = usage.Add(u)
 		if err != nil {
 			return nil, usage, err

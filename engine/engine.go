@@ -89,13 +89,6 @@ type Config struct {
 	// model's own distribution, so that their agreement measures how much
 	// of it the verdict's value holds.
 	SampleTemperature float32
-	// MajorityVerdict, with the samples source, makes each verdict the
-	// value most of the answers give (self-consistency) rather than the
-	// judged answer's: a sample's answer, its rationale and evidence with
-	// it, replaces the judged one where more answers give its value and it
-	// passes the same checks. Off by default: it changes verdicts, not just
-	// how sure they are.
-	MajorityVerdict bool
 	// Instructions is how the instructions reach the model (default system;
 	// auto decides once per model from the server's prompt token count,
 	// see InstructionsAuto).
@@ -209,9 +202,6 @@ func (c *Config) Validate() error {
 	}
 	if err := checkSampling(c.ConfidenceSamples, c.SampleTemperature); err != nil {
 		return err
-	}
-	if c.MajorityVerdict && c.Confidence != ConfidenceSamples {
-		return fmt.Errorf("engine: MajorityVerdict needs Confidence %q: the majority is of its answers", ConfidenceSamples)
 	}
 	if c.MaxInputBytes < 0 {
 		return fmt.Errorf("engine: MaxInputBytes %d must not be negative", c.MaxInputBytes)

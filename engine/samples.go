@@ -42,12 +42,9 @@ type question struct {
 // share of the answers, the verdict's own included, that give its value
 // (agreeingValue). A sample's answer is checked for its shape only, rule by
 // rule; a rule no sample answered well keeps no confidence, rather than
-// the 1 its lone answer would make. With MajorityVerdict, a rule whose
-// samples give another value more often than the verdict's takes the first
-// such sample that passes the content checks (an), and the confidence is
-// that value's share. A failed call fails the conversation, as any call
-// does.
-func (e *Engine) sampleConfidences(ctx context.Context, model string, q question, rules []Rule, verdicts map[string]Verdict, an *anchoring) (Usage, error) {
+// the 1 its lone answer would make. A failed call fails the conversation,
+// as any call does.
+func (e *Engine) sampleConfidences(ctx context.Context, model string, q question, rules []Rule, verdicts map[string]Verdict) (Usage, error) {
 	var (
 		mu      sync.Mutex
 		usage   Usage
@@ -80,69 +77,17 @@ func (e *Engine) sampleConfidences(ctx context.Context, model string, q question
 		if !ok || len(samples) == 0 {
 			continue
 		}
-		agree := 1 + agreeing(v, samples) // the verdict's own answer and the samples like it
-		if e.cfg.MajorityVerdict {
-			replaced, n, err := e.majority(r, v, agree, samples, an)
-			if err != nil {
-				return usage, err
+		agree := 1 // the verdict's own answer
+		for _, s := range samples {
+			if agreeingValue(v, s) {
+				agree++
 			}
-			v, agree = replaced, n
 		}
 		p := float64(agree) / float64(len(samples)+1)
 		v.Confidence = &p
 		verdicts[r.RuleID] = v
 	}
 	return usage, nil
-}
-
-// majority is the answer to rule r that MajorityVerdict keeps, and how many
-// of the answers give its value: judged, which agree answers give, unless
-// the samples give another value more often and one of them passes the
-// content checks. Ties keep the judged answer.
-func (e *Engine) majority(r Rule, judged Verdict, agree int, samples []Verdict, an *anchoring) (Verdict, int, error) {
-	tried := make([]bool, len(samples))
-	for {
-		best, count := -1, agree
-		for i, s := range samples {
-			if tried[i] || agreeingValue(judged, s) {
-				continue
-			}
-			if n := agreeing(s, samples); n > count {
-				best, count = i, n
-			}
-		}
-		if best < 0 {
-			return judged, agree, nil
-		}
-		// The first sample of the winning value that passes the checks
-		// stands for it; the value is tried once.
-		for i, s := range samples {
-			if !agreeingValue(samples[best], s) {
-				continue
-			}
-			tried[i] = true
-			candidate := s
-			problems, err := an.checkContent(r, &candidate)
-			if err != nil {
-				return judged, agree, err
-			}
-			if len(problems) == 0 {
-				e.cfg.Logger.Debug("engine: the samples' majority replaces the judged answer", "rule_id", r.RuleID, "answers", len(samples)+1, "agreeing", count)
-				return candidate, count, nil
-			}
-		}
-	}
-}
-
-// agreeing counts the answers that give v's value.
-func agreeing(v Verdict, answers []Verdict) int {
-	n := 0
-	for _, a := range answers {
-		if agreeingValue(v, a) {
-			n++
-		}
-	}
-	return n
 }
 
 // agreeingValue reports whether two answers to a rule give the same value:

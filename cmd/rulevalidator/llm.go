@@ -13,18 +13,16 @@ import (
 // llmConfig is how a command reaches the model and judges with it: the
 // settings of llmSettings, the same on serve, validate and eval.
 type llmConfig struct {
-	baseURL      string
-	apiKey       string
-	model        string
-	format       string
-	instructions string
-	evidence     string
-	temperature  float64
-	confidence   string
-	samples      int
-	sampleTemp   float64
-	// majority: the samples' majority value is the verdict.
-	majority      bool
+	baseURL       string
+	apiKey        string
+	model         string
+	format        string
+	instructions  string
+	evidence      string
+	temperature   float64
+	confidence    string
+	samples       int
+	sampleTemp    float64
 	outputRetries int
 	timeout       time.Duration
 	maxTokens     int
@@ -86,9 +84,6 @@ func (f *llmConfig) check() error {
 	}
 	if f.sampleTemp <= 0 || f.sampleTemp > 2 {
 		errs = append(errs, fmt.Errorf("--confidence-temperature: %v must be above 0 and at most 2", f.sampleTemp))
-	}
-	if f.majority && engine.ConfidenceSource(f.confidence) != engine.ConfidenceSamples {
-		errs = append(errs, fmt.Errorf("--majority-verdict: needs --confidence samples (it is %q): the majority is of the samples' answers", f.confidence))
 	}
 	if f.outputRetries < 0 {
 		errs = append(errs, fmt.Errorf("--output-retries: %d must not be negative (0: none)", f.outputRetries))
@@ -152,7 +147,6 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		Confidence:            engine.ConfidenceSource(f.confidence),
 		ConfidenceSamples:     f.samples,
 		SampleTemperature:     float32(f.sampleTemp),
-		MajorityVerdict:       f.majority,
 		Logger:                logger,
 		OutputRetries:         retries,
 		MaxTokens:             f.maxTokens,
