@@ -55,8 +55,6 @@ const (
 	probeCodeWord = "OCELOT-5172"
 	probeSystem   = "The code word is " + probeCodeWord + ". Whenever you are asked for the code word, answer with the code word and nothing else."
 	probeUser     = "What is the code word? Answer with the code word only."
-
-	probeTimeout = 60 * time.Second
 )
 
 // systemTokensCounted is the least growth of the prompt, in tokens, that
@@ -229,9 +227,11 @@ func refusesSystem(ctx context.Context, err error) bool {
 
 // probeCall is one short, plain-text call of the decision, reported to the
 // LLMCall hook like every model call but not counted in a request's usage.
+// It waits as long as any call of the request (the client's call timeout):
+// a server busy with other clients answers it late, not never, and a
+// shorter wait would fold the instructions of a request whose own calls go
+// through.
 func (e *Engine) probeCall(ctx context.Context, model string, messages []Message, maxTokens int) (ChatResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
 	start := time.Now()
 	resp, err := e.llm.Chat(ctx, ChatRequest{Model: model, Messages: messages, Format: FormatText, MaxTokens: maxTokens, Temperature: Temperature(e.cfg.Temperature)})
 	if e.cfg.Hooks.LLMCall != nil {

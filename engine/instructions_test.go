@@ -71,6 +71,8 @@ type templateLLM struct {
 
 	mu    sync.Mutex
 	calls []ChatRequest
+	// decisionDeadlines counts decision calls whose context had a deadline.
+	decisionDeadlines int
 }
 
 // isDecision tells the calls of the instruction decision from judging calls.
@@ -79,9 +81,12 @@ func isDecision(req ChatRequest) bool {
 	return last == countUser || last == probeUser
 }
 
-func (s *templateLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, error) {
+func (s *templateLLM) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	s.mu.Lock()
 	s.calls = append(s.calls, req)
+	if _, ok := ctx.Deadline(); ok && isDecision(req) {
+		s.decisionDeadlines++
+	}
 	s.mu.Unlock()
 	if !isDecision(req) {
 		return ChatResponse{Content: s.answer, Usage: Usage{PromptTokens: 10, LLMCalls: 1}}, nil
@@ -234,6 +239,21 @@ func TestAutoInstructions(t *testing.T) {
 				t.Errorf("log lacks %q:\n%s", tt.wantLog, logs.String())
 			}
 		})
+	}
+}
+
+// TestDecisionWaitsAsACallDoes: the decision's calls carry the request's
+// context and no deadline of their own, so a server busy with other
+// clients is waited on for the client's call timeout, as the request's own
+// calls are, rather than taken for one that cannot be asked.
+func TestDecisionWaitsAsACallDoes(t *testing.T) {
+	llm := &templateLLM{}
+	e := newTestEngine(t, llm, Config{Instructions: InstructionsAuto, Logger: slog.New(slog.DiscardHandler)})
+	if _, err := e.instructionMode(context.Background(), "m"); err != nil {
+		t.Fatal(err)
+	}
+	if decisions, _ := llm.split(); len(decisions) == 0 || llm.decisionDeadlines != 0 {
+		t.Errorf("%d of %d decision calls had a deadline of their own, want none", llm.decisionDeadlines, len(decisions))
 	}
 }
 
