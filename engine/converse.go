@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// converse runs one conversation: it asks the model to judge rules (all of
-// rs.Rules, or a subset of them) on m (all of the request's material, or an
+// converse runs one conversation: it asks the model, its instructions sent
+// as mode says, to judge rules (all of rs.Rules, or a subset of them) on m (all of the request's material, or an
 // excerpt of it), then re-asks for the rules whose answers failed the
 // checks, merging what was accepted. an resolves evidence against the whole
 // request's documents; share one per request across its conversations.
@@ -17,7 +17,7 @@ import (
 // problems left are content problems, each such rule keeps its best answer,
 // marked with its problems (keepBest); any shape problem left is an
 // OutputError.
-func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules []Rule, m material, an *anchoring) ([]Verdict, Usage, error) {
+func (e *Engine) converse(ctx context.Context, model string, mode Instructions, rs *Ruleset, rules []Rule, m material, an *anchoring) ([]Verdict, Usage, error) {
 	first, err := e.compiledFor(rs, rules)
 	if err != nil {
 		return nil, Usage{}, err
@@ -27,10 +27,6 @@ func (e *Engine) converse(ctx context.Context, model string, rs *Ruleset, rules 
 		citable = an.origins()
 	}
 	grammarCitable := groundingIDs(citable, e.cfg.Evidence)
-	mode, err := e.instructionMode(ctx, model)
-	if err != nil {
-		return nil, Usage{}, err
-	}
 	// The material first, the rules after it: every call of a request
 	// shares the instructions and the material as a prefix.
 	// The rules are written for the rules asked, after the material: a

@@ -229,7 +229,7 @@ func TestConverseSubset(t *testing.T) {
 	llm := &scriptedLLM{replies: []scriptedReply{{content: answer(t, numRule("score", 1), boolRule("cap", true, capQuote))}}}
 	e := newTestEngine(t, llm, Config{})
 	subset := []Rule{rs.Rules[2], rs.Rules[0]}
-	verdicts, usage, err := e.converse(context.Background(), "m", rs, subset, renderer{in: excerpt}.whole(""), e.newAnchoring(full))
+	verdicts, usage, err := e.converse(context.Background(), "m", InstructionsSystem, rs, subset, renderer{in: excerpt}.whole(""), e.newAnchoring(full))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,18 +75,24 @@ type instructionModes struct {
 type modeDecision struct {
 	done chan struct{}
 	mode Instructions
+	// settled is false while the instructions are folded only because the
+	// server could not be asked.
+	settled bool
 	// err is a permanent failure of the decision's calls; the requests
 	// waiting for the decision fail with it too.
 	err error
 }
 
 // instructionMode is how to send instructions to model under the engine's
-// setting, asking the server the first time auto needs to know. An error is
-// one the request's own call would get as well (a refused API key, an
-// unknown model): the request fails with it and the next one asks again.
-func (e *Engine) instructionMode(ctx context.Context, model string) (Instructions, error) {
+// setting, asking the server the first time auto needs to know. settled is
+// false when the instructions are folded only for now, the server not
+// having answered: verdicts judged so are not what the setting names, and
+// are not kept in the verdict cache. An error is one the request's own call
+// would get as well (a refused API key, an unknown model): the request
+// fails with it and the next one asks again.
+func (e *Engine) instructionMode(ctx context.Context, model string) (mode Instructions, settled bool, err error) {
 	if e.cfg.Instructions != InstructionsAuto {
-		return e.cfg.Instructions, nil
+		return e.cfg.Instructions, true, nil
 	}
 	m := e.modes
 	m.mu.Lock()
@@ -97,20 +103,20 @@ func (e *Engine) instructionMode(ctx context.Context, model string) (Instruction
 		m.mu.Unlock()
 		defer close(d.done)
 		mode, remember, err := e.decideMode(ctx, model)
-		d.mode, d.err = mode, err
+		d.mode, d.settled, d.err = mode, remember, err
 		if !remember {
 			m.mu.Lock()
 			delete(m.known, model)
 			m.mu.Unlock()
 		}
-		return mode, err
+		return mode, remember, err
 	}
 	m.mu.Unlock()
 	select {
 	case <-d.done:
-		return d.mode, d.err
+		return d.mode, d.settled, d.err
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return "", false, ctx.Err()
 	}
 }
 

@@ -227,16 +227,47 @@ func TestAutoInstructions(t *testing.T) {
 				t.Errorf("%d judging calls after the server refused the decision for good, want none", len(judging))
 			}
 			for _, c := range judging {
-				roles := make([]string, len(c.Messages))
-				for i, m := range c.Messages {
-					roles[i] = m.Role
-				}
-				if fmt.Sprint(roles) != tt.wantRoles {
-					t.Errorf("roles %v, want %s", roles, tt.wantRoles)
+				if got := fmt.Sprint(roles(c)); got != tt.wantRoles {
+					t.Errorf("roles %s, want %s", got, tt.wantRoles)
 				}
 			}
 			if !strings.Contains(logs.String(), tt.wantLog) {
 				t.Errorf("log lacks %q:\n%s", tt.wantLog, logs.String())
+			}
+		})
+	}
+}
+
+// TestVerdictsJudgedFoldedForNowAreNotCached: verdicts judged while the
+// instructions are folded only because the server could not be asked are
+// not what the setting names, so the verdict cache does not keep them; once
+// the server answers, they are kept.
+func TestVerdictsJudgedFoldedForNowAreNotCached(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		llm       *templateLLM
+		wantKept  bool
+		wantRoles string
+	}{
+		{"decided", &templateLLM{}, true, "[system user]"},
+		{"server not asked", &templateLLM{fail: fmt.Errorf("%w: connection refused", ErrLLMUnavailable)}, false, "[user]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.llm.answer = answer(t, boolRule("cap", true, capQuote), boolRule("term", false), numRule("score", 2, capQuote))
+			cache := &mapCache{m: map[string]CachedVerdict{}}
+			e := newTestEngine(t, tt.llm, Config{Instructions: InstructionsAuto, Cache: cache, Logger: slog.New(slog.DiscardHandler)})
+			if _, err := e.Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs(), Tenant: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			if kept := len(cache.m) > 0; kept != tt.wantKept {
+				t.Errorf("%d verdicts kept in the cache, want kept: %v", len(cache.m), tt.wantKept)
+			}
+			_, judging := tt.llm.split()
+			if len(judging) != 1 {
+				t.Fatalf("%d judging calls, want 1", len(judging))
+			}
+			if got := fmt.Sprint(roles(judging[0])); got != tt.wantRoles {
+				t.Errorf("roles %s, want %s", got, tt.wantRoles)
 			}
 		})
 	}
@@ -249,7 +280,7 @@ func TestAutoInstructions(t *testing.T) {
 func TestDecisionWaitsAsACallDoes(t *testing.T) {
 	llm := &templateLLM{}
 	e := newTestEngine(t, llm, Config{Instructions: InstructionsAuto, Logger: slog.New(slog.DiscardHandler)})
-	if _, err := e.instructionMode(context.Background(), "m"); err != nil {
+	if _, _, err := e.instructionMode(context.Background(), "m"); err != nil {
 		t.Fatal(err)
 	}
 	if decisions, _ := llm.split(); len(decisions) == 0 || llm.decisionDeadlines != 0 {
@@ -264,7 +295,7 @@ func TestDecisionWaitsAsACallDoes(t *testing.T) {
 func TestDecisionCalls(t *testing.T) {
 	llm := &templateLLM{}
 	e := newTestEngine(t, llm, Config{Instructions: InstructionsAuto, Logger: slog.New(slog.DiscardHandler)})
-	if _, err := e.instructionMode(context.Background(), "m"); err != nil {
+	if _, _, err := e.instructionMode(context.Background(), "m"); err != nil {
 		t.Fatal(err)
 	}
 	decisions, _ := llm.split()
@@ -370,4 +401,13 @@ func TestInstructionsConfig(t *testing.T) {
 	if e.cfg.Instructions != InstructionsSystem {
 		t.Errorf("default Instructions = %q, want system", e.cfg.Instructions)
 	}
+}
+
+// roles are the roles of a call's messages, in order.
+func roles(c ChatRequest) []string {
+	out := make([]string, len(c.Messages))
+	for i, m := range c.Messages {
+		out[i] = m.Role
+	}
+	return out
 }

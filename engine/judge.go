@@ -98,8 +98,15 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 			calls++
 		}
 	}
+	// Every call of the request sends its instructions the same way, decided
+	// once; a call all of whose rules hit needs no decision.
+	var mode Instructions
+	settled := true
 	if calls > 0 {
 		e.observePlan(model, calls)
+		if mode, settled, err = e.instructionMode(ctx, model); err != nil {
+			return nil, Usage{}, err
+		}
 	}
 
 	type outcome struct {
@@ -131,7 +138,7 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 			case call.Partial:
 				m = r.excerpt(docs, p, c, bounds)
 			}
-			v, u, err := e.converse(gctx, model, rs, rules, m, an)
+			v, u, err := e.converse(gctx, model, mode, rs, rules, m, an)
 			outcomes[c] = outcome{v, u}
 			return err
 		})
@@ -154,7 +161,7 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 		if len(p.Chunks) > 0 {
 			pages = considered(docs, p.Pages(c))
 		}
-		if cr != nil && len(asked[c]) > 0 {
+		if cr != nil && settled && len(asked[c]) > 0 {
 			// Each judged verdict's share of its call's tokens is what a
 			// later hit on it saves.
 			u := outcomes[c].usage
