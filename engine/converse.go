@@ -6,10 +6,11 @@ import (
 )
 
 // converse runs one conversation: it asks the model, its instructions sent
-// as mode says, to judge rules (all of rs.Rules, or a subset of them) on m (all of the request's material, or an
-// excerpt of it), then re-asks for the rules whose answers failed the
-// checks, merging what was accepted. an resolves evidence against the whole
-// request's documents; share one per request across its conversations.
+// as mode says, to judge rules (all of rs.Rules, or a subset of them) on m
+// (all of the request's material, or an excerpt of it), then re-asks for
+// the rules whose answers failed the checks, merging what was accepted. an
+// resolves evidence against the whole request's documents; share one per
+// request across its conversations.
 // The verdicts come back in the order of rules, their evidence resolved.
 //
 // An answer is accepted once it has the right shape (checkAnswer) and says

@@ -224,13 +224,7 @@ func scoreEvidence(gold []Span, evs []engine.Evidence) EvidenceCounts {
 		if len(hits) > 0 {
 			c.Hits++
 		}
-		pageRight := false
-		for _, g := range gold {
-			if g.Document == ev.SourceOrigin && g.Page == ev.CitedPageNumber {
-				pageRight = true
-			}
-		}
-		if pageRight {
+		if slices.ContainsFunc(gold, func(g Span) bool { return g.Document == ev.SourceOrigin && g.Page == ev.CitedPageNumber }) {
 			c.PagesRight++
 		}
 		if ev.CitedPageNumber != ev.SourcePageNumber {
