@@ -55,12 +55,16 @@ func (e *Engine) verdictKey(tenant, model string, rule Rule, material string) st
 // shown after a rule. Settings that only change how the material is split
 // (the context window, rules per call) change the material itself, which
 // the key holds as its digest; the re-ask budget does not change what an
-// accepted answer is. The samples source's settings are written when it is
-// on: they make the verdict's confidence.
+// accepted answer is. The samples source's settings, and the verify
+// source's wording, are written when it is on: they make the verdict's
+// confidence.
 func (c *Config) cacheSettings() string {
 	sampling := ""
-	if c.Confidence == ConfidenceSamples {
+	switch c.Confidence {
+	case ConfidenceSamples:
 		sampling = ";confidence=samples/" + strconv.Itoa(c.ConfidenceSamples) + "@" + strconv.FormatFloat(float64(c.SampleTemperature), 'g', -1, 32)
+	case ConfidenceVerify:
+		sampling = ";confidence=" + VerifyVersion
 	}
 	nearest := "" // written only when set: verdicts judged without it keep their keys
 	if c.NearestPassages > 0 {

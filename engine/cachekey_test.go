@@ -57,6 +57,9 @@ func TestVerdictKey(t *testing.T) {
 		{"another response format", key(withCfg(func(c *Config) { c.Format = FormatJSONObject }), "contoso", "m", rule, "digest-1"), want, false},
 		{"another temperature", key(withCfg(func(c *Config) { c.Temperature = 0.7 }), "contoso", "m", rule, "digest-1"), want, false},
 		{"nearest passages shown", key(withCfg(func(c *Config) { c.NearestPassages = 3 }), "contoso", "m", rule, "digest-1"), want, false},
+		{"confidence from samples", key(withCfg(func(c *Config) { c.Confidence = ConfidenceSamples }), "contoso", "m", rule, "digest-1"), want, false},
+		{"confidence from a check of the verdict", key(withCfg(func(c *Config) { c.Confidence = ConfidenceVerify }), "contoso", "m", rule, "digest-1"), want, false},
+		{"confidence off", key(withCfg(func(c *Config) { c.Confidence = ConfidenceOff }), "contoso", "m", rule, "digest-1"), want, true},
 		{"another anchoring threshold", key(withCfg(func(c *Config) { c.FuzzyThreshold = 0.9 }), "contoso", "m", rule, "digest-1"), want, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

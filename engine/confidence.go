@@ -24,16 +24,25 @@ const (
 	// log-probabilities, or models whose probabilities say little. It
 	// costs ConfidenceSamples-1 more calls per judging call.
 	ConfidenceSamples ConfidenceSource = "samples"
+	// ConfidenceVerify asks, for each judged verdict, a short question of
+	// its own: whether the passages the verdict cites show its value (the
+	// rule met or not, the score, the rule not applying). The confidence is
+	// the probability the server's log-probabilities give the answer that
+	// agrees with the verdict; a server that gives none leaves it absent.
+	// It costs a call per verdict, of the rule and the cited passages
+	// alone: a check the model makes on a few sentences, not the verdict's
+	// own last token, which follows a rationale that already says it.
+	ConfidenceVerify ConfidenceSource = "verify"
 	// ConfidenceOff asks for nothing and leaves every confidence absent.
 	ConfidenceOff ConfidenceSource = "off"
 )
 
 func (c ConfidenceSource) validate() error {
 	switch c {
-	case ConfidenceLogProbs, ConfidenceSamples, ConfidenceOff:
+	case ConfidenceLogProbs, ConfidenceSamples, ConfidenceVerify, ConfidenceOff:
 		return nil
 	}
-	return fmt.Errorf("engine: Confidence %q is not one of logprobs, samples, off", c)
+	return fmt.Errorf("engine: Confidence %q is not one of logprobs, samples, verify, off", c)
 }
 
 // valueKey finds where a verdict's value starts in an answer: after its
@@ -133,6 +142,30 @@ func objectSpans(content string) [][2]int {
 // tokenConfidence is the confidence of the value starting at byte offset at
 // of the answer the tokens spell.
 func tokenConfidence(tokens []TokenLogProb, at int, rule Rule) (float64, bool) {
+	chosen, alts, ok := alternativesAt(tokens, at)
+	if !ok || !startsValue(rule, chosen.Text) {
+		return 0, false
+	}
+	p := math.Exp(chosen.LogProb)
+	total := p
+	for _, alt := range alts {
+		if alt.Text != chosen.Text && startsValue(rule, alt.Text) {
+			total += math.Exp(alt.LogProb)
+		}
+	}
+	if total <= 0 || math.IsNaN(total) {
+		return 0, false
+	}
+	return min(p/total, 1), true
+}
+
+// alternativesAt is what the model wrote where byte offset at of the
+// answer the tokens spell falls, and what it could have written there: the
+// token holding that offset and the server's alternatives to it, each with
+// what precedes the offset in that token (a space, a colon the tokenizer
+// joined to it) cut off. An alternative that does not begin with those
+// bytes is left out: it would not have put a value there.
+func alternativesAt(tokens []TokenLogProb, at int) (TokenAlternative, []TokenAlternative, bool) {
 	pos := 0
 	for _, t := range tokens {
 		end := pos + len(t.Text)
@@ -140,28 +173,16 @@ func tokenConfidence(tokens []TokenLogProb, at int, rule Rule) (float64, bool) {
 			pos = end
 			continue
 		}
-		// The token holds the value's start, after `lead` bytes of what
-		// precedes it (a space, a colon) when the tokenizer joined them.
 		lead := t.Text[:at-pos]
-		chosen := math.Exp(t.LogProb)
-		if !startsValue(rule, strings.TrimPrefix(t.Text, lead)) {
-			return 0, false
-		}
-		total := chosen
+		alts := make([]TokenAlternative, 0, len(t.Top))
 		for _, alt := range t.Top {
-			if alt.Text == t.Text || !strings.HasPrefix(alt.Text, lead) {
-				continue
-			}
-			if startsValue(rule, strings.TrimPrefix(alt.Text, lead)) {
-				total += math.Exp(alt.LogProb)
+			if rest, ok := strings.CutPrefix(alt.Text, lead); ok {
+				alts = append(alts, TokenAlternative{Text: rest, LogProb: alt.LogProb})
 			}
 		}
-		if total <= 0 || math.IsNaN(total) {
-			return 0, false
-		}
-		return min(chosen/total, 1), true
+		return TokenAlternative{Text: t.Text[at-pos:], LogProb: t.LogProb}, alts, true
 	}
-	return 0, false
+	return TokenAlternative{}, nil, false
 }
 
 // startsValue reports whether a token's text, from where the value starts,

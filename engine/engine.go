@@ -78,7 +78,8 @@ type Config struct {
 	// Confidence is where each verdict's confidence comes from (default
 	// logprobs: the server's token log-probabilities, absent where it
 	// gives none; samples: the agreement of ConfidenceSamples answers;
-	// off: always absent).
+	// verify: a check of each verdict against the passages it cites; off:
+	// always absent).
 	Confidence ConfidenceSource
 	// ConfidenceSamples is how many answers the samples source compares,
 	// the judged one included (2 to MaxConfidenceSamples; default

@@ -152,6 +152,22 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	if err != nil {
 		return nil, usage, err
 	}
+	if e.cfg.Confidence == ConfidenceVerify {
+		// After every call of the request: a check shows other text than
+		// the material, and a server that caches one prompt would read the
+		// documents again for the next call.
+		var judged []judgedVerdict
+		for c := range p.Calls {
+			for i, ri := range asked[c] {
+				judged = append(judged, judgedVerdict{rs.Rules[ri], &outcomes[c].verdicts[i]})
+			}
+		}
+		u, err := e.verifyConfidences(ctx, model, mode, judged)
+		usage = usage.Add(u)
+		if err != nil {
+			return nil, usage, err
+		}
+	}
 
 	verdicts := make([]Verdict, len(rs.Rules))
 	for c, call := range p.Calls {

@@ -75,9 +75,9 @@ func (f *llmConfig) check() error {
 		errs = append(errs, fmt.Errorf("--temperature: %v must be between 0 and 2", f.temperature))
 	}
 	switch engine.ConfidenceSource(f.confidence) {
-	case engine.ConfidenceLogProbs, engine.ConfidenceSamples, engine.ConfidenceOff:
+	case engine.ConfidenceLogProbs, engine.ConfidenceSamples, engine.ConfidenceVerify, engine.ConfidenceOff:
 	default:
-		errs = append(errs, fmt.Errorf("--confidence: %q is not logprobs, samples or off", f.confidence))
+		errs = append(errs, fmt.Errorf("--confidence: %q is not logprobs, samples, verify or off", f.confidence))
 	}
 	if f.samples < 2 || f.samples > engine.MaxConfidenceSamples {
 		errs = append(errs, fmt.Errorf("--confidence-samples: %d must be from 2 to %d", f.samples, engine.MaxConfidenceSamples))
