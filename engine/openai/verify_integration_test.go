@@ -24,7 +24,7 @@ func TestVerifyConfidenceLocalModel(t *testing.T) {
 		return
 	}
 	rs, err := engine.ParseRuleset([]byte(`{"id":"nda-verify","version":"1","rules":[
-		{"rule_id":"governing-law","rule_text":"The agreement is governed by the laws of California."}]}`))
+		{"rule_id":"governing-law","rule_text":"The agreement is governed by the laws of New York."}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,9 @@ func TestVerifyConfidenceLocalModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(client, engine.Config{
-		// The smoke test's settings: one re-ask, for a 270M model's answer that runs to
-		// its bound; a verdict kept with problems is checked like any other.
+		// The smoke test's rule and settings: a rule the document plainly does not meet,
+		// whose verdict needs no quote to pass the checks, and one re-ask for an answer
+		// that runs to its bound.
 		Model: srv.model, Instructions: engine.InstructionsUser, OutputRetries: 1, MaxTokens: 400,
 		Confidence: engine.ConfidenceVerify,
 	})
@@ -66,7 +67,7 @@ func TestVerifyConfidenceLocalModel(t *testing.T) {
 		t.Fatalf("%d calls reached the server, want the judging call and the check", len(sent))
 	}
 	check := sent[len(sent)-1]
-	if last := check[len(check)-1].Content; !strings.Contains(last, "Rule: The agreement is governed by the laws of California.") || !strings.Contains(last, "Question: ") {
+	if last := check[len(check)-1].Content; !strings.Contains(last, "Rule: The agreement is governed by the laws of New York.") || !strings.Contains(last, "Question: ") {
 		t.Errorf("the last call is not the check of the verdict:\n%s", last)
 	}
 	v := res.Rules[0]
