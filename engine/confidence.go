@@ -146,17 +146,30 @@ func tokenConfidence(tokens []TokenLogProb, at int, rule Rule) (float64, bool) {
 	if !ok || !startsValue(rule, chosen.Text) {
 		return 0, false
 	}
-	p := math.Exp(chosen.LogProb)
-	total := p
-	for _, alt := range alts {
-		if alt.Text != chosen.Text && startsValue(rule, alt.Text) {
-			total += math.Exp(alt.LogProb)
+	allowed := func(text string) bool { return startsValue(rule, text) }
+	written := func(text string) bool { return text == chosen.Text }
+	return probabilityShare(chosen, alts, allowed, written)
+}
+
+// probabilityShare is, among the chosen token and its alternatives (each
+// counted once) that allowed takes, the share of the probability held by
+// those that agree takes.
+func probabilityShare(chosen TokenAlternative, alts []TokenAlternative, allowed, agree func(text string) bool) (float64, bool) {
+	var total, agreeing float64
+	for i, a := range append([]TokenAlternative{chosen}, alts...) {
+		if (i > 0 && a.Text == chosen.Text) || !allowed(a.Text) {
+			continue
+		}
+		p := math.Exp(a.LogProb)
+		total += p
+		if agree(a.Text) {
+			agreeing += p
 		}
 	}
 	if total <= 0 || math.IsNaN(total) {
 		return 0, false
 	}
-	return min(p/total, 1), true
+	return min(agreeing/total, 1), true
 }
 
 // alternativesAt is what the model wrote where byte offset at of the
@@ -193,12 +206,7 @@ func startsValue(rule Rule, s string) bool {
 		return false
 	}
 	if rule.Type != Numerical {
-		for _, v := range []string{"true", "false"} {
-			if strings.HasPrefix(v, s) || strings.HasPrefix(s, v) {
-				return true
-			}
-		}
-		return false
+		return startsAlike(s, "true") || startsAlike(s, "false")
 	}
 	n := 0
 	if s[0] == '-' {

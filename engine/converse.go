@@ -224,8 +224,7 @@ func (e *Engine) reasking(problems []Problem) {
 // token estimator; pending is how many rules it asks about.
 // temperature is the judge's, or the samples source's.
 func (e *Engine) ask(ctx context.Context, model string, messages []Message, schema, grammar []byte, pending int, temperature float32) (ChatResponse, error) {
-	start := time.Now()
-	resp, err := e.llm.Chat(ctx, ChatRequest{
+	resp, err := e.chat(ctx, ChatRequest{
 		Model:         model,
 		Messages:      messages,
 		Format:        e.cfg.Format,
@@ -236,14 +235,23 @@ func (e *Engine) ask(ctx context.Context, model string, messages []Message, sche
 		MaxTokens:     e.cfg.MaxTokens,
 		LogProbs:      e.cfg.Confidence == ConfidenceLogProbs,
 	})
-	if e.cfg.Hooks.LLMCall != nil {
-		e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
-	}
 	if err != nil {
 		return resp, err
 	}
 	e.observeUsage(model, messages, pending, resp.Usage)
 	return resp, nil
+}
+
+// chat makes one model call, whatever asks it (a judging call, the
+// instruction decision, a verdict's check), and reports it to the LLMCall
+// hook with its time.
+func (e *Engine) chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	start := time.Now()
+	resp, err := e.llm.Chat(ctx, req)
+	if e.cfg.Hooks.LLMCall != nil {
+		e.cfg.Hooks.LLMCall(req.Model, time.Since(start), resp.Usage, err)
+	}
+	return resp, err
 }
 
 // explain asks again, for verdicts whose only problem is their rationale,

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Instructions says how the instructions (role, rules, output contract) are
@@ -238,12 +237,7 @@ func refusesSystem(ctx context.Context, err error) bool {
 // shorter wait would fold the instructions of a request whose own calls go
 // through.
 func (e *Engine) probeCall(ctx context.Context, model string, messages []Message, maxTokens int) (ChatResponse, error) {
-	start := time.Now()
-	resp, err := e.llm.Chat(ctx, ChatRequest{Model: model, Messages: messages, Format: FormatText, MaxTokens: maxTokens, Temperature: Temperature(e.cfg.Temperature)})
-	if e.cfg.Hooks.LLMCall != nil {
-		e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
-	}
-	return resp, err
+	return e.chat(ctx, ChatRequest{Model: model, Messages: messages, Format: FormatText, MaxTokens: maxTokens, Temperature: Temperature(e.cfg.Temperature)})
 }
 
 func clipLog(s string) string {

@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -65,8 +63,7 @@ func (e *Engine) verifyConfidences(ctx context.Context, model string, mode Instr
 			continue
 		}
 		g.Go(func() error {
-			start := time.Now()
-			resp, err := e.llm.Chat(gctx, ChatRequest{
+			resp, err := e.chat(gctx, ChatRequest{
 				Model:         model,
 				Messages:      buildPrompt(mode, verifySystem, question),
 				Format:        e.cfg.Format,
@@ -77,9 +74,6 @@ func (e *Engine) verifyConfidences(ctx context.Context, model string, mode Instr
 				MaxTokens:     verifyMaxTokens,
 				LogProbs:      true,
 			})
-			if e.cfg.Hooks.LLMCall != nil {
-				e.cfg.Hooks.LLMCall(model, time.Since(start), resp.Usage, err)
-			}
 			mu.Lock()
 			defer mu.Unlock()
 			usage = usage.Add(resp.Usage)
@@ -143,31 +137,18 @@ func holdsProbability(content string, tokens []TokenLogProb, agree bool) (float6
 	if !ok {
 		return 0, false
 	}
-	want := strconv.FormatBool(agree)
-	var total, agreeing float64
-	seen := map[string]bool{}
-	for _, a := range append([]TokenAlternative{chosen}, alts...) {
-		text := strings.TrimLeft(a.Text, " \t\n")
-		if seen[a.Text] || text == "" {
-			continue
-		}
-		seen[a.Text] = true
-		switch p := math.Exp(a.LogProb); {
-		case isPrefixEither(text, want):
-			total += p
-			agreeing += p
-		case isPrefixEither(text, strconv.FormatBool(!agree)):
-			total += p
-		}
+	word := func(text string) string { return strings.TrimLeft(text, " \t\n") }
+	want, other := strconv.FormatBool(agree), strconv.FormatBool(!agree)
+	answers := func(text string) bool {
+		w := word(text)
+		return w != "" && (startsAlike(w, want) || startsAlike(w, other))
 	}
-	if total <= 0 || math.IsNaN(total) {
-		return 0, false
-	}
-	return min(agreeing/total, 1), true
+	agrees := func(text string) bool { return startsAlike(word(text), want) }
+	return probabilityShare(chosen, alts, answers, agrees)
 }
 
-// isPrefixEither reports whether a token and a word begin alike: the token
+// startsAlike reports whether a token and a word begin alike: the token
 // starts the word, or the word starts the token.
-func isPrefixEither(token, word string) bool {
+func startsAlike(token, word string) bool {
 	return strings.HasPrefix(word, token) || strings.HasPrefix(token, word)
 }
