@@ -41,9 +41,9 @@ type posting struct {
 
 // tally is what one pass over a text finds.
 type tally struct {
-	tokens int // Count's estimate
-	runes  int
-	terms  int32
+	count tokenCount // Count's estimate is count.total()
+	runes int
+	terms int32
 }
 
 func newIndex(queries []string) *index {
@@ -216,7 +216,7 @@ func (ix *index) measure(text string) tally {
 		case scanSpace:
 			if i+1 < n {
 				if c := scanClass[text[i+1]]; c == scanOther || c == scanDigit || c == scanMark {
-					t.tokens++
+					t.count.tokens++
 				}
 			}
 			t.runes++
@@ -227,19 +227,20 @@ func (ix *index) measure(text string) tally {
 			for j < n && text[j] == text[i] {
 				j++
 			}
-			t.tokens += markTokens(j - i)
+			t.count.tokens += markTokens(j - i)
 			t.runes += j - i
 			i = j
 			continue
 		case scanOther:
-			t.tokens++
+			t.count.tokens++
 			t.runes++
 			i++
 			continue
 		}
 		// A run of ASCII letters and digits, maybe continued by non-ASCII
 		// letters.
-		j, letters, tokens := i, 0, 0
+		j, letters := i, 0
+		var run tokenCount
 		for ; j < n; j++ {
 			switch scanClass[text[j]] {
 			case scanLetter:
@@ -247,10 +248,10 @@ func (ix *index) measure(text string) tally {
 				continue
 			case scanDigit:
 				if letters > 0 {
-					tokens += wordTokens(letters)
+					run.word(letters)
 					letters = 0
 				}
-				tokens++
+				run.tokens++
 				continue
 			}
 			break
@@ -270,13 +271,13 @@ func (ix *index) measure(text string) tally {
 			}
 			if k == i { // a non-ASCII character that is not a letter
 				_, size := utf8.DecodeRuneInString(text[i:])
-				t.tokens++
+				t.count.add(text[i : i+size])
 				t.runes++
 				i += size
 				continue
 			}
 			word := text[i:k]
-			t.tokens += Count(word)
+			t.count.add(word)
 			t.runes += utf8.RuneCountInString(word)
 			eachTerm(word, &ix.buf, false, func(term []byte) {
 				t.terms++
@@ -286,9 +287,9 @@ func (ix *index) measure(text string) tally {
 			continue
 		}
 		if letters > 0 {
-			tokens += wordTokens(letters)
+			run.word(letters)
 		}
-		t.tokens += tokens
+		t.count.plus(run)
 		t.runes += j - i
 		if j-i >= 2 {
 			t.terms++

@@ -48,7 +48,7 @@ func chunk(docs []Document, maxTokens int, ratio float64, ix *index) []Chunk {
 				offset++ // the form feed joining pages
 			}
 			t := ix.measure(page)
-			if tokens := Scale(t.tokens, ratio); tokens <= maxTokens {
+			if tokens := Scale(t.count.total(), ratio); tokens <= maxTokens {
 				ix.commit(t)
 				out = append(out, Chunk{Doc: d, Page: p + 1, Whole: true, Start: offset, End: offset + t.runes, Text: page, Tokens: tokens})
 			} else {
@@ -57,7 +57,7 @@ func chunk(docs []Document, maxTokens int, ratio float64, ix *index) []Chunk {
 				for _, piece := range splitPage(page, maxTokens, count) {
 					pt := ix.measure(piece)
 					ix.commit(pt)
-					out = append(out, Chunk{Doc: d, Page: p + 1, Start: at, End: at + pt.runes, Text: piece, Tokens: Scale(pt.tokens, ratio)})
+					out = append(out, Chunk{Doc: d, Page: p + 1, Start: at, End: at + pt.runes, Text: piece, Tokens: Scale(pt.count.total(), ratio)})
 					at += pt.runes
 				}
 			}

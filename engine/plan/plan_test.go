@@ -25,6 +25,12 @@ func TestCount(t *testing.T) {
 		{"€5", 2},
 		{"契約書", 3},
 		{"   ", 0},
+		// Not English: a word of up to three letters is one token, one more per three.
+		{"Fahrlässigkeit", 6},    // Fahrl (2), ä, ssigkeit (3)
+		{"die Haftung endet", 4}, // no accented letter: English, Haftung (2)
+		{"die Haftung für", 7},   // die, Haftung (3), f, ü, r
+		// One accented letter in twenty words or more leaves a text English.
+		{"a café " + strings.Repeat("word ", 19), 22},
 	}
 	for _, tt := range tests {
 		if got := Count(tt.text); got != tt.want {
@@ -347,8 +353,8 @@ func TestMeasureMatchesCountAndEachTerm(t *testing.T) {
 	for _, text := range texts {
 		ix := newIndex(queries)
 		got := ix.measure(text)
-		if got.tokens != Count(text) {
-			t.Errorf("%q: %d tokens, Count says %d", text, got.tokens, Count(text))
+		if got.count.total() != Count(text) {
+			t.Errorf("%q: %d tokens, Count says %d", text, got.count.total(), Count(text))
 		}
 		if got.runes != utf8.RuneCountInString(text) {
 			t.Errorf("%q: %d runes, want %d", text, got.runes, utf8.RuneCountInString(text))
