@@ -56,8 +56,9 @@ func (e *Engine) verdictKey(tenant, model string, rule Rule, material string) st
 // (the context window, rules per call) change the material itself, which
 // the key holds as its digest; the re-ask budget does not change what an
 // accepted answer is. The samples source's settings, and the verify
-// source's wording, are written when it is on: they make the verdict's
-// confidence.
+// source's wording and the confidence under which it overrules a pass, are
+// written when it is on: they make the verdict's confidence, and may make
+// its value.
 func (c *Config) cacheSettings() string {
 	sampling := ""
 	switch c.Confidence {
@@ -65,6 +66,9 @@ func (c *Config) cacheSettings() string {
 		sampling = ";confidence=samples/" + strconv.Itoa(c.ConfidenceSamples) + "@" + strconv.FormatFloat(float64(c.SampleTemperature), 'g', -1, 32)
 	case ConfidenceVerify:
 		sampling = ";confidence=" + VerifyVersion
+		if c.OverrulePassesBelow > 0 {
+			sampling += ";overrule_passes_below=" + strconv.FormatFloat(c.OverrulePassesBelow, 'g', -1, 64)
+		}
 	}
 	nearest := "" // written only when set: verdicts judged without it keep their keys
 	if c.NearestPassages > 0 {

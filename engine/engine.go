@@ -85,6 +85,12 @@ type Config struct {
 	// the judged one included (2 to MaxConfidenceSamples; default
 	// DefaultConfidenceSamples).
 	ConfidenceSamples int
+	// OverrulePassesBelow turns a boolean pass into a fail when the verify
+	// source's check gives it a confidence under it: the check found that
+	// the passages the pass cites do not show the rule is met, and the output
+	// contract asks a pass for evidence that shows it (0..1, with
+	// Confidence verify only; 0, the default: no verdict is changed).
+	OverrulePassesBelow float64
 	// SampleTemperature is the temperature of the samples source's extra
 	// calls (above 0, at most 2; default DefaultSampleTemperature): the
 	// model's own distribution, so that their agreement measures how much
@@ -230,6 +236,12 @@ func (c *Config) Validate() error {
 	}
 	if c.CallConcurrency < 0 {
 		return fmt.Errorf("engine: CallConcurrency %d must not be negative", c.CallConcurrency)
+	}
+	if c.OverrulePassesBelow < 0 || c.OverrulePassesBelow >= 1 {
+		return fmt.Errorf("engine: OverrulePassesBelow %v must be from 0 to below 1", c.OverrulePassesBelow)
+	}
+	if c.OverrulePassesBelow > 0 && c.Confidence != ConfidenceVerify {
+		return fmt.Errorf("engine: OverrulePassesBelow %v needs Confidence %s: it reads the verify check's confidence", c.OverrulePassesBelow, ConfidenceVerify)
 	}
 	return checkReviewThreshold(c.ReviewBelowConfidence)
 }

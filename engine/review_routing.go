@@ -32,11 +32,14 @@ const (
 	// own words (restatedRule), the way a model writes the rule as what
 	// the material says.
 	ReviewRestatedRule ReviewReason = "restated_rule"
+	// ReviewOverruledPass: the engine turned the model's pass into a fail
+	// on its check of the cited passages (Verdict.Overruled).
+	ReviewOverruledPass ReviewReason = "overruled_pass"
 )
 
 // ReviewReasons lists every reason, in the order RouteReview gives them.
 func ReviewReasons() []ReviewReason {
-	return []ReviewReason{ReviewLowConfidence, ReviewKeptWithProblems, ReviewInsufficientData, ReviewCorrectedPage, ReviewAlteredEvidence, ReviewCorrectedCitation, ReviewRestatedRule}
+	return []ReviewReason{ReviewLowConfidence, ReviewKeptWithProblems, ReviewInsufficientData, ReviewCorrectedPage, ReviewAlteredEvidence, ReviewCorrectedCitation, ReviewRestatedRule, ReviewOverruledPass}
 }
 
 // validThreshold says whether t is a confidence threshold: 0 to 1.
@@ -96,6 +99,9 @@ func RouteReview(v Verdict, r Rule, threshold float64) []ReviewReason {
 	}
 	if restatedRule(r, v.Rationale) != "" {
 		reasons = append(reasons, ReviewRestatedRule)
+	}
+	if v.Overruled {
+		reasons = append(reasons, ReviewOverruledPass)
 	}
 	return reasons
 }

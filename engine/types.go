@@ -206,6 +206,11 @@ type Verdict struct {
 	// that give it (Config.Confidence). Nil when nothing measured it;
 	// never invented.
 	Confidence *float64 `json:"confidence"`
+	// Overruled is set when the engine turned the model's pass into a fail:
+	// the verify check found that the cited passages do not show the rule
+	// is met (Config.OverrulePassesBelow). The rationale says so before the
+	// model's own.
+	Overruled bool `json:"overruled,omitempty"`
 	// NeedsReview says a person should check the verdict; ReviewReasons
 	// say why (RouteReview). Set at the end of Evaluate.
 	NeedsReview   bool           `json:"needs_review"`

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -82,12 +83,31 @@ func (e *Engine) verifyConfidences(ctx context.Context, model string, mode Instr
 			}
 			if p, ok := holdsProbability(resp.Content, resp.Tokens, agree); ok {
 				j.verdict.Confidence = &p
+				if e.cfg.OverrulePassesBelow > 0 && p < e.cfg.OverrulePassesBelow {
+					overrulePass(j.verdict)
+				}
 			}
 			return nil
 		})
 	}
 	err := g.Wait()
 	return usage, err
+}
+
+// overrulePass turns v, a verdict whose check gave it a confidence under
+// Config.OverrulePassesBelow, into a fail when it is a pass: its check found
+// that the passages it cites do not show the rule is met. Its confidence
+// becomes the check's probability of that; the rationale says what was
+// done before the model's own. Fails, scores and verdicts of rules that do
+// not apply stand: the contract asks a pass, not a fail, for evidence that
+// shows it.
+func overrulePass(v *Verdict) {
+	if v.NotApplicable || v.BooleanOutput == nil || !*v.BooleanOutput || v.Confidence == nil {
+		return
+	}
+	fail, notMet := false, 1-*v.Confidence
+	v.BooleanOutput, v.Confidence, v.Overruled = &fail, &notMet, true
+	v.Rationale = fmt.Sprintf("Not met: the model passed this rule, but a check of the passages it cites found that they do not show the rule is met (probability %.2f). The model's rationale was: %s", notMet, v.Rationale)
 }
 
 // verifyQuestion is the check of verdict v on rule: the rule, the passages

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -136,5 +137,78 @@ func TestVerifyConfidenceNoneWithoutProbabilities(t *testing.T) {
 		if v.Confidence != nil {
 			t.Errorf("%s: confidence %v, want none", v.RuleID, *v.Confidence)
 		}
+	}
+}
+
+// TestVerifyOverrulesUnsupportedPasses: with OverrulePassesBelow, a pass
+// whose check gives it a confidence under the setting becomes a fail,
+// marked, routed to review, its rationale saying so before the model's; a
+// pass above it, a fail the check doubts and a score stand.
+func TestVerifyOverrulesUnsupportedPasses(t *testing.T) {
+	rs := testRuleset()
+	rs.Rules = append(rs.Rules, Rule{RuleID: "notice", Type: Boolean, RuleText: "Notice is given in writing."})
+	judged := answer(t, boolRule("cap", true, capQuote), boolRule("term", false, termQuote), numRule("score", 2, capQuote), boolRule("notice", true, termQuote))
+	capAnswer, capTokens := holdsTokens("false", 0.3)  // the pass's passages do not show it
+	termAnswer, termTokens := holdsTokens("true", 0.9) // the check doubts a fail: it stands
+	scoreAnswer, scoreTokens := holdsTokens("false", 0.1)
+	noticeAnswer, noticeTokens := holdsTokens("true", 0.45) // above the setting
+	llm := &scriptedLLM{replies: []scriptedReply{
+		{content: judged},
+		{content: capAnswer, tokens: capTokens},
+		{content: termAnswer, tokens: termTokens},
+		{content: scoreAnswer, tokens: scoreTokens},
+		{content: noticeAnswer, tokens: noticeTokens},
+	}}
+	cfg := Config{Confidence: ConfidenceVerify, OverrulePassesBelow: 0.4, CallConcurrency: 1, ReviewBelowConfidence: 0.01}
+	res, err := newTestEngine(t, llm, cfg).Evaluate(context.Background(), Task{Ruleset: rs, Inputs: testInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Verdict{}
+	for _, v := range res.Rules {
+		byID[v.RuleID] = v
+	}
+	cap := byID["cap"]
+	if cap.BooleanOutput == nil || *cap.BooleanOutput || !cap.Overruled || cap.Confidence == nil || math.Abs(*cap.Confidence-0.7) > 1e-9 {
+		t.Errorf("cap: %+v, want an overruled fail with confidence 0.7", cap)
+	}
+	if !strings.HasPrefix(cap.Rationale, "Not met: the model passed this rule, but a check of the passages it cites found that they do not show the rule is met (probability 0.70). The model's rationale was: ") {
+		t.Errorf("cap's rationale: %q", cap.Rationale)
+	}
+	if !cap.NeedsReview || !slices.Contains(cap.ReviewReasons, ReviewOverruledPass) {
+		t.Errorf("cap: review %v %v, want overruled_pass", cap.NeedsReview, cap.ReviewReasons)
+	}
+	if agg := res.Aggregate.Boolean; agg == nil || agg.Applicable != 3 || agg.PassedCount != 1 {
+		t.Errorf("boolean aggregate %+v, want notice's pass alone of 3", agg)
+	}
+	for id, want := range map[string]bool{"term": false, "notice": true} {
+		v := byID[id]
+		if v.Overruled || v.BooleanOutput == nil || *v.BooleanOutput != want || slices.Contains(v.ReviewReasons, ReviewOverruledPass) {
+			t.Errorf("%s: %+v, want its %v standing", id, v, want)
+		}
+	}
+	if v := byID["score"]; v.Overruled || v.NumericalOutput == nil || *v.NumericalOutput != 2 {
+		t.Errorf("score: %+v, want its 2 standing", v)
+	}
+}
+
+// TestOverrulePassesNeedsVerify: the setting reads the verify check's
+// confidence, so it is refused with another source or out of range.
+func TestOverrulePassesNeedsVerify(t *testing.T) {
+	for _, cfg := range []Config{
+		{OverrulePassesBelow: 0.4, Confidence: ConfidenceLogProbs},
+		{OverrulePassesBelow: 0.4},
+		{OverrulePassesBelow: 1, Confidence: ConfidenceVerify},
+		{OverrulePassesBelow: -0.1, Confidence: ConfidenceVerify},
+	} {
+		cfg.setDefaults()
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "OverrulePassesBelow") {
+			t.Errorf("%+v: error %v, want one naming OverrulePassesBelow", cfg, err)
+		}
+	}
+	ok := Config{OverrulePassesBelow: 0.4, Confidence: ConfidenceVerify}
+	ok.setDefaults()
+	if err := ok.Validate(); err != nil {
+		t.Errorf("verify with 0.4: %v", err)
 	}
 }

@@ -33,6 +33,7 @@ type llmConfig struct {
 	// nearestPassages: passages shown again after a lone rule.
 	nearestPassages int
 	reviewBelow     float64
+	overruleBelow   float64
 }
 
 // newEngine builds the model client and the engine from the settings.
@@ -109,6 +110,11 @@ func (f *llmConfig) check() error {
 	if f.reviewBelow < 0 || f.reviewBelow > 1 {
 		errs = append(errs, fmt.Errorf("--review-below-confidence: %v must be from 0 to 1", f.reviewBelow))
 	}
+	if f.overruleBelow < 0 || f.overruleBelow >= 1 {
+		errs = append(errs, fmt.Errorf("--overrule-passes-below: %v must be from 0 to below 1 (0: none)", f.overruleBelow))
+	} else if f.overruleBelow > 0 && engine.ConfidenceSource(f.confidence) != engine.ConfidenceVerify {
+		errs = append(errs, fmt.Errorf("--overrule-passes-below: %v needs --confidence verify (it is %q): it reads the verify check's confidence", f.overruleBelow, f.confidence))
+	}
 	if f.maxInputBytes < 1 {
 		errs = append(errs, fmt.Errorf("--max-input-bytes: %d must be positive", f.maxInputBytes))
 	}
@@ -157,5 +163,6 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		NearestPassages:       f.nearestPassages,
 		Hooks:                 hooks,
 		ReviewBelowConfidence: f.reviewBelow,
+		OverrulePassesBelow:   f.overruleBelow,
 	}
 }
