@@ -41,8 +41,9 @@ func TestRouteReview(t *testing.T) {
 		{"restated rule", with(func(v *Verdict) {
 			v.Rationale = "The material states that disputes under the agreement are to be taken to mediation or arbitration."
 		}), 0.8, []ReviewReason{ReviewRestatedRule}},
+		{"overruled pass", with(func(v *Verdict) { v.Overruled = true }), 0.8, []ReviewReason{ReviewOverruledPass}},
 		{"every reason, in order", with(func(v *Verdict) {
-			v.Confidence, v.Problems, v.DataSufficiency = new(0.1), []string{"p"}, false
+			v.Confidence, v.Problems, v.DataSufficiency, v.Overruled = new(0.1), []string{"p"}, false, true
 			v.Rationale = "Disputes under the agreement are to be taken to mediation or arbitration."
 			v.Evidences = append(v.Evidences,
 				Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true},
