@@ -134,8 +134,14 @@ func Make(docs []Document, rules []Rule, b Budget, ratio float64) (*Plan, error)
 		}
 	}
 	// Chunks a third of the room at most, so that a call holds several
-	// passages and rules can share calls.
-	chunkMax := max(32, min(2048, room/3))
+	// passages and rules can share calls, and small enough that every
+	// rule's call holds one beside the rule: a rule whose entry takes most
+	// of the room would otherwise be judged on nothing.
+	chunkMax := min(2048, room/3)
+	for _, r := range rules {
+		chunkMax = min(chunkMax, room-r.PromptTokens-b.PerChunk)
+	}
+	chunkMax = max(32, chunkMax)
 	queries := make([]string, len(rules))
 	for i, r := range rules {
 		queries[i] = r.Query

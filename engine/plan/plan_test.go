@@ -302,6 +302,32 @@ func TestMakeCutAndUnmatched(t *testing.T) {
 	}
 }
 
+// TestMakeRuleTakingMostOfTheRoom: a rule whose entry (with its room for a
+// re-ask) takes more than two thirds of the room still gets a passage
+// beside it: chunks are cut small enough for every rule's call.
+func TestMakeRuleTakingMostOfTheRoom(t *testing.T) {
+	pages := synthdoc.Pages(12, 2000, 5)
+	docs := []Document{{Name: "c", Pages: pages}}
+	b := budget(2048, 512) // room: 2048 - 512 - 700 - 30 = 806
+	rules := []Rule{
+		{ID: "short", Query: synthdoc.RuleText(synthdoc.Topics[0]), PromptTokens: 40},
+		{ID: "long", Query: synthdoc.RuleText(synthdoc.Topics[1]), PromptTokens: 700},
+	}
+	p, err := Make(docs, rules, b, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, rule := range rules {
+		call := p.Calls[p.CallOf[r]]
+		if len(call.Chunks) == 0 {
+			t.Errorf("rule %s judged on no passage", rule.ID)
+		}
+		if call.Tokens > b.Prompt() {
+			t.Errorf("rule %s: call of %d tokens over the prompt room of %d", rule.ID, call.Tokens, b.Prompt())
+		}
+	}
+}
+
 func TestMakeErrors(t *testing.T) {
 	docs := []Document{{Name: "d", Pages: []string{"text"}}}
 	rules := []Rule{{ID: "big", Query: "x", PromptTokens: 5000}}
