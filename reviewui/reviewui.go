@@ -4,8 +4,8 @@
 // passage highlighted, with a form to confirm or override a verdict.
 //
 // The pages are static shells from Go templates with embedded assets (one
-// style sheet, one script; nothing from another host, no inline script or
-// style, so a strict Content-Security-Policy holds). Everything they show
+// style sheet, one script, one icon; nothing from another host, no inline
+// script or style, so a strict Content-Security-Policy holds). Everything they show
 // comes from the public JSON API, called by the script with the bearer
 // token the reviewer pasted on the sign-in page, kept in the browser's
 // session storage: the API's verification and tenancy stay the only gate,

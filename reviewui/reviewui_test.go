@@ -93,3 +93,31 @@ func TestScriptKeepsTheTokenOutOfURLs(t *testing.T) {
 		t.Errorf("token() named %d times; want 3 (its definition, the header, the check that there is one)", n)
 	}
 }
+
+// TestPagesDeclareTheirIcon: every page names its icon, an asset of this
+// origin that img-src 'self' allows, so a browser does not ask for
+// /favicon.ico (a 404 logged at every page load).
+func TestPagesDeclareTheirIcon(t *testing.T) {
+	ts := serve(t)
+	iconLink := regexp.MustCompile(`<link rel="icon" href="([^"]+)" type="image/svg\+xml">`)
+	for _, path := range []string{"/review/", "/review/queue", "/review/validations/req-42"} {
+		page, body := get(t, ts.URL+path)
+		if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src 'self'") {
+			t.Errorf("%s: CSP %q does not let the page load its own icon", path, csp)
+		}
+		m := iconLink.FindStringSubmatch(body)
+		if m == nil {
+			t.Errorf("%s: no <link rel=\"icon\"> in the page", path)
+			continue
+		}
+		href := m[1]
+		if !strings.HasPrefix(href, Prefix+"static/") {
+			t.Errorf("%s: icon %q is not one of the page's own assets", path, href)
+			continue
+		}
+		res, icon := get(t, ts.URL+href)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(icon, "<svg ") {
+			t.Errorf("%s: icon %s: %d %s %.40q", path, href, res.StatusCode, res.Header.Get("Content-Type"), icon)
+		}
+	}
+}
