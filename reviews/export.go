@@ -140,7 +140,8 @@ func Export(ctx context.Context, store Store, jobStore JobReader, cfg ExportConf
 	return out, writeJSON(filepath.Join(cfg.Dir, "dataset.json"), m)
 }
 
-// caseLabels labels every rule of the material's ruleset with its final
+// caseLabels labels every rule of the material's ruleset, nested rulesets'
+// included, in tree order (eval wants a label for each), with its final
 // outcome; why says what keeps the validation out.
 func caseLabels(mat Material, verdicts []schemas.VerdictEvent, all []Review) ([]eval.ManifestLabel, string) {
 	passages := map[string]engine.Passage{}
@@ -148,7 +149,7 @@ func caseLabels(mat Material, verdicts []schemas.VerdictEvent, all []Review) ([]
 		passages[p.ID] = p
 	}
 	var labels []eval.ManifestLabel
-	for _, rule := range mat.Ruleset.Rules {
+	for _, rule := range mat.Ruleset.AllRules() {
 		i := slices.IndexFunc(verdicts, func(v schemas.VerdictEvent) bool { return v.RuleID == rule.RuleID })
 		if i < 0 {
 			return nil, fmt.Sprintf("rule %q has no verdict", rule.RuleID)

@@ -3,6 +3,8 @@ package reviews
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +151,81 @@ func TestExportLoadsInEvalAndAnOracleScoresAll(t *testing.T) {
 	}
 	if o := rep.System(eval.SystemEngine).Overall; o.Correct != o.Verdicts || o.Verdicts != 6 {
 		t.Errorf("the oracle scored %d of %d", o.Correct, o.Verdicts)
+	}
+}
+
+// nestedRuleset has rules in nested rulesets, two levels deep.
+const nestedRuleset = `{"id": "msa", "rules": [{"rule_id": "signed", "rule_text": "Is the agreement signed?"}],
+	"nested_rulesets": [
+		{"id": "liability", "rules": [{"rule_id": "cap", "rule_text": "Is liability capped?"}],
+		 "nested_rulesets": [{"id": "insurance", "rules": [{"rule_id": "insured", "rule_text": "Does the supplier hold insurance?"}]}]},
+		{"id": "term", "rules": [{"rule_id": "years", "type": "numerical", "rule_text": "How many years does it run?", "numerical_rule_config": {"possible_scores": [0, 1, 2, 3]}}]}]}`
+
+// TestExportLabelsNestedRules: a validation of a ruleset with nested
+// rulesets is exported with a label for every rule, in tree order, a
+// nested rule's review included, and eval loads it.
+func TestExportLabelsNestedRules(t *testing.T) {
+	ctx := context.Background()
+	rs, err := engine.ParseRuleset([]byte(nestedRuleset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewMemoryStore(MemoryStoreConfig{})
+	jobStore := jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
+	const requestID = "req-nested"
+	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "msa.pdf", Pages: []string{
+		"Signed by both parties. Liability is capped at the fees paid.", "The supplier holds no insurance. The term is two years."}}}}
+	yes, two := true, 2
+	res := &engine.Result{RulesetID: rs.ID, Model: "scripted", Rules: []engine.Verdict{
+		{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.9)},
+		{RuleID: "cap", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.8)},
+		{RuleID: "insured", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.3)},
+		{RuleID: "years", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: &two, Confidence: new(0.7)},
+	}}
+	inline := nestedRuleset
+	req := &schemas.Request{RequestID: requestID, TenantID: "acme", InlineRuleset: &inline}
+	done := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, v := range pipeline.NewVerdictEvents(req, rs, res, "", done.Add(-time.Second), done) {
+		jobStore.RecordVerdict(v)
+	}
+	jobStore.RecordSummary(pipeline.NewSummary(req, rs, res, "", nil, done.Add(-time.Second), done))
+	if err := store.SaveMaterial(ctx, "acme", requestID, Material{Ruleset: rs, Inputs: in}); err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	// The nested rule insured, two levels down, overridden to fail.
+	if _, _, err := store.Add(ctx, "acme", Review{ReviewID: "a", RequestID: requestID, RuleID: "insured", Decision: Override,
+		BooleanOutput: &no, Reviewer: "alice", ReviewedAt: done.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir() + "/dataset"
+	got, err := Export(ctx, store, jobStore, ExportConfig{Tenant: "acme", Dir: dir})
+	if err != nil || got.Cases != 1 {
+		t.Fatalf("Export = %+v, %v; want 1 case", got, err)
+	}
+	var m eval.Manifest
+	data, err := os.ReadFile(dir + "/dataset.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range m.Cases[0].Labels {
+		ids = append(ids, l.RuleID)
+	}
+	if want := []string{"signed", "cap", "insured", "years"}; !slices.Equal(ids, want) {
+		t.Fatalf("labels of rules %v, want %v (every rule, in tree order)", ids, want)
+	}
+	if insured := m.Cases[0].Labels[2]; insured.BooleanOutput == nil || *insured.BooleanOutput || !strings.HasPrefix(insured.Note, "override by alice") {
+		t.Errorf("label of the nested rule insured = %+v, want the review's fail", insured)
+	}
+	if years := m.Cases[0].Labels[3]; years.NumericalOutput == nil || *years.NumericalOutput != 2 {
+		t.Errorf("label of the nested rule years = %+v, want the model's 2", years)
+	}
+	if _, err := eval.Load(dir); err != nil {
+		t.Errorf("eval does not load the export: %v", err)
 	}
 }
