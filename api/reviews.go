@@ -49,10 +49,13 @@ type reviewSubmission struct {
 
 // postReview records a person's review of one verdict of the tenant's
 // validation: 201 with the stored review, 200 with it when its id was
-// posted before with the same review, 409 when the id holds another. It is
-// published to the reviews topic before it is stored, so a review that is
-// stored has been published (a retry after a failure may publish it again,
-// with the same event id).
+// posted before with the same review, 409 when the id holds another. A
+// review is published to the reviews topic only once it is stored, so a
+// refused one never is. When the publish fails the review stays stored and
+// the answer is 503: the client's retry finds the same review stored and
+// publishes it then. A review posted again is published again, with the
+// same event id, which consumers de-duplicate on: nothing stored goes
+// unpublished, though it may be published more than once.
 func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.principal(w, r)
 	if !ok {
@@ -104,39 +107,33 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid review: "+err.Error())
 		return
 	}
-	existing, err := s.cfg.Reviews.List(r.Context(), p.Tenant, job.RequestID)
-	if err != nil {
-		s.unavailable(w, "reading reviews failed", err, p.Tenant, job.RequestID)
-		return
-	}
-	for _, old := range existing {
-		if old.ReviewID == rev.ReviewID {
-			s.answerRepost(w, old, rev)
-			return
-		}
-	}
-	if s.cfg.ReviewPublisher != nil {
-		if err := s.cfg.ReviewPublisher.PublishReview(r.Context(), reviewEvent(p.Tenant, rev, v)); err != nil {
-			s.unavailable(w, "publishing a review failed", err, p.Tenant, job.RequestID)
-			return
-		}
-	}
+	// The store decides, conditionally, between a new review, the same one
+	// posted again and another one under a taken id.
 	stored, created, err := s.cfg.Reviews.Add(r.Context(), p.Tenant, rev)
 	switch {
 	case errors.Is(err, reviews.ErrConflict):
-		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("review_id %q is taken by another review of this validation", rev.ReviewID))
+		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("review_id %q is taken by another review of this validation; a review is never edited, post a new one to supersede it", rev.ReviewID))
 		return
 	case err != nil:
 		s.unavailable(w, "storing a review failed", err, p.Tenant, job.RequestID)
 		return
-	case !created:
-		writeJSON(w, http.StatusOK, stored)
-		return
 	}
-	if s.cfg.ReviewMetrics != nil {
+	if created && s.cfg.ReviewMetrics != nil {
 		s.cfg.ReviewMetrics.ObserveReview(string(v.RuleType), string(stored.Decision), reviews.Agrees(stored))
 	}
-	writeJSON(w, http.StatusCreated, stored)
+	// The stored review, not the posted one: a retry publishes the same
+	// event (its reviewed_at is the first post's).
+	if s.cfg.ReviewPublisher != nil {
+		if err := s.cfg.ReviewPublisher.PublishReview(r.Context(), reviewEvent(p.Tenant, stored, v)); err != nil {
+			s.unavailable(w, "publishing a stored review failed (a retry of the post publishes it)", err, p.Tenant, job.RequestID)
+			return
+		}
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, stored)
 }
 
 // completedJob reads the tenant's completed job named by the path, answering
@@ -151,16 +148,6 @@ func (s *Server) completedJob(w http.ResponseWriter, r *http.Request, tenant, wh
 		return jobs.Job{}, false
 	}
 	return job, true
-}
-
-// answerRepost answers a review id posted again: the stored review when it
-// is the same, else 409.
-func (s *Server) answerRepost(w http.ResponseWriter, old, posted reviews.Review) {
-	if old.SameAs(posted) {
-		writeJSON(w, http.StatusOK, old)
-		return
-	}
-	writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("review_id %q is taken by another review of this validation; a review is never edited, post a new one to supersede it", posted.ReviewID))
 }
 
 // passages says which passage ids a reviewer may cite: those of the

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,8 +93,8 @@ func (q queueResponse) ids() string {
 }
 
 // TestReviewsEndToEnd, on the real broker and S3: the queue in confidence
-// order; a review stored and published once when posted twice; the same id
-// with another review refused; a score outside the rule's set refused,
+// order; a review stored once when posted twice, and published again, with
+// the same event id; the same id with another review refused, unpublished; a score outside the rule's set refused,
 // naming the rule and the allowed scores; an unknown passage refused;
 // another tenant refused as a missing validation; the status with the
 // review, its history and the final outcome, and the final aggregates
@@ -220,7 +223,9 @@ func TestReviewsEndToEnd(t *testing.T) {
 		})
 	}
 
-	// The reviews topic holds the review once, keyed by request and rule.
+	// The reviews topic holds the review, keyed by request and rule, once
+	// per post that stored or found it: the same event id twice, which
+	// consumers de-duplicate on; the refused reviews are not there.
 	reader := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{broker}, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = reader.Close() })
 	msg, err := reader.FetchMessage(ctx)
@@ -245,10 +250,22 @@ func TestReviewsEndToEnd(t *testing.T) {
 		*r.ModelConfidence != 0.3 || r.Note != "The certificate expired in 2024." || r.Reviewer != "user-of-acme" {
 		t.Errorf("review event = %+v", ev)
 	}
+	republished, err := reader.FetchMessage(ctx)
+	if err != nil {
+		t.Fatalf("reading the reviews topic: %v", err)
+	}
+	for _, h := range republished.Headers {
+		if h.Key == producer.HeaderCEID && string(h.Value) != headers[producer.HeaderCEID] {
+			t.Errorf("the review posted again was published as %s, want the same event id %s", h.Value, headers[producer.HeaderCEID])
+		}
+	}
+	if string(republished.Key) != string(msg.Key) || !bytes.Equal(republished.Value, msg.Value) {
+		t.Error("the review posted again was published with another event")
+	}
 	shortCtx, stop := context.WithTimeout(ctx, 2*time.Second)
 	defer stop()
 	if extra, err := reader.FetchMessage(shortCtx); err == nil {
-		t.Errorf("a second record on the reviews topic: key %q", extra.Key)
+		t.Errorf("a third record on the reviews topic: key %q", extra.Key)
 	}
 
 	// A later confirm of clarity; the status shows reviews and final outcomes.
@@ -355,5 +372,140 @@ func TestReviewScope(t *testing.T) {
 	if r := call(t, http.MethodGet, ts.URL+"/v1/reviews/agreement", scoped, nil); r.status != http.StatusOK ||
 		!strings.Contains(string(r.body), `"rule_id":"signed","reviews":1,"agreed":1,"accuracy":null,"kappa":null`) {
 		t.Errorf("agreement: %s", r)
+	}
+}
+
+// recordingPublisher records the review events published, or fails each
+// publish with fail when it is set.
+type recordingPublisher struct {
+	mu     sync.Mutex
+	fail   error
+	events []*schemas.ReviewEvent
+}
+
+func (p *recordingPublisher) PublishReview(_ context.Context, ev *schemas.ReviewEvent) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.events = append(p.events, ev)
+	return nil
+}
+
+func (p *recordingPublisher) setFail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fail = err
+}
+
+// published lists the events published so far.
+func (p *recordingPublisher) published() []*schemas.ReviewEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.events)
+}
+
+// eventIDs are the ids of events.
+func eventIDs(events []*schemas.ReviewEvent) []string {
+	ids := make([]string, len(events))
+	for i, ev := range events {
+		ids[i] = ev.EventID
+	}
+	return ids
+}
+
+// TestReviewIsPublishedOnlyOnceStored: a review refused (409, the store's
+// conditional add fails; 400) is never published; one stored whose publish
+// fails is answered 503 with Retry-After and published by the retry of the
+// same post, with the stored review's event.
+func TestReviewIsPublishedOnlyOnceStored(t *testing.T) {
+	req, jobStore, reviewStore := judgedInMemory(t, "acme", "req-pub")
+	pub := &recordingPublisher{}
+	id := newIdentity(t)
+	_, ts := serve(t, Config{Verifier: id.verifier, Jobs: jobStore, Reviews: reviewStore, ReviewPublisher: pub})
+	acme := id.token(t, "acme")
+	post := func(body string) response {
+		t.Helper()
+		return call(t, http.MethodPost, ts.URL+"/v1/validations/"+req.RequestID+"/reviews", acme, []byte(body))
+	}
+	const confirm = `{"review_id": "rv-1", "rule_id": "signed", "decision": "confirm", "passage_ids": ["d1p1s1"]}`
+	const eventID = "acme/req-pub/signed/rv-1"
+
+	if r := post(confirm); r.status != http.StatusCreated {
+		t.Fatalf("POST: %s", r)
+	}
+	if got := eventIDs(pub.published()); !slices.Equal(got, []string{eventID}) {
+		t.Fatalf("published %v, want [%s]", got, eventID)
+	}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+	}{
+		{"the same id, another review", `{"review_id": "rv-1", "rule_id": "signed", "decision": "override", "boolean_output": false}`, http.StatusConflict},
+		{"an invalid review", `{"review_id": "rv-2", "rule_id": "signed", "decision": "override"}`, http.StatusBadRequest},
+	} {
+		if r := post(tc.body); r.status != tc.status {
+			t.Errorf("%s: %s, want %d", tc.name, r, tc.status)
+		}
+		if got := eventIDs(pub.published()); len(got) != 1 {
+			t.Errorf("%s: published %v; a refused review must not be", tc.name, got)
+		}
+	}
+
+	// The broker fails after the store: 503, the review kept.
+	pub.setFail(errors.New("broker down"))
+	const second = `{"review_id": "rv-3", "rule_id": "insured", "decision": "override", "boolean_output": false, "note": "Lapsed."}`
+	r := post(second)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+		t.Fatalf("POST with the broker down: %s, want 503 with Retry-After", r)
+	}
+	kept, err := reviewStore.List(context.Background(), "acme", req.RequestID)
+	if err != nil || len(kept) != 2 || kept[1].ReviewID != "rv-3" {
+		t.Fatalf("stored reviews %+v, %v; want rv-3 kept", kept, err)
+	}
+	// The client's retry publishes it: the stored review's event.
+	pub.setFail(nil)
+	if r := post(second); r.status != http.StatusOK {
+		t.Fatalf("retry: %s, want 200", r)
+	}
+	events := pub.published()
+	if got := eventIDs(events); !slices.Equal(got, []string{eventID, "acme/req-pub/insured/rv-3"}) {
+		t.Fatalf("published %v after the retry", got)
+	}
+	if ev := events[1]; !ev.ReviewedAt.Equal(kept[1].ReviewedAt) || ev.Note != "Lapsed." || ev.FinalOutcome != "fail" {
+		t.Errorf("event %+v, want the stored review's", ev)
+	}
+}
+
+// concurrentPost is a review store in which, just before each Add, another
+// post of the same review id with another review lands first (on another
+// replica, say): the race only the store's conditional add settles.
+type concurrentPost struct{ reviews.Store }
+
+func (s concurrentPost) Add(ctx context.Context, tenant string, r reviews.Review) (reviews.Review, bool, error) {
+	other := r
+	other.Note = "the other post's review"
+	if _, _, err := s.Store.Add(ctx, tenant, other); err != nil {
+		return reviews.Review{}, false, err
+	}
+	return s.Store.Add(ctx, tenant, r)
+}
+
+// TestReviewLosingARaceIsNotPublished: a review that loses the race for its
+// id to another one is refused by the conditional store (409) and never
+// published, though no review held the id when it was posted.
+func TestReviewLosingARaceIsNotPublished(t *testing.T) {
+	req, jobStore, reviewStore := judgedInMemory(t, "acme", "req-race")
+	pub := &recordingPublisher{}
+	id := newIdentity(t)
+	_, ts := serve(t, Config{Verifier: id.verifier, Jobs: jobStore, Reviews: concurrentPost{reviewStore}, ReviewPublisher: pub})
+	body := []byte(`{"review_id": "rv-1", "rule_id": "signed", "decision": "confirm", "passage_ids": ["d1p1s1"]}`)
+	r := call(t, http.MethodPost, ts.URL+"/v1/validations/"+req.RequestID+"/reviews", id.token(t, "acme"), body)
+	if r.status != http.StatusConflict {
+		t.Fatalf("POST: %s, want 409", r)
+	}
+	if got := eventIDs(pub.published()); len(got) != 0 {
+		t.Errorf("published %v: a review refused as a conflict must not be", got)
 	}
 }
