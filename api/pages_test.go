@@ -1,8 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image/png"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -10,6 +13,8 @@ import (
 
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/internal/docfixture"
+	"rulevalidator/internal/pdftest"
 	"rulevalidator/jobs"
 	"rulevalidator/pipeline"
 	"rulevalidator/reviews"
@@ -146,5 +151,36 @@ func TestPageCacheIsBounded(t *testing.T) {
 	// 1, 2 rendered; 1 kept; 3 rendered, 2 dropped; 1 kept; 2 rendered again.
 	if renders != 4 || c.order.Len() != 2 {
 		t.Errorf("%d renders, %d kept; want 4 and 2", renders, c.order.Len())
+	}
+}
+
+// TestDocumentPageImageIsCapped: the image of a PDF page of an extreme box
+// (4 × 1000 points: 250 MP at the width pages are shown at) comes back
+// within docread's caps, its aspect ratio kept, rendered by the real PDF
+// engine.
+func TestDocumentPageImageIsCapped(t *testing.T) {
+	req, jobStore, reviewStore := judgedInMemory(t, "acme", "req-tall")
+	const wPts, hPts = 4, 1000
+	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "tall.pdf", Pages: []string{"Page."}}}}
+	files := []pipeline.File{{Name: "tall.pdf", MediaType: docread.PDF, Data: docfixture.PageBoxPDF(wPts, hPts)}}
+	if err := reviewStore.SaveMaterial(context.Background(), "acme", req.RequestID, reviews.Material{Inputs: in, Files: files}); err != nil {
+		t.Fatal(err)
+	}
+	id := newIdentity(t)
+	_, ts := serve(t, Config{Verifier: id.verifier, Jobs: jobStore, Reviews: reviewStore, Pages: pdftest.Reader(t)})
+	r := call(t, http.MethodGet, ts.URL+"/v1/validations/"+req.RequestID+"/documents/1/pages/1.png", id.token(t, "acme"), nil)
+	if r.status != http.StatusOK || r.header.Get("Content-Type") != "image/png" {
+		t.Fatalf("page image: %s", r)
+	}
+	img, err := png.Decode(bytes.NewReader(r.body))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	w, h := img.Bounds().Dx(), img.Bounds().Dy()
+	if w > docread.MaxRenderSide || h > docread.MaxRenderSide || w*h > docread.MaxRenderPixels {
+		t.Errorf("page image %d × %d is over the caps (%d px a side, %d px)", w, h, docread.MaxRenderSide, docread.MaxRenderPixels)
+	}
+	if want := float64(h) * wPts / hPts; math.Abs(float64(w)-want) > 1 {
+		t.Errorf("page image %d × %d: %.1f wide would keep the page's aspect", w, h, want)
 	}
 }

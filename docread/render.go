@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"image/png"
+	"math"
 	"strings"
 	"unicode"
 
@@ -19,6 +20,21 @@ var ErrNoSuchPage = errors.New("docread: no such page")
 
 // MaxRenderWidth caps the width of a rendered page, in pixels.
 const MaxRenderWidth = 2000
+
+// Caps of a rendered page image whatever the page's box, which the PDF (a
+// tenant's) decides: a page of 4 × 1000 points rendered 1000 pixels wide
+// would be 250,000 pixels tall, 250 MP and a gigabyte of RGBA. A page over
+// a cap is rendered smaller, its aspect ratio kept.
+const (
+	// MaxRenderPixels caps a rendered page's area: 16 MP, 64 MB as RGBA,
+	// far more than a page shown on a screen needs.
+	MaxRenderPixels = 16_000_000
+	// MaxRenderSide caps each side, in pixels: what browsers and GPUs
+	// draw in one piece. Within MaxRenderPixels alone a page of extreme
+	// aspect would still be a strip tens of thousands of pixels long,
+	// which no screen shows and some image decoders refuse.
+	MaxRenderSide = 8192
+)
 
 // Box is a rectangle on a page, in fractions of the page's width and height
 // from its top left corner, so that it scales with the image it is drawn on.
@@ -40,8 +56,10 @@ type RenderedPage struct {
 }
 
 // RenderPDFPage renders page (1-based) of the PDF data to a PNG width pixels
-// wide, and finds each of texts on it (ignoring white space, as the text
-// read from a page keeps PDFium's line breaks) to give its boxes.
+// wide (smaller, its aspect kept, for a page that would be over
+// MaxRenderSide or MaxRenderPixels so), and finds each of texts on it
+// (ignoring white space, as the text read from a page keeps PDFium's line
+// breaks) to give its boxes.
 func (r *Reader) RenderPDFPage(ctx context.Context, name string, data []byte, page, width int, texts []string) (*RenderedPage, error) {
 	if width < 1 || width > MaxRenderWidth {
 		return nil, fmt.Errorf("docread: render width %d must be between 1 and %d", width, MaxRenderWidth)
@@ -86,14 +104,21 @@ func renderPDFPage(inst pdfium.Pdfium, name string, data []byte, page, width int
 	if page < 1 || page > count.PageCount {
 		return nil, fmt.Errorf("docread: %s has no page %d (it has %d): %w", name, page, count.PageCount, ErrNoSuchPage)
 	}
+	size, err := inst.FPDF_GetPageSizeByIndex(&requests.FPDF_GetPageSizeByIndex{Document: doc.Document, Index: page - 1})
+	if err != nil || !(size.Width > 0 && size.Height > 0) || math.IsInf(size.Width, 0) || math.IsInf(size.Height, 0) {
+		return nil, newError(name, ErrCorrupt, "page %d has no size: %v", page, err)
+	}
+	// Both sides are given, so PDFium's bitmap is at most that size: the
+	// caps hold before it is allocated.
+	w, h := renderSize(size.Width, size.Height, width)
 	ref := requests.Page{ByIndex: &requests.PageByIndex{Document: doc.Document, Index: page - 1}}
-	img, err := inst.RenderPageInPixels(&requests.RenderPageInPixels{Page: ref, Width: width})
+	img, err := inst.RenderPageInPixels(&requests.RenderPageInPixels{Page: ref, Width: w, Height: h})
 	if err != nil {
 		return nil, newError(name, ErrCorrupt, "page %d cannot be rendered: %v", page, err)
 	}
 	var buf bytes.Buffer
 	err = png.Encode(&buf, img.Result.RenderedImage)
-	w, h := img.Result.Width, img.Result.Height
+	w, h = img.Result.Width, img.Result.Height
 	img.Cleanup()
 	if err != nil {
 		return nil, fmt.Errorf("docread: encoding page %d of %s: %w", page, name, err)
@@ -101,10 +126,6 @@ func renderPDFPage(inst pdfium.Pdfium, name string, data []byte, page, width int
 	out := &RenderedPage{PNG: buf.Bytes(), Width: w, Height: h, Boxes: make([][]Box, len(texts))}
 	if len(texts) == 0 {
 		return out, nil
-	}
-	size, err := inst.FPDF_GetPageSizeByIndex(&requests.FPDF_GetPageSizeByIndex{Document: doc.Document, Index: page - 1})
-	if err != nil || size.Width <= 0 || size.Height <= 0 {
-		return nil, newError(name, ErrCorrupt, "page %d has no size: %v", page, err)
 	}
 	st, err := inst.GetPageTextStructured(&requests.GetPageTextStructured{Page: ref, Mode: requests.GetPageTextStructuredModeChars})
 	if err != nil {
@@ -123,6 +144,22 @@ func renderPDFPage(inst pdfium.Pdfium, name string, data []byte, page, width int
 		out.Boxes[i] = findBoxes(chars, t, size.Width, size.Height)
 	}
 	return out, nil
+}
+
+// renderSize is the size in pixels of the image of a page of wPts × hPts
+// points rendered width pixels wide: that width and the height of the
+// page's aspect (as PDFium computes it from a width alone), or, for a page
+// over MaxRenderSide or MaxRenderPixels so, the largest size of the same
+// aspect within both (each side at least a pixel).
+func renderSize(wPts, hPts float64, width int) (w, h int) {
+	height := math.Ceil(float64(width) * hPts / wPts)
+	if float64(width) <= MaxRenderSide && height <= MaxRenderSide && float64(width)*height <= MaxRenderPixels {
+		return width, int(height)
+	}
+	// Pixels per point: the largest that keeps the image within every cap.
+	scale := min(float64(width)/wPts, MaxRenderSide/wPts, MaxRenderSide/hPts, math.Sqrt(MaxRenderPixels/(wPts*hPts)))
+	// Rounded down, so that the caps hold.
+	return max(1, int(wPts*scale)), max(1, int(hPts*scale))
 }
 
 // placedChar is a character of a page other than white space, with its

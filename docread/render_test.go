@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"image/png"
+	"math"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"rulevalidator/docread"
+	"rulevalidator/internal/docfixture"
 )
 
 func TestRenderPDFPageFindsPassageBoxes(t *testing.T) {
@@ -56,5 +58,57 @@ func TestRenderPDFPageFindsPassageBoxes(t *testing.T) {
 	}
 	if _, err := r.RenderPDFPage(ctx, "northwind-msa.pdf", data, last+1, 800, nil); !errors.Is(err, docread.ErrNoSuchPage) {
 		t.Errorf("page %d: err %v, want ErrNoSuchPage", last+1, err)
+	}
+}
+
+// TestRenderPDFPageCapsTheImage: a page of any box, an extreme one
+// included, is rendered within MaxRenderSide and MaxRenderPixels, its
+// aspect ratio kept (to a pixel), the PNG as large as reported.
+func TestRenderPDFPageCapsTheImage(t *testing.T) {
+	r := newReader(t, docread.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name       string
+		wPts, hPts float64
+		width      int
+		largest    bool // the image is of the largest size allowed
+	}{
+		// 1000 × 250,000 pixels at the width asked for: 250 MP.
+		{"4 × 1000 points", 4, 1000, 1000, false},
+		{"14400 × 14400 points, the largest PDF page", 14400, 14400, docread.MaxRenderWidth, false},
+		// 2000 × 8100 pixels: each side within the cap, the whole over it.
+		{"1000 × 4050 points", 1000, 4050, docread.MaxRenderWidth, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.largest && testing.Short() {
+				t.Skip("an image of the largest size takes seconds to render and encode")
+			}
+			got, err := r.RenderPDFPage(ctx, "page.pdf", docfixture.PageBoxPDF(tc.wPts, tc.hPts), 1, tc.width, []string{"Page."})
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(bytes.NewReader(got.PNG))
+			if err != nil {
+				t.Fatalf("not a PNG: %v", err)
+			}
+			w, h := img.Bounds().Dx(), img.Bounds().Dy()
+			if w != got.Width || h != got.Height {
+				t.Errorf("image %d × %d, reported %d × %d", w, h, got.Width, got.Height)
+			}
+			if w > docread.MaxRenderSide || h > docread.MaxRenderSide || w*h > docread.MaxRenderPixels {
+				t.Errorf("image %d × %d is over the caps (%d px a side, %d px)", w, h, docread.MaxRenderSide, docread.MaxRenderPixels)
+			}
+			if w > tc.width {
+				t.Errorf("image %d wide, over the %d asked for", w, tc.width)
+			}
+			// The aspect ratio kept: the width the height implies, to a pixel.
+			if want := float64(h) * tc.wPts / tc.hPts; math.Abs(float64(w)-want) > 1 {
+				t.Errorf("image %d × %d: %.1f wide would keep the page's aspect", w, h, want)
+			}
+			if len(got.Boxes[0]) == 0 {
+				t.Errorf("no box for the page's text")
+			}
+		})
 	}
 }

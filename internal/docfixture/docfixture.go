@@ -241,6 +241,26 @@ func ImagePDF(pages string) []byte {
 			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im1 3 0 R >> /Font << /F1 4 0 R >> >> /Contents %d 0 R >>", 6+2*i),
 			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
 	}
+	return writePDF(objs)
+}
+
+// PageBoxPDF is a PDF written here, without LibreOffice, of one page
+// width × height points (its MediaBox) with a line of text: a page of any
+// shape, an extreme one included.
+func PageBoxPDF(width, height float64) []byte {
+	content := "BT /F1 2 Tf 0 0 Td (Page.) Tj ET"
+	return writePDF([]string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>", width, height),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
+	})
+}
+
+// writePDF writes objs as objects 1, 2, ... of a PDF whose catalog is
+// object 1, with their cross-reference table.
+func writePDF(objs []string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n")
 	offsets := make([]int, len(objs))
