@@ -52,6 +52,12 @@ type Submitter interface {
 	Write(ctx context.Context, subs ...producer.Submission) error
 }
 
+// ClaimChecker says whether a tenant may name an object as a claim check (an
+// *objstore.Store); a refusal wraps objstore.ErrClaimRefused.
+type ClaimChecker interface {
+	CheckClaim(tenant, uri string) error
+}
+
 // CallbackChecker says whether a callback URL may receive callbacks (a
 // *callback.Notifier).
 type CallbackChecker interface {
@@ -106,6 +112,11 @@ type Config struct {
 	// naming it instead of failing later; nil queues them unread. Documents
 	// by uri are read by the pipeline.
 	Documents DocumentReader
+	// Claims checks, at submission, that every document given by uri names
+	// an object the request's tenant may read, answering 403 naming the
+	// document otherwise; nil leaves the check to the pipeline, which
+	// dead-letters such a request (claim_refused) without reading the object.
+	Claims ClaimChecker
 	// Callbacks checks options.callback_url at submission; the serve
 	// pipeline writes the callback to the callbacks topic, delivered from
 	// there (package outbox). Nil refuses requests that ask for a callback.

@@ -13,6 +13,7 @@ import (
 
 	"rulevalidator/docread"
 	"rulevalidator/jobs"
+	"rulevalidator/objstore"
 	"rulevalidator/producer"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
@@ -90,7 +91,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		writeInvalid(w, err)
 		return
 	}
-	if !s.readable(w, r.Context(), req) {
+	if !s.claimable(w, req) || !s.readable(w, r.Context(), req) {
 		return
 	}
 	callbackURL := ""
@@ -180,6 +181,26 @@ func (s *Server) readable(w http.ResponseWriter, ctx context.Context, req *schem
 				writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the document reader is unavailable; try again shortly")
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// claimable checks that every document req gives by uri names an object its
+// tenant may read, answering 403 naming the first that does not. Nothing is
+// read: the pipeline reads the object, and checks again.
+func (s *Server) claimable(w http.ResponseWriter, req *schemas.Request) bool {
+	if s.cfg.Claims == nil {
+		return true
+	}
+	for label, d := range req.ClaimChecks() {
+		if err := s.cfg.Claims.CheckClaim(req.TenantID, *d.URI); err != nil {
+			var op *objstore.OpError
+			if errors.As(err, &op) {
+				err = op.Err // the refusal itself, without the store's own prefix
+			}
+			writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("%s: uri %s: %v", label, *d.URI, err))
+			return false
 		}
 	}
 	return true

@@ -24,6 +24,7 @@ import (
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/logbuf"
 	"rulevalidator/metrics"
+	"rulevalidator/objstore"
 	"rulevalidator/pipeline"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
@@ -240,6 +241,44 @@ func TestSubmitTooLarge(t *testing.T) {
 	}
 	if len(runner.requests()) != 0 {
 		t.Error("an oversized request was submitted")
+	}
+}
+
+// TestSubmitClaimChecksScopedToTenant: a document by uri must name an
+// object under the token tenant's claims prefix; anything else, another
+// tenant's claim or the service's own state, is answered 403 naming the
+// document, and nothing is queued.
+func TestSubmitClaimChecksScopedToTenant(t *testing.T) {
+	id := newIdentity(t)
+	store, err := objstore.New(objstore.Config{Endpoint: "127.0.0.1:1", AccessKey: "k", SecretKey: "s", Bucket: "docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier, Claims: store})
+	body := func(requestID, uri string) []byte {
+		b := validationBody("", `"request_id":"`+requestID+`"`)
+		return bytes.Replace(b, []byte(`{"name":"contract.txt","content":"Signed and dated 1 March 2025."}`),
+			[]byte(`{"name":"contract.txt","content":"Signed."},{"name":"annex.txt","uri":"`+uri+`"}`), 1)
+	}
+	for _, tc := range []struct{ name, uri, want string }{
+		{"another tenant's claim", "s3://docs/claims/globex/contract.txt",
+			`primary_docs[1] ("annex.txt"): uri s3://docs/claims/globex/contract.txt: the key is not under claims/acme/, where tenant "acme"'s documents are kept`},
+		{"the service's own state", "s3://docs/reviews-material/globex/r-1.json", "the key is not under claims/acme/"},
+		{"another bucket", "s3://elsewhere/claims/acme/contract.txt", `bucket "elsewhere" is not one this service reads`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := call(t, http.MethodPost, ts.URL+"/v1/validations", id.token(t, "acme"), body("req-claim", tc.uri))
+			if r.status != http.StatusForbidden || r.errorCode() != CodeForbidden || !strings.Contains(r.errorMessage(), tc.want) {
+				t.Errorf("got %s, want 403 forbidden naming %q", r, tc.want)
+			}
+		})
+	}
+	if n := len(runner.requests()); n != 0 {
+		t.Fatalf("%d refused requests were queued", n)
+	}
+	r := call(t, http.MethodPost, ts.URL+"/v1/validations", id.token(t, "acme"), body("req-own", "s3://docs/claims/acme/contract.txt"))
+	if r.status != http.StatusAccepted || len(runner.requests()) != 1 {
+		t.Errorf("the tenant's own claim: %s, %d queued; want 202 and one queued", r, len(runner.requests()))
 	}
 }
 

@@ -49,13 +49,7 @@ var (
 	requestOutcomes = newLabelSet("completed", "failed", "cached", "retry")
 	verdictOutcomes = newLabelSet(string(engine.OutcomePass), string(engine.OutcomeFail), string(engine.OutcomeScore),
 		string(engine.OutcomeNotApplicable), string(engine.OutcomeNoVerdict))
-	deadLetterReasons = newLabelSet(
-		string(schemas.ReasonUndecodable), string(schemas.ReasonInvalidRequest),
-		string(schemas.ReasonInvalidRuleset), string(schemas.ReasonInvalidInput),
-		string(schemas.ReasonUnknownRuleset), string(schemas.ReasonOversized),
-		string(schemas.ReasonModelRejected), string(schemas.ReasonInvalidOutput),
-		string(schemas.ReasonInternal), string(schemas.ReasonReportFailed), string(schemas.ReasonTimeout),
-	)
+	deadLetterReasons = newLabelSet(reasonLabels()...)
 	llmOutcomes        = newLabelSet("ok", "error")
 	tokenKinds         = newLabelSet("prompt", "completion", "cached")
 	outputRetryReasons = newLabelSet(
@@ -419,4 +413,13 @@ func (l *modelLabels) label(model string) string {
 	l.seen[model] = true
 	l.onNew(model)
 	return model
+}
+
+// reasonLabels are the dead-letter reasons, as label values.
+func reasonLabels() []string {
+	out := make([]string, len(schemas.Reasons))
+	for i, r := range schemas.Reasons {
+		out[i] = string(r)
+	}
+	return out
 }

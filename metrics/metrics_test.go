@@ -151,7 +151,7 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 		{"requests_consumed_total", m.requestsConsumed, 4},
 		{"request_duration_seconds", m.requestDuration, 4},
 		{"verdicts_published_total", m.verdictsPublished, 5},
-		{"dead_letters_total", m.deadLetters, 11},
+		{"dead_letters_total", m.deadLetters, len(schemas.Reasons)},
 		{"environment_fault", m.envFault, len(pipeline.Causes)},
 		{"llm_output_retries_total", m.llmRetries, 20},
 		{"evidence_anchoring_total", m.anchoring, 7},

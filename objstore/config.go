@@ -20,6 +20,9 @@ const (
 	DefaultBaseDelay      = 200 * time.Millisecond
 	DefaultMaxObjectBytes = 64 << 20
 	DefaultRegion         = "us-east-1"
+	// DefaultClaimsPrefix is where upstream pipelines store the documents their requests name
+	// by uri: s3://<bucket>/claims/<tenant>/<any name>.
+	DefaultClaimsPrefix = "claims"
 )
 
 // Config says where the object store is and how to talk to it. Zero fields take the defaults
@@ -33,10 +36,15 @@ type Config struct {
 	SecretKey string
 	// Bucket is the bucket every key lives in.
 	Bucket string
-	// AllowedBuckets are further buckets GetURI may read claim-check documents from. The
+	// AllowedBuckets are further buckets GetClaim may read claim-check documents from. The
 	// configured Bucket is always allowed; any other bucket in a URI is refused, so that a
 	// request can't make the service read arbitrary buckets.
 	AllowedBuckets []string
+	// ClaimsPrefix is the key prefix under which, in every bucket claim checks are read
+	// from, each tenant's documents are kept: <ClaimsPrefix>/<tenant>/..., the tenant
+	// escaped with KeySegment (default DefaultClaimsPrefix). A claim check naming any other
+	// key, the service's own state or another tenant's documents, is refused unread.
+	ClaimsPrefix string
 	// UseTLS talks HTTPS to a host:port endpoint.
 	UseTLS bool
 	// Region is signed into every request (default us-east-1). Setting it also spares a
@@ -70,6 +78,10 @@ func (c *Config) setDefaults() {
 	if c.Region == "" {
 		c.Region = DefaultRegion
 	}
+	if c.ClaimsPrefix == "" {
+		c.ClaimsPrefix = DefaultClaimsPrefix
+	}
+	c.ClaimsPrefix = strings.TrimSuffix(c.ClaimsPrefix, "/")
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -96,6 +108,9 @@ func (c *Config) Validate() error {
 		if err := s3utils.CheckValidBucketNameStrict(b); err != nil {
 			errs = append(errs, fmt.Errorf("AllowedBuckets[%d] %q: %v", i, b, err))
 		}
+	}
+	if err := checkPrefix(c.ClaimsPrefix); err != nil {
+		errs = append(errs, fmt.Errorf("ClaimsPrefix: %v", err))
 	}
 	if c.MaxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("MaxAttempts is %d, want 1 or more (0 means %d)", c.MaxAttempts, DefaultMaxAttempts))

@@ -19,6 +19,9 @@ var (
 	// ErrConditionFailed: a conditional write found the object not as required (PutNew: it
 	// exists; PutIfMatch: it changed). S3's PreconditionFailed.
 	ErrConditionFailed = errors.New("the object is not as the write's condition requires")
+	// ErrClaimRefused: a claim check names an object its tenant may not read: outside the
+	// buckets claim checks are read from, or outside the tenant's own claims prefix.
+	ErrClaimRefused = errors.New("claim check refused")
 	// errNoSuchBucket: the configured bucket does not exist (found by Ping).
 	errNoSuchBucket = errors.New("the bucket does not exist")
 )
@@ -122,7 +125,7 @@ func (e *OpError) MessageFault() bool { return e.FaultCause() == "" }
 // fault, and is empty when it is.
 func (e *OpError) FaultCause() string {
 	if e.kind != nil {
-		return "" // ErrNotFound, ErrTooLarge, ErrConditionFailed: the object the request named
+		return "" // ErrNotFound, ErrTooLarge, ErrConditionFailed, ErrClaimRefused: the object the request named
 	}
 	var resp minio.ErrorResponse
 	if errors.As(e.Err, &resp) {

@@ -248,11 +248,11 @@ func (s *Store) tooLarge(uri, size string) *OpError {
 		Err: fmt.Errorf("the object is %s, over the cap of %d bytes (MaxObjectBytes)", size, s.cfg.MaxObjectBytes)}
 }
 
-// GetURI fetches a claim-check document by its s3://bucket/key address. The bucket must be
-// the store's bucket or one of Config.AllowedBuckets: a URI from a request must not make
-// the service read any bucket its credentials reach.
-func (s *Store) GetURI(ctx context.Context, uri string) ([]byte, error) {
-	bucket, key, err := s.readableURI("get", uri)
+// GetClaim fetches a claim-check document of tenant by its s3://bucket/key address. It
+// reads only what CheckClaim accepts: a request must not make the service read its own
+// state, another tenant's documents or any bucket its credentials reach.
+func (s *Store) GetClaim(ctx context.Context, tenant, uri string) ([]byte, error) {
+	bucket, key, err := s.claim("get", tenant, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -260,17 +260,14 @@ func (s *Store) GetURI(ctx context.Context, uri string) ([]byte, error) {
 	return data, err
 }
 
-// StatURI describes a claim-check document by its s3://bucket/key address without reading
-// it (a HEAD), so that a caller can make room for it first. It refuses what GetURI refuses:
-// a bucket the service does not read, a missing object (ErrNotFound) and one bigger than
-// MaxObjectBytes (ErrTooLarge).
-func (s *Store) StatURI(ctx context.Context, uri string) (ObjectInfo, error) {
-	bucket, key, err := s.readableURI("stat", uri)
+// StatClaim describes a claim-check document of tenant by its s3://bucket/key address
+// without reading it (a HEAD), so that a caller can make room for it first. It refuses what
+// GetClaim refuses (ErrClaimRefused, before any request), a missing object (ErrNotFound) and
+// one bigger than MaxObjectBytes (ErrTooLarge).
+func (s *Store) StatClaim(ctx context.Context, tenant, uri string) (ObjectInfo, error) {
+	bucket, key, err := s.claim("stat", tenant, uri)
 	if err != nil {
 		return ObjectInfo{}, err
-	}
-	if err := checkKey(key); err != nil {
-		return ObjectInfo{}, &OpError{Op: "stat", URI: uri, Err: err}
 	}
 	var stat minio.ObjectInfo
 	err = s.retry(ctx, "stat", uri, func() (err error) {
@@ -293,17 +290,37 @@ func (s *Store) StatURI(ctx context.Context, uri string) (ObjectInfo, error) {
 	return info, nil
 }
 
-// readableURI parses a claim-check address and checks that its bucket is one the service
-// reads. Its refusals, made before any request (Attempts 0), are the caller's fault.
-func (s *Store) readableURI(op, uri string) (bucket, key string, err error) {
+// CheckClaim says whether tenant may name uri as a claim check, without any request: the
+// bucket must be the store's or one of Config.AllowedBuckets, and the key must lie under
+// the tenant's claims prefix (ClaimPrefix). Its refusals wrap ErrClaimRefused.
+func (s *Store) CheckClaim(tenant, uri string) error {
+	_, _, err := s.claim("check", tenant, uri)
+	return err
+}
+
+// ClaimPrefix is the key prefix, ending in '/', under which tenant's claim-checked documents
+// are kept in every bucket claim checks are read from.
+func (s *Store) ClaimPrefix(tenant string) string {
+	return s.cfg.ClaimsPrefix + "/" + KeySegment(tenant) + "/"
+}
+
+// claim parses a claim-check address and checks that tenant may read it. Its refusals,
+// made before any request (Attempts 0), are the caller's fault; they say where the
+// tenant's documents belong and nothing of what else the store holds.
+func (s *Store) claim(op, tenant, uri string) (bucket, key string, err error) {
 	bucket, key, err = ParseURI(uri)
 	if err != nil {
 		return "", "", &OpError{Op: op, URI: uri, Err: err}
 	}
 	if bucket != s.cfg.Bucket && !slices.Contains(s.cfg.AllowedBuckets, bucket) {
 		allowed := append([]string{s.cfg.Bucket}, s.cfg.AllowedBuckets...)
-		return "", "", &OpError{Op: op, URI: uri, Err: fmt.Errorf("bucket %q is not one this service reads (allowed: %s)",
+		return "", "", &OpError{Op: op, URI: uri, kind: ErrClaimRefused, Err: fmt.Errorf("bucket %q is not one this service reads (allowed: %s)",
 			bucket, strings.Join(allowed, ", "))}
+	}
+	prefix := s.ClaimPrefix(tenant)
+	if !strings.HasPrefix(key, prefix) || len(key) == len(prefix) {
+		return "", "", &OpError{Op: op, URI: uri, kind: ErrClaimRefused, Err: fmt.Errorf("the key is not under %s, where tenant %q's documents are kept: store the document at s3://%s/%s<name> and name that",
+			prefix, tenant, bucket, prefix)}
 	}
 	return bucket, key, nil
 }

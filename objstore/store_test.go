@@ -92,9 +92,8 @@ func TestPutGetRoundTrip(t *testing.T) {
 	if err != nil || !bytes.Equal(viaBytes, body) {
 		t.Fatalf("GetBytes = %q, %v; want %q", viaBytes, err, body)
 	}
-	viaURI, err := store.GetURI(ctx, put.URI)
-	if err != nil || !bytes.Equal(viaURI, body) {
-		t.Fatalf("GetURI(%s) = %q, %v; want %q", put.URI, viaURI, err, body)
+	if _, err := store.GetClaim(ctx, "acme", put.URI); !errors.Is(err, objstore.ErrClaimRefused) {
+		t.Fatalf("GetClaim(%s) = %v; want the service's own key refused as a claim check", put.URI, err)
 	}
 
 	// Overwriting replaces both body and metadata.
@@ -143,22 +142,22 @@ func TestGetStreamsLargeObject(t *testing.T) {
 func TestGetBytesRefusesObjectsOverTheCap(t *testing.T) {
 	store := s3test.Store(t)
 	ctx := testContext(t)
-	if _, err := store.Put(ctx, "claims/doc.json", bytes.Repeat([]byte("x"), 2048), "application/json", nil); err != nil {
+	if _, err := store.Put(ctx, "claims/acme/doc.json", bytes.Repeat([]byte("x"), 2048), "application/json", nil); err != nil {
 		t.Fatalf("Put: %v", err)
 	}
 	capped := sameServer(t, store.Bucket(), func(c *objstore.Config) { c.MaxObjectBytes = 1024 })
 
-	data, err := capped.GetBytes(ctx, "claims/doc.json")
+	data, err := capped.GetBytes(ctx, "claims/acme/doc.json")
 	if !errors.Is(err, objstore.ErrTooLarge) {
 		t.Fatalf("GetBytes = %d bytes, %v; want an error wrapping ErrTooLarge", len(data), err)
 	}
-	for _, want := range []string{"2048 bytes", "cap of 1024 bytes", "s3://" + store.Bucket() + "/claims/doc.json"} {
+	for _, want := range []string{"2048 bytes", "cap of 1024 bytes", "s3://" + store.Bucket() + "/claims/acme/doc.json"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q, want it to name %q", err, want)
 		}
 	}
-	if _, err := capped.GetURI(ctx, store.URI("claims/doc.json")); !errors.Is(err, objstore.ErrTooLarge) {
-		t.Errorf("GetURI error %v, want one wrapping ErrTooLarge", err)
+	if _, err := capped.GetClaim(ctx, "acme", store.URI("claims/acme/doc.json")); !errors.Is(err, objstore.ErrTooLarge) {
+		t.Errorf("GetClaim error %v, want one wrapping ErrTooLarge", err)
 	}
 	// At the cap exactly is fine.
 	if _, err := store.Put(ctx, "claims/small.json", bytes.Repeat([]byte("y"), 1024), "application/json", nil); err != nil {
@@ -169,21 +168,21 @@ func TestGetBytesRefusesObjectsOverTheCap(t *testing.T) {
 	}
 }
 
-// StatURI tells a claim-checked object's size without reading it, and refuses what GetURI
-// refuses.
-func TestStatURI(t *testing.T) {
+// StatClaim tells a claim-checked object's size without reading it, and refuses what
+// GetClaim refuses.
+func TestStatClaim(t *testing.T) {
 	store := s3test.Store(t)
 	ctx := testContext(t)
-	put, err := store.Put(ctx, "claims/doc.pdf", bytes.Repeat([]byte("x"), 2048), "application/pdf", nil)
+	put, err := store.Put(ctx, "claims/acme/doc.pdf", bytes.Repeat([]byte("x"), 2048), "application/pdf", nil)
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}
-	info, err := store.StatURI(ctx, put.URI)
+	info, err := store.StatClaim(ctx, "acme", put.URI)
 	if err != nil {
-		t.Fatalf("StatURI(%s) = %v", put.URI, err)
+		t.Fatalf("StatClaim(%s) = %v", put.URI, err)
 	}
 	if info.Size != 2048 || info.ContentType != "application/pdf" || info.URI != put.URI || info.ETag != put.ETag {
-		t.Errorf("StatURI = %+v, want size 2048, application/pdf, %s and ETag %s", info, put.URI, put.ETag)
+		t.Errorf("StatClaim = %+v, want size 2048, application/pdf, %s and ETag %s", info, put.URI, put.ETag)
 	}
 
 	capped := sameServer(t, store.Bucket(), func(c *objstore.Config) { c.MaxObjectBytes = 1024 })
@@ -191,23 +190,27 @@ func TestStatURI(t *testing.T) {
 		name  string
 		store *objstore.Store
 		uri   string
-		want  error // a sentinel, or nil for a refusal before any request
+		want  error // a sentinel, or nil for an address refused as malformed
 	}{
 		{"over the cap", capped, put.URI, objstore.ErrTooLarge},
-		{"missing", store, store.URI("claims/nope.pdf"), objstore.ErrNotFound},
-		{"a bucket not read", store, "s3://someone-elses/claims/doc.pdf", nil},
+		{"missing", store, store.URI("claims/acme/nope.pdf"), objstore.ErrNotFound},
+		{"a bucket not read", store, "s3://someone-elses/claims/acme/doc.pdf", objstore.ErrClaimRefused},
+		{"another tenant's", store, store.URI("claims/bob/doc.pdf"), objstore.ErrClaimRefused},
+		{"the service's own", store, store.URI("reviews-material/bob/r-1.json"), objstore.ErrClaimRefused},
+		{"a bad address", store, "s3://" + store.Bucket() + "/claims/acme/../bob/doc.pdf", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.store.StatURI(ctx, tc.uri)
+			_, err := tc.store.StatClaim(ctx, "acme", tc.uri)
 			var opErr *objstore.OpError
 			if !errors.As(err, &opErr) || !opErr.MessageFault() {
-				t.Fatalf("StatURI(%s) = %v, want an *OpError that is the caller's fault", tc.uri, err)
+				t.Fatalf("StatClaim(%s) = %v, want an *OpError that is the caller's fault", tc.uri, err)
 			}
 			if tc.want != nil && !errors.Is(err, tc.want) {
-				t.Errorf("StatURI(%s) = %v, want an error wrapping %v", tc.uri, err, tc.want)
+				t.Errorf("StatClaim(%s) = %v, want an error wrapping %v", tc.uri, err, tc.want)
 			}
-			if tc.want == nil && opErr.Attempts != 0 {
-				t.Errorf("StatURI(%s) made %d attempts, want a refusal before any request", tc.uri, opErr.Attempts)
+			refused := tc.want == nil || errors.Is(tc.want, objstore.ErrClaimRefused)
+			if refused && opErr.Attempts != 0 {
+				t.Errorf("StatClaim(%s) made %d attempts, want a refusal before any request", tc.uri, opErr.Attempts)
 			}
 		})
 	}
@@ -230,8 +233,8 @@ func TestMissingKeyIsNotFound(t *testing.T) {
 	if !strings.Contains(err.Error(), "s3://"+store.Bucket()+"/acme/nope/report.xlsx") {
 		t.Errorf("error %q does not name the object", err)
 	}
-	if _, err := store.GetURI(ctx, store.URI("acme/nope/report.xlsx")); !errors.Is(err, objstore.ErrNotFound) {
-		t.Errorf("GetURI error %v, want one wrapping ErrNotFound", err)
+	if _, err := store.GetClaim(ctx, "acme", store.URI("claims/acme/nope.pdf")); !errors.Is(err, objstore.ErrNotFound) {
+		t.Errorf("GetClaim error %v, want one wrapping ErrNotFound", err)
 	}
 	if !opErr.MessageFault() || opErr.FaultCause() != "" {
 		t.Errorf("a missing key: MessageFault %v, cause %q; want the caller's fault", opErr.MessageFault(), opErr.FaultCause())
@@ -274,8 +277,8 @@ func TestWrongCredentialsFailAfterOneAttempt(t *testing.T) {
 	if opErr.MessageFault() || opErr.FaultCause() != objstore.CauseStorageAuth {
 		t.Errorf("a wrong secret: MessageFault %v, cause %q; want %s", opErr.MessageFault(), opErr.FaultCause(), objstore.CauseStorageAuth)
 	}
-	if _, err := wrong.GetURI(ctx, store.URI("acme/1/r.xlsx")); !errors.As(err, &opErr) || opErr.FaultCause() != objstore.CauseStorageAuth {
-		t.Errorf("GetURI with a wrong secret = %v, want cause %s", err, objstore.CauseStorageAuth)
+	if _, err := wrong.GetClaim(ctx, "acme", store.URI("claims/acme/r.pdf")); !errors.As(err, &opErr) || opErr.FaultCause() != objstore.CauseStorageAuth {
+		t.Errorf("GetClaim with a wrong secret = %v, want cause %s", err, objstore.CauseStorageAuth)
 	}
 
 	if err := wrong.Ping(ctx); err == nil {
@@ -316,29 +319,53 @@ func TestPingNeedsTheBucket(t *testing.T) {
 	}
 }
 
-func TestGetURIReadsOnlyAllowedBuckets(t *testing.T) {
+func TestGetClaimReadsOnlyTheTenantsClaims(t *testing.T) {
 	mine := s3test.Store(t)
 	other := s3test.Store(t)
 	ctx := testContext(t)
-	doc, err := other.Put(ctx, "claims/doc.json", []byte(`{"secret":true}`), "application/json", nil)
+	doc, err := other.Put(ctx, "claims/acme/doc.json", []byte(`{"secret":true}`), "application/json", nil)
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}
+	for _, key := range []string{"claims/bob/doc.json", "reviews-material/bob/r-1.json", "claims/acmeco/doc.json", "claims/acme.json"} {
+		if _, err := mine.Put(ctx, key, []byte(`{"secret":true}`), "application/json", nil); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+	}
 
-	_, err = mine.GetURI(ctx, doc.URI)
-	if err == nil {
-		t.Fatalf("GetURI(%s) read another bucket", doc.URI)
-	}
-	if want := `bucket "` + other.Bucket() + `" is not one this service reads`; !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %q, want it to contain %q", err, want)
-	}
-	if _, err := mine.GetURI(ctx, "s3://"+mine.Bucket()+"/../"+other.Bucket()+"/claims/doc.json"); err == nil {
-		t.Fatal("GetURI followed a traversal into another bucket")
+	for _, tc := range []struct{ name, uri, want string }{
+		{"another bucket", doc.URI, `bucket "` + other.Bucket() + `" is not one this service reads`},
+		{"a traversal into another bucket", "s3://" + mine.Bucket() + "/../" + other.Bucket() + "/claims/acme/doc.json", `".." is not allowed`},
+		{"another tenant's claim", mine.URI("claims/bob/doc.json"), "the key is not under claims/acme/"},
+		{"the service's own state", mine.URI("reviews-material/bob/r-1.json"), "the key is not under claims/acme/"},
+		{"a tenant whose name starts alike", mine.URI("claims/acmeco/doc.json"), "the key is not under claims/acme/"},
+		{"beside the prefix", mine.URI("claims/acme.json"), "the key is not under claims/acme/"},
+		{"a traversal out of the prefix", mine.URI("claims/acme/../bob/doc.json"), `".." is not allowed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := mine.GetClaim(ctx, "acme", tc.uri)
+			if err == nil {
+				t.Fatalf("GetClaim(%s) read %q", tc.uri, data)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to contain %q", err, tc.want)
+			}
+			if err := mine.CheckClaim("acme", tc.uri); err == nil {
+				t.Errorf("CheckClaim(%s) accepted what GetClaim refused", tc.uri)
+			}
+		})
 	}
 
 	allowing := sameServer(t, mine.Bucket(), func(c *objstore.Config) { c.AllowedBuckets = []string{other.Bucket()} })
-	data, err := allowing.GetURI(ctx, doc.URI)
+	data, err := allowing.GetClaim(ctx, "acme", doc.URI)
 	if err != nil || string(data) != `{"secret":true}` {
-		t.Fatalf("GetURI with the bucket allowed = %q, %v", data, err)
+		t.Fatalf("GetClaim with the bucket allowed = %q, %v", data, err)
+	}
+	if _, err := allowing.GetClaim(ctx, "bob", doc.URI); !errors.Is(err, objstore.ErrClaimRefused) {
+		t.Fatalf("GetClaim of acme's claim for bob = %v, want ErrClaimRefused", err)
+	}
+	// A tenant id is escaped as every key segment is: it cannot reach outside its prefix.
+	if got, want := mine.ClaimPrefix("a/b"), "claims/a%2Fb/"; got != want {
+		t.Errorf("ClaimPrefix(a/b) = %q, want %q", got, want)
 	}
 }

@@ -34,7 +34,7 @@ func (j *journal) list() []string {
 	return slices.Clone(j.events)
 }
 
-// fakeObjects holds claim-checked objects; stat, when set, is the size StatURI reports (an
+// fakeObjects holds claim-checked objects; stat, when set, is the size StatClaim reports (an
 // object replaced after the stat).
 type fakeObjects struct {
 	j       *journal
@@ -43,7 +43,7 @@ type fakeObjects struct {
 	statErr error
 }
 
-func (f *fakeObjects) StatURI(_ context.Context, uri string) (objstore.ObjectInfo, error) {
+func (f *fakeObjects) StatClaim(_ context.Context, _, uri string) (objstore.ObjectInfo, error) {
 	f.j.add("stat")
 	if f.statErr != nil {
 		return objstore.ObjectInfo{}, f.statErr
@@ -55,7 +55,7 @@ func (f *fakeObjects) StatURI(_ context.Context, uri string) (objstore.ObjectInf
 	return objstore.ObjectInfo{URI: uri, Size: size}, nil
 }
 
-func (f *fakeObjects) GetURI(context.Context, string) ([]byte, error) {
+func (f *fakeObjects) GetClaim(context.Context, string, string) ([]byte, error) {
 	f.j.add("get")
 	return f.data, nil
 }

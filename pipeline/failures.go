@@ -150,6 +150,8 @@ func messageReason(err error) (schemas.Reason, bool) {
 		return schemas.ReasonUnknownRuleset, true
 	case errors.Is(err, engine.ErrInvalidRuleset):
 		return schemas.ReasonInvalidRuleset, true
+	case errors.Is(err, objstore.ErrClaimRefused):
+		return schemas.ReasonClaimRefused, true
 	case errors.Is(err, docread.ErrUnreadable):
 		return schemas.ReasonUnreadableDocument, true
 	case errors.Is(err, engine.ErrInputTooLarge), errors.Is(err, objstore.ErrTooLarge):

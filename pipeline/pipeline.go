@@ -42,11 +42,12 @@ type Publisher interface {
 	Write(ctx context.Context, msgs []stream.Record) error
 }
 
-// ObjectReader reads claim-checked documents (an *objstore.Store). StatURI
-// gives an object's size before it is read, so that room is made for it.
+// ObjectReader reads a tenant's claim-checked documents (an *objstore.Store),
+// refusing, unread, any object the tenant may not read (objstore.ErrClaimRefused).
+// StatClaim gives an object's size before it is read, so that room is made for it.
 type ObjectReader interface {
-	StatURI(ctx context.Context, uri string) (objstore.ObjectInfo, error)
-	GetURI(ctx context.Context, uri string) ([]byte, error)
+	StatClaim(ctx context.Context, tenant, uri string) (objstore.ObjectInfo, error)
+	GetClaim(ctx context.Context, tenant, uri string) ([]byte, error)
 }
 
 // DocumentReader reads a document's file (inline or claim-checked) into
@@ -479,7 +480,7 @@ func (p *Pipeline) judge(ctx context.Context, req *schemas.Request, held *holds,
 	}
 	mediaTypes := map[string]string{}
 	read := func(ctx context.Context, doc schemas.Document) ([]string, error) {
-		pages, mediaType, err := p.readDocument(ctx, doc, held, stats, files)
+		pages, mediaType, err := p.readDocument(ctx, req.TenantID, doc, held, stats, files)
 		mediaTypes[doc.Name] = mediaType
 		return pages, err
 	}
@@ -537,7 +538,7 @@ func (p *Pipeline) ruleset(ctx context.Context, req *schemas.Request) (*engine.R
 //
 // An inline file is in the record, already counted in the bytes in flight;
 // a claim-checked one was stat'ed and reserved for by statClaimChecks.
-func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held *holds, stats map[claimKey]claimStat, files *[]File) (pages []string, mediaType string, err error) {
+func (p *Pipeline) readDocument(ctx context.Context, tenant string, doc schemas.Document, held *holds, stats map[claimKey]claimStat, files *[]File) (pages []string, mediaType string, err error) {
 	data := doc.Data
 	if data == nil {
 		if p.cfg.Objects == nil {
@@ -545,7 +546,7 @@ func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held 
 		}
 		st, ok := stats[claimKey{*doc.URI, doc.Name}]
 		if !ok { // cannot happen: statClaimChecks saw every document resolved by uri
-			st = p.statClaimCheck(ctx, doc)
+			st = p.statClaimCheck(ctx, tenant, doc)
 			if st.err == nil {
 				if err := held.reserve(ctx, p.documentCost(st.size)); err != nil {
 					return nil, "", err
@@ -556,7 +557,7 @@ func (p *Pipeline) readDocument(ctx context.Context, doc schemas.Document, held 
 			return nil, "", st.err
 		}
 		var err error
-		if data, err = p.cfg.Objects.GetURI(ctx, *doc.URI); err != nil {
+		if data, err = p.cfg.Objects.GetClaim(ctx, tenant, *doc.URI); err != nil {
 			return nil, "", err
 		}
 		// Replaced since the stat by a larger object: count what was read.
@@ -615,24 +616,17 @@ func (p *Pipeline) statClaimChecks(ctx context.Context, req *schemas.Request, he
 		return stats, nil
 	}
 	var total int64
-stat:
-	for _, docs := range [][]schemas.Document{req.PrimaryDocs, req.AuxiliaryDocs} {
-		for _, d := range docs {
-			// What ResolveDocuments reads by uri.
-			if d.URI == nil || d.Data != nil || d.Content != nil || d.Pages != nil {
-				continue
-			}
-			k := claimKey{*d.URI, d.Name}
-			st, seen := stats[k]
-			if !seen {
-				st = p.statClaimCheck(ctx, d)
-				stats[k] = st
-			}
-			if st.err != nil {
-				break stat
-			}
-			total += p.documentCost(st.size) // each time it is read
+	for _, d := range req.ClaimChecks() {
+		k := claimKey{*d.URI, d.Name}
+		st, seen := stats[k]
+		if !seen {
+			st = p.statClaimCheck(ctx, req.TenantID, d)
+			stats[k] = st
 		}
+		if st.err != nil {
+			break
+		}
+		total += p.documentCost(st.size) // each time it is read
 	}
 	if total > 0 {
 		if err := held.reserve(ctx, total); err != nil {
@@ -644,8 +638,8 @@ stat:
 
 // statClaimCheck stats one claim-checked document, refusing it from its size
 // when it is over the reader's limit.
-func (p *Pipeline) statClaimCheck(ctx context.Context, doc schemas.Document) claimStat {
-	info, err := p.cfg.Objects.StatURI(ctx, *doc.URI)
+func (p *Pipeline) statClaimCheck(ctx context.Context, tenant string, doc schemas.Document) claimStat {
+	info, err := p.cfg.Objects.StatClaim(ctx, tenant, *doc.URI)
 	if err != nil {
 		return claimStat{err: err}
 	}

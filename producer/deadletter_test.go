@@ -17,6 +17,7 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/s3test"
+	"rulevalidator/objstore"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -165,9 +166,11 @@ func testOversizedDeadLetter(t *testing.T, withStorage bool) {
 	}
 	if withStorage {
 		uri := header(HeaderDLQValueURI)
-		stored, err := cfg.Objects.(interface {
-			GetURI(context.Context, string) ([]byte, error)
-		}).GetURI(ctx, uri)
+		_, key, err := objstore.ParseURI(uri)
+		if err != nil {
+			t.Fatalf("the claim check %q: %v", uri, err)
+		}
+		stored, err := cfg.Objects.(*objstore.Store).GetBytes(ctx, key)
 		if err != nil {
 			t.Fatalf("reading the claim check %q: %v", uri, err)
 		}

@@ -497,6 +497,10 @@ func (p *Producer) oversizedDeadLetter(ctx context.Context, m *consumer.Message,
 	return p.deadLetterRecord(m, &truncated, hdrs)
 }
 
+// DeadLetterPrefix is the key prefix of the original values of dead letters
+// too large for their topic.
+const DeadLetterPrefix = "deadletter"
+
 // claim stores m's value under a key fixed by its position, so that a
 // retried dead letter overwrites the same object, and returns its URI.
 func (p *Producer) claim(ctx context.Context, m *consumer.Message, digest string) (string, error) {
@@ -505,7 +509,7 @@ func (p *Producer) claim(ctx context.Context, m *consumer.Message, digest string
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ClaimTimeout)
 	defer cancel()
-	key := fmt.Sprintf("deadletter/%s/%d/%d", m.Topic, m.Partition, m.Offset)
+	key := fmt.Sprintf("%s/%s/%d/%d", DeadLetterPrefix, m.Topic, m.Partition, m.Offset)
 	meta := map[string]string{"sha256": digest, "original-topic": m.Topic}
 	if _, err := p.cfg.Objects.Put(ctx, key, m.Value, "application/octet-stream", meta); err != nil {
 		return "", err

@@ -144,7 +144,11 @@ func asList(v any) []any {
 
 func TestAvroDeadLetterReasonsMatchTheGoConstants(t *testing.T) {
 	s, _ := newTestCodecs(t).Schema(DeadLetterSchema)
-	want := `"symbols":["undecodable","invalid_request","invalid_ruleset","invalid_input","unknown_ruleset","oversized","model_rejected","invalid_output","internal","report_failed","timeout","unreadable_document"]`
+	symbols, err := json.Marshal(Reasons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"symbols":` + string(symbols)
 	if !strings.Contains(s.Canonical(), want) {
 		t.Errorf("canonical form %s lacks %s", s.Canonical(), want)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -179,6 +181,29 @@ func DocField(field string, i int, name string) string {
 		return fmt.Sprintf("%s[%d]", field, i)
 	}
 	return fmt.Sprintf("%s[%d] (%q)", field, i, name)
+}
+
+// ClaimChecked reports whether d is read from object storage by its uri: it
+// has a uri and no inline text, pages or file.
+func (d Document) ClaimChecked() bool {
+	return d.URI != nil && d.Data == nil && d.Content == nil && d.Pages == nil
+}
+
+// ClaimChecks yields, in order, the documents of r read by uri, each with
+// its label (DocField).
+func (r *Request) ClaimChecks() iter.Seq2[string, Document] {
+	return func(yield func(string, Document) bool) {
+		for _, group := range []struct {
+			field string
+			docs  []Document
+		}{{"primary_docs", r.PrimaryDocs}, {"auxiliary_docs", r.AuxiliaryDocs}} {
+			for i, d := range group.docs {
+				if d.ClaimChecked() && !yield(DocField(group.field, i, d.Name), d) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // ResolveDocuments fills in the pages of every document given as a file
@@ -370,19 +395,21 @@ const (
 	// ReasonUnreadableDocument: a document's file cannot be read (encrypted,
 	// corrupt, a scan without text, a zip bomb, over the page or byte limit).
 	ReasonUnreadableDocument Reason = "unreadable_document"
+	// ReasonClaimRefused: a document's claim check names an object the
+	// request's tenant may not read (outside its claims prefix).
+	ReasonClaimRefused Reason = "claim_refused"
 )
+
+// Reasons are the symbols of the DeadLetterReason enum, in its order.
+var Reasons = []Reason{
+	ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset,
+	ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout,
+	ReasonUnreadableDocument, ReasonClaimRefused,
+}
 
 // Known reports whether r is a symbol of the DeadLetterReason enum; others
 // cannot be encoded.
-func (r Reason) Known() bool {
-	switch r {
-	case ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset,
-		ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout,
-		ReasonUnreadableDocument:
-		return true
-	}
-	return false
-}
+func (r Reason) Known() bool { return slices.Contains(Reasons, r) }
 
 // DeadLetter is a message that could not be processed, kept byte for byte
 // (Avro DeadLetter). OriginalKey is nil when the record had no key; an empty

@@ -63,14 +63,14 @@ func TestServeReadsDocumentFiles(t *testing.T) {
 	e.produceRequests(t,
 		withFile("doc-pdf-inline", schemas.Document{Data: pdf}),
 		withFile("doc-encrypted", schemas.Document{Data: encrypted, ContentType: ptr(docread.PDF)}),
-		withFile("doc-docx-uri", schemas.Document{URI: ptr(put("inbox/msa.docx", docx))}),
-		withFile("doc-scan", schemas.Document{URI: ptr(put("inbox/scan.pdf", docfixture.ImagePDF("ii"))), ContentType: ptr("application/pdf")}),
+		withFile("doc-docx-uri", schemas.Document{URI: ptr(put("claims/"+tenant+"/msa.docx", docx))}),
+		withFile("doc-scan", schemas.Document{URI: ptr(put("claims/"+tenant+"/scan.pdf", docfixture.ImagePDF("ii"))), ContentType: ptr("application/pdf")}),
 		withFile("doc-many-pages", schemas.Document{Data: docfixture.ImagePDF("tttttt")}),
 		withFile("doc-truncated", schemas.Document{Data: pdf[:len(pdf)/2]}),
-		withFile("doc-zip-bomb", schemas.Document{URI: ptr(put("inbox/bomb.docx", docfixture.ZipBomb(1<<50)))}),
+		withFile("doc-zip-bomb", schemas.Document{URI: ptr(put("claims/"+tenant+"/bomb.docx", docfixture.ZipBomb(1<<50)))}),
 		withFile("doc-not-docx", schemas.Document{Data: []byte("plain words"), ContentType: ptr(docread.DOCX)}),
 		withFile("doc-too-big", schemas.Document{Data: make([]byte, 65536)}),
-		withFile("doc-too-big-uri", schemas.Document{URI: ptr(put("inbox/big.pdf", make([]byte, 65536)))}),
+		withFile("doc-too-big-uri", schemas.Document{URI: ptr(put("claims/"+tenant+"/big.pdf", make([]byte, 65536)))}),
 		exampleRequest(t, "doc-text"),
 	)
 	// The demo's request, its agreement a PDF named by the file, sent by produce.

@@ -168,8 +168,8 @@ func TestServeStorageFaultsHold(t *testing.T) {
 		summaryLog := e.watch(t, e.summaries, 1)
 		deadLog := e.watch(t, e.deadLetters, 1)
 		store := s3test.Store(t)
-		req, text := claimCheckedRequest(t, "wrong-secret", "s3://"+store.Bucket()+"/docs/msa.txt")
-		if _, err := store.Put(t.Context(), "docs/msa.txt", text, "text/plain", nil); err != nil {
+		req, text := claimCheckedRequest(t, "wrong-secret", "s3://"+store.Bucket()+"/claims/"+tenant+"/msa.txt")
+		if _, err := store.Put(t.Context(), "claims/"+tenant+"/msa.txt", text, "text/plain", nil); err != nil {
 			t.Fatal(err)
 		}
 		e.produceRequests(t, req)

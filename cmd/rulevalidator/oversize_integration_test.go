@@ -12,6 +12,7 @@ import (
 
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/s3test"
+	"rulevalidator/objstore"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -74,7 +75,11 @@ func TestServeOversizedRequestDeadLettered(t *testing.T) {
 		t.Errorf("dead letter: reason %s, attempts %d, offset %d, original_value %d bytes, headers uri %q sha256 %q bytes %q; message %q",
 			dl.Reason, dl.Attempts, dl.OriginalOffset, len(dl.OriginalValue), uri, digest, size, dl.Message)
 	}
-	stored, err := store.GetURI(ctx, uri)
+	_, key, err := objstore.ParseURI(uri)
+	if err != nil {
+		t.Fatalf("the claim check %q: %v", uri, err)
+	}
+	stored, err := store.GetBytes(ctx, key)
 	if err != nil {
 		t.Fatalf("reading the claim check %s: %v", uri, err)
 	}

@@ -176,6 +176,9 @@ func (c *serveConfig) validate() error {
 	if p := c.cache.prefix; p == c.http.jobPrefix || p == c.http.reportPrefix {
 		errs = append(errs, fmt.Errorf("--verdict-cache-prefix %q must differ from --job-prefix and --report-prefix", p))
 	}
+	if err := c.claimsApart(); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := parseLevel(c.logLevel); err != nil {
 		errs = append(errs, err)
 	}
@@ -506,4 +509,28 @@ func startRegistry(ctx context.Context, g *errgroup.Group, cfg serveConfig, clie
 		return nil, fmt.Errorf("%w: no ruleset source: set --rulesets-dir or --rulesets-topic", errConfig)
 	}
 	return registry.Chain(resolvers...), nil
+}
+
+// claimsApart checks that no key the service keeps its own state under lies
+// under the claims prefix, or holds it: a tenant may name any key under
+// the prefix as a claim check.
+func (c *serveConfig) claimsApart() error {
+	review := strings.TrimSuffix(c.http.reviewPrefix, "/")
+	own := []struct{ setting, prefix string }{
+		{"--job-prefix", c.http.jobPrefix},
+		{"--report-prefix", c.http.reportPrefix},
+		{"--review-prefix", review},
+		{"--review-prefix (its -pending keys)", review + "-pending"},
+		{"--review-prefix (its -material keys)", review + "-material"},
+		{"--verdict-cache-prefix", c.cache.prefix},
+		{"the dead letters' stored values", producer.DeadLetterPrefix},
+	}
+	claims := strings.TrimSuffix(c.s3.claimsPrefix, "/")
+	for _, o := range own {
+		p := strings.TrimSuffix(o.prefix, "/")
+		if p == claims || strings.HasPrefix(p, claims+"/") || strings.HasPrefix(claims, p+"/") {
+			return fmt.Errorf("--s3-claims-prefix %q overlaps %s %q: tenants may name any key under the claims prefix, so the service's own objects must lie elsewhere", c.s3.claimsPrefix, o.setting, o.prefix)
+		}
+	}
+	return nil
 }

@@ -338,16 +338,24 @@ func TestServeReadinessReportsBrokenModel(t *testing.T) {
 
 // Claim check: a document given by s3:// uri is read from object storage
 // (pages split at form feeds) and judged like an inline one; a missing object
-// or another bucket dead-letters the request as invalid input.
+// of the tenant's dead-letters the request as invalid input; another bucket,
+// another tenant's claims and the service's own keys are refused unread
+// (claim_refused), their text never judged.
 func TestServeClaimCheckedDocuments(t *testing.T) {
 	t.Parallel()
 	e := newAPIEnv(t)
 	ctx := t.Context()
 	store := s3test.Store(t)
 	msa := exampleInputs(t).PrimaryDocs[0]
-	put, err := store.Put(ctx, "inbox/contoso/msa.txt", []byte(strings.Join(msa.Pages, "\f")), "text/plain", nil)
+	put, err := store.Put(ctx, "claims/"+tenant+"/msa.txt", []byte(strings.Join(msa.Pages, "\f")), "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	const secret = "The other tenant's secret clause."
+	for _, key := range []string{"claims/fabrikam/secret.txt", "reviews-material/fabrikam/r-1.json"} {
+		if _, err := store.Put(ctx, key, []byte(secret), "text/plain", nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	args := e.serveArgs()
 	for i, a := range args {
@@ -364,13 +372,21 @@ func TestServeClaimCheckedDocuments(t *testing.T) {
 		req.PrimaryDocs[0] = schemas.Document{Name: msa.Name, URI: ptr(uri), ContentType: ptr("text/plain")}
 		return req
 	}
+	want := map[string]schemas.Reason{
+		"claim-missing":         schemas.ReasonInvalidInput,
+		"claim-other-bucket":    schemas.ReasonClaimRefused,
+		"claim-other-tenant":    schemas.ReasonClaimRefused,
+		"claim-service-own-key": schemas.ReasonClaimRefused,
+	}
 	e.produceRequests(t,
 		byURI("claim-ok", put.URI),
-		byURI("claim-missing", "s3://"+store.Bucket()+"/inbox/contoso/nope.txt"),
-		byURI("claim-other-bucket", "s3://somebody-elses-bucket/secret.txt"),
+		byURI("claim-missing", store.URI("claims/"+tenant+"/nope.txt")),
+		byURI("claim-other-bucket", "s3://somebody-elses-bucket/claims/"+tenant+"/secret.txt"),
+		byURI("claim-other-tenant", store.URI("claims/fabrikam/secret.txt")),
+		byURI("claim-service-own-key", store.URI("reviews-material/fabrikam/r-1.json")),
 	)
-	waitUntil(t, waitLimit, "three summaries and two dead letters", func() bool {
-		return summaries.len() >= 3 && dead.len() >= 2
+	waitUntil(t, waitLimit, "five summaries and four dead letters", func() bool {
+		return summaries.len() >= 5 && dead.len() >= 4
 	})
 	for _, m := range summaries.snapshot() {
 		s := decodeAs[*schemas.SummaryEvent](t, e.serveEnv, m)
@@ -380,15 +396,25 @@ func TestServeClaimCheckedDocuments(t *testing.T) {
 				t.Errorf("claim-ok summary = %+v", s)
 			}
 		default:
-			if s.Status != schemas.StatusFailed || s.Error == nil || s.Error.Code != schemas.ReasonInvalidInput {
-				t.Errorf("%s summary = %+v, want failed with invalid_input", s.RequestID, s)
+			if s.Status != schemas.StatusFailed || s.Error == nil || s.Error.Code != want[s.RequestID] {
+				t.Errorf("%s summary = %+v, want failed with %s", s.RequestID, s, want[s.RequestID])
+			}
+			if s.Error != nil && strings.Contains(s.Error.Message, secret) {
+				t.Errorf("%s summary quotes the object it refused: %s", s.RequestID, s.Error.Message)
 			}
 		}
 	}
 	for _, m := range dead.snapshot() {
 		d := decodeAs[*schemas.DeadLetter](t, e.serveEnv, m)
-		if d.Reason != schemas.ReasonInvalidInput {
-			t.Errorf("dead letter %s: reason %s (%s)", m.Key, d.Reason, d.Message)
+		if d.Reason != want[string(m.Key)] {
+			t.Errorf("dead letter %s: reason %s (%s), want %s", m.Key, d.Reason, d.Message, want[string(m.Key)])
+		}
+	}
+	for _, call := range e.llm.Requests() {
+		for _, m := range call.Messages {
+			if strings.Contains(m.Content, secret) {
+				t.Fatalf("the model was shown the other tenant's secret: %.200s", m.Content)
+			}
 		}
 	}
 }

@@ -264,6 +264,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		}
 		if store != nil {
 			acfg.Reports = api.StoredReports{Store: store, Prefix: cfg.http.reportPrefix}
+			acfg.Claims = store
 		}
 		sub, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: svc.kafka, Topic: cfg.requestsTopic}, serde)
 		if err != nil {
