@@ -319,11 +319,15 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	p.forgetTimeouts(m)
 	// A request that cannot succeed still gets its (failed) summary, so the
 	// dashboards hear of it; the consumer then dead-letters the message.
-	result := producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(m.Headers)}
-	if result.Callback, err = p.callback(req, out); err != nil {
-		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
+	msgs, err := p.encode(ctx, req, out, m.Headers)
+	if errors.Is(err, stream.ErrTooLarge) && judgeErr == nil {
+		// An event larger than its topic takes is the request's fault (its
+		// inputs, its rules), never the broker's: the request fails with a
+		// summary that says why, which fits, and the message is dead-lettered.
+		judgeErr = consumer.Permanent(string(schemas.ReasonOversized), fmt.Errorf("the request's events do not fit their topics: %w", err))
+		out = Events{Summary: schemas.NewFailedSummary(req, schemas.ReasonOversized, judgeErr.Error(), start, p.cfg.Now())}
+		msgs, err = p.encode(ctx, req, out, m.Headers)
 	}
-	msgs, err := p.cfg.Publisher.Encode(ctx, result)
 	if err != nil {
 		return "", consumer.Permanent(string(schemas.ReasonInternal), err)
 	}
@@ -337,6 +341,16 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		return "", &brokerError{err}
 	}
 	return p.finished(log, pub)
+}
+
+// encode builds the records of a request's events, and of its callback.
+func (p *Pipeline) encode(ctx context.Context, req *schemas.Request, out Events, headers []stream.Header) ([]stream.Record, error) {
+	result := producer.Result{Verdicts: out.Verdicts, Summary: out.Summary, Trace: traceHeaders(headers)}
+	var err error
+	if result.Callback, err = p.callback(req, out); err != nil {
+		return nil, err
+	}
+	return p.cfg.Publisher.Encode(ctx, result)
 }
 
 // storeResult stores pub's result unless it is stored already.

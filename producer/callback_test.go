@@ -3,6 +3,7 @@ package producer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -191,5 +192,26 @@ func TestOversizedCallbackIsWrittenWithoutVerdicts(t *testing.T) {
 		if want := "https://hooks.example.com/" + strings.TrimPrefix(string(rec.Key), "acme/"); string(url) != want {
 			t.Errorf("callback %s: URL %q, want %q", rec.Key, url, want)
 		}
+	}
+}
+
+// A verdict event larger than its topic takes is refused when encoded,
+// naming the rule, before anything is written: the result's fault, not the
+// broker's.
+func TestEncodeRefusesAnEventOverItsTopicsLimit(t *testing.T) {
+	p := offlineProducer(t, "")
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	summary := schemas.SummaryEvent{EventID: "acme/req-1", RequestID: "req-1", TenantID: "acme", RulesetID: "rs", Status: schemas.StatusCompleted, StartedAt: at, CompletedAt: at}
+	verdict := func(id string, rationale int) schemas.VerdictEvent {
+		return schemas.VerdictEvent{EventID: "acme/req-1/" + id, RequestID: "req-1", TenantID: "acme", RulesetID: "rs", Model: "m", RuleID: id,
+			RuleType: schemas.RuleBoolean, DataSufficiency: true, Rationale: strings.Repeat("y", rationale), BooleanOutput: new(bool), StartedAt: at, CompletedAt: at}
+	}
+	recs, err := p.Encode(context.Background(), Result{Verdicts: []schemas.VerdictEvent{verdict("small", 100)}, Summary: summary})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("Encode of a small result = %d records, %v", len(recs), err)
+	}
+	_, err = p.Encode(context.Background(), Result{Verdicts: []schemas.VerdictEvent{verdict("small", 100), verdict("huge", 1100<<10)}, Summary: summary})
+	if !errors.Is(err, stream.ErrTooLarge) || !strings.Contains(err.Error(), `the verdict event of rule "huge"`) {
+		t.Fatalf("Encode of a verdict over the topic's limit = %v, want ErrTooLarge naming rule huge", err)
 	}
 }

@@ -236,13 +236,18 @@ const limitTimeout = 5 * time.Second
 // Encode turns a result into the messages to write: the verdicts in rule
 // order, then the summary, all keyed by the request id, then the callback.
 // Encoding is separate from writing so a redelivered request can be answered
-// with the very same bytes. ctx bounds asking the cluster for the callback
-// topic's limit, when it was not read before.
+// with the very same bytes. A verdict or summary event larger than its topic
+// takes is an error wrapping stream.ErrTooLarge that names it: the result's
+// fault, found before anything is written. ctx bounds asking the cluster for
+// a topic's limit, when it was not read before.
 func (p *Producer) Encode(ctx context.Context, r Result) ([]stream.Record, error) {
 	msgs := make([]stream.Record, 0, len(r.Verdicts)+2)
 	for i := range r.Verdicts {
 		v := &r.Verdicts[i]
 		m, err := p.message(p.cfg.VerdictTopic, v.RequestID, v.EventID, v.TenantID, v.RuleID, v.CompletedAt, v, r.Trace)
+		if err == nil {
+			err = p.fits(ctx, m, fmt.Sprintf("the verdict event of rule %q", v.RuleID))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -250,6 +255,9 @@ func (p *Producer) Encode(ctx context.Context, r Result) ([]stream.Record, error
 	}
 	s := &r.Summary
 	m, err := p.message(p.cfg.SummaryTopic, s.RequestID, s.EventID, s.TenantID, "", s.CompletedAt, s, r.Trace)
+	if err == nil {
+		err = p.fits(ctx, m, "the summary event")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +270,20 @@ func (p *Producer) Encode(ctx context.Context, r Result) ([]stream.Record, error
 		msgs = append(msgs, cb)
 	}
 	return msgs, nil
+}
+
+// fits checks that rec, described as what, is no larger than its topic takes.
+func (p *Producer) fits(ctx context.Context, rec stream.Record, what string) error {
+	ctx, cancel := context.WithTimeout(ctx, limitTimeout)
+	defer cancel()
+	limit, err := p.w.MaxRecordBytes(ctx, rec.Topic)
+	if err != nil {
+		return fmt.Errorf("producer: %s: %w", what, err)
+	}
+	if size := rec.Size(); size > limit {
+		return fmt.Errorf("producer: %s is %d bytes, over the %d bytes topic %s takes: %w", what, size, limit, rec.Topic, stream.ErrTooLarge)
+	}
+	return nil
 }
 
 // callbackRecord is the callback topic's record for cb: the payload as its
