@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -65,8 +66,9 @@ type groupApplies struct {
 // the checks of t on one request. The first filter that is false makes the
 // rule not applicable, with the reason naming it; one that fails on the
 // request's values leaves the rule without a verdict, on insufficient
-// data, saying why. Neither asks the model.
-func (t *tree) decide(b *ruleexpr.Bound) decision {
+// data, saying why. Neither asks the model. Each expression runs within
+// ctx's deadline and its own.
+func (t *tree) decide(ctx context.Context, b *ruleexpr.Bound) decision {
 	d := decision{verdicts: make([]Verdict, len(t.rules)), decided: make([]bool, len(t.rules)), excluded: map[*groupNode]string{}}
 	groups := make(map[*groupNode]groupApplies, len(t.groups))
 	var groupFilter func(g *groupNode) groupApplies
@@ -80,7 +82,7 @@ func (t *tree) decide(b *ruleexpr.Bound) decision {
 		}
 		if ga.applies && g.filter != nil {
 			what := "filter_criteria of " + describeGroup(g)
-			ga = filterOutcome(g.filter, b, what)
+			ga = filterOutcome(ctx, g.filter, b, what)
 			if !ga.applies && !ga.failed {
 				d.excluded[g] = ga.reason
 			}
@@ -94,7 +96,7 @@ func (t *tree) decide(b *ruleexpr.Bound) decision {
 		r := tr.rule
 		ga := groupFilter(tr.group)
 		if ga.applies && tr.filter != nil {
-			ga = filterOutcome(tr.filter, b, fmt.Sprintf("filter_criteria of rule %q", r.RuleID))
+			ga = filterOutcome(ctx, tr.filter, b, fmt.Sprintf("filter_criteria of rule %q", r.RuleID))
 		}
 		switch {
 		case ga.failed:
@@ -104,7 +106,7 @@ func (t *tree) decide(b *ruleexpr.Bound) decision {
 				NotApplicable: true, Rationale: ga.reason, Evidences: nonNil(ga.evs)}, true
 			d.filtered++
 		case tr.check != nil:
-			d.verdicts[i], d.decided[i] = checkVerdict(r, tr.check, b), true
+			d.verdicts[i], d.decided[i] = checkVerdict(ctx, r, tr.check, b), true
 			d.checked++
 		default:
 			d.model = append(d.model, i)
@@ -114,9 +116,9 @@ func (t *tree) decide(b *ruleexpr.Bound) decision {
 }
 
 // filterOutcome evaluates one filter, describing it as what.
-func filterOutcome(p *ruleexpr.Program, b *ruleexpr.Bound, what string) groupApplies {
+func filterOutcome(ctx context.Context, p *ruleexpr.Program, b *ruleexpr.Bound, what string) groupApplies {
 	evs, read := inputEvidence(p, b)
-	ok, err := p.Bool(b)
+	ok, err := p.Bool(ctx, b)
 	if err != nil {
 		return groupApplies{failed: true, evs: evs,
 			reason: fmt.Sprintf("whether the rule applies could not be decided: %s (%s) failed on this request: %v", what, p.Source, err)}
@@ -135,10 +137,10 @@ func undecided(r *Rule, problem string, evs []Evidence) Verdict {
 }
 
 // checkVerdict judges r by its check, without the model.
-func checkVerdict(r *Rule, p *ruleexpr.Program, b *ruleexpr.Bound) Verdict {
+func checkVerdict(ctx context.Context, r *Rule, p *ruleexpr.Program, b *ruleexpr.Bound) Verdict {
 	evs, read := inputEvidence(p, b)
 	if r.Type == Numerical {
-		n, boolean, isBool, err := p.Number(b)
+		n, boolean, isBool, err := p.Number(ctx, b)
 		if err != nil {
 			return undecided(r, fmt.Sprintf("the check (%s) could not be evaluated on this request: %v", p.Source, err), evs)
 		}
@@ -160,7 +162,7 @@ func checkVerdict(r *Rule, p *ruleexpr.Program, b *ruleexpr.Bound) Verdict {
 		return Verdict{RuleID: r.RuleID, Name: r.Name, Type: r.Type, DataSufficiency: true, NumericalOutput: &score,
 			Rationale: fmt.Sprintf("Judged by its check (%s), which gave %s%s.", p.Source, how, read), Evidences: nonNil(evs)}
 	}
-	ok, err := p.Bool(b)
+	ok, err := p.Bool(ctx, b)
 	if err != nil {
 		return undecided(r, fmt.Sprintf("the check (%s) could not be evaluated on this request: %v", p.Source, err), evs)
 	}

@@ -348,7 +348,7 @@ func (e *Engine) Evaluate(ctx context.Context, req Task) (*Result, error) {
 // group by group.
 func (e *Engine) evaluateTree(ctx context.Context, req Task, model string) (*Result, error) {
 	rs, in, t := req.Ruleset, req.Inputs, req.Ruleset.tree
-	d := t.decide(t.env.Bind(activation(in, req.Facts)))
+	d := t.decide(ctx, t.env.Bind(activation(in, req.Facts)))
 	verdicts := d.verdicts
 	var usage Usage
 	if len(d.model) > 0 {

@@ -77,9 +77,9 @@ func FuzzExpression(f *testing.F) {
 		bound := env.Bind(a)
 		start := time.Now()
 		if number {
-			_, _, _, err = p.Number(bound)
+			_, _, _, err = p.Number(t.Context(), bound)
 		} else {
-			_, err = p.Bool(bound)
+			_, err = p.Bool(t.Context(), bound)
 		}
 		if err != nil && !errors.Is(err, ErrEval) {
 			t.Fatalf("evaluating %q: %T %v, want an ErrEval", src, err, err)

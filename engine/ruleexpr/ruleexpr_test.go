@@ -67,7 +67,7 @@ func TestBool(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Compile(%q): %v", tc.src, err)
 			}
-			got, err := p.Bool(bound)
+			got, err := p.Bool(t.Context(), bound)
 			if tc.evalErr {
 				if !errors.Is(err, ErrEval) {
 					t.Fatalf("Bool(%q) = %v, %v; want an ErrEval", tc.src, got, err)
@@ -101,7 +101,7 @@ func TestNumber(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Compile(%q): %v", tc.src, err)
 		}
-		n, b, isBool, err := p.Number(bound)
+		n, b, isBool, err := p.Number(t.Context(), bound)
 		if err != nil || n != tc.want || isBool != tc.isBool || b != tc.boolean {
 			t.Errorf("Number(%q) = %v, %v, %v, %v; want %v, %v, %v", tc.src, n, b, isBool, err, tc.want, tc.boolean, tc.isBool)
 		}
@@ -153,7 +153,7 @@ func TestDeclaredTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := p.Bool(bound); !ok || err != nil {
+	if ok, err := p.Bool(t.Context(), bound); !ok || err != nil {
 		t.Errorf("declared number: %v, %v", ok, err)
 	}
 	for _, src := range []string{"inputs.count > 1", `inputs.counterparty_type == 1`} {
@@ -161,7 +161,7 @@ func TestDeclaredTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Bool(bound); !errors.Is(err, ErrEval) || !strings.Contains(err.Error(), "declared integer") {
+		if _, err := p.Bool(t.Context(), bound); !errors.Is(err, ErrEval) || !strings.Contains(err.Error(), "declared integer") {
 			t.Errorf("%s: %v; want a declared-type error", src, err)
 		}
 	}
