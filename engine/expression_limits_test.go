@@ -3,9 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"rulevalidator/engine/ruleexpr"
 )
 
 func TestRulesetWithUnboundedExpressionRefused(t *testing.T) {
@@ -50,5 +54,42 @@ func TestChecksOverLongInputs(t *testing.T) {
 	}
 	if read.BooleanOutput == nil || !*read.BooleanOutput {
 		t.Errorf("read: %+v", read)
+	}
+}
+
+// TestManyChecksQuotingALargeInput: five hundred checks reading one 4 MB
+// input judge their rules quoting a clipped value each, without writing the
+// input out once per rule.
+func TestManyChecksQuotingALargeInput(t *testing.T) {
+	rules := make([]string, 500)
+	for i := range rules {
+		rules[i] = fmt.Sprintf(`{"rule_id": "r%d", "rule_text": "t", "check": "size(inputs.m) > 0"}`, i)
+	}
+	rs := mustTree(t, `{"id": "c", "rules": [`+strings.Join(rules, ",")+`]}`)
+	e := newTestEngine(t, &scriptedLLM{}, Config{})
+	m := map[string]any{}
+	for i := range 4096 {
+		m[fmt.Sprintf("k%04d", i)] = strings.Repeat("v", 1000)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := e.Evaluate(context.Background(), Task{Ruleset: rs, Inputs: &Inputs{TextInput: "x", NamedInputs: []NamedInput{{Name: "m", Value: m}}}})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rules) != 500 {
+		t.Fatalf("%d verdicts, want 500", len(res.Rules))
+	}
+	for _, v := range res.Rules {
+		if len(v.Rationale) > 2*ruleexpr.MaxQuotedBytes || len(v.Evidences) != 1 || len(v.Evidences[0].Text) > 2*ruleexpr.MaxQuotedBytes {
+			t.Fatalf("rule %s: rationale %d bytes, evidence %+v; want both clipped", v.RuleID, len(v.Rationale), len(v.Evidences))
+		}
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("judging 500 checks over a 4 MB input allocated %d MB", alloc>>20)
+	if alloc > 512<<20 {
+		t.Errorf("judging allocated %d MB, want under 512 MB", alloc>>20)
 	}
 }

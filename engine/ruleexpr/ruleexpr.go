@@ -611,6 +611,9 @@ type Bound struct {
 	// bad holds, per named input, why its value does not have its declared
 	// type; an expression reading it fails.
 	bad map[string]string
+	// quoted holds what Value gave for each input asked for: every rule
+	// reading an input quotes it, and a large one is written once.
+	quoted map[string]string
 }
 
 // Bind converts a for evaluation. Numbers become CEL ints when they are
@@ -802,20 +805,46 @@ func (p *Program) eval(ctx context.Context, b *Bound) (ref.Val, error) {
 	return nil, fmt.Errorf("%w: %s", ErrEval, err.Error())
 }
 
+// MaxQuotedBytes bounds what Value gives of one input: a check's rationale
+// and evidence quote the inputs it read, and an input may be megabytes.
+const MaxQuotedBytes = 1024
+
 // Value is a named input as the request gave it, for the evidence of a
-// check: its value written as JSON (a string as itself), and whether it was
-// given at all.
+// check: its value written as JSON (a string as itself), clipped to
+// MaxQuotedBytes with a note of its full size, and whether it was given at
+// all. A Bound is not safe for concurrent use.
 func (b *Bound) Value(name string) (text string, given bool) {
 	v, ok := b.raw[name]
 	if !ok {
 		return "", false
 	}
+	if q, ok := b.quoted[name]; ok {
+		return q, true
+	}
 	if s, ok := v.(string); ok {
-		return s, true
+		text = s
+	} else if data, err := json.Marshal(v); err == nil {
+		text = string(data)
+	} else {
+		text = fmt.Sprint(v)
 	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v), true
+	text = clip(text, MaxQuotedBytes)
+	if b.quoted == nil {
+		b.quoted = map[string]string{}
 	}
-	return string(data), true
+	b.quoted[name] = text
+	return text, true
+}
+
+// clip cuts s to at most limit bytes at a character boundary, saying how
+// long it was.
+func clip(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… [clipped: %d bytes in all]", s[:cut], len(s))
 }

@@ -3,6 +3,7 @@ package ruleexpr
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -184,5 +185,41 @@ func TestReadsAndValues(t *testing.T) {
 	}
 	if _, ok := bound.Value("cap"); ok {
 		t.Error("Value of an input not given reports it given")
+	}
+}
+
+// Value quotes an input for a check's rationale and evidence: as given when
+// short, clipped at a character boundary with its full size when long.
+func TestValueClipsLargeInputs(t *testing.T) {
+	env, err := NewEnv(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("y", 600<<10)
+	accents := strings.Repeat("é", MaxQuotedBytes) // two bytes each
+	list := make([]any, 100_000)
+	for i := range list {
+		list[i] = "item"
+	}
+	full, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := env.Bind(Activation{Inputs: map[string]any{"short": "250000", "long": long, "accents": accents, "list": list}})
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"short", "250000"},
+		{"long", strings.Repeat("y", MaxQuotedBytes) + "… [clipped: 614400 bytes in all]"},
+		{"accents", strings.Repeat("é", MaxQuotedBytes/2) + fmt.Sprintf("… [clipped: %d bytes in all]", 2*MaxQuotedBytes)},
+		{"list", string(full[:MaxQuotedBytes]) + fmt.Sprintf("… [clipped: %d bytes in all]", len(full))},
+	} {
+		got, given := b.Value(tc.name)
+		if !given || got != tc.want {
+			t.Errorf("Value(%s) = %.80q… (%d bytes), %v; want %.80q… (%d bytes)", tc.name, got, len(got), given, tc.want, len(tc.want))
+		}
+	}
+	if _, given := b.Value("missing"); given {
+		t.Error("Value of an input not given says it was given")
 	}
 }
