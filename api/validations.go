@@ -125,6 +125,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 	}
 	if err := s.cfg.Submitter.Write(r.Context(), producer.Submission{Request: req, Trace: traceHeaders(r.Header)}); err != nil {
 		s.forget(r.Context(), req)
+		if errors.Is(err, stream.ErrTooLarge) {
+			// The request itself is too large for the requests topic: sending it
+			// again will not help, its documents by uri will.
+			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "the request is larger than the requests topic takes as one message; send its documents by uri (claim checks) instead of inline")
+			return
+		}
 		s.log.Warn("api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "err", err)
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the request could not be queued; try again shortly")

@@ -28,6 +28,7 @@ import (
 	"rulevalidator/pipeline"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
+	"rulevalidator/stream"
 )
 
 func TestSubmitPollResult(t *testing.T) {
@@ -279,6 +280,23 @@ func TestSubmitClaimChecksScopedToTenant(t *testing.T) {
 	r := call(t, http.MethodPost, ts.URL+"/v1/validations", id.token(t, "acme"), body("req-own", "s3://docs/claims/acme/contract.txt"))
 	if r.status != http.StatusAccepted || len(runner.requests()) != 1 {
 		t.Errorf("the tenant's own claim: %s, %d queued; want 202 and one queued", r, len(runner.requests()))
+	}
+}
+
+// TestSubmitTooLargeForTheTopic: a request the requests topic cannot take
+// as one message is answered 413 saying what to do, not 503: sending it
+// again would not help. Nothing is left behind.
+func TestSubmitTooLargeForTheTopic(t *testing.T) {
+	id := newIdentity(t)
+	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
+	token := id.token(t, "acme")
+	runner.setRefuse(fmt.Errorf("producer: writing request %q: %w", "req-big", stream.ErrTooLarge))
+	r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-big"))
+	if r.status != http.StatusRequestEntityTooLarge || r.errorCode() != CodeTooLarge || !strings.Contains(r.errorMessage(), "by uri") {
+		t.Fatalf("POST of a request too large for the topic: %s", r)
+	}
+	if g := call(t, http.MethodGet, ts.URL+"/v1/validations/req-big", token, nil); g.status != http.StatusNotFound {
+		t.Errorf("GET of the request not queued: %s", g)
 	}
 }
 
