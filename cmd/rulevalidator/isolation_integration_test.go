@@ -115,7 +115,9 @@ func TestHostileTenantCannotReadStallOrExhaustAnother(t *testing.T) {
 		{"nested-concat", `[1,2,3,4,5,6,7,8].all(x, [1,2,3,4,5,6,7,8].all(y, size(inputs.s + inputs.s) > 0))`, map[string]any{"s": hundredK}},
 	}
 	var pending []string
+	posted := map[string]time.Time{}
 	for _, b := range bombs {
+		posted[b.id] = time.Now()
 		body := mustJSON(t, map[string]any{
 			"request_id":     b.id,
 			"inline_ruleset": inlineRuleset("bomb", `{"rule_id":"bomb","type":"boolean","rule_text":"Bomb.","check":`+strconv.Quote(b.check)+`}`),
@@ -125,6 +127,7 @@ func TestHostileTenantCannotReadStallOrExhaustAnother(t *testing.T) {
 		code, resp := submit(t, public, hostile, body, 0)
 		switch code {
 		case http.StatusBadRequest:
+			t.Logf("%s: refused when posted: %.200s", b.id, resp)
 			if !bytes.Contains(resp, []byte("bomb")) {
 				t.Errorf("%s refused without naming the rule: %s", b.id, resp)
 			}
@@ -139,6 +142,7 @@ func TestHostileTenantCannotReadStallOrExhaustAnother(t *testing.T) {
 	}
 	for _, id := range pending {
 		job := waitJob(t, public, hostile, id, attackEnds)
+		t.Logf("%s: %s %s after it was posted", id, job.Status, time.Since(posted[id]).Round(time.Millisecond))
 		if job.Status != "completed" && job.Status != "failed" {
 			t.Errorf("%s did not end within %s: %+v", id, attackEnds, job)
 		}
