@@ -55,9 +55,19 @@ type Config struct {
 	PDFEngines int
 	// CacheDir keeps wazero's compiled PDFium between runs, so that a
 	// process starts reading PDFs in well under a second instead of
-	// compiling the module again; empty compiles in memory each start.
+	// compiling the module again; empty compiles in memory each start. A
+	// directory that cannot be written fails the engine's start with an
+	// error wrapping ErrCacheDir, unless CacheDirOptional.
 	CacheDir string
-	Logger   *slog.Logger
+	// CacheDirOptional: where CacheDir cannot be written, warn and compile
+	// in memory at every start instead of failing. For a default no one
+	// chose (DefaultCacheDir), which a read-only root filesystem must not
+	// turn into a PDF engine that never starts. There is no fallback to a
+	// directory under os.TempDir: one there, at a name known in advance,
+	// could be planted with machine code by another user of the machine,
+	// and the cache's code is run as it is found.
+	CacheDirOptional bool
+	Logger           *slog.Logger
 }
 
 // DefaultCacheDir is where a service keeps the compiled PDF engine unless
@@ -69,6 +79,32 @@ func DefaultCacheDir() string {
 		return ""
 	}
 	return filepath.Join(dir, "rulevalidator", "pdfium")
+}
+
+// ErrCacheDir is a compilation cache directory that cannot be made or
+// written: the environment's fault, never a document's.
+var ErrCacheDir = errors.New("the PDF engine's cache directory cannot be written")
+
+// cacheProbe is the pattern of the file CheckCacheDir writes and removes.
+const cacheProbe = ".write-check-*"
+
+// CheckCacheDir makes dir (and its parents) if need be and checks that a
+// file can be written in it, as the compilation cache must: an error wraps
+// ErrCacheDir and names dir. Permission bits alone would not say it (root
+// ignores them; a read-only filesystem does not show in them).
+func CheckCacheDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("docread: %w: %s: %w", ErrCacheDir, dir, err)
+	}
+	f, err := os.CreateTemp(dir, cacheProbe)
+	if err != nil {
+		return fmt.Errorf("docread: %w: %s: %w", ErrCacheDir, dir, err)
+	}
+	f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		return fmt.Errorf("docread: %w: %s: %w", ErrCacheDir, dir, err)
+	}
+	return nil
 }
 
 func (c *Config) setDefaults() {

@@ -45,10 +45,14 @@ func startPDFEngines(ctx context.Context, cfg Config) (*pdfEngines, error) {
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(pdfMemoryPages)
 	var cache wazero.CompilationCache
-	if cfg.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+	cacheDir, err := usableCacheDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
-			return nil, fmt.Errorf("docread: the PDF engine's compilation cache %s: %w", cfg.CacheDir, err)
+			return nil, fmt.Errorf("docread: %w: %s: %w", ErrCacheDir, cacheDir, err)
 		}
 		cache = c
 		rc = rc.WithCompilationCache(cache)
@@ -72,8 +76,30 @@ func startPDFEngines(ctx context.Context, cfg Config) (*pdfEngines, error) {
 		}
 		return nil, fmt.Errorf("docread: starting the PDF engine: %w", err)
 	}
-	cfg.Logger.Info("PDF engine ready", "engines", cfg.PDFEngines, "took", time.Since(start).Round(time.Millisecond), "cache_dir", cfg.CacheDir)
+	cfg.Logger.Info("PDF engine ready", "engines", cfg.PDFEngines, "took", time.Since(start).Round(time.Millisecond), "cache_dir", cacheDir)
 	return &pdfEngines{pool: pool, cache: cache}, nil
+}
+
+// usableCacheDir is the compilation cache directory to use: cfg.CacheDir
+// once it is found writable, "" for none. It is checked before the compile:
+// wazero makes the directory, but finds it cannot write there only once the
+// compile, minutes on a loaded machine, is done. One that cannot be written
+// is an error wrapping ErrCacheDir, or, when cfg.CacheDirOptional, no cache
+// and a warning.
+func usableCacheDir(cfg Config) (string, error) {
+	if cfg.CacheDir == "" {
+		return "", nil
+	}
+	err := CheckCacheDir(cfg.CacheDir)
+	switch {
+	case err == nil:
+		return cfg.CacheDir, nil
+	case cfg.CacheDirOptional:
+		cfg.Logger.Warn("the PDF engine's cache directory cannot be written: it is compiled at every start; give it a writable cache directory to keep it",
+			"cache_dir", cfg.CacheDir, "err", err)
+		return "", nil
+	}
+	return "", err
 }
 
 func (e *pdfEngines) close() error {

@@ -43,15 +43,41 @@ func (c *documentConfig) check() error {
 
 // cacheDirectory is where the PDF engine's compiled code is kept: the
 // setting, else the user's cache directory; "" when it is off or there is
-// no cache directory.
-func (c *documentConfig) cacheDirectory() string {
+// no cache directory. optional is true for the default: where it cannot be
+// written, the engine compiles in memory instead of failing to start.
+func (c *documentConfig) cacheDirectory() (dir string, optional bool) {
 	switch c.cacheDir {
 	case pdfCacheOff:
-		return ""
+		return "", false
 	case "":
-		return docread.DefaultCacheDir()
+		return docread.DefaultCacheDir(), true
 	}
-	return c.cacheDir
+	return c.cacheDir, false
+}
+
+// cacheDirFault says what to do about a cache directory the PDF engine
+// cannot write (an error wrapping docread.ErrCacheDir): the environment's
+// fault, not the input's.
+func cacheDirFault(err error) string {
+	return fmt.Sprintf("%v\nthe PDF engine's cache directory must be one this user can write: make it writable, or set --pdf-cache-dir (RULEVALIDATOR_PDF_CACHE_DIR) to a writable directory, or to %q to compile the engine at every start",
+		err, pdfCacheOff)
+}
+
+// checkCacheDir checks that a cache directory set (not the default, which
+// falls back to none) can be written, for a command that must say so before
+// its documents are read: an error wrapping docread.ErrCacheDir.
+func (c *documentConfig) checkCacheDir() error {
+	dir, optional := c.cacheDirectory()
+	if dir == "" || optional {
+		return nil
+	}
+	return docread.CheckCacheDir(dir)
+}
+
+// documentFault says whether err, from readDocumentFiles, is the documents'
+// fault (one that cannot be read, one by uri) rather than the reader's.
+func documentFault(err error) bool {
+	return errors.Is(err, docread.ErrUnreadable) || errors.Is(err, schemas.ErrUnresolvedURI)
 }
 
 // reader is the document reader of the settings; close it when done.
@@ -59,12 +85,14 @@ func (c *documentConfig) reader(logger *slog.Logger) (*docread.Reader, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	cacheDir, optional := c.cacheDirectory()
 	return docread.New(docread.Config{
-		MaxBytes:   int64(c.maxBytes),
-		MaxPages:   c.maxPages,
-		PDFEngines: c.pdfEngines,
-		CacheDir:   c.cacheDirectory(),
-		Logger:     logger,
+		MaxBytes:         int64(c.maxBytes),
+		MaxPages:         c.maxPages,
+		PDFEngines:       c.pdfEngines,
+		CacheDir:         cacheDir,
+		CacheDirOptional: optional,
+		Logger:           logger,
 	})
 }
 

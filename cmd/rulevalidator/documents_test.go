@@ -193,3 +193,57 @@ func TestExampleRequestPDF(t *testing.T) {
 		t.Errorf("the PDF request differs from the text one beyond its agreement:\n%s\n%s", jsonText(t, req), jsonText(t, text))
 	}
 }
+
+// TestPDFCacheDirSetting: the default cache directory is optional (the
+// engine compiles without it where it cannot be written); one set is not,
+// and none means none.
+func TestPDFCacheDirSetting(t *testing.T) {
+	for _, tc := range []struct {
+		setting      string
+		want         string
+		wantOptional bool
+	}{
+		{"", docread.DefaultCacheDir(), true},
+		{pdfCacheOff, "", false},
+		{"/var/cache/rulevalidator/pdfium", "/var/cache/rulevalidator/pdfium", false},
+	} {
+		c := documentConfig{cacheDir: tc.setting}
+		if dir, optional := c.cacheDirectory(); dir != tc.want || optional != tc.wantOptional {
+			t.Errorf("--pdf-cache-dir %q: %q, optional %v; want %q, %v", tc.setting, dir, optional, tc.want, tc.wantOptional)
+		}
+	}
+}
+
+// TestUnwritablePDFCacheDirIsTheEnvironmentsFault: a --pdf-cache-dir that
+// cannot be written fails validate and eval with exit 1 (not 2, the input's
+// fault), naming the directory and what to set, before any model call or
+// compile.
+func TestUnwritablePDFCacheDirIsTheEnvironmentsFault(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pdf := filepath.Join(dir, "contract.pdf")
+	file := filepath.Join(dir, "a-file")
+	for path, data := range map[string][]byte{pdf: docfixture.ImagePDF("t"), file: nil} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Under a regular file: it can never be made, even by root.
+	cache := filepath.Join(file, "cache")
+	for _, args := range [][]string{
+		{"validate", "--ruleset", exampleRuleset, "--document", pdf, "--pdf-cache-dir", cache},
+		{"eval", "--dataset", "../../examples/eval/edgar-nda", "--pdf-cache-dir", cache},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			fake := llmfake.New()
+			defer fake.Close()
+			code, _, stderr := runCLI(t, fake, args...)
+			if code != exitFailure || !strings.Contains(stderr, cache) || !strings.Contains(stderr, "--pdf-cache-dir (RULEVALIDATOR_PDF_CACHE_DIR) to a writable directory") {
+				t.Errorf("exit %d (want %d), stderr:\n%s\nwant it to name %s and the setting", code, exitFailure, stderr, cache)
+			}
+			if len(fake.Requests()) != 0 {
+				t.Error("the model was called")
+			}
+		})
+	}
+}

@@ -85,6 +85,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	}
 
 	logger := commandLogger(stderr, *verbose)
+	// Checked now: the loader reports a document it cannot read as a
+	// problem of the dataset, and this is the environment's.
+	if err := docs.checkCacheDir(); err != nil {
+		fmt.Fprintf(stderr, "eval: %s\n", cacheDirFault(err))
+		return exitFailure
+	}
 	reader, err := docs.reader(logger)
 	if err != nil {
 		return cl.invalid(err)

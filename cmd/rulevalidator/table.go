@@ -110,7 +110,7 @@ func documentSettings(s *settings, c *documentConfig) {
 	documentMaxBytesSetting(s, &c.maxBytes)
 	s.integer(&c.maxPages, "document-max-pages", "RULEVALIDATOR_DOCUMENT_MAX_PAGES", fmt.Sprint(docread.DefaultMaxPages), "cap on one document's pages; a document with more is refused (serve dead-letters it as unreadable_document)")
 	s.integer(&c.pdfEngines, "pdf-engines", "RULEVALIDATOR_PDF_ENGINES", fmt.Sprint(docread.DefaultPDFEngines), "PDF engine instances (PDFium on WebAssembly) reading PDFs at once; more PDFs wait for one")
-	s.str(&c.cacheDir, "pdf-cache-dir", "RULEVALIDATOR_PDF_CACHE_DIR", "", "directory keeping the PDF engine's compiled code between runs (it starts in a fraction of a second instead of several seconds); empty: rulevalidator/pdfium in the user's cache directory; none: compile at every start")
+	s.str(&c.cacheDir, "pdf-cache-dir", "RULEVALIDATOR_PDF_CACHE_DIR", "", "directory keeping the PDF engine's compiled code between runs (it starts in a fraction of a second instead of several seconds); empty: rulevalidator/pdfium in the user's cache directory, or, where that cannot be written, compile at every start with a warning; none: compile at every start; a directory given that cannot be written stops the PDF engine")
 }
 
 // opsAddrSetting is where serve answers /metrics, /healthz and /readyz, and

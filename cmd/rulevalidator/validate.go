@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
 	"rulevalidator/report"
@@ -90,11 +91,17 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	}
 	mediaTypes := map[string]string{}
 	if err := readDocumentFiles(ctx, reader, req, mediaTypes); err != nil {
-		fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(err, docread.ErrCacheDir):
+			fmt.Fprintf(stderr, "validate: %s\n", cacheDirFault(err))
 			return exitFailure
+		case documentFault(err):
+			fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
+			return exitInvalid
 		}
-		return exitInvalid
+		// The reader's own failure (its engine, the deadline): not the input's.
+		fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
+		return exitFailure
 	}
 	eng, err := llm.newEngine(logger, engine.Hooks{})
 	if err != nil {

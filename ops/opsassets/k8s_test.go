@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,7 +118,8 @@ type deployment struct {
 						ContainerPort int    `yaml:"containerPort"`
 					} `yaml:"ports"`
 					Env []struct {
-						Name string `yaml:"name"`
+						Name  string `yaml:"name"`
+						Value string `yaml:"value"`
 					} `yaml:"env"`
 					EnvFrom []struct {
 						ConfigMapRef *struct {
@@ -141,7 +143,18 @@ type deployment struct {
 							Drop []string `yaml:"drop"`
 						} `yaml:"capabilities"`
 					} `yaml:"securityContext"`
+					VolumeMounts []struct {
+						Name      string `yaml:"name"`
+						MountPath string `yaml:"mountPath"`
+						ReadOnly  bool   `yaml:"readOnly"`
+					} `yaml:"volumeMounts"`
 				} `yaml:"containers"`
+				Volumes []struct {
+					Name     string `yaml:"name"`
+					EmptyDir *struct {
+						SizeLimit string `yaml:"sizeLimit"`
+					} `yaml:"emptyDir"`
+				} `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
@@ -374,6 +387,53 @@ func TestDeployment(t *testing.T) {
 		if !strings.Contains(value, "REPLACE-ME") {
 			t.Errorf("%s: %s = %q does not read as a placeholder (REPLACE-ME)", secObj, name, value)
 		}
+	}
+}
+
+// TestDeploymentGivesThePDFEngineAWritableCache: the root filesystem is
+// read-only, the user's cache directory with it, so the PDF engine's
+// compilation cache (RULEVALIDATOR_PDF_CACHE_DIR) is set to a directory on
+// an emptyDir the container mounts writable, as is /tmp.
+func TestDeploymentGivesThePDFEngineAWritableCache(t *testing.T) {
+	const setting = "RULEVALIDATOR_PDF_CACHE_DIR"
+	objs := readManifests(t)
+	var d deployment
+	decodeKind(t, objs, "Deployment", &d)
+	var cm configMap
+	decodeKind(t, objs, "ConfigMap", &cm)
+	pod := d.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	dir := cm.Data[setting]
+	for _, e := range c.Env {
+		if e.Name == setting {
+			dir = e.Value
+		}
+	}
+	if !path.IsAbs(dir) {
+		t.Fatalf("%s = %q: the default, the user's cache directory, is on the read-only root filesystem; set an absolute directory on a writable volume", setting, dir)
+	}
+	emptyDirs := map[string]bool{}
+	for _, v := range pod.Volumes {
+		emptyDirs[v.Name] = v.EmptyDir != nil
+	}
+	// writable says whether dir is on an emptyDir mounted writable.
+	writable := func(dir string) bool {
+		for _, m := range c.VolumeMounts {
+			under := dir == m.MountPath || strings.HasPrefix(dir, strings.TrimSuffix(m.MountPath, "/")+"/")
+			if under && emptyDirs[m.Name] && !m.ReadOnly {
+				return true
+			}
+		}
+		return false
+	}
+	if !writable(dir) {
+		t.Errorf("%s = %s is on no writable emptyDir mount (%+v); the PDF engine cannot keep its compiled code there", setting, dir, c.VolumeMounts)
+	}
+	if !writable("/tmp") {
+		t.Error("/tmp is on no writable emptyDir mount; temporary files need one")
 	}
 }
 
