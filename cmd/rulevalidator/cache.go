@@ -21,7 +21,8 @@ type s3Config struct {
 	bucket    string
 	tls       bool
 	maxObject int
-	// claimsPrefix is where each tenant's claim-checked documents are kept.
+	// claimsPrefix is where each tenant's claim-checked documents are kept
+	// (serve's setting; the default for other commands).
 	claimsPrefix string
 }
 
@@ -34,7 +35,6 @@ func s3Settings(s *settings, c *s3Config) {
 	s.str(&c.bucket, "s3-bucket", "S3_BUCKET", "rulevalidator-reports", "bucket for reports, claim-checked documents, job status and the verdict cache")
 	s.boolean(&c.tls, "s3-tls", "S3_TLS", "false", "use HTTPS for S3")
 	s.integer(&c.maxObject, "s3-max-object-bytes", "S3_MAX_OBJECT_BYTES", "67108864", "largest document read from object storage")
-	s.str(&c.claimsPrefix, "s3-claims-prefix", "S3_CLAIMS_PREFIX", objstore.DefaultClaimsPrefix, "key prefix of the documents requests name by uri: a request of tenant T may name only s3://<bucket>/<prefix>/T/<name>; any other key, another tenant's or the service's own, is refused unread (403 at the API, dead-lettered as claim_refused on the stream)")
 }
 
 func (c *s3Config) check() error {

@@ -18,6 +18,7 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/jobs"
+	"rulevalidator/objstore"
 	"rulevalidator/outbox"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
@@ -106,6 +107,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	llmSettings(s, &cfg.llm)
 
 	s3Settings(s, &cfg.s3)
+	s.str(&cfg.s3.claimsPrefix, "s3-claims-prefix", "S3_CLAIMS_PREFIX", objstore.DefaultClaimsPrefix, "key prefix of the documents requests name by uri: a request of tenant T may name only s3://<bucket>/<prefix>/T/<name>; any other key, another tenant's or the service's own, is refused unread (403 at the API, dead-lettered as claim_refused on the stream)")
 	verdictCacheSettings(s, &cfg.cache)
 
 	documentSettings(s, &cfg.docs)

@@ -258,3 +258,30 @@ func TestValidateTakesTheAPIKey(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr.String())
 	}
 }
+
+// The claims prefix, under which any tenant may name keys, must lie apart
+// from every prefix the service keeps its own state under.
+func TestClaimsPrefixApartFromTheServicesOwn(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args    []string
+		problem string
+	}{
+		{nil, ""},
+		{[]string{"--s3-claims-prefix", "inbox/claims"}, ""},
+		{[]string{"--s3-claims-prefix", "reviews-material"}, `--s3-claims-prefix "reviews-material" overlaps --review-prefix (its -material keys)`},
+		{[]string{"--s3-claims-prefix", "jobs/claims"}, `--s3-claims-prefix "jobs/claims" overlaps --job-prefix "jobs"`},
+		{[]string{"--s3-claims-prefix", "tenants", "--report-prefix", "tenants/reports"}, `overlaps --report-prefix "tenants/reports"`},
+		{[]string{"--s3-claims-prefix", "deadletter"}, `overlaps the dead letters' stored values`},
+	} {
+		var cfg serveConfig
+		cl := newCommandLine("serve", commandDoc{}, serveSettings(&cfg), io.Discard)
+		if _, ok := cl.parse(tt.args, noEnv); !ok {
+			t.Fatalf("%v: not parsed", tt.args)
+		}
+		err := cfg.claimsApart()
+		if (tt.problem == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.problem) {
+			t.Errorf("%v: %v, want %q", tt.args, err, tt.problem)
+		}
+	}
+}
