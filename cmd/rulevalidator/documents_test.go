@@ -246,4 +246,13 @@ func TestUnwritablePDFCacheDirIsTheEnvironmentsFault(t *testing.T) {
 			}
 		})
 	}
+	// serve says so at start, as a setting to fix, before it connects to anything.
+	t.Run("serve", func(t *testing.T) {
+		fake := llmfake.New()
+		defer fake.Close()
+		code, _, stderr := runCLI(t, fake, "serve", "--kafka-brokers", "127.0.0.1:1", "--pdf-cache-dir", cache)
+		if code != exitInvalid || !strings.Contains(stderr, cache) || !strings.Contains(stderr, "--pdf-cache-dir (RULEVALIDATOR_PDF_CACHE_DIR) to a writable directory") {
+			t.Errorf("exit %d (want %d), stderr:\n%s\nwant it to name %s and the setting", code, exitInvalid, stderr, cache)
+		}
+	})
 }

@@ -286,6 +286,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		debug.SetMemoryLimit(limit)
 		logger.Info("memory limit set", "bytes", limit, "from", from)
 	}
+	// A cache directory set that cannot be written is said at start, not
+	// found by the first PDF (a read-only root filesystem, a wrong mount).
+	if err := cfg.docs.checkCacheDir(); err != nil {
+		return fmt.Errorf("%w: %s", errConfig, cacheDirFault(err))
+	}
 	serde, err := newSerde(ctx, cfg)
 	if err != nil {
 		return err
