@@ -49,7 +49,7 @@ var (
 	requestOutcomes = newLabelSet("completed", "failed", "cached", "retry")
 	verdictOutcomes = newLabelSet(string(engine.OutcomePass), string(engine.OutcomeFail), string(engine.OutcomeScore),
 		string(engine.OutcomeNotApplicable), string(engine.OutcomeNoVerdict))
-	deadLetterReasons = newLabelSet(reasonLabels()...)
+	deadLetterReasons  = newLabelSet(reasonLabels()...)
 	llmOutcomes        = newLabelSet("ok", "error")
 	tokenKinds         = newLabelSet("prompt", "completion", "cached")
 	outputRetryReasons = newLabelSet(
