@@ -62,7 +62,7 @@ type Config struct {
 	// rule's (cite mode, the whole material in the call; 0, the default:
 	// none; at most MaxNearestPassages). A small model that reads the rule
 	// last judges it by the rule's own words less often when the clauses
-	// that speak of it follow it (docs/local-model.md).
+	// that speak of it follow it (docs/measurements/2026-12-local-model-nearest-passages.md).
 	NearestPassages int
 	// CallConcurrency caps the calls of one request that run at once
 	// (default DefaultCallConcurrency).

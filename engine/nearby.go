@@ -17,7 +17,7 @@ const MaxNearestPassages = 10
 // the rule last, after a long material, judges it by the rule's own words
 // ("the agreement states that disputes are taken to arbitration"); shown
 // the clauses that speak of it right after the rule, it judges and cites
-// them (docs/local-model.md).
+// them (docs/measurements/2026-12-local-model-nearest-passages.md).
 func nearRule(ps *passageSet, shown []string, rule Rule, k int) []passage {
 	var candidates []passage
 	for _, id := range shown {

@@ -293,7 +293,7 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 // (anchoring.cite), measured worse on the local model over the NDA
 // dataset: more of its citations held a gold passage (0.37 against 0.28),
 // but it cited fewer, found fewer gold passages (18 of 59 against 27) and
-// judged 26 of 60 right against 29 (docs/local-model.md).
+// judged 26 of 60 right against 29 (docs/measurements/2026-12-local-model-verdicts.md).
 func evidencesSchema(mode EvidenceMode, bounded bool, citable obj) obj {
 	str := func(maxLen int) obj {
 		if !bounded {

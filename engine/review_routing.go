@@ -134,7 +134,7 @@ func checkReviewThreshold(t float64) error {
 // a few of them ("the agreement does not state which law governs it") says
 // what the material holds. On the NDA dataset the local model's verdicts
 // whose rationale holds a run of eight or more were wrong about twice as
-// often as the others (docs/local-model.md).
+// often as the others (docs/measurements/2026-12-local-model-verdicts.md).
 const minRestatedWords = 8
 
 // restatedRule is the longest run of at least minRestatedWords words that

@@ -19,7 +19,7 @@ import (
 // verdict. On the local 1.5B model the last token of a judged answer is
 // near-certain whatever the verdict (it follows a rationale that says it);
 // a question about a few sentences is one it answers with its doubt showing
-// (docs/local-model.md has the figures).
+// (docs/measurements/2026-12-local-model-confidence.md has the figures).
 
 // VerifyVersion names the check's wording; it is part of the verdict-cache
 // key when the source is on, so that a changed wording is not served the
