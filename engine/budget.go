@@ -18,6 +18,10 @@ const (
 	DefaultContextTokens = 8192
 	// DefaultCallConcurrency is how many calls of one request run at once.
 	DefaultCallConcurrency = 4
+	// DefaultOutputRetries is how many corrective re-asks a request gets.
+	DefaultOutputRetries = 2
+	// DefaultMaxInputBytes caps a request's input text.
+	DefaultMaxInputBytes = 4 << 20
 )
 
 // Token arithmetic of a call besides the texts themselves.

@@ -157,13 +157,13 @@ func (c *Config) setDefaults() {
 		c.Format = FormatJSONSchema
 	}
 	if c.OutputRetries == 0 {
-		c.OutputRetries = 2
+		c.OutputRetries = DefaultOutputRetries
 	}
 	if c.OutputRetries < 0 {
 		c.OutputRetries = 0
 	}
 	if c.MaxInputBytes == 0 {
-		c.MaxInputBytes = 4 << 20
+		c.MaxInputBytes = DefaultMaxInputBytes
 	}
 	if c.Instructions == "" {
 		c.Instructions = InstructionsSystem

@@ -46,10 +46,10 @@ type Feed struct {
 // NewFeed checks cfg and returns a feed; Run starts it.
 func NewFeed(cfg FeedConfig) (*Feed, error) {
 	if cfg.SummaryTopic == "" {
-		cfg.SummaryTopic = "rulevalidator.summaries"
+		cfg.SummaryTopic = schemas.TopicSummaries
 	}
 	if cfg.VerdictTopic == "" {
-		cfg.VerdictTopic = "rulevalidator.verdicts"
+		cfg.VerdictTopic = schemas.TopicVerdicts
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -115,13 +115,13 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.VerdictTopic == "" {
-		c.VerdictTopic = "rulevalidator.verdicts"
+		c.VerdictTopic = schemas.TopicVerdicts
 	}
 	if c.SummaryTopic == "" {
-		c.SummaryTopic = "rulevalidator.summaries"
+		c.SummaryTopic = schemas.TopicSummaries
 	}
 	if c.DeadLetterTopic == "" {
-		c.DeadLetterTopic = "rulevalidator.deadletter"
+		c.DeadLetterTopic = schemas.TopicDeadLetter
 	}
 	if c.Source == "" {
 		c.Source = "rulevalidator"

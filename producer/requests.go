@@ -10,14 +10,11 @@ import (
 	"rulevalidator/stream"
 )
 
-// DefaultRequestTopic is RequestWriterConfig.Topic's default.
-const DefaultRequestTopic = "rulevalidator.requests"
-
 // RequestWriterConfig configures a RequestWriter.
 type RequestWriterConfig struct {
 	// Client says how to reach the cluster. Required.
 	Client *stream.Client
-	// Topic is the requests topic (default DefaultRequestTopic).
+	// Topic is the requests topic (default schemas.TopicRequests).
 	Topic string
 	// WriteTimeout bounds one write, acks included (default 10s); the
 	// caller's context may end it sooner.
@@ -51,7 +48,7 @@ type RequestWriter struct {
 // reads the requests topic's size limit (see stream.NewWriter).
 func NewRequestWriter(ctx context.Context, cfg RequestWriterConfig, serde *schemas.Serde) (*RequestWriter, error) {
 	if cfg.Topic == "" {
-		cfg.Topic = DefaultRequestTopic
+		cfg.Topic = schemas.TopicRequests
 	}
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 10 * time.Second

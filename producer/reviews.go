@@ -10,14 +10,11 @@ import (
 	"rulevalidator/stream"
 )
 
-// DefaultReviewTopic is ReviewWriterConfig.Topic's default.
-const DefaultReviewTopic = "rulevalidator.reviews"
-
 // ReviewWriterConfig configures a ReviewWriter.
 type ReviewWriterConfig struct {
 	// Client says how to reach the cluster. Required.
 	Client *stream.Client
-	// Topic is the reviews topic (default DefaultReviewTopic).
+	// Topic is the reviews topic (default schemas.TopicReviews).
 	Topic string
 	// Source is the CloudEvents ce_source (default "rulevalidator").
 	Source string
@@ -38,7 +35,7 @@ type ReviewWriter struct {
 // NewReviewWriter checks cfg and returns a writer encoding with serde.
 func NewReviewWriter(ctx context.Context, cfg ReviewWriterConfig, serde *schemas.Serde) (*ReviewWriter, error) {
 	if cfg.Topic == "" {
-		cfg.Topic = DefaultReviewTopic
+		cfg.Topic = schemas.TopicReviews
 	}
 	if cfg.Source == "" {
 		cfg.Source = "rulevalidator"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"rulevalidator/engine"
@@ -34,7 +35,7 @@ func s3Settings(s *settings, c *s3Config) {
 	s.secret(&c.secretKey, "s3-secret-key", "S3_SECRET_KEY", "S3 secret key")
 	s.str(&c.bucket, "s3-bucket", "S3_BUCKET", "rulevalidator-reports", "bucket for reports, claim-checked documents, job status and the verdict cache")
 	s.boolean(&c.tls, "s3-tls", "S3_TLS", "false", "use HTTPS for S3")
-	s.integer(&c.maxObject, "s3-max-object-bytes", "S3_MAX_OBJECT_BYTES", "67108864", "largest document read from object storage")
+	s.integer(&c.maxObject, "s3-max-object-bytes", "S3_MAX_OBJECT_BYTES", strconv.Itoa(objstore.DefaultMaxObjectBytes), "largest document read from object storage")
 }
 
 func (c *s3Config) check() error {

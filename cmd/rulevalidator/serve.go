@@ -83,7 +83,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	summariesTopicSetting(s, &cfg.summariesTopic)
 	deadLetterTopicSetting(s, &cfg.deadLetterTopic)
 	callbacksTopicSetting(s, &cfg.callbacksTopic)
-	s.str(&cfg.reviewsTopic, "reviews-topic", "RULEVALIDATOR_TOPIC_REVIEWS", producer.DefaultReviewTopic, "topic each review of a verdict is published to, keyed request_id/rule_id; empty publishes none")
+	s.str(&cfg.reviewsTopic, "reviews-topic", "RULEVALIDATOR_TOPIC_REVIEWS", schemas.TopicReviews, "topic each review of a verdict is published to, keyed request_id/rule_id; empty publishes none")
 	rulesetsTopicSetting(s, &cfg.rulesetsTopic)
 	s.section("Rulesets")
 	s.str(&cfg.rulesetsDir, "rulesets-dir", "RULEVALIDATOR_RULESETS_DIR", "", "directory of ruleset files (YAML/JSON), reloaded on change; consulted before the topic")

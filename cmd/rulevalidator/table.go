@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/engine/openai"
+	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
 
@@ -37,27 +40,27 @@ func kafkaSettings(s *settings, brokers *[]string, k *kafkaConn) {
 // The service's topics, one setting each.
 
 func requestsTopicSetting(s *settings, p *string) {
-	s.str(p, "requests-topic", "RULEVALIDATOR_TOPIC_REQUESTS", "rulevalidator.requests", "topic of validation requests")
+	s.str(p, "requests-topic", "RULEVALIDATOR_TOPIC_REQUESTS", schemas.TopicRequests, "topic of validation requests")
 }
 
 func verdictsTopicSetting(s *settings, p *string) {
-	s.str(p, "verdicts-topic", "RULEVALIDATOR_TOPIC_VERDICTS", "rulevalidator.verdicts", "topic of rule verdict events")
+	s.str(p, "verdicts-topic", "RULEVALIDATOR_TOPIC_VERDICTS", schemas.TopicVerdicts, "topic of rule verdict events")
 }
 
 func summariesTopicSetting(s *settings, p *string) {
-	s.str(p, "summaries-topic", "RULEVALIDATOR_TOPIC_SUMMARIES", "rulevalidator.summaries", "topic of summary events")
+	s.str(p, "summaries-topic", "RULEVALIDATOR_TOPIC_SUMMARIES", schemas.TopicSummaries, "topic of summary events")
 }
 
 func deadLetterTopicSetting(s *settings, p *string) {
-	s.str(p, "deadletter-topic", "RULEVALIDATOR_TOPIC_DEADLETTER", "rulevalidator.deadletter", "topic of dead letters")
+	s.str(p, "deadletter-topic", "RULEVALIDATOR_TOPIC_DEADLETTER", schemas.TopicDeadLetter, "topic of dead letters")
 }
 
 func callbacksTopicSetting(s *settings, p *string) {
-	s.str(p, "callbacks-topic", "RULEVALIDATOR_TOPIC_CALLBACKS", "rulevalidator.callbacks", "topic of callbacks waiting for delivery (an outbox with its own consumer group); used when --callback-secret is set")
+	s.str(p, "callbacks-topic", "RULEVALIDATOR_TOPIC_CALLBACKS", schemas.TopicCallbacks, "topic of callbacks waiting for delivery (an outbox with its own consumer group); used when --callback-secret is set")
 }
 
 func rulesetsTopicSetting(s *settings, p *string) {
-	s.str(p, "rulesets-topic", "RULEVALIDATOR_TOPIC_RULESETS", "rulevalidator.rulesets", "compacted topic of published rulesets; empty: serve reads none")
+	s.str(p, "rulesets-topic", "RULEVALIDATOR_TOPIC_RULESETS", schemas.TopicRulesets, "compacted topic of published rulesets; empty: serve reads none")
 }
 
 // wireFormatSetting is how the events a command writes are framed.
@@ -87,15 +90,15 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.integer(&f.samples, "confidence-samples", "RULEVALIDATOR_CONFIDENCE_SAMPLES", fmt.Sprint(engine.DefaultConfidenceSamples), "with --confidence samples: how many answers are compared, the judged one included (2 to 20)")
 	s.number(&f.sampleTemp, "confidence-temperature", "RULEVALIDATOR_CONFIDENCE_TEMPERATURE", fmt.Sprint(engine.DefaultSampleTemperature), "with --confidence samples: the temperature of the extra answers (above 0, at most 2)")
 	s.number(&f.overruleBelow, "overrule-passes-below", "RULEVALIDATOR_OVERRULE_PASSES_BELOW", "0", "with --confidence verify: a boolean pass whose check gives it a confidence under this becomes a fail, marked overruled and routed to review (0 to below 1; 0: no verdict is changed)")
-	s.integer(&f.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", "2", "corrective re-asks per request when an answer fails the checks (0: none); a verdict whose only problem is its rationale gets one more, for the rationale alone")
-	s.duration(&f.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", "120s", "timeout of one model call")
+	s.integer(&f.outputRetries, "output-retries", "RULEVALIDATOR_OUTPUT_RETRIES", strconv.Itoa(engine.DefaultOutputRetries), "corrective re-asks per request when an answer fails the checks (0: none); a verdict whose only problem is its rationale gets one more, for the rationale alone")
+	s.duration(&f.timeout, "llm-timeout", "RULEVALIDATOR_LLM_TIMEOUT", openai.DefaultTimeout.String(), "timeout of one model call")
 	s.integer(&f.maxTokens, "max-tokens", "RULEVALIDATOR_MAX_TOKENS", "0", "cap on each answer's tokens (0: the server's default); rules are split into calls whose answers fit")
 	s.integer(&f.contextTokens, "llm-context-tokens", "RULEVALIDATOR_LLM_CONTEXT_TOKENS", "0", "the model's context window in tokens, prompt and answer together (0: ask the server, else 8192); larger requests are split into several calls")
 	s.integer(&f.callsPerReq, "llm-calls-per-request", "RULEVALIDATOR_LLM_CALLS_PER_REQUEST", fmt.Sprint(engine.DefaultCallConcurrency), "calls of one split request that run at once")
 	s.integer(&f.rulesPerCall, "llm-rules-per-call", "RULEVALIDATOR_LLM_RULES_PER_CALL", "0", "the most rules one model call judges (0: as many as fit); calls share the instructions and the material as a prefix a server's prompt cache keeps")
 	s.integer(&f.nearestPassages, "llm-nearest-passages", "RULEVALIDATOR_LLM_NEAREST_PASSAGES", "0", fmt.Sprintf("with one rule a call in cite mode: how many passages whose words are nearest the rule's are shown again after it (0 to %d; 0: none)", engine.MaxNearestPassages))
 	s.number(&f.reviewBelow, "review-below-confidence", "RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE", "0.8", "a verdict whose confidence is under it needs review (0 to 1; 0: none for its confidence); a ruleset's or rule's review_below_confidence overrides it")
-	s.integer(&f.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", "4194304", "cap on a request's total input text; a larger request is refused (serve dead-letters it as oversized)")
+	s.integer(&f.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", strconv.Itoa(engine.DefaultMaxInputBytes), "cap on a request's total input text; a larger request is refused (serve dead-letters it as oversized)")
 }
 
 // documentMaxBytesSetting caps a document's file, read from disk by the CLI
