@@ -16,6 +16,19 @@ import (
 // per rule and per case.
 func (r *Report) WriteTable(w io.Writer) error {
 	ew := &errWriter{w: w}
+	r.writeTitle(ew)
+	r.writeSystems(ew)
+	r.writeConfusion(ew)
+	r.writePerRule(ew)
+	r.writePerCase(ew)
+	r.writeKeptWithProblems(ew)
+	r.writeFailures(ew)
+	return ew.err
+}
+
+// writeTitle writes the line naming the dataset, the model and how much was
+// judged.
+func (r *Report) writeTitle(w io.Writer) {
 	runs := "1 run"
 	if r.Runs != 1 {
 		runs = strconv.Itoa(r.Runs) + " runs"
@@ -24,152 +37,212 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Cases != 1 {
 		cases = strconv.Itoa(r.Cases) + " cases"
 	}
-	fmt.Fprintf(ew, "Dataset %s · model %s · %s, %d labelled verdicts per run · %s\n\n", r.Dataset, r.Model, cases, r.Rules, runs)
+	fmt.Fprintf(w, "Dataset %s · model %s · %s, %d labelled verdicts per run · %s\n\n", r.Dataset, r.Model, cases, r.Rules, runs)
+}
 
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+// metricTable is the table of the systems side by side: one row a metric,
+// one column a system.
+type metricTable struct {
+	tw      *tabwriter.Writer
+	systems []SystemReport
+}
+
+// row writes the metric name and its value for each system.
+func (t metricTable) row(name string, cell func(s *SystemReport) string) {
+	line := name
+	for i := range t.systems {
+		line += "\t" + cell(&t.systems[i])
+	}
+	fmt.Fprintln(t.tw, line)
+}
+
+// writeSystems writes the systems side by side, a section of rows for each
+// thing measured; confidence, routing and the spread between runs only when
+// there is something to show.
+func (r *Report) writeSystems(w io.Writer) {
+	t := metricTable{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), systems: r.Systems}
 	header := "METRIC"
 	for _, s := range r.Systems {
 		header += "\t" + strings.ToUpper(s.Name)
 	}
-	fmt.Fprintln(tw, header)
-	row := func(name string, cell func(s *SystemReport) string) {
-		line := name
-		for i := range r.Systems {
-			line += "\t" + cell(&r.Systems[i])
-		}
-		fmt.Fprintln(tw, line)
+	fmt.Fprintln(t.tw, header)
+	accuracyRows(t)
+	if r.hasConfidence() {
+		confidenceRows(t)
 	}
-	row("verdict accuracy", func(s *SystemReport) string { return frac(s.Overall.Correct, s.Overall.Verdicts) })
-	row("  kept with problems left out", func(s *SystemReport) string {
+	if r.hasRouting() {
+		routingRows(t)
+	}
+	answerRows(t)
+	evidenceRows(t)
+	costRows(t)
+	if r.Runs > 1 {
+		spreadRows(t)
+	}
+	t.tw.Flush()
+}
+
+// accuracyRows: how many verdicts were right, overall and by kind.
+func accuracyRows(t metricTable) {
+	t.row("verdict accuracy", func(s *SystemReport) string { return frac(s.Overall.Correct, s.Overall.Verdicts) })
+	t.row("  kept with problems left out", func(s *SystemReport) string {
 		m := s.Overall
 		return frac(m.Correct-m.KeptCorrect, m.Verdicts-m.KeptWithProblems)
 	})
-	row("  boolean", func(s *SystemReport) string { return frac(s.Overall.Boolean.Correct, s.Overall.Boolean.Verdicts) })
-	row("  numerical exact", func(s *SystemReport) string {
+	t.row("  boolean", func(s *SystemReport) string { return frac(s.Overall.Boolean.Correct, s.Overall.Boolean.Verdicts) })
+	t.row("  numerical exact", func(s *SystemReport) string {
 		return frac(s.Overall.Numerical.Exact, s.Overall.Numerical.Verdicts)
 	})
-	row("  numerical ±1 step", func(s *SystemReport) string {
+	t.row("  numerical ±1 step", func(s *SystemReport) string {
 		return frac(s.Overall.Numerical.WithinOne, s.Overall.Numerical.Verdicts)
 	})
-	row("  not-applicable flag", func(s *SystemReport) string {
+	t.row("  not-applicable flag", func(s *SystemReport) string {
 		return frac(s.Overall.NotApplicable.Correct, s.Overall.NotApplicable.Verdicts)
 	})
-	row("  not-applicable found", func(s *SystemReport) string {
+	t.row("  not-applicable found", func(s *SystemReport) string {
 		return frac(s.Overall.NotApplicable.Flagged, s.Overall.NotApplicable.Labelled)
 	})
-	row("  not-applicable precision", func(s *SystemReport) string {
+	t.row("  not-applicable precision", func(s *SystemReport) string {
 		return frac(s.Overall.NotApplicable.Flagged, s.Overall.NotApplicable.FlaggedTotal)
 	})
-	if r.hasConfidence() {
-		row("confidence AUROC", func(s *SystemReport) string {
-			if c := s.Overall.Confidence; c != nil && c.AUROC != nil {
-				return strconv.FormatFloat(*c.AUROC, 'f', 2, 64)
+}
+
+// confidenceRows: how well the confidence separates right verdicts from
+// wrong ones, and how many wrong ones reviewing the least confident share
+// would catch.
+func confidenceRows(t metricTable) {
+	t.row("confidence AUROC", func(s *SystemReport) string {
+		if c := s.Overall.Confidence; c != nil && c.AUROC != nil {
+			return strconv.FormatFloat(*c.AUROC, 'f', 2, 64)
+		}
+		return "-"
+	})
+	for i, share := range ReviewShares {
+		t.row(fmt.Sprintf("  wrong caught reviewing %d%%", int(math.Round(100*share))), func(s *SystemReport) string {
+			if c := s.Overall.Confidence; c != nil && i < len(c.Caught) {
+				return short(c.Caught[i].Caught)
 			}
 			return "-"
 		})
-		for i, share := range ReviewShares {
-			row(fmt.Sprintf("  wrong caught reviewing %d%%", int(math.Round(100*share))), func(s *SystemReport) string {
-				if c := s.Overall.Confidence; c != nil && i < len(c.Caught) {
-					return short(c.Caught[i].Caught)
-				}
-				return "-"
-			})
-		}
 	}
-	if r.hasRouting() {
-		row("routed to review", func(s *SystemReport) string {
-			return frac(s.Overall.Routing.Routed, s.Overall.Routing.Answered)
-		})
-		row("  wrong ones routed", func(s *SystemReport) string {
-			return frac(s.Overall.Routing.WrongRouted, s.Overall.Routing.Wrong)
-		})
-	}
-	row("unanswered", func(s *SystemReport) string { return strconv.Itoa(s.Overall.Unanswered) })
-	row("kept with problems (correct)", func(s *SystemReport) string {
+}
+
+// routingRows: how many verdicts review routing sent to a person, and how
+// many of the wrong ones among them.
+func routingRows(t metricTable) {
+	t.row("routed to review", func(s *SystemReport) string {
+		return frac(s.Overall.Routing.Routed, s.Overall.Routing.Answered)
+	})
+	t.row("  wrong ones routed", func(s *SystemReport) string {
+		return frac(s.Overall.Routing.WrongRouted, s.Overall.Routing.Wrong)
+	})
+}
+
+// answerRows: the verdicts not given, and those kept with problems.
+func answerRows(t metricTable) {
+	t.row("unanswered", func(s *SystemReport) string { return strconv.Itoa(s.Overall.Unanswered) })
+	t.row("kept with problems (correct)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Overall.KeptWithProblems, s.Overall.KeptCorrect)
 	})
-	row("evidence precision (chars)", func(s *SystemReport) string {
+}
+
+// evidenceRows: the quotes against the gold spans, and their anchoring.
+func evidenceRows(t metricTable) {
+	t.row("evidence precision (chars)", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.QuotedCharsInGold, s.Overall.Evidence.QuotedChars)
 	})
-	row("  quotes overlapping gold", func(s *SystemReport) string {
+	t.row("  quotes overlapping gold", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.Hits, s.Overall.Evidence.Judged)
 	})
-	row("evidence recall (chars)", func(s *SystemReport) string {
+	t.row("evidence recall (chars)", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.GoldCharsCovered, s.Overall.Evidence.GoldChars)
 	})
-	row("  gold spans overlapped", func(s *SystemReport) string {
+	t.row("  gold spans overlapped", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.GoldFound, s.Overall.Evidence.Gold)
 	})
-	row("quotes anchored", func(s *SystemReport) string {
+	t.row("quotes anchored", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.Anchored, s.Overall.Evidence.Quotes)
 	})
-	row("pages right (as cited)", func(s *SystemReport) string {
+	t.row("pages right (as cited)", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.PagesRight, s.Overall.Evidence.JudgedAnchored)
 	})
-	row("  pages corrected", func(s *SystemReport) string {
+	t.row("  pages corrected", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.PagesCorrected, s.Overall.Evidence.JudgedAnchored)
 	})
-	row("re-asks", func(s *SystemReport) string {
+}
+
+// costRows: what the verdicts cost, in re-asks, model calls, tokens and
+// time. What the model's client did not observe shows as "-".
+func costRows(t metricTable) {
+	t.row("re-asks", func(s *SystemReport) string {
 		if s.Reasks == nil {
 			return "-"
 		}
 		return reaskSummary(s.Reasks)
 	})
-	row("rules decided without the model (filtered, checked)", func(s *SystemReport) string {
+	t.row("rules decided without the model (filtered, checked)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d, %d)", s.Cost.RulesFiltered+s.Cost.RulesChecked, s.Cost.RulesFiltered, s.Cost.RulesChecked)
 	})
-	row("model calls (failed)", func(s *SystemReport) string {
+	t.row("model calls (failed)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Cost.Calls, s.Cost.FailedCalls)
 	})
-	row("  HTTP attempts (failed)", func(s *SystemReport) string {
+	t.row("  HTTP attempts (failed)", func(s *SystemReport) string {
 		if !s.Cost.AttemptsObserved {
 			return "-"
 		}
 		return fmt.Sprintf("%d (%d)", s.Cost.Attempts, s.Cost.FailedAttempts)
 	})
-	row("  format refusals", func(s *SystemReport) string {
+	t.row("  format refusals", func(s *SystemReport) string {
 		if !s.Cost.AttemptsObserved {
 			return "-"
 		}
 		return strconv.Itoa(s.Cost.FormatRefusals)
 	})
-	row("prompt tokens (cached)", func(s *SystemReport) string {
+	t.row("prompt tokens (cached)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Cost.PromptTokens, s.Cost.CachedTokens)
 	})
-	row("completion tokens", func(s *SystemReport) string { return strconv.Itoa(s.Cost.CompletionTokens) })
-	row("model time", func(s *SystemReport) string {
+	t.row("completion tokens", func(s *SystemReport) string { return strconv.Itoa(s.Cost.CompletionTokens) })
+	t.row("model time", func(s *SystemReport) string {
 		if !s.Cost.AttemptsObserved {
 			return "-"
 		}
 		return s.Cost.ModelTime.Round(100 * time.Millisecond).String()
 	})
-	row("wall time", func(s *SystemReport) string { return s.Cost.Wall.Round(100 * time.Millisecond).String() })
-	if r.Runs > 1 {
-		row("runs agreeing", func(s *SystemReport) string {
-			if s.Spread == nil {
-				return "-"
-			}
-			return frac(s.Spread.AgreeingPairs, s.Spread.AnsweredPairs)
-		})
-		row("accuracy min–max (sample sd)", func(s *SystemReport) string {
-			if s.Spread == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%s–%s (%.1f pp)", pct(s.Spread.Min), pct(s.Spread.Max), 100*s.Spread.SampleStdDev)
-		})
-	}
-	tw.Flush()
+	t.row("wall time", func(s *SystemReport) string { return s.Cost.Wall.Round(100 * time.Millisecond).String() })
+}
 
-	fmt.Fprintln(ew)
+// spreadRows: how much the runs agreed, and how far their accuracy varied.
+func spreadRows(t metricTable) {
+	t.row("runs agreeing", func(s *SystemReport) string {
+		if s.Spread == nil {
+			return "-"
+		}
+		return frac(s.Spread.AgreeingPairs, s.Spread.AnsweredPairs)
+	})
+	t.row("accuracy min–max (sample sd)", func(s *SystemReport) string {
+		if s.Spread == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s–%s (%.1f pp)", pct(s.Spread.Min), pct(s.Spread.Max), 100*s.Spread.SampleStdDev)
+	})
+}
+
+// writeConfusion writes each system's boolean confusion matrix on a line.
+func (r *Report) writeConfusion(w io.Writer) {
+	fmt.Fprintln(w)
 	for _, s := range r.Systems {
 		c := s.Overall.Boolean.Confusion
-		fmt.Fprintf(ew, "%s boolean confusion (expected → given): pass→pass %d, pass→fail %d, fail→pass %d, fail→fail %d, no answer %d\n",
+		fmt.Fprintf(w, "%s boolean confusion (expected → given): pass→pass %d, pass→fail %d, fail→pass %d, fail→fail %d, no answer %d\n",
 			s.Name, c.TruePass, c.FalseFail, c.FalsePass, c.TrueFail, c.NoAnswerPass+c.NoAnswerFail)
 	}
+}
 
-	fmt.Fprintln(ew, "\nPer rule")
-	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	header = "RULE\tTYPE"
+// writePerRule writes each rule's accuracy for every system, and the first
+// system's evidence precision and recall.
+func (r *Report) writePerRule(w io.Writer) {
+	fmt.Fprintln(w, "\nPer rule")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := "RULE\tTYPE"
 	for _, s := range r.Systems {
 		header += "\t" + strings.ToUpper(s.Name)
 	}
@@ -187,10 +260,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	tw.Flush()
+}
 
-	fmt.Fprintln(ew, "\nPer case")
-	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	header = "CASE"
+// writePerCase writes each case's accuracy, tokens and time for every
+// system.
+func (r *Report) writePerCase(w io.Writer) {
+	fmt.Fprintln(w, "\nPer case")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := "CASE"
 	for _, s := range r.Systems {
 		name := strings.ToUpper(s.Name)
 		header += "\t" + name + "\t" + name + " TOKENS\t" + name + " TIME"
@@ -209,29 +286,34 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	tw.Flush()
+}
 
-	// Which verdicts were kept with problems, and why: the count above
-	// says how many, a reader checking a run needs which.
+// writeKeptWithProblems lists which verdicts were kept with problems, and
+// why: the count above says how many, a reader checking a run needs which.
+func (r *Report) writeKeptWithProblems(w io.Writer) {
 	for _, s := range r.Systems {
 		if s.Overall.KeptWithProblems == 0 {
 			continue
 		}
-		fmt.Fprintf(ew, "\n%s verdicts kept with problems\n", s.Name)
+		fmt.Fprintf(w, "\n%s verdicts kept with problems\n", s.Name)
 		for _, o := range s.Outcomes {
 			if o.KeptWithProblems() {
-				fmt.Fprintf(ew, "  case %s run %d rule %s: %s\n", o.Case, o.Run, o.RuleID, strings.Join(o.Problems, "; "))
+				fmt.Fprintf(w, "  case %s run %d rule %s: %s\n", o.Case, o.Run, o.RuleID, strings.Join(o.Problems, "; "))
 			}
 		}
 	}
+}
+
+// writeFailures lists the runs of a case that failed, by system.
+func (r *Report) writeFailures(w io.Writer) {
 	for _, s := range r.Systems {
 		for _, f := range s.Errors {
-			fmt.Fprintf(ew, "\n%s: case %s run %d failed: %s", s.Name, f.Case, f.Run, f.Error)
+			fmt.Fprintf(w, "\n%s: case %s run %d failed: %s", s.Name, f.Case, f.Run, f.Error)
 		}
 		if len(s.Errors) > 0 {
-			fmt.Fprintln(ew)
+			fmt.Fprintln(w)
 		}
 	}
-	return ew.err
 }
 
 // reaskSummary is the re-ask count with its reasons, most frequent first:
