@@ -36,156 +36,213 @@ type word struct {
 // text, in one pass over its tokens. Each figure counts once: the digits
 // of a date are not also a number, nor the figure of an amount.
 func extractFacts(text string) facts {
-	var f facts
 	toks := tokenizeFacts(text)
-	used := make([]bool, len(toks))
-	at := func(i int) token {
-		if i < 0 || i >= len(toks) || used[i] {
-			return token{}
-		}
-		return toks[i]
+	s := &factScanner{text: text, toks: toks, used: make([]bool, len(toks))}
+	// The order matters: a kind of fact takes its tokens before the next
+	// looks, so dates come before amounts, and amounts before numbers.
+	s.dates()
+	s.figureAmounts()
+	s.spelledNumbers()
+	s.otherFigures()
+	slices.SortStableFunc(s.f.numbers, func(a, b fact) int { return a.at - b.at })
+	slices.SortStableFunc(s.f.amounts, func(a, b fact) int { return a.at - b.at })
+
+	s.f.mixedCase = strings.ContainsFunc(text, unicode.IsUpper) && strings.ContainsFunc(text, unicode.IsLower)
+	s.words()
+	return s.f
+}
+
+// factScanner is extractFacts at work on one text: used marks the tokens a
+// fact has taken, so that no later fact takes them again.
+type factScanner struct {
+	text string
+	toks []token
+	used []bool
+	f    facts
+}
+
+// at is token i, or none where i is out of range or taken.
+func (s *factScanner) at(i int) token {
+	if i < 0 || i >= len(s.toks) || s.used[i] {
+		return token{}
 	}
-	add := func(list *[]fact, key string, lo, hi int) {
-		*list = append(*list, fact{key: key, text: text[toks[lo].start:toks[hi].end], at: toks[lo].start})
-		for k := lo; k <= hi; k++ {
-			used[k] = true
-		}
+	return s.toks[i]
+}
+
+// add records a fact written by tokens lo to hi and takes them.
+func (s *factScanner) add(list *[]fact, key string, lo, hi int) {
+	*list = append(*list, fact{key: key, text: s.text[s.toks[lo].start:s.toks[hi].end], at: s.toks[lo].start})
+	for k := lo; k <= hi; k++ {
+		s.used[k] = true
 	}
-	// Dates.
-	for i, t := range toks {
-		if used[i] {
+}
+
+// dates finds dates with a month's name, and dates written in figures.
+func (s *factScanner) dates() {
+	for i, t := range s.toks {
+		if s.used[i] {
 			continue
 		}
 		if month := int(t.lex.month); month > 0 {
-			j := i + 1
-			if at(j).text == "." && t.lower != "may" {
-				j++
-			}
-			day, year := at(j), token{}
-			yearAt := j
-			if day.plainDigits(1, 2) || (day.kind == figureToken && day.ordinal && len(day.figure()) <= 2) {
-				yearAt = j + 1
-				if at(yearAt).text == "," {
-					yearAt++
-				}
-				if y := at(yearAt); y.plainDigits(4, 4) {
-					year = y
-				}
-				end := j
-				if year.text != "" {
-					end = yearAt
-				}
-				if key, ok := dateKey(year.text, month, day.figure()); ok {
-					add(&f.dates, key, i, end)
-				}
-				continue
-			}
-			if at(j).text == "," {
-				j++
-			}
-			if y := at(j); y.plainDigits(4, 4) {
-				// "30 April 2024", "30th day of April, 2024" or "April 2024".
-				lo, d := i, ""
-				p := i - 1
-				if at(p).lower == "of" && at(p-1).lower == "day" {
-					p -= 2
-				}
-				if pd := at(p); pd.kind == figureToken && len(pd.figure()) <= 2 && strings.Trim(pd.figure(), "0123456789") == "" {
-					lo, d = p, pd.figure()
-				}
-				if key, ok := dateKey(y.text, month, d); ok {
-					add(&f.dates, key, lo, j)
-				}
-			}
+			s.namedMonthDate(i, t, month)
 			continue
 		}
-		// 2024-04-30 and 30/04/2024, written without spaces.
-		if t.kind == figureToken && i+4 < len(toks) {
-			a, s1, b, s2, c := t, toks[i+1], toks[i+2], toks[i+3], toks[i+4]
-			tight := s1.start == a.end && b.start == s1.end && s2.start == b.end && c.start == s2.end
-			if tight && s1.text == s2.text && (s1.text == "-" || s1.text == "/") && b.plainDigits(1, 2) {
-				if s1.text == "-" && a.plainDigits(4, 4) && c.plainDigits(1, 2) {
-					if m, ok := strconv.Atoi(b.text); ok == nil {
-						if key, ok := dateKey(a.text, m, c.text); ok {
-							add(&f.dates, key, i, i+4)
-						}
-					}
-				} else if s1.text == "/" && a.plainDigits(1, 2) && c.plainDigits(2, 4) {
-					// Day and month in an order the text does not say: keep both.
-					add(&f.dates, canonicalFigure(a.text)+"/"+canonicalFigure(b.text)+"/"+canonicalFigure(c.text), i, i+4)
-				}
-			}
+		s.figureDate(i, t)
+	}
+}
+
+// namedMonthDate finds a date around the month's name at token i: "April
+// 30, 2024", "April 30th", "30 April 2024", "30th day of April, 2024" or
+// "April 2024".
+func (s *factScanner) namedMonthDate(i int, t token, month int) {
+	j := i + 1
+	if s.at(j).text == "." && t.lower != "may" {
+		j++
+	}
+	day, year := s.at(j), token{}
+	yearAt := j
+	if day.plainDigits(1, 2) || (day.kind == figureToken && day.ordinal && len(day.figure()) <= 2) {
+		yearAt = j + 1
+		if s.at(yearAt).text == "," {
+			yearAt++
+		}
+		if y := s.at(yearAt); y.plainDigits(4, 4) {
+			year = y
+		}
+		end := j
+		if year.text != "" {
+			end = yearAt
+		}
+		if key, ok := dateKey(year.text, month, day.figure()); ok {
+			s.add(&s.f.dates, key, i, end)
+		}
+		return
+	}
+	if s.at(j).text == "," {
+		j++
+	}
+	if y := s.at(j); y.plainDigits(4, 4) {
+		// "30 April 2024", "30th day of April, 2024" or "April 2024".
+		lo, d := i, ""
+		p := i - 1
+		if s.at(p).lower == "of" && s.at(p-1).lower == "day" {
+			p -= 2
+		}
+		if pd := s.at(p); pd.kind == figureToken && len(pd.figure()) <= 2 && strings.Trim(pd.figure(), "0123456789") == "" {
+			lo, d = p, pd.figure()
+		}
+		if key, ok := dateKey(y.text, month, d); ok {
+			s.add(&s.f.dates, key, lo, j)
 		}
 	}
-	// Amounts in figures: a currency before, or a unit after.
-	for i, t := range toks {
-		if used[i] || t.kind != figureToken || t.ordinal {
+}
+
+// figureDate finds a date in figures starting at token i: 2024-04-30 and
+// 30/04/2024, written without spaces.
+func (s *factScanner) figureDate(i int, t token) {
+	toks := s.toks
+	if t.kind != figureToken || i+4 >= len(toks) {
+		return
+	}
+	a, s1, b, s2, c := t, toks[i+1], toks[i+2], toks[i+3], toks[i+4]
+	tight := s1.start == a.end && b.start == s1.end && s2.start == b.end && c.start == s2.end
+	if !tight || s1.text != s2.text || (s1.text != "-" && s1.text != "/") || !b.plainDigits(1, 2) {
+		return
+	}
+	if s1.text == "-" && a.plainDigits(4, 4) && c.plainDigits(1, 2) {
+		if m, ok := strconv.Atoi(b.text); ok == nil {
+			if key, ok := dateKey(a.text, m, c.text); ok {
+				s.add(&s.f.dates, key, i, i+4)
+			}
+		}
+	} else if s1.text == "/" && a.plainDigits(1, 2) && c.plainDigits(2, 4) {
+		// Day and month in an order the text does not say: keep both.
+		s.add(&s.f.dates, canonicalFigure(a.text)+"/"+canonicalFigure(b.text)+"/"+canonicalFigure(c.text), i, i+4)
+	}
+}
+
+// figureAmounts finds amounts in figures: a currency before, or a unit
+// after.
+func (s *factScanner) figureAmounts() {
+	for i, t := range s.toks {
+		if s.used[i] || t.kind != figureToken || t.ordinal {
 			continue
 		}
 		lo, hi, cur := i, i, ""
-		if p := at(i - 1); p.lex.flags&lexCurrency != 0 {
+		if p := s.at(i - 1); p.lex.flags&lexCurrency != 0 {
 			lo, cur = i-1, p.text
-			if p.text == "$" && at(i-2).lower == "us" && at(i-2).end == p.start {
+			if p.text == "$" && s.at(i-2).lower == "us" && s.at(i-2).end == p.start {
 				lo = i - 2
 			}
 		}
 		value := canonicalFigure(t.text)
-		if s := at(hi + 1); s.lex.flags&lexScale != 0 {
+		if sc := s.at(hi + 1); sc.lex.flags&lexScale != 0 {
 			hi++
-			value += " " + s.lower
+			value += " " + sc.lower
 		}
 		if cur == "" {
-			switch u := at(hi + 1); {
+			switch u := s.at(hi + 1); {
 			case u.text == "%" || u.lex.flags&lexUnit != 0:
 				hi++
 				cur = u.lower
-			case u.lower == "per" && at(hi+2).lower == "cent":
+			case u.lower == "per" && s.at(hi+2).lower == "cent":
 				hi += 2
 				cur = "%"
 			}
 		}
 		if cur != "" {
-			add(&f.amounts, currencyOf(cur)+" "+value, lo, hi)
+			s.add(&s.f.amounts, currencyOf(cur)+" "+value, lo, hi)
 		}
 	}
-	// Numbers in words, and amounts in words ("Four Hundred Dollars").
+}
+
+// spelledNumbers finds numbers in words, and amounts in words ("Four
+// Hundred Dollars").
+func (s *factScanner) spelledNumbers() {
+	toks := s.toks
 	for i := 0; i < len(toks); i++ {
-		if used[i] || toks[i].lex.flags&lexNumber == 0 {
+		if s.used[i] || toks[i].lex.flags&lexNumber == 0 {
 			continue
 		}
 		j := i
-		for j+2 < len(toks) && toks[j+1].text == "-" && at(j+2).lex.flags&lexNumber != 0 {
+		for j+2 < len(toks) && toks[j+1].text == "-" && s.at(j+2).lex.flags&lexNumber != 0 {
 			j += 2
 		}
-		for j+1 < len(toks) && at(j+1).lex.flags&lexNumber != 0 {
+		for j+1 < len(toks) && s.at(j+1).lex.flags&lexNumber != 0 {
 			j++
-			for j+2 < len(toks) && toks[j+1].text == "-" && at(j+2).lex.flags&lexNumber != 0 {
+			for j+2 < len(toks) && toks[j+1].text == "-" && s.at(j+2).lex.flags&lexNumber != 0 {
 				j += 2
 			}
 		}
-		v := strconv.Itoa(spelledValue(text[toks[i].start:toks[j].end]))
-		switch u := at(j + 1); {
+		v := strconv.Itoa(spelledValue(s.text[toks[i].start:toks[j].end]))
+		switch u := s.at(j + 1); {
 		case u.lex.flags&lexUnit != 0:
-			add(&f.amounts, currencyOf(u.lower)+" "+v, i, j+1)
-		case u.lower == "per" && at(j+2).lower == "cent":
-			add(&f.amounts, "% "+v, i, j+2)
+			s.add(&s.f.amounts, currencyOf(u.lower)+" "+v, i, j+1)
+		case u.lower == "per" && s.at(j+2).lower == "cent":
+			s.add(&s.f.amounts, "% "+v, i, j+2)
 		default:
-			add(&f.numbers, v, i, j)
+			s.add(&s.f.numbers, v, i, j)
 		}
 		i = j
 	}
-	// Other figures. Digits inside a word ("Confidentia1", "5ub") are none.
-	for i, t := range toks {
-		if !used[i] && t.kind == figureToken {
-			add(&f.numbers, canonicalFigure(t.figure()), i, i)
+}
+
+// otherFigures takes the figures no date or amount took as numbers. Digits
+// inside a word ("Confidentia1", "5ub") are none.
+func (s *factScanner) otherFigures() {
+	for i, t := range s.toks {
+		if !s.used[i] && t.kind == figureToken {
+			s.add(&s.f.numbers, canonicalFigure(t.figure()), i, i)
 		}
 	}
-	slices.SortStableFunc(f.numbers, func(a, b fact) int { return a.at - b.at })
-	slices.SortStableFunc(f.amounts, func(a, b fact) int { return a.at - b.at })
+}
 
-	f.mixedCase = strings.ContainsFunc(text, unicode.IsUpper) && strings.ContainsFunc(text, unicode.IsLower)
-	f.words = make([]word, 0, len(toks))
-	for _, t := range toks {
+// words lists the words of the text, folded, marking those that may be
+// names, and finds the negations among them. It reads f.mixedCase.
+func (s *factScanner) words() {
+	f := &s.f
+	f.words = make([]word, 0, len(s.toks))
+	for _, t := range s.toks {
 		if t.kind == symbolToken {
 			continue
 		}
@@ -206,10 +263,9 @@ func extractFacts(text string) facts {
 		}
 		first, _ := utf8.DecodeRuneInString(t.text)
 		name := f.mixedCase && t.kind == wordToken && unicode.IsUpper(first) && lex.flags&lexNotName == 0 &&
-			!strings.ContainsFunc(t.text, unicode.IsDigit) && !startsSentence(text, t.start)
+			!strings.ContainsFunc(t.text, unicode.IsDigit) && !startsSentence(s.text, t.start)
 		f.words = append(f.words, word{text: t.text, folded: folded, at: t.start, name: name})
 	}
-	return f
 }
 
 // garbledNegations maps the negating words garbledNegation recognises,
