@@ -64,51 +64,9 @@ func (c *treeCheck) group(rs *Ruleset, at groupPlace, parentType RuleType, globa
 	add := func(ruleIndex int, ruleID, field, format string, args ...any) {
 		c.add(at, ruleIndex, ruleID, field, format, args...)
 	}
-	nested := at.depth > 0
-	switch {
-	case rs.Type == "" && nested:
-		rs.Type = parentType
-	case rs.Type == "":
-		rs.Type = Boolean
-	case rs.Type == Boolean, rs.Type == Numerical:
-	default:
-		add(-1, "", "type", "unknown rule type %q (want boolean or numerical)", rs.Type)
-	}
-	switch rs.BooleanAggregation {
-	case "":
-		rs.BooleanAggregation = AggregateAll
-	case AggregateAll, AggregateAny, AggregateMajority:
-	default:
-		add(-1, "", "boolean_aggregation", "unknown aggregation %q (want all, any or majority)", rs.BooleanAggregation)
-	}
-	switch rs.NumericalAggregation {
-	case "":
-		rs.NumericalAggregation = AggregateMean
-	case AggregateMean, AggregateSum, AggregateWeightedMean, AggregateMin, AggregateMax:
-	default:
-		add(-1, "", "numerical_aggregation", "unknown aggregation %q (want mean, sum, weighted_mean, min or max)", rs.NumericalAggregation)
-	}
-	if nested {
-		if problem := ruleIDProblem(rs.ID); problem != "" {
-			add(-1, "", "id", "%s (a nested ruleset needs an id: it names the group's result)", problem)
-		} else if first, dup := c.groupIDs[rs.ID]; dup {
-			add(-1, "", "id", "duplicate nested ruleset id: %s has it too", first)
-		} else {
-			c.groupIDs[rs.ID] = at.path
-		}
-		if rs.Weight == nil {
-			one := 1.0
-			rs.Weight = &one
-		} else if w := *rs.Weight; !(w > 0) || math.IsInf(w, 0) {
-			add(-1, "", "weight", "must be a finite number greater than 0 (got %v)", w)
-		}
-	}
-
-	if t := rs.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
-		add(-1, "", "review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
-	}
+	c.groupSettings(rs, at, parentType)
 	globalOK := inherited
-	if rs.GlobalNumericalRuleConfig != nil || !nested {
+	if rs.GlobalNumericalRuleConfig != nil || !at.nested() {
 		global, globalOK = rs.globalScores(add)
 	}
 	// global is nil when globalOK is false.
@@ -119,89 +77,14 @@ func (c *treeCheck) group(rs *Ruleset, at groupPlace, parentType RuleType, globa
 	var needGlobal []string // rule ids of numerical rules that use the global score set
 	c.rules += len(rs.Rules)
 	for i := range rs.Rules {
-		r := &rs.Rules[i]
-		if problem := ruleIDProblem(r.RuleID); problem != "" {
-			add(i, r.RuleID, "rule_id", "%s", problem)
-		} else if first, dup := c.ruleIDs[r.RuleID]; dup {
-			add(i, r.RuleID, "rule_id", "duplicate rule_id: %s has it too", first)
-		} else {
-			c.ruleIDs[r.RuleID] = rulePlace(at.path, i)
-		}
-
-		if strings.TrimSpace(r.RuleText) == "" {
-			add(i, r.RuleID, "rule_text", "missing or blank")
-		} else if n := utf8.RuneCountInString(r.RuleText); n > MaxRuleTextChars {
-			add(i, r.RuleID, "rule_text", "too long: %d characters (at most %d)", n, MaxRuleTextChars)
-		}
-		if n := utf8.RuneCountInString(r.NotApplicableText); n > MaxRuleTextChars {
-			add(i, r.RuleID, "not_applicable_text", "too long: %d characters (at most %d)", n, MaxRuleTextChars)
-		}
-		if r.Check != "" && r.NotApplicableText != "" {
-			add(i, r.RuleID, "not_applicable_text", "a rule judged by its check has no alternate rule; say when it applies with filter_criteria")
-		}
-
-		if r.Weight == nil {
-			one := 1.0
-			r.Weight = &one
-		} else if w := *r.Weight; !(w > 0) || math.IsInf(w, 0) {
-			add(i, r.RuleID, "weight", "must be a finite number greater than 0 (got %v)", w)
-		}
-
-		if t := r.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
-			add(i, r.RuleID, "review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
-		}
-
-		if r.Type == "" && (rs.Type == Boolean || rs.Type == Numerical) {
-			r.Type = rs.Type
-		}
-		switch r.Type {
-		case Boolean:
-			hasBoolean = true
-			if r.NumericalRuleConfig != nil {
-				add(i, r.RuleID, "numerical_rule_config", "only numerical rules take a numerical_rule_config; this rule is boolean")
-			}
-		case Numerical:
-			switch {
-			case r.NumericalRuleConfig != nil && r.NumericalRuleConfig.PossibleScores != nil:
-				scores := r.NumericalRuleConfig.PossibleScores
-				switch {
-				case len(scores) == 0:
-					add(i, r.RuleID, "numerical_rule_config.possible_scores", "must not be empty")
-				case len(scores) > MaxScores:
-					add(i, r.RuleID, "numerical_rule_config.possible_scores", "too many scores: %d (at most %d)", len(scores), MaxScores)
-				case !sortedUnique(scores):
-					scores = slices.Clone(scores)
-					slices.Sort(scores)
-					r.NumericalRuleConfig.PossibleScores = slices.Compact(scores)
-				}
-			case globalOK:
-				if r.NumericalRuleConfig == nil {
-					r.NumericalRuleConfig = &NumericalRuleConfig{}
-				}
-				r.NumericalRuleConfig.PossibleScores = slices.Clone(global)
-			case rs.GlobalNumericalRuleConfig == nil && !inherited:
-				add(i, r.RuleID, "numerical_rule_config.possible_scores", "%s", problemNoScores)
-			default:
-				needGlobal = append(needGlobal, r.RuleID)
-			}
-		case "":
-			// The ruleset type is unknown and already reported.
-		default:
-			add(i, r.RuleID, "type", "unknown rule type %q (want boolean or numerical)", r.Type)
+		c.ruleFields(rs, at, i)
+		isBoolean, usesGlobal := c.ruleType(rs, at, i, global, globalOK, inherited)
+		hasBoolean = hasBoolean || isBoolean
+		if usesGlobal {
+			needGlobal = append(needGlobal, rs.Rules[i].RuleID)
 		}
 	}
-
-	// The global range is only required to be complete once a rule uses it.
-	if g := rs.GlobalNumericalRuleConfig; len(needGlobal) > 0 && g != nil {
-		for _, f := range []struct {
-			name  string
-			value *int
-		}{{"min_score", g.MinScore}, {"max_score", g.MaxScore}} {
-			if f.value == nil {
-				add(-1, "", "global_numerical_rule_config."+f.name, "missing, and needed by the numerical rules without possible_scores: %s", strings.Join(needGlobal, ", "))
-			}
-		}
-	}
+	c.globalRange(rs, at, needGlobal)
 
 	before := c.rules
 	for i := range rs.NestedRulesets {
@@ -223,6 +106,166 @@ func (c *treeCheck) group(rs *Ruleset, at groupPlace, parentType RuleType, globa
 		add(-1, "", "required", "a gate needs boolean rules, which pass or fail; this nested ruleset has none")
 	}
 	return hasBoolean
+}
+
+// nested says whether the place is a nested ruleset's, not the root's.
+func (at groupPlace) nested() bool { return at.depth > 0 }
+
+// groupSettings checks the ruleset's own settings and resolves their
+// defaults: its type (a nested ruleset's is its parent's), its
+// aggregations, and a nested ruleset's id and weight.
+func (c *treeCheck) groupSettings(rs *Ruleset, at groupPlace, parentType RuleType) {
+	add := func(field, format string, args ...any) {
+		c.add(at, -1, "", field, format, args...)
+	}
+	nested := at.nested()
+	switch {
+	case rs.Type == "" && nested:
+		rs.Type = parentType
+	case rs.Type == "":
+		rs.Type = Boolean
+	case rs.Type == Boolean, rs.Type == Numerical:
+	default:
+		add("type", "unknown rule type %q (want boolean or numerical)", rs.Type)
+	}
+	switch rs.BooleanAggregation {
+	case "":
+		rs.BooleanAggregation = AggregateAll
+	case AggregateAll, AggregateAny, AggregateMajority:
+	default:
+		add("boolean_aggregation", "unknown aggregation %q (want all, any or majority)", rs.BooleanAggregation)
+	}
+	switch rs.NumericalAggregation {
+	case "":
+		rs.NumericalAggregation = AggregateMean
+	case AggregateMean, AggregateSum, AggregateWeightedMean, AggregateMin, AggregateMax:
+	default:
+		add("numerical_aggregation", "unknown aggregation %q (want mean, sum, weighted_mean, min or max)", rs.NumericalAggregation)
+	}
+	if nested {
+		if problem := ruleIDProblem(rs.ID); problem != "" {
+			add("id", "%s (a nested ruleset needs an id: it names the group's result)", problem)
+		} else if first, dup := c.groupIDs[rs.ID]; dup {
+			add("id", "duplicate nested ruleset id: %s has it too", first)
+		} else {
+			c.groupIDs[rs.ID] = at.path
+		}
+		if rs.Weight == nil {
+			one := 1.0
+			rs.Weight = &one
+		} else if w := *rs.Weight; !(w > 0) || math.IsInf(w, 0) {
+			add("weight", "must be a finite number greater than 0 (got %v)", w)
+		}
+	}
+
+	if t := rs.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
+		add("review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
+	}
+}
+
+// ruleFields checks rule i's id, texts, weight and review threshold, and
+// gives it the default weight.
+func (c *treeCheck) ruleFields(rs *Ruleset, at groupPlace, i int) {
+	r := &rs.Rules[i]
+	add := func(field, format string, args ...any) {
+		c.add(at, i, r.RuleID, field, format, args...)
+	}
+	if problem := ruleIDProblem(r.RuleID); problem != "" {
+		add("rule_id", "%s", problem)
+	} else if first, dup := c.ruleIDs[r.RuleID]; dup {
+		add("rule_id", "duplicate rule_id: %s has it too", first)
+	} else {
+		c.ruleIDs[r.RuleID] = rulePlace(at.path, i)
+	}
+
+	if strings.TrimSpace(r.RuleText) == "" {
+		add("rule_text", "missing or blank")
+	} else if n := utf8.RuneCountInString(r.RuleText); n > MaxRuleTextChars {
+		add("rule_text", "too long: %d characters (at most %d)", n, MaxRuleTextChars)
+	}
+	if n := utf8.RuneCountInString(r.NotApplicableText); n > MaxRuleTextChars {
+		add("not_applicable_text", "too long: %d characters (at most %d)", n, MaxRuleTextChars)
+	}
+	if r.Check != "" && r.NotApplicableText != "" {
+		add("not_applicable_text", "a rule judged by its check has no alternate rule; say when it applies with filter_criteria")
+	}
+
+	if r.Weight == nil {
+		one := 1.0
+		r.Weight = &one
+	} else if w := *r.Weight; !(w > 0) || math.IsInf(w, 0) {
+		add("weight", "must be a finite number greater than 0 (got %v)", w)
+	}
+
+	if t := r.ReviewBelowConfidence; t != nil && !validThreshold(*t) {
+		add("review_below_confidence", "must be a number from 0 to 1 (got %v)", *t)
+	}
+}
+
+// ruleType checks rule i's type, which defaults to the ruleset's, and a
+// numerical rule's score set: its own (sorted, duplicates dropped), else
+// the global one when it is known (global, globalOK). isBoolean says the
+// rule is boolean; usesGlobal that it needs the ruleset's global range,
+// which globalRange then checks is complete.
+func (c *treeCheck) ruleType(rs *Ruleset, at groupPlace, i int, global []int, globalOK, inherited bool) (isBoolean, usesGlobal bool) {
+	r := &rs.Rules[i]
+	add := func(field, format string, args ...any) {
+		c.add(at, i, r.RuleID, field, format, args...)
+	}
+	if r.Type == "" && (rs.Type == Boolean || rs.Type == Numerical) {
+		r.Type = rs.Type
+	}
+	switch r.Type {
+	case Boolean:
+		isBoolean = true
+		if r.NumericalRuleConfig != nil {
+			add("numerical_rule_config", "only numerical rules take a numerical_rule_config; this rule is boolean")
+		}
+	case Numerical:
+		switch {
+		case r.NumericalRuleConfig != nil && r.NumericalRuleConfig.PossibleScores != nil:
+			scores := r.NumericalRuleConfig.PossibleScores
+			switch {
+			case len(scores) == 0:
+				add("numerical_rule_config.possible_scores", "must not be empty")
+			case len(scores) > MaxScores:
+				add("numerical_rule_config.possible_scores", "too many scores: %d (at most %d)", len(scores), MaxScores)
+			case !sortedUnique(scores):
+				scores = slices.Clone(scores)
+				slices.Sort(scores)
+				r.NumericalRuleConfig.PossibleScores = slices.Compact(scores)
+			}
+		case globalOK:
+			if r.NumericalRuleConfig == nil {
+				r.NumericalRuleConfig = &NumericalRuleConfig{}
+			}
+			r.NumericalRuleConfig.PossibleScores = slices.Clone(global)
+		case rs.GlobalNumericalRuleConfig == nil && !inherited:
+			add("numerical_rule_config.possible_scores", "%s", problemNoScores)
+		default:
+			usesGlobal = true
+		}
+	case "":
+		// The ruleset type is unknown and already reported.
+	default:
+		add("type", "unknown rule type %q (want boolean or numerical)", r.Type)
+	}
+	return isBoolean, usesGlobal
+}
+
+// globalRange reports a global range left incomplete: it is only required
+// to be complete once a rule uses it (needGlobal, by rule id).
+func (c *treeCheck) globalRange(rs *Ruleset, at groupPlace, needGlobal []string) {
+	if g := rs.GlobalNumericalRuleConfig; len(needGlobal) > 0 && g != nil {
+		for _, f := range []struct {
+			name  string
+			value *int
+		}{{"min_score", g.MinScore}, {"max_score", g.MaxScore}} {
+			if f.value == nil {
+				c.add(at, -1, "", "global_numerical_rule_config."+f.name, "missing, and needed by the numerical rules without possible_scores: %s", strings.Join(needGlobal, ", "))
+			}
+		}
+	}
 }
 
 // rulePlace names rule i of the group at path, for messages.
