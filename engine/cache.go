@@ -149,6 +149,18 @@ func (cr *cacheRun) hit(i int, rule Rule) Verdict {
 	return v
 }
 
+// keepFresh records the verdicts a call judged for the rules asked (by
+// index) for the cache. Each judged verdict's share of its call's tokens is
+// what a later hit on it saves.
+func (cr *cacheRun) keepFresh(asked []int, o callOutcome) {
+	u := o.usage
+	share := (u.PromptTokens + u.CompletionTokens) / len(asked)
+	for i, ri := range asked {
+		v := o.verdicts[i]
+		cr.fresh[ri], cr.tokens[ri] = &v, share
+	}
+}
+
 // store puts the verdicts cr judged into the cache. A failure is
 // logged and counted, not returned: the verdicts are judged, and the next
 // request asks for them again.

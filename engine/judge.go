@@ -48,56 +48,11 @@ func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Input
 // all of whose rules hit is not made), and merge the verdicts in ruleset
 // order.
 func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, cr *cacheRun) ([]Verdict, Usage, error) {
-	b, err := e.budgetFor(ctx, model)
+	rc, err := e.prepareCalls(ctx, model, rs, in, an, cr)
 	if err != nil {
 		return nil, Usage{}, err
 	}
-	r := renderer{in: in}
-	if e.cfg.Evidence == EvidenceCite {
-		r.ps = an.passages()
-	}
-	p, whole, err := e.planCalls(rs, in, r, b)
-	if err != nil {
-		return nil, Usage{}, err
-	}
-	if splitCalls(p, e.cfg.RulesPerCall) {
-		whole = r.whole("") // each call adds its own rules
-	}
-
-	docs := in.Documents()
-	// Page bounds are for excerpts only: counting every page's code points
-	// is a pass over the documents that a single call does not need.
-	var bounds [][][2]int
-	if slices.ContainsFunc(p.Calls, func(c plan.Call) bool { return c.Partial }) {
-		bounds = pageBounds(docs)
-	}
-	// asked is, per call, the rules the model is asked about: all of the
-	// call's, less those the cache holds. mats holds the excerpts rendered
-	// for the cache's keys, for the calls still to make.
-	asked := make([][]int, len(p.Calls))
-	var mats []material
-	if cr != nil {
-		if mats, err = e.fromCache(ctx, cr, model, rs, docs, p, r, whole, bounds); err != nil {
-			return nil, Usage{}, err
-		}
-		for c, call := range p.Calls {
-			for _, ri := range call.Rules {
-				if cr.hits[ri] == nil {
-					asked[c] = append(asked[c], ri)
-				}
-			}
-		}
-	} else {
-		for c, call := range p.Calls {
-			asked[c] = call.Rules
-		}
-	}
-	calls := 0
-	for _, a := range asked {
-		if len(a) > 0 {
-			calls++
-		}
-	}
+	calls := rc.toMake()
 	// Every call of the request sends its instructions the same way, decided
 	// once; a call all of whose rules hit needs no decision.
 	var mode Instructions
@@ -109,41 +64,7 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 		}
 	}
 
-	type outcome struct {
-		verdicts []Verdict
-		usage    Usage
-	}
-	outcomes := make([]outcome, len(p.Calls))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(e.cfg.CallConcurrency)
-	for c := range p.Calls {
-		if len(asked[c]) == 0 {
-			continue
-		}
-		g.Go(func() error {
-			call := p.Calls[c]
-			rules := rs.Rules // all of them: the compiled prompt is cached
-			if len(asked[c]) < len(rs.Rules) {
-				rules = make([]Rule, len(asked[c]))
-				for i, ri := range asked[c] {
-					rules[i] = rs.Rules[ri]
-				}
-			}
-			// Only a call holding the documents whole shows them whole: an
-			// excerpt's call must not pay for a copy of a long document.
-			m := whole
-			switch {
-			case mats != nil && mats[c].user != "":
-				m, mats[c] = mats[c], material{}
-			case call.Partial:
-				m = r.excerpt(docs, p, c, bounds)
-			}
-			v, u, err := e.converse(gctx, model, mode, rs, rules, m, an)
-			outcomes[c] = outcome{v, u}
-			return err
-		})
-	}
-	err = g.Wait()
+	outcomes, err := e.makeCalls(ctx, model, mode, rs, an, rc)
 	var usage Usage
 	for _, o := range outcomes {
 		usage = usage.Add(o.usage)
@@ -156,36 +77,161 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 		// After every call of the request: a check shows other text than
 		// the material, and a server that caches one prompt would read the
 		// documents again for the next call.
-		var judged []judgedVerdict
-		for c := range p.Calls {
-			for i, ri := range asked[c] {
-				judged = append(judged, judgedVerdict{rs.Rules[ri], &outcomes[c].verdicts[i]})
-			}
-		}
-		u, err := e.verifyConfidences(ctx, model, mode, judged)
+		u, err := e.verifyConfidences(ctx, model, mode, rc.judged(rs, outcomes))
 		usage = usage.Add(u)
 		if err != nil {
 			return nil, usage, err
 		}
 	}
+	return rc.merge(rs, an, cr, settled, outcomes), usage, nil
+}
 
+// requestCalls is a request's calls as planned: the plan, what each call
+// shows the model and which rules it asks about.
+type requestCalls struct {
+	p *plan.Plan
+	r renderer
+	// whole is the material of a call that shows the documents whole.
+	whole material
+	docs  []Document
+	// bounds are the documents' page bounds, for excerpts; nil when no
+	// call shows one.
+	bounds [][][2]int
+	// mats holds, per call, the excerpts rendered for the cache's keys,
+	// for the calls still to make; nil without a cache.
+	mats []material
+	// asked is, per call, the rules the model is asked about: all of the
+	// call's, less those the cache holds.
+	asked [][]int
+}
+
+// callOutcome is what one call gave: the verdicts of the rules it asked
+// about, in order, and what it used.
+type callOutcome struct {
+	verdicts []Verdict
+	usage    Usage
+}
+
+// prepareCalls plans the request's calls within the model's budget and
+// takes from the verdict cache (cr, nil: none) the verdicts it holds, so
+// that each call asks only about the other rules.
+func (e *Engine) prepareCalls(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, cr *cacheRun) (*requestCalls, error) {
+	b, err := e.budgetFor(ctx, model)
+	if err != nil {
+		return nil, err
+	}
+	r := renderer{in: in}
+	if e.cfg.Evidence == EvidenceCite {
+		r.ps = an.passages()
+	}
+	p, whole, err := e.planCalls(rs, in, r, b)
+	if err != nil {
+		return nil, err
+	}
+	if splitCalls(p, e.cfg.RulesPerCall) {
+		whole = r.whole("") // each call adds its own rules
+	}
+	rc := &requestCalls{p: p, r: r, whole: whole, docs: in.Documents(), asked: make([][]int, len(p.Calls))}
+	// Page bounds are for excerpts only: counting every page's code points
+	// is a pass over the documents that a single call does not need.
+	if slices.ContainsFunc(p.Calls, func(c plan.Call) bool { return c.Partial }) {
+		rc.bounds = pageBounds(rc.docs)
+	}
+	if cr == nil {
+		for c, call := range p.Calls {
+			rc.asked[c] = call.Rules
+		}
+		return rc, nil
+	}
+	if rc.mats, err = e.fromCache(ctx, cr, model, rs, rc.docs, p, r, whole, rc.bounds); err != nil {
+		return nil, err
+	}
+	for c, call := range p.Calls {
+		for _, ri := range call.Rules {
+			if cr.hits[ri] == nil {
+				rc.asked[c] = append(rc.asked[c], ri)
+			}
+		}
+	}
+	return rc, nil
+}
+
+// toMake is how many calls ask the model about a rule.
+func (rc *requestCalls) toMake() int {
+	calls := 0
+	for _, a := range rc.asked {
+		if len(a) > 0 {
+			calls++
+		}
+	}
+	return calls
+}
+
+// makeCalls converses with the model for each call that asks about a rule,
+// at most Config.CallConcurrency at once. The outcomes are by call; a call
+// not made has none.
+func (e *Engine) makeCalls(ctx context.Context, model string, mode Instructions, rs *Ruleset, an *anchoring, rc *requestCalls) ([]callOutcome, error) {
+	p := rc.p
+	outcomes := make([]callOutcome, len(p.Calls))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(e.cfg.CallConcurrency)
+	for c := range p.Calls {
+		if len(rc.asked[c]) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			call := p.Calls[c]
+			rules := rs.Rules // all of them: the compiled prompt is cached
+			if len(rc.asked[c]) < len(rs.Rules) {
+				rules = make([]Rule, len(rc.asked[c]))
+				for i, ri := range rc.asked[c] {
+					rules[i] = rs.Rules[ri]
+				}
+			}
+			// Only a call holding the documents whole shows them whole: an
+			// excerpt's call must not pay for a copy of a long document.
+			m := rc.whole
+			switch {
+			case rc.mats != nil && rc.mats[c].user != "":
+				m, rc.mats[c] = rc.mats[c], material{}
+			case call.Partial:
+				m = rc.r.excerpt(rc.docs, p, c, rc.bounds)
+			}
+			v, u, err := e.converse(gctx, model, mode, rs, rules, m, an)
+			outcomes[c] = callOutcome{v, u}
+			return err
+		})
+	}
+	return outcomes, g.Wait()
+}
+
+// judged is every verdict the model gave, with its rule, for checking
+// confidences.
+func (rc *requestCalls) judged(rs *Ruleset, outcomes []callOutcome) []judgedVerdict {
+	var judged []judgedVerdict
+	for c := range rc.p.Calls {
+		for i, ri := range rc.asked[c] {
+			judged = append(judged, judgedVerdict{rs.Rules[ri], &outcomes[c].verdicts[i]})
+		}
+	}
+	return judged
+}
+
+// merge puts the verdicts of the calls and of the cache's hits in ruleset
+// order, and gives the cache (when the instructions' mode was settled) the
+// verdicts judged fresh.
+func (rc *requestCalls) merge(rs *Ruleset, an *anchoring, cr *cacheRun, settled bool, outcomes []callOutcome) []Verdict {
+	p := rc.p
 	verdicts := make([]Verdict, len(rs.Rules))
 	for c, call := range p.Calls {
 		// A verdict names the pages it was judged on only when the request
 		// was split: a single call saw everything.
 		var pages []DocumentPages
 		if len(p.Chunks) > 0 {
-			pages = considered(docs, p.Pages(c))
+			pages = considered(rc.docs, p.Pages(c))
 		}
-		if cr != nil && settled && len(asked[c]) > 0 {
-			// Each judged verdict's share of its call's tokens is what a
-			// later hit on it saves.
-			u := outcomes[c].usage
-			share := (u.PromptTokens + u.CompletionTokens) / len(asked[c])
-			for i, ri := range asked[c] {
-				v := outcomes[c].verdicts[i]
-				cr.fresh[ri], cr.tokens[ri] = &v, share
-			}
+		if cr != nil && settled && len(rc.asked[c]) > 0 {
+			cr.keepFresh(rc.asked[c], outcomes[c])
 		}
 		judged := 0
 		for _, ri := range call.Rules {
@@ -203,5 +249,5 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 			verdicts[ri] = v
 		}
 	}
-	return verdicts, usage, nil
+	return verdicts
 }
