@@ -126,99 +126,142 @@ func Make(docs []Document, rules []Rule, b Budget, ratio float64) (*Plan, error)
 	if len(rules) == 0 {
 		return nil, errors.New("plan: no rules")
 	}
-	room := b.Prompt() - b.Fixed - b.PerDocument*len(docs)
-	for _, r := range rules {
-		if room-r.PromptTokens < b.PerChunk+1 {
-			return nil, fmt.Errorf("%w: %d tokens (%d kept for the answer) cannot hold rule %q (%d tokens) with the %d tokens every call carries",
-				ErrTooSmall, b.Context, b.Answer, r.ID, r.PromptTokens, b.Fixed+b.PerDocument*len(docs))
-		}
+	room, err := roomFor(docs, rules, b)
+	if err != nil {
+		return nil, err
 	}
-	// Chunks a third of the room at most, so that a call holds several
-	// passages and rules can share calls, and small enough that every
-	// rule's call holds one beside the rule: a rule whose entry takes most
-	// of the room would otherwise be judged on nothing.
-	chunkMax := min(2048, room/3)
-	for _, r := range rules {
-		chunkMax = min(chunkMax, room-r.PromptTokens-b.PerChunk)
-	}
-	chunkMax = max(32, chunkMax)
 	queries := make([]string, len(rules))
 	for i, r := range rules {
 		queries[i] = r.Query
 	}
 	ix := newIndex(queries)
-	chunks := chunk(docs, chunkMax, ratio, ix)
+	chunks := chunk(docs, chunkSize(rules, b, room), ratio, ix)
 	p := &Plan{Chunks: chunks, Cut: make([]bool, len(rules)), CallOf: make([]int, len(rules))}
-
-	chunkCost := func(i int) int { return chunks[i].Tokens + b.PerChunk }
-	total := 0
+	pl := &planner{chunks: chunks, b: b, room: room}
 	for i := range chunks {
-		total += chunkCost(i)
+		pl.total += pl.cost(i)
 	}
+	selected := pl.selectPassages(rules, ix, p.Cut)
+	groups := pl.groupCalls(rules, selected, p.CallOf)
+	p.Calls = pl.calls(groups)
+	return p, nil
+}
 
-	// Select each rule's passages.
+// roomFor is the room a call's prompt has for rule entries and chunks: the
+// prompt less what every call carries. It is ErrTooSmall when a rule does
+// not fit in it beside a chunk.
+func roomFor(docs []Document, rules []Rule, b Budget) (int, error) {
+	room := b.Prompt() - b.Fixed - b.PerDocument*len(docs)
+	for _, r := range rules {
+		if room-r.PromptTokens < b.PerChunk+1 {
+			return 0, fmt.Errorf("%w: %d tokens (%d kept for the answer) cannot hold rule %q (%d tokens) with the %d tokens every call carries",
+				ErrTooSmall, b.Context, b.Answer, r.ID, r.PromptTokens, b.Fixed+b.PerDocument*len(docs))
+		}
+	}
+	return room, nil
+}
+
+// chunkSize is the most tokens a chunk holds: a third of the room at most,
+// so that a call holds several passages and rules can share calls, and
+// small enough that every rule's call holds one beside the rule: a rule
+// whose entry takes most of the room would otherwise be judged on nothing.
+func chunkSize(rules []Rule, b Budget, room int) int {
+	chunkMax := min(2048, room/3)
+	for _, r := range rules {
+		chunkMax = min(chunkMax, room-r.PromptTokens-b.PerChunk)
+	}
+	return max(32, chunkMax)
+}
+
+// planner is Make at work on the documents' chunks.
+type planner struct {
+	chunks []Chunk
+	b      Budget
+	room   int
+	// total is what all the chunks cost in a call.
+	total int
+}
+
+// cost is what chunk j costs in a call: its text and its marker.
+func (pl *planner) cost(j int) int { return pl.chunks[j].Tokens + pl.b.PerChunk }
+
+// selectPassages selects each rule's chunks, by index in document order,
+// marking in cut the rules that could not have all their relevant ones.
+func (pl *planner) selectPassages(rules []Rule, ix *index, cut []bool) [][]int {
 	selected := make([][]int, len(rules))
-	scores := make([]float64, len(chunks))
-	order := make([]int, 0, len(chunks))
+	scores := make([]float64, len(pl.chunks))
+	order := make([]int, 0, len(pl.chunks))
 	for i, r := range rules {
-		capacity := room - r.PromptTokens
-		if total <= capacity { // the documents fit whole: no choice to make
-			selected[i] = seq(len(chunks))
+		capacity := pl.room - r.PromptTokens
+		if pl.total <= capacity { // the documents fit whole: no choice to make
+			selected[i] = seq(len(pl.chunks))
 			continue
 		}
 		ix.scores(i, scores)
-		best := 0.0
-		for _, sc := range scores {
-			best = max(best, sc)
-		}
-		// Only the relevant chunks are ranked, best first; ties in document
-		// order, so that the plan is deterministic.
-		order = order[:0]
-		for j, sc := range scores {
-			if best > 0 && sc >= relevantShare*best {
-				order = append(order, j)
-			}
-		}
-		slices.SortFunc(order, func(x, y int) int {
-			if c := cmp.Compare(scores[y], scores[x]); c != 0 {
-				return c
-			}
-			return cmp.Compare(x, y)
-		})
+		var best float64
+		order, best = relevant(scores, order[:0])
 		used := 0
 		if best <= 0 {
 			// Nothing matches: judge on the beginning of the documents.
-			p.Cut[i] = true
-			for j := range chunks {
-				if used+chunkCost(j) > capacity {
+			cut[i] = true
+			for j := range pl.chunks {
+				if used+pl.cost(j) > capacity {
 					break
 				}
 				selected[i] = append(selected[i], j)
-				used += chunkCost(j)
+				used += pl.cost(j)
 			}
 		} else {
 			for _, j := range order {
-				if used+chunkCost(j) > capacity {
-					p.Cut[i] = true
+				if used+pl.cost(j) > capacity {
+					cut[i] = true
 					continue // a smaller relevant chunk may still fit
 				}
 				selected[i] = append(selected[i], j)
-				used += chunkCost(j)
+				used += pl.cost(j)
 			}
 		}
 		slices.Sort(selected[i])
 	}
+	return selected
+}
 
-	// Group: each rule joins the call it shares most passages with, as long
-	// as the call's prompt and answer still fit; failing that any call it
-	// fits in (one system prompt fewer), else a call of its own.
-	type group struct {
-		rules  []int
-		chunks map[int]bool
-		tokens int // rule entries and chunks
+// relevant appends to order the chunks relevant to a rule by their scores,
+// best first; ties in document order, so that the plan is deterministic.
+// best is the best score; none is relevant when it is 0.
+func relevant(scores []float64, order []int) (_ []int, best float64) {
+	for _, sc := range scores {
+		best = max(best, sc)
 	}
+	for j, sc := range scores {
+		if best > 0 && sc >= relevantShare*best {
+			order = append(order, j)
+		}
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		if c := cmp.Compare(scores[y], scores[x]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y)
+	})
+	return order, best
+}
+
+// group is the rules of one call, its chunks, and the tokens of their
+// entries and chunks.
+type group struct {
+	rules  []int
+	chunks map[int]bool
+	tokens int
+}
+
+// groupCalls groups the rules into calls: each rule joins the call it shares
+// most passages with, as long as the call's prompt and answer still fit;
+// failing that any call it fits in (one system prompt fewer), else a call
+// of its own. callOf gets each rule's call.
+func (pl *planner) groupCalls(rules []Rule, selected [][]int, callOf []int) []*group {
 	var groups []*group
-	perCall := b.RulesPerCall()
+	perCall := pl.b.RulesPerCall()
 	for i, r := range rules {
 		bestG, bestOverlap, bestAdded := -1, -1, 0
 		for g, gr := range groups {
@@ -230,10 +273,10 @@ func Make(docs []Document, rules []Rule, b Budget, ratio float64) (*Plan, error)
 				if gr.chunks[j] {
 					overlap++
 				} else {
-					added += chunkCost(j)
+					added += pl.cost(j)
 				}
 			}
-			if gr.tokens+added > room {
+			if gr.tokens+added > pl.room {
 				continue
 			}
 			if overlap > bestOverlap || overlap == bestOverlap && added < bestAdded {
@@ -245,7 +288,7 @@ func Make(docs []Document, rules []Rule, b Budget, ratio float64) (*Plan, error)
 			bestG = len(groups) - 1
 			bestAdded = r.PromptTokens
 			for _, j := range selected[i] {
-				bestAdded += chunkCost(j)
+				bestAdded += pl.cost(j)
 			}
 		}
 		gr := groups[bestG]
@@ -254,23 +297,30 @@ func Make(docs []Document, rules []Rule, b Budget, ratio float64) (*Plan, error)
 			gr.chunks[j] = true
 		}
 		gr.tokens += bestAdded
-		p.CallOf[i] = bestG
+		callOf[i] = bestG
 	}
+	return groups
+}
+
+// calls makes each group a call, its chunks in document order and its
+// tokens counted with what every call carries.
+func (pl *planner) calls(groups []*group) []Call {
+	var calls []Call
 	for _, gr := range groups {
-		c := Call{Rules: gr.rules, Tokens: b.Fixed + gr.tokens}
+		c := Call{Rules: gr.rules, Tokens: pl.b.Fixed + gr.tokens}
 		for j := range gr.chunks {
 			c.Chunks = append(c.Chunks, j)
 		}
 		slices.Sort(c.Chunks)
 		docsIn := map[int]bool{}
 		for _, j := range c.Chunks {
-			docsIn[chunks[j].Doc] = true
+			docsIn[pl.chunks[j].Doc] = true
 		}
-		c.Tokens += b.PerDocument * len(docsIn)
-		c.Partial = len(c.Chunks) < len(chunks)
-		p.Calls = append(p.Calls, c)
+		c.Tokens += pl.b.PerDocument * len(docsIn)
+		c.Partial = len(c.Chunks) < len(pl.chunks)
+		calls = append(calls, c)
 	}
-	return p, nil
+	return calls
 }
 
 func seq(n int) []int {
