@@ -147,31 +147,7 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 // docxPages walks the main part's XML.
 func docxPages(r io.Reader, maxPages int) ([]string, error) {
 	dec := xml.NewDecoder(r)
-	var (
-		pages []string
-		cur   strings.Builder
-		// explicit: the last thing seen was an explicit page break, so a
-		// rendered break right after it is the same break.
-		explicit bool
-		inText   bool // inside w:t
-		skip     int  // depth inside deleted text or field codes
-		inPPr    bool
-		sectNew  bool // the paragraph ends a section that starts a new page
-		sectType string
-		inSect   bool
-	)
-	breakPage := func(isExplicit bool) error {
-		if !isExplicit && explicit {
-			return nil
-		}
-		pages = append(pages, cur.String())
-		cur.Reset()
-		explicit = isExplicit
-		if len(pages) >= maxPages {
-			return &Error{Kind: ErrTooManyPages, Detail: fmt.Sprintf("it has more than %d pages, the limit", maxPages)}
-		}
-		return nil
-	}
+	d := &docxDoc{maxPages: maxPages}
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
@@ -182,94 +158,141 @@ func docxPages(r io.Reader, maxPages int) ([]string, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if t.Name.Space != nsW {
-				continue
-			}
-			if skip > 0 {
-				skip++
-				continue
-			}
-			switch t.Name.Local {
-			case "delText", "instrText", "del", "fldData":
-				skip = 1
-			case "t":
-				inText = true
-			case "tab":
-				if !inPPr {
-					cur.WriteByte('\t')
-					explicit = false
-				}
-			case "br", "cr":
-				if attr(t, "type") == "page" {
-					if err := breakPage(true); err != nil {
-						return nil, err
-					}
-				} else if !inPPr {
-					cur.WriteByte('\n')
-				}
-			case "noBreakHyphen":
-				cur.WriteByte('-')
-			case "lastRenderedPageBreak":
-				if err := breakPage(false); err != nil {
-					return nil, err
-				}
-			case "pPr":
-				inPPr = true
-			case "pageBreakBefore":
-				if inPPr && !off(attr(t, "val")) && !inSect {
-					if err := breakPage(true); err != nil {
-						return nil, err
-					}
-				}
-			case "sectPr":
-				if inPPr {
-					inSect, sectNew, sectType = true, true, ""
-				}
-			case "type":
-				if inSect {
-					sectType = attr(t, "val")
-				}
-			}
+			err = d.start(t)
 		case xml.EndElement:
-			if t.Name.Space != nsW {
-				continue
-			}
-			if skip > 0 {
-				skip--
-				continue
-			}
-			switch t.Name.Local {
-			case "t":
-				inText = false
-			case "pPr":
-				inPPr = false
-			case "sectPr":
-				inSect = false
-			case "p":
-				cur.WriteByte('\n')
-				if sectNew {
-					sectNew = false
-					if sectType != "continuous" {
-						if err := breakPage(true); err != nil {
-							return nil, err
-						}
-					}
-				}
-			}
+			err = d.end(t)
 		case xml.CharData:
-			if inText && skip == 0 {
-				cur.Write(t)
-				if len(bytes.TrimSpace(t)) > 0 {
-					explicit = false
-				}
-			}
+			d.text(t)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	pages = append(pages, cur.String())
+	pages := append(d.pages, d.cur.String())
 	for i := range pages {
 		pages[i] = cleanText(pages[i])
 	}
 	return pages, nil
+}
+
+// docxDoc is docxPages at work on a document body: the pages so far, the
+// page being written, and where in the markup the reader is.
+type docxDoc struct {
+	maxPages int
+	pages    []string
+	cur      strings.Builder
+	// explicit: the last thing seen was an explicit page break, so a
+	// rendered break right after it is the same break.
+	explicit bool
+	inText   bool // inside w:t
+	skip     int  // depth inside deleted text or field codes
+	inPPr    bool
+	sectNew  bool // the paragraph ends a section that starts a new page
+	sectType string
+	inSect   bool
+}
+
+// breakPage ends the current page, at an explicit break (a page break, a
+// section's start) or a rendered one (where Word last laid a page out).
+func (d *docxDoc) breakPage(isExplicit bool) error {
+	if !isExplicit && d.explicit {
+		return nil
+	}
+	d.pages = append(d.pages, d.cur.String())
+	d.cur.Reset()
+	d.explicit = isExplicit
+	if len(d.pages) >= d.maxPages {
+		return &Error{Kind: ErrTooManyPages, Detail: fmt.Sprintf("it has more than %d pages, the limit", d.maxPages)}
+	}
+	return nil
+}
+
+// start reads an element's start: text, tabs, line and page breaks, and
+// the paragraph and section properties that break pages.
+func (d *docxDoc) start(t xml.StartElement) error {
+	if t.Name.Space != nsW {
+		return nil
+	}
+	if d.skip > 0 {
+		d.skip++
+		return nil
+	}
+	switch t.Name.Local {
+	case "delText", "instrText", "del", "fldData":
+		d.skip = 1
+	case "t":
+		d.inText = true
+	case "tab":
+		if !d.inPPr {
+			d.cur.WriteByte('\t')
+			d.explicit = false
+		}
+	case "br", "cr":
+		if attr(t, "type") == "page" {
+			return d.breakPage(true)
+		}
+		if !d.inPPr {
+			d.cur.WriteByte('\n')
+		}
+	case "noBreakHyphen":
+		d.cur.WriteByte('-')
+	case "lastRenderedPageBreak":
+		return d.breakPage(false)
+	case "pPr":
+		d.inPPr = true
+	case "pageBreakBefore":
+		if d.inPPr && !off(attr(t, "val")) && !d.inSect {
+			return d.breakPage(true)
+		}
+	case "sectPr":
+		if d.inPPr {
+			d.inSect, d.sectNew, d.sectType = true, true, ""
+		}
+	case "type":
+		if d.inSect {
+			d.sectType = attr(t, "val")
+		}
+	}
+	return nil
+}
+
+// end reads an element's end: a paragraph's ends its line, and its page
+// when it ends a section that starts a new one.
+func (d *docxDoc) end(t xml.EndElement) error {
+	if t.Name.Space != nsW {
+		return nil
+	}
+	if d.skip > 0 {
+		d.skip--
+		return nil
+	}
+	switch t.Name.Local {
+	case "t":
+		d.inText = false
+	case "pPr":
+		d.inPPr = false
+	case "sectPr":
+		d.inSect = false
+	case "p":
+		d.cur.WriteByte('\n')
+		if d.sectNew {
+			d.sectNew = false
+			if d.sectType != "continuous" {
+				return d.breakPage(true)
+			}
+		}
+	}
+	return nil
+}
+
+// text keeps the characters of w:t, outside deleted text and field codes.
+func (d *docxDoc) text(t xml.CharData) {
+	if d.inText && d.skip == 0 {
+		d.cur.Write(t)
+		if len(bytes.TrimSpace(t)) > 0 {
+			d.explicit = false
+		}
+	}
 }
 
 func attr(e xml.StartElement, local string) string {
