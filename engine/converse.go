@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -36,28 +37,15 @@ func (e *Engine) converse(ctx context.Context, model string, mode Instructions, 
 	materialText := m.withoutRules().user
 	messages := buildPrompt(mode, first.system, withRules(m, e.rulesPromptFor(rules, m, an)))
 	pending := rules
-	accepted := make(map[string]Verdict, len(rules))
-	best := map[string]candidate{} // content-flawed answers, the fewest problems kept
-	// Verdicts whose only problem is their rationale wait for a
-	// rationale-only re-ask (explain) once the others are settled.
-	unexplained := map[string]candidate{}
+	a := answers{
+		accepted:    make(map[string]Verdict, len(rules)),
+		best:        map[string]candidate{},
+		unexplained: map[string]candidate{},
+	}
 	var usage Usage
 	var asked question // the first call, which the samples source asks again
-	schemaPart, grammarPart := first.schema, first.grammar
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 { // a re-ask's schemas name only the rules still pending
-			if schemaPart, err = outputBody(pending, e.cfg.Evidence); err != nil {
-				return nil, usage, err
-			}
-			if grammarPart, err = grammarBody(pending, e.cfg.Evidence); err != nil {
-				return nil, usage, err
-			}
-		}
-		schema, err := withCitable(schemaPart, e.cfg.Evidence, citable)
-		if err != nil {
-			return nil, usage, err
-		}
-		grammar, err := withCitable(grammarPart, e.cfg.Evidence, grammarCitable)
+		schema, grammar, err := e.answerFormat(first, pending, attempt, citable, grammarCitable)
 		if err != nil {
 			return nil, usage, err
 		}
@@ -72,39 +60,15 @@ func (e *Engine) converse(ctx context.Context, model string, mode Instructions, 
 
 		good, problems := checkAnswer(resp.Content, pending)
 		confidence := valueConfidences(resp.Content, resp.Tokens, pending)
-		for _, r := range pending {
-			v, ok := good[r.RuleID]
-			if !ok {
-				continue
-			}
-			if p, ok := confidence[r.RuleID]; ok {
-				v.Confidence = &p
-			}
-			cps, err := an.checkContent(r, &v)
-			if err != nil {
-				return nil, usage, err
-			}
-			if len(cps) == 0 {
-				accepted[r.RuleID] = v
-				delete(best, r.RuleID)
-				continue
-			}
-			if onlyRationale(cps) {
-				unexplained[r.RuleID] = candidate{v, cps}
-				delete(best, r.RuleID)
-				continue
-			}
-			problems = append(problems, cps...)
-			if c, ok := best[r.RuleID]; !ok || len(cps) <= len(c.problems) {
-				best[r.RuleID] = candidate{v, cps}
-			}
+		if problems, err = a.take(an, pending, good, confidence, problems); err != nil {
+			return nil, usage, err
 		}
-		pending = stillPending(pending, accepted, unexplained)
+		pending = stillPending(pending, a.accepted, a.unexplained)
 		if len(pending) == 0 {
 			break
 		}
 		if attempt >= e.cfg.OutputRetries {
-			if !keepBest(pending, best, accepted) {
+			if !keepBest(pending, a.best, a.accepted) {
 				return nil, usage, &OutputError{Attempts: attempt + 1, Problems: problems}
 			}
 			break
@@ -115,20 +79,95 @@ func (e *Engine) converse(ctx context.Context, model string, mode Instructions, 
 		// a prefix, and re-asks don't grow without bound.
 		messages = buildPrompt(mode, first.system, materialText+e.rulesPromptFor(pending, m, an)+correctiveNote(problems, pending))
 	}
-	if len(unexplained) > 0 {
-		u, err := e.explain(ctx, model, mode, first.system, materialText, rules, unexplained, an, accepted)
+	if len(a.unexplained) > 0 {
+		u, err := e.explain(ctx, model, mode, first.system, materialText, rules, a.unexplained, an, a.accepted)
 		usage = usage.Add(u)
 		if err != nil {
 			return nil, usage, err
 		}
 	}
 	if e.cfg.Confidence == ConfidenceSamples {
-		u, err := e.sampleConfidences(ctx, model, asked, rules, accepted)
+		u, err := e.sampleConfidences(ctx, model, asked, rules, a.accepted)
 		usage = usage.Add(u)
 		if err != nil {
 			return nil, usage, err
 		}
 	}
+	return e.inOrder(rules, a.accepted), usage, nil
+}
+
+// answers is what a conversation has settled of its rules, by rule id.
+type answers struct {
+	accepted map[string]Verdict
+	// best holds content-flawed answers, the fewest problems kept.
+	best map[string]candidate
+	// unexplained holds verdicts whose only problem is their rationale:
+	// they wait for a rationale-only re-ask (explain) once the others are
+	// settled.
+	unexplained map[string]candidate
+}
+
+// answerFormat is the schema and grammar an attempt's answer must follow,
+// with what it may cite. The first attempt's are compiled with the
+// ruleset; a re-ask's name only the rules still pending.
+func (e *Engine) answerFormat(first *compiled, pending []Rule, attempt int, citable, grammarCitable []string) (schema, grammar json.RawMessage, err error) {
+	schemaPart, grammarPart := first.schema, first.grammar
+	if attempt > 0 {
+		if schemaPart, err = outputBody(pending, e.cfg.Evidence); err != nil {
+			return nil, nil, err
+		}
+		if grammarPart, err = grammarBody(pending, e.cfg.Evidence); err != nil {
+			return nil, nil, err
+		}
+	}
+	if schema, err = withCitable(schemaPart, e.cfg.Evidence, citable); err != nil {
+		return nil, nil, err
+	}
+	if grammar, err = withCitable(grammarPart, e.cfg.Evidence, grammarCitable); err != nil {
+		return nil, nil, err
+	}
+	return schema, grammar, nil
+}
+
+// take sorts the well-formed verdicts of an answer (good, with their
+// confidences) for the pending rules: accepted when their content holds,
+// waiting for a rationale when that is all they lack, else kept when they
+// are the best flawed answer so far. It gives the answer's problems with
+// the content problems found.
+func (a *answers) take(an *anchoring, pending []Rule, good map[string]Verdict, confidence map[string]float64, problems []Problem) ([]Problem, error) {
+	for _, r := range pending {
+		v, ok := good[r.RuleID]
+		if !ok {
+			continue
+		}
+		if p, ok := confidence[r.RuleID]; ok {
+			v.Confidence = &p
+		}
+		cps, err := an.checkContent(r, &v)
+		if err != nil {
+			return problems, err
+		}
+		if len(cps) == 0 {
+			a.accepted[r.RuleID] = v
+			delete(a.best, r.RuleID)
+			continue
+		}
+		if onlyRationale(cps) {
+			a.unexplained[r.RuleID] = candidate{v, cps}
+			delete(a.best, r.RuleID)
+			continue
+		}
+		problems = append(problems, cps...)
+		if c, ok := a.best[r.RuleID]; !ok || len(cps) <= len(c.problems) {
+			a.best[r.RuleID] = candidate{v, cps}
+		}
+	}
+	return problems, nil
+}
+
+// inOrder is the accepted verdicts in the order of rules, each quote's
+// match shown to the Anchor hook.
+func (e *Engine) inOrder(rules []Rule, accepted map[string]Verdict) []Verdict {
 	out := make([]Verdict, 0, len(rules))
 	for _, r := range rules {
 		out = append(out, accepted[r.RuleID])
@@ -140,7 +179,7 @@ func (e *Engine) converse(ctx context.Context, model string, mode Instructions, 
 			}
 		}
 	}
-	return out, usage, nil
+	return out
 }
 
 // candidate is an answer that had the right shape but content problems.
