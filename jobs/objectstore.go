@@ -9,23 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"rulevalidator/objstore"
+	"rulevalidator/bucket"
 	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
 
 // DefaultPrefix is ObjectStoreConfig.Prefix's default.
 const DefaultPrefix = "jobs"
-
-// Objects is the object storage ObjectStore keeps its documents in (an
-// *objstore.Store).
-type Objects interface {
-	GetBytesInfo(ctx context.Context, key string) ([]byte, objstore.ObjectInfo, error)
-	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
-	PutNew(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
-	PutIfMatch(ctx context.Context, key, etag string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
-	Delete(ctx context.Context, key string) error
-}
 
 // ObjectStore keeps jobs in object storage, one JSON document per job at
 // <prefix>/<tenant>/<request id>.json (both escaped, see Key), read
@@ -37,7 +27,7 @@ type Objects interface {
 // with the final one (StoreResult) before it publishes the request's
 // events. Documents stay until a lifecycle rule of the bucket expires them.
 type ObjectStore struct {
-	objects  Objects
+	objects  bucket.Objects
 	prefix   string
 	unqueued time.Duration
 	now      func() time.Time
@@ -58,7 +48,7 @@ type ObjectStoreConfig struct {
 }
 
 // NewObjectStore returns a job store on objects.
-func NewObjectStore(objects Objects, cfg ObjectStoreConfig) (*ObjectStore, error) {
+func NewObjectStore(objects bucket.Objects, cfg ObjectStoreConfig) (*ObjectStore, error) {
 	if objects == nil {
 		return nil, errors.New("jobs: NewObjectStore needs object storage")
 	}
@@ -67,13 +57,13 @@ func NewObjectStore(objects Objects, cfg ObjectStoreConfig) (*ObjectStore, error
 		prefix = DefaultPrefix
 	}
 	// The longest key shows whether the prefix can hold every key.
-	longest := strings.Repeat("x", objstore.MaxSegmentBytes)
-	key, err := objstore.TenantKey(prefix, longest, longest)
+	longest := strings.Repeat("x", bucket.MaxSegmentBytes)
+	key, err := bucket.TenantKey(prefix, longest, longest)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: job prefix %q: %w", prefix, err)
 	}
-	if len(key)+len(jobSuffix) > objstore.MaxKeyBytes {
-		return nil, fmt.Errorf("jobs: job prefix %q is too long: the longest job key would be over S3's %d bytes", prefix, objstore.MaxKeyBytes)
+	if len(key)+len(jobSuffix) > bucket.MaxKeyBytes {
+		return nil, fmt.Errorf("jobs: job prefix %q is too long: the longest job key would be over S3's %d bytes", prefix, bucket.MaxKeyBytes)
 	}
 	if cfg.UnqueuedAfter < 0 {
 		return nil, fmt.Errorf("jobs: ObjectStoreConfig.UnqueuedAfter %v must not be negative", cfg.UnqueuedAfter)
@@ -131,10 +121,10 @@ func (d jobDocument) job() Job {
 // jobSuffix ends every job document's key.
 const jobSuffix = ".json"
 
-// Key is the object key of a tenant's job: objstore.TenantKey's, the one
+// Key is the object key of a tenant's job: bucket.TenantKey's, the one
 // scheme of tenant-scoped keys, with jobSuffix.
 func (s *ObjectStore) Key(tenant, requestID string) (string, error) {
-	key, err := objstore.TenantKey(s.prefix, tenant, requestID)
+	key, err := bucket.TenantKey(s.prefix, tenant, requestID)
 	if err != nil {
 		return "", fmt.Errorf("jobs: job %q of tenant %q: %w", requestID, tenant, err)
 	}
@@ -165,7 +155,7 @@ func (s *ObjectStore) Create(ctx context.Context, job Job) (Job, bool, error) {
 			job.version = info.ETag
 			return job, true, nil
 		}
-		if !errors.Is(err, objstore.ErrConditionFailed) {
+		if !errors.Is(err, bucket.ErrConditionFailed) {
 			return Job{}, false, fmt.Errorf("jobs: creating job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
 		}
 		existing, etag, found, err := s.read(ctx, job.TenantID, job.RequestID)
@@ -185,7 +175,7 @@ func (s *ObjectStore) Create(ctx context.Context, job Job) (Job, bool, error) {
 			job.version = info.ETag
 			return job, true, nil
 		}
-		if !errors.Is(err, objstore.ErrConditionFailed) && !errors.Is(err, objstore.ErrNotFound) {
+		if !errors.Is(err, bucket.ErrConditionFailed) && !errors.Is(err, bucket.ErrNotFound) {
 			return Job{}, false, fmt.Errorf("jobs: replacing job %q of tenant %q: %w", job.RequestID, job.TenantID, err)
 		}
 	}
@@ -216,7 +206,7 @@ func (s *ObjectStore) Queued(ctx context.Context, job Job) error {
 		return err
 	}
 	_, err = s.objects.PutIfMatch(ctx, key, job.version, body, jobContentType, nil)
-	if err != nil && !errors.Is(err, objstore.ErrConditionFailed) && !errors.Is(err, objstore.ErrNotFound) {
+	if err != nil && !errors.Is(err, bucket.ErrConditionFailed) && !errors.Is(err, bucket.ErrNotFound) {
 		return fmt.Errorf("jobs: marking job %q of tenant %q queued: %w", job.RequestID, job.TenantID, err)
 	}
 	return nil
@@ -276,7 +266,7 @@ func (s *ObjectStore) read(ctx context.Context, tenant, requestID string) (jobDo
 		return jobDocument{}, "", false, err
 	}
 	data, info, err := s.objects.GetBytesInfo(ctx, key)
-	if errors.Is(err, objstore.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return jobDocument{}, "", false, nil
 	}
 	if err != nil {

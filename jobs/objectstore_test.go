@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"rulevalidator/bucket"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/objstore"
 	"rulevalidator/pipeline"
@@ -18,7 +19,7 @@ import (
 )
 
 // TestJobKeys: job documents keep the keys they were stored under, escaped
-// by objstore.TenantKey (see TestTenantKey there for why no value leaves its
+// by bucket.TenantKey (see TestTenantKey there for why no value leaves its
 // tenant's prefix); a prefix that cannot hold keys is refused.
 func TestJobKeys(t *testing.T) {
 	jobs, err := NewObjectStore(noObjects{}, ObjectStoreConfig{})
@@ -55,7 +56,7 @@ func sha256Hex(s string) string {
 }
 
 // noObjects is object storage that is never called (keys only).
-type noObjects struct{ Objects }
+type noObjects struct{ bucket.Objects }
 
 func objectStore(t *testing.T) (*ObjectStore, *objstore.Store) {
 	t.Helper()

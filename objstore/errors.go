@@ -8,23 +8,27 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"rulevalidator/bucket"
 	"rulevalidator/internal/tlserr"
 )
 
+// The errors of the object storage contract (package bucket), under the
+// names callers already use.
 var (
 	// ErrNotFound: the object does not exist (S3's NoSuchKey).
-	ErrNotFound = errors.New("object not found")
+	ErrNotFound = bucket.ErrNotFound
 	// ErrTooLarge: the object is bigger than Config.MaxObjectBytes allows to read into memory.
-	ErrTooLarge = errors.New("object too large")
+	ErrTooLarge = bucket.ErrTooLarge
 	// ErrConditionFailed: a conditional write found the object not as required (PutNew: it
 	// exists; PutIfMatch: it changed). S3's PreconditionFailed.
-	ErrConditionFailed = errors.New("the object is not as the write's condition requires")
+	ErrConditionFailed = bucket.ErrConditionFailed
 	// ErrClaimRefused: a claim check names an object its tenant may not read: outside the
 	// buckets claim checks are read from, or outside the tenant's own claims prefix.
-	ErrClaimRefused = errors.New("claim check refused")
-	// errNoSuchBucket: the configured bucket does not exist (found by Ping).
-	errNoSuchBucket = errors.New("the bucket does not exist")
+	ErrClaimRefused = bucket.ErrClaimRefused
 )
+
+// errNoSuchBucket: the configured bucket does not exist (found by Ping).
+var errNoSuchBucket = errors.New("the bucket does not exist")
 
 // OpError is the error of one failed call on the store: which operation, on which object,
 // after how many attempts, and the cause (a minio.ErrorResponse for errors the server gave).

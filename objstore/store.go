@@ -13,11 +13,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"rulevalidator/bucket"
 )
 
 // Store reads and writes objects in one bucket. It is safe for concurrent use.
@@ -27,18 +28,11 @@ type Store struct {
 	log    *slog.Logger
 }
 
-// ObjectInfo describes a stored object.
-type ObjectInfo struct {
-	Bucket       string
-	Key          string
-	URI          string // s3://bucket/key
-	Size         int64
-	ETag         string
-	ContentType  string
-	LastModified time.Time
-	// Metadata is the user metadata (x-amz-meta-*), keys in lower case.
-	Metadata map[string]string
-}
+// ObjectInfo describes a stored object (bucket.ObjectInfo).
+type ObjectInfo = bucket.ObjectInfo
+
+// Store is the object storage the stores built on package bucket take.
+var _ bucket.Objects = (*Store)(nil)
 
 // New checks cfg (after filling in defaults) and returns a Store. It makes no request; call
 // EnsureBucket or Ping to find out whether the store answers.

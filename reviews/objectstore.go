@@ -7,22 +7,11 @@ import (
 	"fmt"
 	"strings"
 
-	"rulevalidator/objstore"
+	"rulevalidator/bucket"
 )
 
 // DefaultPrefix is ObjectStoreConfig.Prefix's default.
 const DefaultPrefix = "reviews"
-
-// Objects is the object storage ObjectStore keeps its documents in (an
-// *objstore.Store).
-type Objects interface {
-	GetBytesInfo(ctx context.Context, key string) ([]byte, objstore.ObjectInfo, error)
-	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
-	PutNew(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
-	PutIfMatch(ctx context.Context, key, etag string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
-	Delete(ctx context.Context, key string) error
-	List(ctx context.Context, prefix string, fn func(key string) error) error
-}
 
 // ObjectStoreConfig configures an ObjectStore.
 type ObjectStoreConfig struct {
@@ -44,14 +33,14 @@ type ObjectStoreConfig struct {
 // which the queue reads past. What a validation judged (its documents'
 // text) is kept at <prefix>-material/<tenant>/<request id>.json.
 type ObjectStore struct {
-	objects        Objects
+	objects        bucket.Objects
 	prefix         string
 	pendingPrefix  string
 	materialPrefix string
 }
 
 // NewObjectStore returns a review store on objects.
-func NewObjectStore(objects Objects, cfg ObjectStoreConfig) (*ObjectStore, error) {
+func NewObjectStore(objects bucket.Objects, cfg ObjectStoreConfig) (*ObjectStore, error) {
 	if objects == nil {
 		return nil, errors.New("reviews: NewObjectStore needs object storage")
 	}
@@ -60,13 +49,13 @@ func NewObjectStore(objects Objects, cfg ObjectStoreConfig) (*ObjectStore, error
 		prefix = DefaultPrefix
 	}
 	s := &ObjectStore{objects: objects, prefix: prefix, pendingPrefix: prefix + "-pending", materialPrefix: prefix + "-material"}
-	longest := strings.Repeat("x", objstore.MaxSegmentBytes)
-	key, err := objstore.TenantKey(s.pendingPrefix, longest, longest)
+	longest := strings.Repeat("x", bucket.MaxSegmentBytes)
+	key, err := bucket.TenantKey(s.pendingPrefix, longest, longest)
 	if err != nil {
 		return nil, fmt.Errorf("reviews: prefix %q: %w", prefix, err)
 	}
-	if len(key)+len(docSuffix) > objstore.MaxKeyBytes {
-		return nil, fmt.Errorf("reviews: prefix %q is too long: the longest key would be over S3's %d bytes", prefix, objstore.MaxKeyBytes)
+	if len(key)+len(docSuffix) > bucket.MaxKeyBytes {
+		return nil, fmt.Errorf("reviews: prefix %q is too long: the longest key would be over S3's %d bytes", prefix, bucket.MaxKeyBytes)
 	}
 	return s, nil
 }
@@ -81,7 +70,7 @@ const (
 
 // Key is the object key of the tenant's validation's document.
 func (s *ObjectStore) Key(tenant, requestID string) (string, error) {
-	key, err := objstore.TenantKey(s.prefix, tenant, requestID)
+	key, err := bucket.TenantKey(s.prefix, tenant, requestID)
 	if err != nil {
 		return "", fmt.Errorf("reviews: validation %q of tenant %q: %w", requestID, tenant, err)
 	}
@@ -89,14 +78,14 @@ func (s *ObjectStore) Key(tenant, requestID string) (string, error) {
 }
 
 func (s *ObjectStore) markerKey(tenant, requestID string) (string, error) {
-	return objstore.TenantKey(s.pendingPrefix, tenant, requestID)
+	return bucket.TenantKey(s.pendingPrefix, tenant, requestID)
 }
 
 // read fetches the validation's document and its ETag; found is false when
 // there is none.
 func (s *ObjectStore) read(ctx context.Context, key, tenant, requestID string) (v validation, etag string, found bool, err error) {
 	data, info, err := s.objects.GetBytesInfo(ctx, key)
-	if errors.Is(err, objstore.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return validation{TenantID: tenant, RequestID: requestID}, "", false, nil
 	}
 	if err != nil {
@@ -149,7 +138,7 @@ func (s *ObjectStore) change(ctx context.Context, tenant, requestID string, edit
 				return after(v)
 			}
 			return nil
-		case errors.Is(err, objstore.ErrConditionFailed) || errors.Is(err, objstore.ErrNotFound):
+		case errors.Is(err, bucket.ErrConditionFailed) || errors.Is(err, bucket.ErrNotFound):
 			continue
 		default:
 			return fmt.Errorf("reviews: storing the reviews of validation %q of tenant %q: %w", requestID, tenant, err)
@@ -220,7 +209,7 @@ func (s *ObjectStore) unmark(ctx context.Context, tenant, requestID string) erro
 	if err != nil {
 		return err
 	}
-	if err := s.objects.Delete(ctx, key); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+	if err := s.objects.Delete(ctx, key); err != nil && !errors.Is(err, bucket.ErrNotFound) {
 		return fmt.Errorf("reviews: taking validation %q of tenant %q off the queue: %w", requestID, tenant, err)
 	}
 	return nil
@@ -229,7 +218,7 @@ func (s *ObjectStore) unmark(ctx context.Context, tenant, requestID string) erro
 // Pending lists the tenant's items without a review (see Store): it reads
 // the document of each validation the tenant's markers name.
 func (s *ObjectStore) Pending(ctx context.Context, tenant string) ([]Item, error) {
-	dir, err := objstore.TenantKey(s.pendingPrefix, tenant)
+	dir, err := bucket.TenantKey(s.pendingPrefix, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("reviews: queue of tenant %q: %w", tenant, err)
 	}
@@ -246,7 +235,7 @@ func (s *ObjectStore) Pending(ctx context.Context, tenant string) ([]Item, error
 		// The marker's key is the document's, under the other prefix.
 		key := s.prefix + strings.TrimPrefix(marker, s.pendingPrefix) + docSuffix
 		data, info, err := s.objects.GetBytesInfo(ctx, key)
-		if errors.Is(err, objstore.ErrNotFound) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			continue // marked ahead of a document never written
 		}
 		if err != nil {
@@ -267,7 +256,7 @@ func (s *ObjectStore) Pending(ctx context.Context, tenant string) ([]Item, error
 // Reviewed calls fn with the tenant's reviewed validations (see Store): it
 // reads every review document of the tenant.
 func (s *ObjectStore) Reviewed(ctx context.Context, tenant string, fn func(string, []Review) error) error {
-	dir, err := objstore.TenantKey(s.prefix, tenant)
+	dir, err := bucket.TenantKey(s.prefix, tenant)
 	if err != nil {
 		return fmt.Errorf("reviews: reviews of tenant %q: %w", tenant, err)
 	}
@@ -282,7 +271,7 @@ func (s *ObjectStore) Reviewed(ctx context.Context, tenant string, fn func(strin
 	}
 	for _, key := range keys {
 		data, info, err := s.objects.GetBytesInfo(ctx, key)
-		if errors.Is(err, objstore.ErrNotFound) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -313,7 +302,7 @@ type materialDocument struct {
 }
 
 func (s *ObjectStore) materialKey(tenant, requestID string) (string, error) {
-	key, err := objstore.TenantKey(s.materialPrefix, tenant, requestID)
+	key, err := bucket.TenantKey(s.materialPrefix, tenant, requestID)
 	if err != nil {
 		return "", fmt.Errorf("reviews: material of validation %q of tenant %q: %w", requestID, tenant, err)
 	}
@@ -343,7 +332,7 @@ func (s *ObjectStore) Material(ctx context.Context, tenant, requestID string) (M
 		return Material{}, false, err
 	}
 	data, info, err := s.objects.GetBytesInfo(ctx, key)
-	if errors.Is(err, objstore.ErrNotFound) {
+	if errors.Is(err, bucket.ErrNotFound) {
 		return Material{}, false, nil
 	}
 	if err != nil {

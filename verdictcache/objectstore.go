@@ -10,28 +10,19 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"rulevalidator/bucket"
 	"rulevalidator/engine"
-	"rulevalidator/objstore"
 )
-
-// Objects is the object storage ObjectStore keeps its entries in (an
-// *objstore.Store).
-type Objects interface {
-	GetBytes(ctx context.Context, key string) ([]byte, error)
-	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
-	Delete(ctx context.Context, key string) error
-	List(ctx context.Context, prefix string, fn func(key string) error) error
-}
 
 // ObjectStore keeps entries in object storage, one JSON object per verdict at
 // <prefix>/<tenant>/<ruleset id>/<key>.json (tenant and ruleset id escaped by
-// objstore's one tenant-key scheme, objstore.TenantKey, as reports and job
+// the one tenant-key scheme, bucket.TenantKey, as reports and job
 // documents are): every replica reads what any replica stored, across
 // restarts, and no tenant's entry can be read under another tenant's prefix.
 // An entry older than the TTL is a miss; the bucket's lifecycle rule deletes
 // it (for example <prefix>/ after the TTL). It is safe for concurrent use.
 type ObjectStore struct {
-	objects Objects
+	objects bucket.Objects
 	prefix  string
 	policy  Policy
 	log     *slog.Logger
@@ -51,7 +42,7 @@ type ObjectStoreConfig struct {
 const lookups = 8
 
 // NewObjectStore returns a verdict cache on objects.
-func NewObjectStore(objects Objects, cfg ObjectStoreConfig) (*ObjectStore, error) {
+func NewObjectStore(objects bucket.Objects, cfg ObjectStoreConfig) (*ObjectStore, error) {
 	if objects == nil {
 		return nil, errors.New("verdictcache: NewObjectStore needs object storage")
 	}
@@ -64,13 +55,13 @@ func NewObjectStore(objects Objects, cfg ObjectStoreConfig) (*ObjectStore, error
 		prefix = DefaultPrefix
 	}
 	// The longest key shows whether the prefix can hold every key.
-	longest := strings.Repeat("x", objstore.MaxSegmentBytes)
-	key, err := objstore.TenantKey(prefix, longest, longest, longest)
+	longest := strings.Repeat("x", bucket.MaxSegmentBytes)
+	key, err := bucket.TenantKey(prefix, longest, longest, longest)
 	if err != nil {
 		return nil, fmt.Errorf("verdictcache: prefix %q: %w", prefix, err)
 	}
-	if len(key)+len(entrySuffix) > objstore.MaxKeyBytes {
-		return nil, fmt.Errorf("verdictcache: prefix %q is too long: the longest key would be over S3's %d bytes", prefix, objstore.MaxKeyBytes)
+	if len(key)+len(entrySuffix) > bucket.MaxKeyBytes {
+		return nil, fmt.Errorf("verdictcache: prefix %q is too long: the longest key would be over S3's %d bytes", prefix, bucket.MaxKeyBytes)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -85,7 +76,7 @@ const (
 
 // objectKey is where the entry under key of scope is stored.
 func (s *ObjectStore) objectKey(scope engine.CacheScope, key string) (string, error) {
-	k, err := objstore.TenantKey(s.prefix, scope.Tenant, scope.RulesetID, key)
+	k, err := bucket.TenantKey(s.prefix, scope.Tenant, scope.RulesetID, key)
 	if err != nil {
 		return "", fmt.Errorf("verdictcache: %w", err)
 	}
@@ -111,9 +102,9 @@ func (s *ObjectStore) Get(ctx context.Context, scope engine.CacheScope, keys []s
 			}
 			data, err := s.objects.GetBytes(gctx, okey)
 			switch {
-			case errors.Is(err, objstore.ErrNotFound):
+			case errors.Is(err, bucket.ErrNotFound):
 				return nil
-			case errors.Is(err, objstore.ErrTooLarge):
+			case errors.Is(err, bucket.ErrTooLarge):
 				s.log.Warn("verdictcache: an entry is larger than object storage reads; taken as a miss", "key", okey)
 				return nil
 			case err != nil:
@@ -177,9 +168,9 @@ func (s *ObjectStore) Purge(ctx context.Context, tenant, rulesetID string) (int,
 	var prefix string
 	var err error
 	if rulesetID == "" {
-		prefix, err = objstore.TenantKey(s.prefix, tenant)
+		prefix, err = bucket.TenantKey(s.prefix, tenant)
 	} else {
-		prefix, err = objstore.TenantKey(s.prefix, tenant, rulesetID)
+		prefix, err = bucket.TenantKey(s.prefix, tenant, rulesetID)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("verdictcache: %w", err)

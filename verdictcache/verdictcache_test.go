@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"rulevalidator/bucket"
 	"rulevalidator/engine"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/objstore"
@@ -120,8 +121,10 @@ func TestObjectStore(t *testing.T) {
 }
 
 // recordingObjects is object storage that records the keys it is asked for
-// and fails with err when set.
+// and fails with err when set; the cache calls no other method than those
+// defined here.
 type recordingObjects struct {
+	bucket.Objects
 	mu   sync.Mutex
 	keys []string
 	err  error
