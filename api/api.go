@@ -17,7 +17,7 @@
 //
 // Validations go to the requests topic through the Submitter; the serve
 // pipeline judges them and stores the result in a jobs.ObjectStore, or a
-// jobs.Feed brings their events back into a jobs.MemoryStore, for GET to
+// jobfeed.Feed brings their events back into a jobs.MemoryStore, for GET to
 // answer. Callbacks are the pipeline's (package outbox delivers them); the
 // API only checks the URL.
 package api

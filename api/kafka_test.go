@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/jobfeed"
 	"rulevalidator/jobs"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
@@ -43,7 +44,7 @@ func TestSubmitThroughKafka(t *testing.T) {
 	t.Cleanup(func() { _ = submitter.Close() })
 
 	store := jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
-	feed, err := jobs.NewFeed(jobs.FeedConfig{Client: client, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Store: store, Logger: quietLogger()})
+	feed, err := jobfeed.New(jobfeed.Config{Client: client, SummaryTopic: summaries, VerdictTopic: verdicts, Serde: serde, Store: store, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"rulevalidator/auth"
 	"rulevalidator/callback"
 	"rulevalidator/engine"
+	"rulevalidator/jobfeed"
 	"rulevalidator/jobs"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
@@ -290,7 +291,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			logger.Info("job status is kept in object storage, shared by every replica and durable", "bucket", store.Bucket(), "prefix", cfg.http.jobPrefix)
 		} else {
 			logger.Warn("job status is kept in memory: it is per replica (a replica answers GET for a request once it has read its events) and lost on restart; set --s3-endpoint to keep it in object storage, shared and durable")
-			feed, err := jobs.NewFeed(jobs.FeedConfig{
+			feed, err := jobfeed.New(jobfeed.Config{
 				Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
 				Serde: serde, Store: memJobs, Logger: logger,
 				// Verdicts that need review join the queue as they arrive.

@@ -1,4 +1,8 @@
-package jobs
+// Package jobfeed brings the serve pipeline's events back from the event
+// topics into a jobs.MemoryStore, so that an API replica without object
+// storage answers for the requests the pipeline judged. It is the Kafka side
+// of job status: package jobs itself knows no broker.
+package jobfeed
 
 import (
 	"context"
@@ -7,12 +11,13 @@ import (
 	"log/slog"
 	"time"
 
+	"rulevalidator/jobs"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
 
-// FeedConfig configures a Feed.
-type FeedConfig struct {
+// Config configures a Feed.
+type Config struct {
 	// Client says how to reach the cluster. Required.
 	Client *stream.Client
 	// SummaryTopic and VerdictTopic are read (defaults
@@ -21,7 +26,7 @@ type FeedConfig struct {
 	// Serde decodes the events. Required.
 	Serde *schemas.Serde
 	// Store receives them. Required.
-	Store *MemoryStore
+	Store *jobs.MemoryStore
 	// OnVerdict, when set, is also told each verdict, after Store.
 	OnVerdict func(ctx context.Context, v schemas.VerdictEvent)
 	// PartitionRefresh is how often the topics are checked for added
@@ -38,13 +43,13 @@ type FeedConfig struct {
 // callbacks topic (package outbox). Partitions added to the topics later are read from
 // their start; a broker failure is retried, never the end of the feed.
 type Feed struct {
-	cfg    FeedConfig
+	cfg    Config
 	log    *slog.Logger
 	reader *stream.Reader
 }
 
-// NewFeed checks cfg and returns a feed; Run starts it.
-func NewFeed(cfg FeedConfig) (*Feed, error) {
+// New checks cfg and returns a feed; Run starts it.
+func New(cfg Config) (*Feed, error) {
 	if cfg.SummaryTopic == "" {
 		cfg.SummaryTopic = schemas.TopicSummaries
 	}
@@ -56,13 +61,13 @@ func NewFeed(cfg FeedConfig) (*Feed, error) {
 	}
 	switch {
 	case cfg.Client == nil:
-		return nil, errors.New("jobs: FeedConfig.Client is nil")
+		return nil, errors.New("jobfeed: Config.Client is nil")
 	case cfg.Serde == nil:
-		return nil, errors.New("jobs: FeedConfig.Serde is required")
+		return nil, errors.New("jobfeed: Config.Serde is required")
 	case cfg.Store == nil:
-		return nil, errors.New("jobs: FeedConfig.Store is required")
+		return nil, errors.New("jobfeed: Config.Store is required")
 	case cfg.SummaryTopic == cfg.VerdictTopic:
-		return nil, fmt.Errorf("jobs: FeedConfig: the summary and verdict topics are both %q", cfg.SummaryTopic)
+		return nil, fmt.Errorf("jobfeed: Config: the summary and verdict topics are both %q", cfg.SummaryTopic)
 	}
 	f := &Feed{cfg: cfg, log: cfg.Logger.With("component", "jobfeed")}
 	r, err := stream.NewReader(stream.ReaderConfig{
@@ -74,7 +79,7 @@ func NewFeed(cfg FeedConfig) (*Feed, error) {
 		Logger:           f.log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("jobs: job feed: %w", err)
+		return nil, fmt.Errorf("jobfeed: %w", err)
 	}
 	f.reader = r
 	return f, nil

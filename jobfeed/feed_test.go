@@ -1,4 +1,4 @@
-package jobs
+package jobfeed
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/jobs"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -41,8 +42,8 @@ func TestFeedFollowsAddedPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := NewMemoryStore(MemoryStoreConfig{})
-	feed, err := NewFeed(FeedConfig{Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts,
+	store := jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
+	feed, err := New(Config{Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts,
 		Serde: serde, Store: store, Logger: quietLogger(), PartitionRefresh: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +115,8 @@ func TestFeedTellsOnVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := make(chan schemas.VerdictEvent, 1)
-	feed, err := NewFeed(FeedConfig{Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts,
-		Serde: serde, Store: NewMemoryStore(MemoryStoreConfig{}), Logger: quietLogger(),
+	feed, err := New(Config{Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts,
+		Serde: serde, Store: jobs.NewMemoryStore(jobs.MemoryStoreConfig{}), Logger: quietLogger(),
 		OnVerdict: func(_ context.Context, v schemas.VerdictEvent) { seen <- v }})
 	if err != nil {
 		t.Fatal(err)
@@ -156,4 +157,15 @@ func TestFeedTellsOnVerdict(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("OnVerdict was not called within a minute")
 	}
+}
+
+func verdict(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
+	return schemas.VerdictEvent{
+		EventID: schemas.VerdictEventID(tenant, requestID, ruleID), RequestID: requestID, TenantID: tenant,
+		RuleID: ruleID, RuleType: schemas.RuleBoolean, RuleIndex: index, RuleCount: 2,
+	}
+}
+
+func summary(tenant, requestID string, status schemas.Status, rules int) schemas.SummaryEvent {
+	return schemas.SummaryEvent{EventID: requestID, RequestID: requestID, TenantID: tenant, Status: status, Counts: schemas.Counts{Rules: rules}}
 }
