@@ -95,9 +95,9 @@ type Config struct {
 	// disables the review routes (404) and leaves reviews out of a
 	// validation's status.
 	Reviews reviews.Store
-	// ReviewPublisher publishes each review to the reviews topic; nil
-	// publishes none.
-	ReviewPublisher ReviewPublisher
+	// ReviewPublisher publishes each review to the reviews topic (a
+	// *producer.ReviewWriter); nil publishes none.
+	ReviewPublisher reviews.Publisher
 	// ReviewScope, when set, is the scope a token needs to post reviews.
 	ReviewScope string
 	// Pages renders the pages of the PDFs kept with validations, for the
@@ -105,8 +105,8 @@ type Config struct {
 	Pages PageRenderer
 	// PageCacheSize is how many rendered pages are kept (default 64).
 	PageCacheSize int
-	// ReviewMetrics counts reviews; optional.
-	ReviewMetrics ReviewObserver
+	// ReviewMetrics counts reviews (a *metrics.Metrics); optional.
+	ReviewMetrics reviews.Observer
 	// Documents reads the documents a submission carries as files (data)
 	// before it is queued, so that one that cannot be read is answered 422
 	// naming it instead of failing later; nil queues them unread. Documents
@@ -193,6 +193,8 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	pages *pageCache
+	// reviews records posted reviews; nil without cfg.Reviews.
+	reviews *reviews.Recorder
 }
 
 // New checks cfg (after filling in defaults) and returns a Server.
@@ -201,7 +203,11 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), pages: newPageCache(cfg.PageCacheSize)}, nil
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), pages: newPageCache(cfg.PageCacheSize)}
+	if cfg.Reviews != nil {
+		s.reviews = &reviews.Recorder{Store: cfg.Reviews, Publisher: cfg.ReviewPublisher, Observer: cfg.ReviewMetrics, Now: cfg.Now}
+	}
+	return s, nil
 }
 
 // Route patterns, also the routes' metric labels.

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,22 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"rulevalidator/engine"
 	"rulevalidator/jobs"
 	"rulevalidator/reviews"
-	"rulevalidator/schemas"
 )
-
-// ReviewPublisher publishes reviews to the reviews topic (a
-// *producer.ReviewWriter).
-type ReviewPublisher interface {
-	PublishReview(ctx context.Context, r *schemas.ReviewEvent) error
-}
-
-// ReviewObserver counts reviews for the metrics (a *metrics.Metrics).
-type ReviewObserver interface {
-	ObserveReview(ruleType, decision string, agreed bool)
-}
 
 // Route patterns of the review routes.
 const (
@@ -48,14 +34,13 @@ type reviewSubmission struct {
 }
 
 // postReview records a person's review of one verdict of the tenant's
-// validation: 201 with the stored review, 200 with it when its id was
-// posted before with the same review, 409 when the id holds another. A
-// review is published to the reviews topic only once it is stored, so a
-// refused one never is. When the publish fails the review stays stored and
-// the answer is 503: the client's retry finds the same review stored and
-// publishes it then. A review posted again is published again, with the
-// same event id, which consumers de-duplicate on: nothing stored goes
-// unpublished, though it may be published more than once.
+// validation through the review use case (reviews.Recorder): 201 with the
+// stored review, 200 with it when its id was posted before with the same
+// review, 409 when the id holds another, 400 for a review the use case
+// refuses, 503 when storage or the broker fails. A review is published only
+// once it is stored: when the publish fails the review stays stored and the
+// answer is 503, and the client's retry publishes it (see
+// reviews.Recorder.Record).
 func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.principal(w, r)
 	if !ok {
@@ -69,7 +54,7 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, CodeForbidden, "the token names no subject (sub): a review must say who made it")
 		return
 	}
-	job, ok := s.completedJob(w, r, p.Tenant, "only a completed validation's verdicts can be reviewed")
+	job, ok := s.completedJob(w, r, p.Tenant, notReviewable)
 	if !ok {
 		return
 	}
@@ -82,52 +67,25 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "not a review: "+err.Error())
 		return
 	}
-	i := slices.IndexFunc(job.Verdicts, func(v schemas.VerdictEvent) bool { return v.RuleID == sub.RuleID })
-	if i < 0 {
-		field := "rule_id: missing"
-		if sub.RuleID != "" {
-			field = fmt.Sprintf("rule_id: validation %q has no rule %q", job.RequestID, sub.RuleID)
-		}
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid review: "+field)
-		return
-	}
-	v := job.Verdicts[i]
-	rev := reviews.Review{
-		ReviewID: sub.ReviewID, RequestID: job.RequestID, RuleID: sub.RuleID, Decision: reviews.Decision(sub.Decision),
+	stored, created, err := s.reviews.Record(r.Context(), job, reviews.Review{
+		ReviewID: sub.ReviewID, RuleID: sub.RuleID, Decision: reviews.Decision(sub.Decision),
 		BooleanOutput: sub.BooleanOutput, NumericalOutput: sub.NumericalOutput, NotApplicable: sub.NotApplicable,
-		Note: sub.Note, PassageIDs: sub.PassageIDs, Reviewer: p.Subject, ReviewedAt: s.cfg.Now().UTC(),
-		RulesetID: v.RulesetID, RuleType: v.RuleType, ModelVerdict: reviews.ModelVerdictOf(v),
-	}
-	known, err := s.passages(r.Context(), job)
-	if err != nil {
-		s.unavailable(w, "reading a validation's material failed", err, p.Tenant, job.RequestID)
-		return
-	}
-	if err := reviews.Check(rev, v, known); err != nil {
+		Note: sub.Note, PassageIDs: sub.PassageIDs, Reviewer: p.Subject,
+	})
+	var invalid *reviews.FieldError
+	switch {
+	case errors.As(err, &invalid):
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid review: "+err.Error())
 		return
-	}
-	// The store decides, conditionally, between a new review, the same one
-	// posted again and another one under a taken id.
-	stored, created, err := s.cfg.Reviews.Add(r.Context(), p.Tenant, rev)
-	switch {
 	case errors.Is(err, reviews.ErrConflict):
-		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("review_id %q is taken by another review of this validation; a review is never edited, post a new one to supersede it", rev.ReviewID))
+		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("review_id %q is taken by another review of this validation; a review is never edited, post a new one to supersede it", sub.ReviewID))
+		return
+	case errors.Is(err, reviews.ErrNotCompleted):
+		writeError(w, http.StatusConflict, CodeConflict, fmt.Sprintf("validation %q is %s: %s", job.RequestID, job.Status, notReviewable))
 		return
 	case err != nil:
-		s.unavailable(w, "storing a review failed", err, p.Tenant, job.RequestID)
+		s.unavailable(w, "recording a review failed", err, p.Tenant, job.RequestID)
 		return
-	}
-	if created && s.cfg.ReviewMetrics != nil {
-		s.cfg.ReviewMetrics.ObserveReview(string(v.RuleType), string(stored.Decision), reviews.Agrees(stored))
-	}
-	// The stored review, not the posted one: a retry publishes the same
-	// event (its reviewed_at is the first post's).
-	if s.cfg.ReviewPublisher != nil {
-		if err := s.cfg.ReviewPublisher.PublishReview(r.Context(), reviewEvent(p.Tenant, stored, v)); err != nil {
-			s.unavailable(w, "publishing a stored review failed (a retry of the post publishes it)", err, p.Tenant, job.RequestID)
-			return
-		}
 	}
 	status := http.StatusOK
 	if created {
@@ -135,6 +93,9 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, status, stored)
 }
+
+// notReviewable says why a validation not completed cannot be reviewed.
+const notReviewable = "only a completed validation's verdicts can be reviewed"
 
 // completedJob reads the tenant's completed job named by the path, answering
 // 404 (see lookup) or 409, with why, for one not completed.
@@ -148,45 +109,6 @@ func (s *Server) completedJob(w http.ResponseWriter, r *http.Request, tenant, wh
 		return jobs.Job{}, false
 	}
 	return job, true
-}
-
-// passages says which passage ids a reviewer may cite: those of the
-// material kept with the validation, or, where none was kept (job status in
-// memory), those its verdicts cite.
-func (s *Server) passages(ctx context.Context, job jobs.Job) (func(string) bool, error) {
-	ids := map[string]bool{}
-	m, found, err := s.cfg.Reviews.Material(ctx, job.TenantID, job.RequestID)
-	if err != nil {
-		return nil, err
-	}
-	if found {
-		for _, p := range engine.Passages(m.Inputs) {
-			ids[p.ID] = true
-		}
-	} else {
-		for _, v := range job.Verdicts {
-			for _, e := range v.Evidences {
-				if e.PassageID != "" {
-					ids[e.PassageID] = true
-				}
-			}
-		}
-	}
-	return func(id string) bool { return ids[id] }, nil
-}
-
-// reviewEvent is the reviews topic's event for rev of verdict v.
-func reviewEvent(tenant string, rev reviews.Review, v schemas.VerdictEvent) *schemas.ReviewEvent {
-	final := reviews.FinalOf(v, &rev)
-	return &schemas.ReviewEvent{
-		EventID: schemas.ReviewEventID(tenant, rev.RequestID, rev.RuleID, rev.ReviewID), ReviewID: rev.ReviewID,
-		RequestID: rev.RequestID, TenantID: tenant, RulesetID: v.RulesetID, RuleID: rev.RuleID, RuleType: v.RuleType,
-		Decision: string(rev.Decision), BooleanOutput: rev.BooleanOutput, NumericalOutput: rev.NumericalOutput,
-		NotApplicable: rev.NotApplicable, Note: rev.Note, PassageIDs: rev.PassageIDs, Reviewer: rev.Reviewer,
-		ReviewedAt: rev.ReviewedAt, ModelOutcome: string(rev.ModelVerdict.Outcome),
-		ModelBooleanOutput: v.BooleanOutput, ModelNumericalOutput: v.NumericalOutput, ModelConfidence: v.Confidence,
-		FinalOutcome: string(final.Outcome),
-	}
 }
 
 // decodeStrict decodes one JSON object into v, refusing unknown fields and

@@ -418,7 +418,9 @@ func eventIDs(events []*schemas.ReviewEvent) []string {
 // TestReviewIsPublishedOnlyOnceStored: a review refused (409, the store's
 // conditional add fails; 400) is never published; one stored whose publish
 // fails is answered 503 with Retry-After and published by the retry of the
-// same post, with the stored review's event.
+// same post, with the stored review's event. The use case decides this
+// (reviews.Recorder, tested beside it); here, the answers the handler maps
+// its outcomes to.
 func TestReviewIsPublishedOnlyOnceStored(t *testing.T) {
 	req, jobStore, reviewStore := judgedInMemory(t, "acme", "req-pub")
 	pub := &recordingPublisher{}

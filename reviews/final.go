@@ -92,17 +92,6 @@ func ItemOf(v schemas.VerdictEvent) Item {
 	return it
 }
 
-// Routed lists the items of the verdicts that need review.
-func Routed(verdicts []schemas.VerdictEvent) []Item {
-	var out []Item
-	for _, v := range verdicts {
-		if v.NeedsReview {
-			out = append(out, ItemOf(v))
-		}
-	}
-	return out
-}
-
 // EngineResult is a finished validation as the engine gave it, rebuilt from
 // its events, for what renders engine results (the report).
 func EngineResult(summary schemas.SummaryEvent, verdicts []schemas.VerdictEvent) *engine.Result {

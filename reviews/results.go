@@ -26,7 +26,7 @@ func (s ResultStore) StoreResult(ctx context.Context, req *schemas.Request, out 
 				return err
 			}
 		}
-		if err := s.Reviews.Route(ctx, req.TenantID, req.RequestID, Routed(out.Verdicts)); err != nil {
+		if err := RouteForReview(ctx, s.Reviews, req.TenantID, req.RequestID, out.Verdicts); err != nil {
 			return err
 		}
 	}

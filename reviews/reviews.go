@@ -6,6 +6,11 @@
 // outcome and the final aggregates (Finals), and the agreement of the model
 // with the reviewers (Agreement).
 //
+// Recording a review is the use case Recorder, whatever transport brings
+// it: checked against the validation's verdicts, stored conditionally, then
+// published through a Publisher and counted by an Observer, ports it
+// declares. Verdicts join the queue through RouteForReview alone.
+//
 // Two stores implement Store: MemoryStore, per process, and ObjectStore,
 // one JSON document per validation in object storage, shared by every
 // replica and durable. Both are keyed by (tenant, request id), so that one

@@ -296,7 +296,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 				Serde: serde, Store: memJobs, Logger: logger,
 				// Verdicts that need review join the queue as they arrive.
 				OnVerdict: func(ctx context.Context, v schemas.VerdictEvent) {
-					if err := svc.reviews.Route(ctx, v.TenantID, v.RequestID, reviews.Routed([]schemas.VerdictEvent{v})); err != nil {
+					if err := reviews.RouteForReview(ctx, svc.reviews, v.TenantID, v.RequestID, []schemas.VerdictEvent{v}); err != nil {
 						logger.Warn("a verdict needing review was not queued", "request_id", v.RequestID, "rule_id", v.RuleID, "err", err)
 					}
 				},
