@@ -24,6 +24,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -32,8 +33,8 @@ import (
 	"rulevalidator/auth"
 	"rulevalidator/docread"
 	"rulevalidator/jobs"
-	"rulevalidator/producer"
 	"rulevalidator/reviews"
+	"rulevalidator/schemas"
 )
 
 // TokenVerifier checks public bearer tokens (an *auth.Verifier).
@@ -46,11 +47,27 @@ type InternalVerifier interface {
 	Verify(token string) error
 }
 
-// Submitter publishes validation requests for the serve pipeline (a
-// *producer.RequestWriter on the requests topic).
+// Submitter queues validation requests for the serve pipeline (serve wires
+// a *producer.RequestWriter on the requests topic). Submit returns once the
+// request is queued; for a request too large to queue as one message, the
+// error wraps ErrRequestTooLarge.
 type Submitter interface {
-	Write(ctx context.Context, subs ...producer.Submission) error
+	Submit(ctx context.Context, sub Submission) error
 }
+
+// Submission is one validation request to queue, with the W3C trace context
+// of the HTTP request it came by, which it carries on: a well-formed
+// traceparent and its tracestate, both empty when there is none.
+type Submission struct {
+	Request     *schemas.Request
+	Traceparent string
+	Tracestate  string
+}
+
+// ErrRequestTooLarge is wrapped by a Submitter's error for a request larger
+// than the queue takes as one message: submitting it again will not help,
+// sending its documents by uri will.
+var ErrRequestTooLarge = errors.New("api: the request is larger than the requests topic takes as one message")
 
 // ClaimChecker says whether a tenant may name an object as a claim check (an
 // *objstore.Store); a refusal wraps objstore.ErrClaimRefused.

@@ -29,10 +29,8 @@ import (
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
 	"rulevalidator/pipeline"
-	"rulevalidator/producer"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
-	"rulevalidator/stream"
 )
 
 const (
@@ -46,7 +44,6 @@ const (
 var (
 	_ TokenVerifier    = (*auth.Verifier)(nil)
 	_ InternalVerifier = (*auth.StaticToken)(nil)
-	_ Submitter        = (*producer.RequestWriter)(nil)
 	_ CallbackChecker  = (*callback.Notifier)(nil)
 	_ Instrumenter     = (*metrics.Metrics)(nil)
 	_ ReportSource     = StoredReports{}
@@ -212,7 +209,7 @@ func call(t *testing.T, method, url, bearer string, body []byte, headers ...stri
 }
 
 // standIn is the serve pipeline as the API meets it, without a broker.
-// Write takes requests as the requests topic does, or fails as a broker that
+// Submit takes requests as the requests topic does, or fails as a broker that
 // is down does (refuse). Each request is then judged (judge; every
 // rule passed by default) once gate opens, and its outcome reaches job
 // status as it does in serve: through StoreResult for jobs in object
@@ -231,7 +228,7 @@ type standIn struct {
 	mu        sync.Mutex
 	refuse    error
 	seen      []*schemas.Request
-	traces    [][]stream.Header
+	traces    []map[string]string
 	callbacks []sentCallback
 }
 
@@ -252,21 +249,26 @@ func newStandIn(t *testing.T, results jobs.Store) *standIn {
 	return p
 }
 
-func (p *standIn) Write(_ context.Context, subs ...producer.Submission) error {
+func (p *standIn) Submit(_ context.Context, s Submission) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.refuse != nil {
 		return p.refuse
 	}
-	for _, s := range subs {
-		p.seen = append(p.seen, s.Request)
-		p.traces = append(p.traces, s.Trace)
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			p.handle(s.Request)
-		}()
+	p.seen = append(p.seen, s.Request)
+	trace := map[string]string{}
+	if s.Traceparent != "" {
+		trace["traceparent"] = s.Traceparent
 	}
+	if s.Tracestate != "" {
+		trace["tracestate"] = s.Tracestate
+	}
+	p.traces = append(p.traces, trace)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.handle(s.Request)
+	}()
 	return nil
 }
 
@@ -320,15 +322,11 @@ func (p *standIn) requests() []*schemas.Request {
 	return append([]*schemas.Request(nil), p.seen...)
 }
 
-// trace is the trace context the i-th request was written with.
+// trace is the trace context the i-th request was submitted with.
 func (p *standIn) trace(i int) map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h := map[string]string{}
-	for _, e := range p.traces[i] {
-		h[e.Key] = string(e.Value)
-	}
-	return h
+	return p.traces[i]
 }
 
 func (p *standIn) sentCallbacks() []sentCallback {

@@ -64,7 +64,7 @@ func TestSubmitThroughKafka(t *testing.T) {
 	}
 
 	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Submitter: submitter, Jobs: store})
+	_, ts := serve(t, Config{Verifier: id.verifier, Submitter: kafkaSubmitter{submitter}, Jobs: store})
 	token := id.token(t, "acme")
 	r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-k1"), "traceparent", testTraceparent)
 	if r.status != http.StatusAccepted {
@@ -152,7 +152,7 @@ func TestSubmitBrokerDown(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = submitter.Close() })
 	id := newIdentity(t)
-	_, ts := serve(t, Config{Verifier: id.verifier, Submitter: submitter, RequestTimeout: 2 * time.Second})
+	_, ts := serve(t, Config{Verifier: id.verifier, Submitter: kafkaSubmitter{submitter}, RequestTimeout: 2 * time.Second})
 	token := id.token(t, "acme")
 	r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-down"))
 	if r.status != http.StatusServiceUnavailable || r.errorCode() != CodeUnavailable || r.header.Get("Retry-After") == "" {
@@ -161,6 +161,16 @@ func TestSubmitBrokerDown(t *testing.T) {
 	if g := call(t, http.MethodGet, ts.URL+"/v1/validations/req-down", token, nil); g.status != http.StatusNotFound {
 		t.Errorf("GET after a failed submission: %s", g)
 	}
+}
+
+// kafkaSubmitter is the API's Submitter on a requests topic, as serve wires
+// it (cmd/rulevalidator's requestSubmitter, which also maps a request too
+// large for the topic to ErrRequestTooLarge): the request written as every
+// producer of requests writes it, its trace context as headers.
+type kafkaSubmitter struct{ w *producer.RequestWriter }
+
+func (s kafkaSubmitter) Submit(ctx context.Context, sub Submission) error {
+	return s.w.Write(ctx, producer.Submission{Request: sub.Request, Trace: producer.TraceHeaders(sub.Traceparent, sub.Tracestate)})
 }
 
 func testClient(t *testing.T, brokers ...string) *stream.Client {

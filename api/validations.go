@@ -12,12 +12,11 @@ import (
 	"time"
 
 	"rulevalidator/docread"
+	"rulevalidator/internal/ids"
 	"rulevalidator/jobs"
 	"rulevalidator/objstore"
-	"rulevalidator/producer"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
-	"rulevalidator/stream"
 )
 
 // requestIDPattern is what a client-chosen request_id may look like: it
@@ -82,7 +81,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Request, readErr error, respond func(http.ResponseWriter, jobs.Job)) {
 	var idErr error
 	if req.RequestID == "" {
-		req.RequestID = producer.NewRequestID()
+		req.RequestID = ids.NewRequestID()
 	} else if !requestIDPattern.MatchString(req.RequestID) {
 		idErr = fmt.Errorf("request_id %q: want 1 to 128 characters of A-Z a-z 0-9 . _ : ~ -, starting with a letter or digit", req.RequestID)
 	}
@@ -123,9 +122,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		respond(w, job)
 		return
 	}
-	if err := s.cfg.Submitter.Write(r.Context(), producer.Submission{Request: req, Trace: traceHeaders(r.Header)}); err != nil {
+	traceparent, tracestate := traceContext(r.Header)
+	if err := s.cfg.Submitter.Submit(r.Context(), Submission{Request: req, Traceparent: traceparent, Tracestate: tracestate}); err != nil {
 		s.forget(r.Context(), req)
-		if errors.Is(err, stream.ErrTooLarge) {
+		if errors.Is(err, ErrRequestTooLarge) {
 			// The request itself is too large for the requests topic: sending it
 			// again will not help, its documents by uri will.
 			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "the request is larger than the requests topic takes as one message; send its documents by uri (claim checks) instead of inline")
@@ -312,17 +312,17 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestI
 	return job, true
 }
 
-// traceHeaders carry a well-formed traceparent of h (and its tracestate, up
-// to 512 bytes) from the HTTP request onto the request's record; none for a
-// malformed one.
-func traceHeaders(h http.Header) []stream.Header {
+// traceContext is the trace context the request carries on from the HTTP
+// request h: a well-formed traceparent of h and its tracestate, up to 512
+// bytes; none for a malformed traceparent.
+func traceContext(h http.Header) (traceparent, tracestate string) {
 	tp := h.Get("traceparent")
-	if producer.CheckTraceparent(tp) != nil {
-		return nil
+	if ids.CheckTraceparent(tp) != nil {
+		return "", ""
 	}
 	ts := h.Get("tracestate")
 	if len(ts) > 512 {
 		ts = ""
 	}
-	return producer.TraceHeaders(tp, ts)
+	return tp, ts
 }

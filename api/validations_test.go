@@ -28,7 +28,6 @@ import (
 	"rulevalidator/pipeline"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
-	"rulevalidator/stream"
 )
 
 func TestSubmitPollResult(t *testing.T) {
@@ -290,7 +289,7 @@ func TestSubmitTooLargeForTheTopic(t *testing.T) {
 	id := newIdentity(t)
 	runner, ts := serveWithPipeline(t, Config{Verifier: id.verifier})
 	token := id.token(t, "acme")
-	runner.setRefuse(fmt.Errorf("producer: writing request %q: %w", "req-big", stream.ErrTooLarge))
+	runner.setRefuse(fmt.Errorf("writing request %q: %w", "req-big", ErrRequestTooLarge))
 	r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-big"))
 	if r.status != http.StatusRequestEntityTooLarge || r.errorCode() != CodeTooLarge || !strings.Contains(r.errorMessage(), "by uri") {
 		t.Fatalf("POST of a request too large for the topic: %s", r)

@@ -271,7 +271,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		if err != nil {
 			return fmt.Errorf("%w: %v", errConfig, err)
 		}
-		acfg.Submitter = sub
+		acfg.Submitter = requestSubmitter{sub}
 		g.Go(func() error {
 			<-ctx.Done()
 			return sub.Close()
@@ -325,6 +325,24 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		ops = withProfiles(ops)
 	}
 	return listen(ctx, g, cfg.http.opsAddr, ops, "operations", logger)
+}
+
+// requestSubmitter is the API's Submitter on the requests topic: each
+// submission written as every producer of requests writes it, its trace
+// context as headers; a request too large for the topic is refused with an
+// error wrapping api.ErrRequestTooLarge.
+type requestSubmitter struct {
+	w interface {
+		Write(ctx context.Context, subs ...producer.Submission) error
+	} // a *producer.RequestWriter
+}
+
+func (s requestSubmitter) Submit(ctx context.Context, sub api.Submission) error {
+	err := s.w.Write(ctx, producer.Submission{Request: sub.Request, Trace: producer.TraceHeaders(sub.Traceparent, sub.Tracestate)})
+	if errors.Is(err, stream.ErrTooLarge) {
+		return fmt.Errorf("%w: %w", api.ErrRequestTooLarge, err)
+	}
+	return err
 }
 
 // withProfiles serves net/http/pprof's pages under /debug/pprof/ and the

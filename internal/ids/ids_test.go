@@ -1,4 +1,4 @@
-package producer
+package ids
 
 import "testing"
 
