@@ -8,6 +8,7 @@ import (
 
 	"rulevalidator/jobs"
 	"rulevalidator/reviews"
+	"rulevalidator/reviews/reviewexport"
 )
 
 // reviewsExportSettings are the settings of reviews export: where job
@@ -63,7 +64,7 @@ func runReviews(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	if code, ok := cl.parse(args[1:], getenv); !ok {
 		return code
 	}
-	cfg := reviews.ExportConfig{Tenant: *tenant, Dir: *out, RulesetID: *ruleset, Name: *name}
+	cfg := reviewexport.Config{Tenant: *tenant, Dir: *out, RulesetID: *ruleset, Name: *name}
 	for _, t := range []struct {
 		flag, value string
 		dst         *time.Time
@@ -106,7 +107,7 @@ func runReviews(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	got, err := reviews.Export(ctx, reviewStore, jobStore, cfg)
+	got, err := reviewexport.Export(ctx, reviewStore, jobStore, cfg)
 	for _, s := range got.Skipped {
 		fmt.Fprintf(stderr, "left out: %s\n", s)
 	}

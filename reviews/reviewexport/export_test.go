@@ -1,4 +1,4 @@
-package reviews
+package reviewexport
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"rulevalidator/internal/s3test"
 	"rulevalidator/jobs"
 	"rulevalidator/pipeline"
+	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 )
 
@@ -24,7 +25,7 @@ const exportRuleset = `{"id": "nda", "rules": [
 
 // storeJudged stores a validation as the serve pipeline does: the job, what
 // it judged, and its verdicts needing review.
-func storeJudged(t *testing.T, ctx context.Context, results ResultStore, requestID string, completed time.Time) {
+func storeJudged(t *testing.T, ctx context.Context, results reviews.ResultStore, requestID string, completed time.Time) {
 	t.Helper()
 	rs, err := engine.ParseRuleset([]byte(exportRuleset))
 	if err != nil {
@@ -85,7 +86,7 @@ func (o oracle) Chat(_ context.Context, req engine.ChatRequest) (engine.ChatResp
 func TestExportLoadsInEvalAndAnOracleScoresAll(t *testing.T) {
 	ctx := context.Background()
 	objects := s3test.Store(t)
-	store, err := NewObjectStore(objects, ObjectStoreConfig{})
+	store, err := reviews.NewObjectStore(objects, reviews.ObjectStoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +94,13 @@ func TestExportLoadsInEvalAndAnOracleScoresAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := ResultStore{Results: jobStore, Reviews: store}
+	results := reviews.ResultStore{Results: jobStore, Reviews: store}
 	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	storeJudged(t, ctx, results, "req:1", day)
 	storeJudged(t, ctx, results, "req-2", day)
 	storeJudged(t, ctx, results, "req-old", day.AddDate(0, -2, 0))
 	storeJudged(t, ctx, results, "req-unreviewed", day)
-	add := func(r Review) {
+	add := func(r reviews.Review) {
 		t.Helper()
 		r.ReviewedAt, r.Reviewer = day.Add(time.Hour), "alice"
 		if _, _, err := store.Add(ctx, "acme", r); err != nil {
@@ -108,14 +109,14 @@ func TestExportLoadsInEvalAndAnOracleScoresAll(t *testing.T) {
 	}
 	no, two := false, 2
 	// req:1: mutual overridden to fail, resting on page 1; term overridden to 2, on page 2.
-	add(Review{ReviewID: "a", RequestID: "req:1", RuleID: "mutual", Decision: Override, BooleanOutput: &no, PassageIDs: []string{"d1p1s1"}})
-	add(Review{ReviewID: "b", RequestID: "req:1", RuleID: "term", Decision: Override, NumericalOutput: &two, PassageIDs: []string{"d1p2s1"}})
+	add(reviews.Review{ReviewID: "a", RequestID: "req:1", RuleID: "mutual", Decision: reviews.Override, BooleanOutput: &no, PassageIDs: []string{"d1p1s1"}})
+	add(reviews.Review{ReviewID: "b", RequestID: "req:1", RuleID: "term", Decision: reviews.Override, NumericalOutput: &two, PassageIDs: []string{"d1p2s1"}})
 	// req-2: law confirmed.
-	add(Review{ReviewID: "c", RequestID: "req-2", RuleID: "law", Decision: Confirm})
-	add(Review{ReviewID: "d", RequestID: "req-old", RuleID: "law", Decision: Confirm})
+	add(reviews.Review{ReviewID: "c", RequestID: "req-2", RuleID: "law", Decision: reviews.Confirm})
+	add(reviews.Review{ReviewID: "d", RequestID: "req-old", RuleID: "law", Decision: reviews.Confirm})
 
 	dir := t.TempDir() + "/dataset"
-	got, err := Export(ctx, store, jobStore, ExportConfig{Tenant: "acme", Since: day.AddDate(0, 0, -7), RulesetID: "nda", Dir: dir})
+	got, err := Export(ctx, store, jobStore, Config{Tenant: "acme", Since: day.AddDate(0, 0, -7), RulesetID: "nda", Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +139,10 @@ func TestExportLoadsInEvalAndAnOracleScoresAll(t *testing.T) {
 	if *mutual.Boolean || len(mutual.Gold) != 1 || mutual.Gold[0].Page != 1 || *term.Numerical != 2 || term.Gold[0].Page != 2 || !*law.Boolean || len(law.Gold) != 0 {
 		t.Errorf("labels of req-1 = %+v", first.Labels)
 	}
-	if _, err := Export(ctx, store, jobStore, ExportConfig{Tenant: "acme", Dir: dir}); err == nil {
+	if _, err := Export(ctx, store, jobStore, Config{Tenant: "acme", Dir: dir}); err == nil {
 		t.Error("an export over a dataset was accepted")
 	}
-	if _, err := Export(ctx, store, jobStore, ExportConfig{Tenant: "globex", Dir: t.TempDir()}); err == nil {
+	if _, err := Export(ctx, store, jobStore, Config{Tenant: "globex", Dir: t.TempDir()}); err == nil {
 		t.Error("another tenant's export found something")
 	}
 
@@ -170,7 +171,7 @@ func TestExportLabelsNestedRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := NewMemoryStore(MemoryStoreConfig{})
+	store := reviews.NewMemoryStore(reviews.MemoryStoreConfig{})
 	jobStore := jobs.NewMemoryStore(jobs.MemoryStoreConfig{})
 	const requestID = "req-nested"
 	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "msa.pdf", Pages: []string{
@@ -189,18 +190,18 @@ func TestExportLabelsNestedRules(t *testing.T) {
 		jobStore.RecordVerdict(v)
 	}
 	jobStore.RecordSummary(pipeline.NewSummary(req, rs, res, "", nil, done.Add(-time.Second), done))
-	if err := store.SaveMaterial(ctx, "acme", requestID, Material{Ruleset: rs, Inputs: in}); err != nil {
+	if err := store.SaveMaterial(ctx, "acme", requestID, reviews.Material{Ruleset: rs, Inputs: in}); err != nil {
 		t.Fatal(err)
 	}
 	no := false
 	// The nested rule insured, two levels down, overridden to fail.
-	if _, _, err := store.Add(ctx, "acme", Review{ReviewID: "a", RequestID: requestID, RuleID: "insured", Decision: Override,
+	if _, _, err := store.Add(ctx, "acme", reviews.Review{ReviewID: "a", RequestID: requestID, RuleID: "insured", Decision: reviews.Override,
 		BooleanOutput: &no, Reviewer: "alice", ReviewedAt: done.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 
 	dir := t.TempDir() + "/dataset"
-	got, err := Export(ctx, store, jobStore, ExportConfig{Tenant: "acme", Dir: dir})
+	got, err := Export(ctx, store, jobStore, Config{Tenant: "acme", Dir: dir})
 	if err != nil || got.Cases != 1 {
 		t.Fatalf("Export = %+v, %v; want 1 case", got, err)
 	}

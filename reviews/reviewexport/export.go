@@ -1,4 +1,9 @@
-package reviews
+// Package reviewexport writes a tenant's reviewed validations as an
+// evaluation dataset that package eval loads (the reviews export command):
+// the reviews' final outcomes as labels. It is an adapter of package
+// reviews, kept apart so that reviews depends on neither eval nor the file
+// system.
+package reviewexport
 
 import (
 	"context"
@@ -17,6 +22,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/eval"
 	"rulevalidator/jobs"
+	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 )
 
@@ -25,8 +31,8 @@ type JobReader interface {
 	Get(ctx context.Context, tenant, requestID string) (_ jobs.Job, ok bool, _ error)
 }
 
-// ExportConfig says which reviewed validations to export and where.
-type ExportConfig struct {
+// Config says which reviewed validations to export and where.
+type Config struct {
 	Tenant string
 	// Since and Until bound when the validations were judged (their
 	// summary's completed_at), Until excluded; zero: unbounded.
@@ -53,7 +59,7 @@ type Exported struct {
 // relied on as gold evidence. A validation is left out, and said why, when
 // its material was not kept or a rule's final outcome has no value a label
 // can hold.
-func Export(ctx context.Context, store Store, jobStore JobReader, cfg ExportConfig) (Exported, error) {
+func Export(ctx context.Context, store reviews.Store, jobStore JobReader, cfg Config) (Exported, error) {
 	var out Exported
 	if cfg.Tenant == "" {
 		return out, errors.New("reviews: export: a tenant is required")
@@ -66,10 +72,10 @@ func Export(ctx context.Context, store Store, jobStore JobReader, cfg ExportConf
 	}
 	type reviewed struct {
 		id  string
-		all []Review
+		all []reviews.Review
 	}
 	var list []reviewed
-	if err := store.Reviewed(ctx, cfg.Tenant, func(id string, all []Review) error {
+	if err := store.Reviewed(ctx, cfg.Tenant, func(id string, all []reviews.Review) error {
 		list = append(list, reviewed{id, all})
 		return nil
 	}); err != nil {
@@ -143,7 +149,7 @@ func Export(ctx context.Context, store Store, jobStore JobReader, cfg ExportConf
 // caseLabels labels every rule of the material's ruleset, nested rulesets'
 // included, in tree order (eval wants a label for each), with its final
 // outcome; why says what keeps the validation out.
-func caseLabels(mat Material, verdicts []schemas.VerdictEvent, all []Review) ([]eval.ManifestLabel, string) {
+func caseLabels(mat reviews.Material, verdicts []schemas.VerdictEvent, all []reviews.Review) ([]eval.ManifestLabel, string) {
 	passages := map[string]engine.Passage{}
 	for _, p := range engine.Passages(mat.Inputs) {
 		passages[p.ID] = p
@@ -154,8 +160,8 @@ func caseLabels(mat Material, verdicts []schemas.VerdictEvent, all []Review) ([]
 		if i < 0 {
 			return nil, fmt.Sprintf("rule %q has no verdict", rule.RuleID)
 		}
-		cur := Current(all, rule.RuleID)
-		final := FinalVerdict(verdicts[i], cur)
+		cur := reviews.Current(all, rule.RuleID)
+		final := reviews.FinalVerdict(verdicts[i], cur)
 		lab := eval.ManifestLabel{RuleID: rule.RuleID, NotApplicable: final.NotApplicable}
 		switch rule.Type {
 		case engine.Numerical:
