@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/internal/fault"
 )
 
 // ErrUnknownRuleset is wrapped by every error for a ruleset id or version that
 // a resolver does not know, e.g. `unknown ruleset "contract-review" version "9"`.
-// It is a permanent error: the request names something that does not exist.
-var ErrUnknownRuleset = errors.New("unknown ruleset")
+// It is a permanent error: the request names something that does not exist. It is
+// fault.ErrUnknownRuleset, which the failure table reads without importing this package.
+var ErrUnknownRuleset = fault.ErrUnknownRuleset
 
 // Resolver finds a validated ruleset by id and version; version "" asks for
 // the latest. Errors for an id or version it does not know wrap
