@@ -284,6 +284,14 @@ func (s *Store) StatClaim(ctx context.Context, tenant, uri string) (ObjectInfo, 
 	return info, nil
 }
 
+// ClaimSize is the size StatClaim finds of a claim-check document of tenant, with its
+// refusals: what the judging of a request asks before it reads a claim check
+// (judging.ObjectReader).
+func (s *Store) ClaimSize(ctx context.Context, tenant, uri string) (int64, error) {
+	info, err := s.StatClaim(ctx, tenant, uri)
+	return info.Size, err
+}
+
 // CheckClaim says whether tenant may name uri as a claim check, without any request: the
 // bucket must be the store's or one of Config.AllowedBuckets, and the key must lie under
 // the tenant's claims prefix (ClaimPrefix). Its refusals wrap ErrClaimRefused.

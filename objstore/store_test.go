@@ -184,6 +184,12 @@ func TestStatClaim(t *testing.T) {
 	if info.Size != 2048 || info.ContentType != "application/pdf" || info.URI != put.URI || info.ETag != put.ETag {
 		t.Errorf("StatClaim = %+v, want size 2048, application/pdf, %s and ETag %s", info, put.URI, put.ETag)
 	}
+	if size, err := store.ClaimSize(ctx, "acme", put.URI); err != nil || size != 2048 {
+		t.Errorf("ClaimSize(%s) = %d, %v; want 2048", put.URI, size, err)
+	}
+	if _, err := store.ClaimSize(ctx, "bob", put.URI); !errors.Is(err, objstore.ErrClaimRefused) {
+		t.Errorf("ClaimSize of another tenant's claim = %v, want ErrClaimRefused", err)
+	}
 
 	capped := sameServer(t, store.Bucket(), func(c *objstore.Config) { c.MaxObjectBytes = 1024 })
 	for _, tc := range []struct {
