@@ -26,9 +26,9 @@ import (
 	"rulevalidator/callback"
 	"rulevalidator/engine"
 	"rulevalidator/jobs"
+	"rulevalidator/judging"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
-	"rulevalidator/pipeline"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
 )
@@ -219,7 +219,7 @@ func call(t *testing.T, method, url, bearer string, body []byte, headers ...stri
 type standIn struct {
 	t       *testing.T
 	results jobs.Store // a *jobs.ObjectStore or a *jobs.MemoryStore
-	judge   func(ctx context.Context, req *schemas.Request, start time.Time) (pipeline.Events, error)
+	judge   func(ctx context.Context, req *schemas.Request, start time.Time) (judging.Events, error)
 	gate    chan struct{} // nil: judge at once
 
 	ctx context.Context // ends when the test does
@@ -337,14 +337,14 @@ func (p *standIn) sentCallbacks() []sentCallback {
 
 // passAll judges every rule of an inline ruleset as passed; a request by
 // reference fails, its ruleset unknown.
-func passAll(_ context.Context, req *schemas.Request, start time.Time) (pipeline.Events, error) {
+func passAll(_ context.Context, req *schemas.Request, start time.Time) (judging.Events, error) {
 	if req.InlineRuleset == nil {
 		err := fmt.Errorf("no ruleset %q", req.RulesetRef.ID)
-		return pipeline.Events{Summary: schemas.NewFailedSummary(req, schemas.ReasonUnknownRuleset, err.Error(), start, start)}, err
+		return judging.Events{Summary: schemas.NewFailedSummary(req, schemas.ReasonUnknownRuleset, err.Error(), start, start)}, err
 	}
 	rs, err := engine.ParseRuleset([]byte(*req.InlineRuleset))
 	if err != nil {
-		return pipeline.Events{}, err
+		return judging.Events{}, err
 	}
 	pass := true
 	res := &engine.Result{RulesetID: rs.ID, Model: "scripted"}
@@ -357,9 +357,9 @@ func passAll(_ context.Context, req *schemas.Request, start time.Time) (pipeline
 	}
 	res.Aggregate.Boolean = &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: true, Applicable: len(rs.Rules), PassedCount: len(rs.Rules)}
 	done := start.Add(time.Second)
-	return pipeline.Events{
-		Verdicts: pipeline.NewVerdictEvents(req, rs, res, "", start, done),
-		Summary:  pipeline.NewSummary(req, rs, res, "", nil, start, done),
+	return judging.Events{
+		Verdicts: judging.NewVerdictEvents(req, rs, res, "", start, done),
+		Summary:  judging.NewSummary(req, rs, res, "", nil, start, done),
 	}, nil
 }
 

@@ -14,7 +14,7 @@ import (
 	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/jobs"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/reviews"
 )
 
@@ -273,7 +273,7 @@ func documentPage(m reviews.Material, docN, pageN int) pageBody {
 }
 
 // pdfFile is the PDF file kept for the document named name, or nil.
-func pdfFile(m reviews.Material, name string) *pipeline.File {
+func pdfFile(m reviews.Material, name string) *judging.File {
 	for i := range m.Files {
 		if m.Files[i].Name == name && m.Files[i].MediaType == docread.PDF {
 			return &m.Files[i]

@@ -16,7 +16,7 @@ import (
 	"rulevalidator/internal/docfixture"
 	"rulevalidator/internal/pdftest"
 	"rulevalidator/jobs"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 )
@@ -53,7 +53,7 @@ func TestDocumentPage(t *testing.T) {
 		PrimaryDocs:   []engine.Document{{Name: "contract.txt", Pages: []string{"Signed on 1 March 2025. The supplier holds liability insurance.", "The term is <b>two</b> years."}}},
 		AuxiliaryDocs: []engine.Document{{Name: "msa.pdf", Pages: []string{"Liability is capped. Fees are due monthly."}}},
 	}
-	files := []pipeline.File{{Name: "msa.pdf", MediaType: docread.PDF, Data: []byte("%PDF-1.7 ... %%EOF")}}
+	files := []judging.File{{Name: "msa.pdf", MediaType: docread.PDF, Data: []byte("%PDF-1.7 ... %%EOF")}}
 	if err := reviewStore.SaveMaterial(context.Background(), "acme", req.RequestID, reviews.Material{Inputs: in, Files: files}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestDocumentPageImageIsCapped(t *testing.T) {
 	req, jobStore, reviewStore := judgedInMemory(t, "acme", "req-tall")
 	const wPts, hPts = 4, 1000
 	in := &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "tall.pdf", Pages: []string{"Page."}}}}
-	files := []pipeline.File{{Name: "tall.pdf", MediaType: docread.PDF, Data: docfixture.PageBoxPDF(wPts, hPts)}}
+	files := []judging.File{{Name: "tall.pdf", MediaType: docread.PDF, Data: docfixture.PageBoxPDF(wPts, hPts)}}
 	if err := reviewStore.SaveMaterial(context.Background(), "acme", req.RequestID, reviews.Material{Inputs: in, Files: files}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/jobs"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/producer"
 	"rulevalidator/report"
 	"rulevalidator/reviews"
@@ -37,7 +37,7 @@ const reviewRuleset = `{"id": "contract-check", "review_below_confidence": 0.8, 
 // judged is what the serve pipeline stores for a request on reviewRuleset:
 // verdicts with confidences, routed as the engine routes them. It stands
 // for the scripted model's log-probabilities.
-func judged(t *testing.T, tenant, requestID string, confidences map[string]*float64) (*schemas.Request, pipeline.Events) {
+func judged(t *testing.T, tenant, requestID string, confidences map[string]*float64) (*schemas.Request, judging.Events) {
 	t.Helper()
 	rs, err := engine.ParseRuleset([]byte(reviewRuleset))
 	if err != nil {
@@ -65,9 +65,9 @@ func judged(t *testing.T, tenant, requestID string, confidences map[string]*floa
 	inline := reviewRuleset
 	req := &schemas.Request{RequestID: requestID, TenantID: tenant, InlineRuleset: &inline, SubmittedAt: time.Now().UTC()}
 	start := time.Now().Add(-time.Minute)
-	return req, pipeline.Events{
-		Verdicts: pipeline.NewVerdictEvents(req, rs, res, "", start, start.Add(time.Second)),
-		Summary:  pipeline.NewSummary(req, rs, res, "", nil, start, start.Add(time.Second)),
+	return req, judging.Events{
+		Verdicts: judging.NewVerdictEvents(req, rs, res, "", start, start.Add(time.Second)),
+		Summary:  judging.NewSummary(req, rs, res, "", nil, start, start.Add(time.Second)),
 		Material: in,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,9 +24,9 @@ import (
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/logbuf"
+	"rulevalidator/judging"
 	"rulevalidator/metrics"
 	"rulevalidator/objstore"
-	"rulevalidator/pipeline"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
 )
@@ -506,13 +507,19 @@ func TestSubmitWithRealPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Config{Engine: eng, Rulesets: rulesets, Logger: quietLogger()})
+	judge, err := judging.New(judging.Config{Engine: eng, Rulesets: rulesets, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	id := newIdentity(t)
-	_, ts := serveWithPipeline(t, Config{Verifier: id.verifier}, func(s *standIn) { s.judge = p.Judge })
+	_, ts := serveWithPipeline(t, Config{Verifier: id.verifier}, func(s *standIn) {
+		s.judge = func(ctx context.Context, req *schemas.Request, start time.Time) (judging.Events, error) {
+			out, release, err := judge.Judge(ctx, req, start)
+			release()
+			return out, err
+		}
+	})
 	token := id.token(t, "acme")
 	if r := call(t, http.MethodPost, ts.URL+"/v1/validations", token, validationBody("req-real")); r.status != http.StatusAccepted {
 		t.Fatalf("POST: %s", r)

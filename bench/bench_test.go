@@ -19,6 +19,7 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
@@ -283,7 +284,7 @@ func startService(b *testing.B, f *fixture, model engine.LLM) *running {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pipe, err := pipeline.New(pipeline.Config{Engine: eng, Rulesets: rulesets, Serde: f.serde, Publisher: prod, Logger: logger})
+	pipe, err := pipeline.New(pipeline.Config{Judging: judging.Config{Engine: eng, Rulesets: rulesets}, Serde: f.serde, Publisher: prod, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -440,11 +441,12 @@ func serviceEvents(b *testing.B, f *fixture) []kafka.Message {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pipe, err := pipeline.New(pipeline.Config{Engine: eng, Rulesets: rulesets})
+	judge, err := judging.New(judging.Config{Engine: eng, Rulesets: rulesets})
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := pipe.Judge(context.Background(), f.request("tpl-000000"), time.Now())
+	out, release, err := judge.Judge(context.Background(), f.request("tpl-000000"), time.Now())
+	release()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -565,7 +567,7 @@ func BenchmarkHandleCPU(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pipe, err := pipeline.New(pipeline.Config{Engine: eng, Rulesets: rulesets})
+	judge, err := judging.New(judging.Config{Engine: eng, Rulesets: rulesets})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -590,7 +592,8 @@ func BenchmarkHandleCPU(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := pipe.Judge(ctx, ev.(*schemas.Request), time.Now())
+		out, release, err := judge.Judge(ctx, ev.(*schemas.Request), time.Now())
+		release()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"rulevalidator/internal/docfixture"
 	"rulevalidator/internal/pdftest"
 	"rulevalidator/internal/synthdoc"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
@@ -51,7 +51,7 @@ func BenchmarkDocumentRequest(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			pipe, err := pipeline.New(pipeline.Config{Engine: eng, Rulesets: rulesets, Documents: reader})
+			judge, err := judging.New(judging.Config{Engine: eng, Rulesets: rulesets, Documents: reader})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -75,7 +75,8 @@ func BenchmarkDocumentRequest(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				out, err := pipe.Judge(ctx, ev.(*schemas.Request), time.Now())
+				out, release, err := judge.Judge(ctx, ev.(*schemas.Request), time.Now())
+				release()
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -21,6 +21,7 @@ import (
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/pdftest"
 	"rulevalidator/internal/synthdoc"
+	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
 	"rulevalidator/registry"
@@ -163,9 +164,9 @@ func inFlightMemory(b *testing.B, f *fixture, name string, mode engine.EvidenceM
 			b.Fatal(err)
 		}
 	}
-	pipe, err := pipeline.New(pipeline.Config{Engine: eng, Evidence: mode, Rulesets: rulesets, Serde: f.serde,
-		Documents: reader, Publisher: encodeOnly{prod}, Logger: quiet,
-		Hooks: pipeline.Hooks{Finished: func(_ *schemas.Request, out pipeline.Events) {
+	pipe, err := pipeline.New(pipeline.Config{Judging: judging.Config{Engine: eng, Evidence: mode, Rulesets: rulesets, Documents: reader},
+		Serde: f.serde, Publisher: encodeOnly{prod}, Logger: quiet,
+		Hooks: pipeline.Hooks{Finished: func(_ *schemas.Request, out judging.Events) {
 			found := 0
 			for _, v := range out.Verdicts {
 				n, ok := backed(v, mode)

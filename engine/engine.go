@@ -270,7 +270,7 @@ func New(llm LLM, cfg Config) (*Engine, error) {
 }
 
 // Task is one request to judge, as the engine sees it: the ruleset, the inputs, and whose
-// they are (the service's request, schemas.Request, becomes one in pipeline.Evaluate).
+// they are (the service's request, schemas.Request, becomes one in judging.Evaluate).
 type Task struct {
 	Ruleset *Ruleset
 	Inputs  *Inputs

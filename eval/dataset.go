@@ -62,7 +62,7 @@ type Case struct {
 	Description string
 	Ruleset     *engine.Ruleset
 	// Request is the case as the service would receive it: what the engine judges
-	// (pipeline.Evaluate). Inputs are the engine's inputs built from it, for the
+	// (judging.Evaluate). Inputs are the engine's inputs built from it, for the
 	// baseline and for locating gold evidence.
 	Request *schemas.Request
 	Inputs  *engine.Inputs

@@ -10,7 +10,7 @@ import (
 
 	"rulevalidator/docread"
 	"rulevalidator/engine"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
@@ -218,7 +218,7 @@ func (l *loader) inputs(caseID, input string) (*schemas.Request, *engine.Inputs,
 	if err := request.ReadInputs(req, m); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", input, err)
 	}
-	in, err := pipeline.EngineInputs(req)
+	in, err := judging.EngineInputs(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", input, err)
 	}

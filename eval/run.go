@@ -10,7 +10,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 )
 
 // Systems a report can hold.
@@ -365,7 +365,7 @@ func engineJudge(eng *engine.Engine) judge {
 	return func(ctx context.Context, c *Case) (map[string]*engine.Verdict, engine.Usage, error) {
 		// One tenant for the dataset: with a verdict cache (Options.Engine.Cache), a
 		// case judged again asks only for what changed.
-		res, err := pipeline.Evaluate(ctx, eng, c.Ruleset, c.Request, nil)
+		res, err := judging.Evaluate(ctx, eng, c.Ruleset, c.Request, nil)
 		if err != nil {
 			return nil, engine.Usage{}, err
 		}

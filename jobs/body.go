@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/schemas"
 )
 
@@ -53,7 +53,7 @@ func NewBody(j Job) Body {
 
 // ResultPayload is the body of a finished validation, in the shape the
 // status route answers and callbacks carry.
-func ResultPayload(req *schemas.Request, out pipeline.Events) ([]byte, error) {
+func ResultPayload(req *schemas.Request, out judging.Events) ([]byte, error) {
 	return json.Marshal(NewBody(Finished(req, out)))
 }
 
@@ -62,7 +62,7 @@ func ResultPayload(req *schemas.Request, out pipeline.Events) ([]byte, error) {
 // one is too large for the callback topic. The second says so in
 // result.verdicts_omitted, with how many verdicts there are and the
 // status_url that serves them. It fits pipeline.Config's CallbackPayload.
-func CallbackPayloads(req *schemas.Request, out pipeline.Events) (payload, withoutVerdicts []byte, err error) {
+func CallbackPayloads(req *schemas.Request, out judging.Events) (payload, withoutVerdicts []byte, err error) {
 	body := NewBody(Finished(req, out))
 	if payload, err = json.Marshal(body); err != nil {
 		return nil, nil, err

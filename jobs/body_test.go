@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/schemas"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestCallbackPayloads(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	req := &schemas.Request{RequestID: "req-9", TenantID: "acme", SubmittedAt: at}
-	out := pipeline.Events{
+	out := judging.Events{
 		Summary: schemas.SummaryEvent{EventID: "acme/req-9", RequestID: "req-9", TenantID: "acme", RulesetID: "rs", Status: schemas.StatusCompleted, StartedAt: at, CompletedAt: at},
 		Verdicts: []schemas.VerdictEvent{
 			{EventID: "acme/req-9/r1", RequestID: "req-9", TenantID: "acme", RuleID: "r1", StartedAt: at, CompletedAt: at},
@@ -73,7 +73,7 @@ func TestCallbackPayloads(t *testing.T) {
 	}
 }
 
-func mustPayload(t *testing.T, req *schemas.Request, out pipeline.Events) []byte {
+func mustPayload(t *testing.T, req *schemas.Request, out judging.Events) []byte {
 	t.Helper()
 	b, err := ResultPayload(req, out)
 	if err != nil {

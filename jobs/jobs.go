@@ -16,7 +16,7 @@ import (
 	"context"
 	"time"
 
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/schemas"
 )
 
@@ -81,7 +81,7 @@ var (
 // Finished is the job of a request with its outcome, as the serve pipeline
 // leaves it: made from the request alone (its submitted_at and callback URL
 // are the ones the API recorded).
-func Finished(req *schemas.Request, out pipeline.Events) Job {
+func Finished(req *schemas.Request, out judging.Events) Job {
 	job := Job{TenantID: req.TenantID, RequestID: req.RequestID, Status: Completed, SubmittedAt: req.SubmittedAt}
 	if cb := req.Options.CallbackURL; cb != nil {
 		job.CallbackURL = *cb

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/schemas"
 )
 
@@ -80,7 +80,7 @@ func TestMemoryStoreEventsSettleStatus(t *testing.T) {
 
 func TestMemoryStoreCreateIsIdempotent(t *testing.T) {
 	s := NewMemoryStore(MemoryStoreConfig{})
-	testCreateIsIdempotent(t, s, func(_ *schemas.Request, out pipeline.Events) {
+	testCreateIsIdempotent(t, s, func(_ *schemas.Request, out judging.Events) {
 		// What the job feed does with the events.
 		for _, v := range out.Verdicts {
 			s.RecordVerdict(v)
@@ -93,7 +93,7 @@ func TestMemoryStoreCreateIsIdempotent(t *testing.T) {
 // created once per tenant, another tenant's id is its own, the result the
 // pipeline records (finish) is what Get answers, a finished job is not
 // created again, and Delete forgets.
-func testCreateIsIdempotent(t *testing.T, s Store, finish func(*schemas.Request, pipeline.Events)) {
+func testCreateIsIdempotent(t *testing.T, s Store, finish func(*schemas.Request, judging.Events)) {
 	t.Helper()
 	ctx := context.Background()
 	at := time.Now().UTC().Truncate(time.Millisecond)
@@ -110,7 +110,7 @@ func testCreateIsIdempotent(t *testing.T, s Store, finish func(*schemas.Request,
 	}
 	cb := first.CallbackURL
 	req := &schemas.Request{TenantID: "acme", RequestID: "r1", SubmittedAt: at, Options: schemas.Options{CallbackURL: &cb}}
-	finish(req, pipeline.Events{
+	finish(req, judging.Events{
 		Summary:  summary("acme", "r1", schemas.StatusCompleted, 2),
 		Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)},
 	})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"rulevalidator/bucket"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/schemas"
 )
 
@@ -253,7 +253,7 @@ func (s *ObjectStore) Delete(ctx context.Context, tenant, requestID string) erro
 // pipeline.ResultStore. The document is made from the request alone (its
 // submitted_at and callback URL are the ones the API recorded), so no read
 // comes first.
-func (s *ObjectStore) StoreResult(ctx context.Context, req *schemas.Request, out pipeline.Events) error {
+func (s *ObjectStore) StoreResult(ctx context.Context, req *schemas.Request, out judging.Events) error {
 	return s.save(ctx, Finished(req, out))
 }
 

@@ -13,8 +13,8 @@ import (
 
 	"rulevalidator/bucket"
 	"rulevalidator/internal/s3test"
+	"rulevalidator/judging"
 	"rulevalidator/objstore"
-	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
 
@@ -70,7 +70,7 @@ func objectStore(t *testing.T) (*ObjectStore, *objstore.Store) {
 
 func TestObjectStoreCreateIsIdempotent(t *testing.T) {
 	jobs, _ := objectStore(t)
-	testCreateIsIdempotent(t, jobs, func(req *schemas.Request, out pipeline.Events) {
+	testCreateIsIdempotent(t, jobs, func(req *schemas.Request, out judging.Events) {
 		if err := jobs.StoreResult(t.Context(), req, out); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestObjectStoreCreateIsIdempotent(t *testing.T) {
 func TestObjectStoreTenantIsolation(t *testing.T) {
 	jobs, store := objectStore(t)
 	ctx := t.Context()
-	out := pipeline.Events{Summary: summary("acme", "r1", schemas.StatusCompleted, 1), Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
+	out := judging.Events{Summary: summary("acme", "r1", schemas.StatusCompleted, 1), Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
 	if err := jobs.StoreResult(ctx, &schemas.Request{TenantID: "acme", RequestID: "r1"}, out); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestObjectStoreStoreResult(t *testing.T) {
 	if err != nil || pending.Status != Pending || pending.Summary != nil {
 		t.Fatalf("pending job %+v, %v", pending, err)
 	}
-	out := pipeline.Events{
+	out := judging.Events{
 		Summary:  summary("acme", "r1", schemas.StatusCompleted, 2),
 		Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)},
 	}
@@ -233,7 +233,7 @@ func TestObjectStoreStorageDown(t *testing.T) {
 	if created || !errors.As(err, &op) || op.FaultCause() != objstore.CauseStorageAuth {
 		t.Errorf("Create with refused credentials: created=%v, %v; want a storage_auth error", created, err)
 	}
-	if f := pipeline.Classify(jobs.StoreResult(ctx, &schemas.Request{RequestID: "r1", TenantID: "acme"}, pipeline.Events{})); f.Message {
+	if f := judging.Classify(jobs.StoreResult(ctx, &schemas.Request{RequestID: "r1", TenantID: "acme"}, judging.Events{})); f.Message {
 		t.Errorf("StoreResult with refused credentials is classified %+v, want an environment fault", f)
 	}
 }
@@ -279,7 +279,7 @@ func TestObjectStoreAbandonedPendingJob(t *testing.T) {
 	// Queued after the pipeline stored the result leaves the result.
 	fresh, _ := create("quick")
 	done := summary("acme", "quick", schemas.StatusCompleted, 0)
-	if err := jobs.StoreResult(ctx, &schemas.Request{RequestID: "quick", TenantID: "acme"}, pipeline.Events{Summary: done}); err != nil {
+	if err := jobs.StoreResult(ctx, &schemas.Request{RequestID: "quick", TenantID: "acme"}, judging.Events{Summary: done}); err != nil {
 		t.Fatal(err)
 	}
 	if err := jobs.Queued(ctx, fresh); err != nil {

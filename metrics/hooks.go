@@ -131,7 +131,7 @@ func (m *Metrics) PipelineHooks() pipeline.Hooks {
 			if active {
 				v = 1
 			}
-			m.envFault.WithLabelValues(cause).Set(v) // a pipeline.Cause: bounded
+			m.envFault.WithLabelValues(cause).Set(v) // a judging.Cause: bounded
 		},
 		ReportFailed: func() {
 			// Once the report writer reports its uploads itself, its count is

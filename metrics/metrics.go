@@ -22,7 +22,7 @@ import (
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/schemas"
 )
 
@@ -250,7 +250,7 @@ func (m *Metrics) preinitialise() {
 		}
 		m.reviewAgreements.WithLabelValues(t)
 	}
-	for _, c := range pipeline.Causes {
+	for _, c := range judging.Causes {
 		m.envFault.WithLabelValues(string(c)).Set(0)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"rulevalidator/callback"
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
@@ -152,7 +153,7 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 		{"request_duration_seconds", m.requestDuration, 4},
 		{"verdicts_published_total", m.verdictsPublished, 5},
 		{"dead_letters_total", m.deadLetters, len(schemas.Reasons)},
-		{"environment_fault", m.envFault, len(pipeline.Causes)},
+		{"environment_fault", m.envFault, len(judging.Causes)},
 		{"llm_output_retries_total", m.llmRetries, 20},
 		{"evidence_anchoring_total", m.anchoring, 7},
 		{"handler_duration_seconds", m.handlerTimings, 3},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
+	"rulevalidator/judging"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -16,7 +17,7 @@ type published struct {
 	// req is the request's envelope: the cache holds many of these, and a
 	// document can be megabytes.
 	req      *schemas.Request
-	out      Events
+	out      judging.Events
 	judgeErr error // the permanent failure, when the request failed
 	stored   bool  // the result is in Config.Results
 }

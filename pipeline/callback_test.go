@@ -9,6 +9,7 @@ import (
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/judging"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -37,7 +38,7 @@ func (r *resultPublisher) Encode(ctx context.Context, res producer.Result) ([]st
 // or without a callback URL, there is none.
 func TestCallbackIsPublishedWithTheEvents(t *testing.T) {
 	static, ok, serde := oneRuleFixture(t)
-	payload := func(req *schemas.Request, out Events) ([]byte, []byte, error) {
+	payload := func(req *schemas.Request, out judging.Events) ([]byte, []byte, error) {
 		return fmt.Appendf(nil, `{"id":%q,"status":%q,"verdicts":%d}`, req.RequestID, out.Summary.Status, len(out.Verdicts)),
 			fmt.Appendf(nil, `{"id":%q,"status":%q}`, req.RequestID, out.Summary.Status), nil
 	}
@@ -56,7 +57,7 @@ func TestCallbackIsPublishedWithTheEvents(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pub := &resultPublisher{flakyPublisher: flakyPublisher{failures: 1}}
-			cfg := Config{Engine: tc.eng, Rulesets: static, Serde: serde, Publisher: pub, CacheEntries: -1}
+			cfg := Config{Judging: judging.Config{Engine: tc.eng, Rulesets: static}, Serde: serde, Publisher: pub, CacheEntries: -1}
 			if tc.withPayload {
 				cfg.CallbackPayload = payload
 			}

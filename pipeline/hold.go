@@ -9,10 +9,11 @@ import (
 	"sync"
 
 	"rulevalidator/consumer"
+	"rulevalidator/judging"
 )
 
 // This file is the hold: what the pipeline does with an environment fault once the failure
-// table (failures.go) has put an error on the environment. Consumption holds while a fault
+// table (judging.Classify) has put an error on the environment. Consumption holds while a fault
 // lasts, readiness and a metric name the cause, and the hold ends by itself when the messages
 // that hit the fault end.
 
@@ -24,24 +25,24 @@ import (
 // and its alert stay steady for as long as the fault lasts.
 type environment struct {
 	mu      sync.Mutex
-	held    map[string]Cause // message position → the cause its last attempt failed with
-	lastErr map[Cause]string // cause → the last error seen with it
+	held    map[string]judging.Cause // message position → the cause its last attempt failed with
+	lastErr map[judging.Cause]string // cause → the last error seen with it
 	hook    func(cause string, active bool)
 }
 
 func newEnvironment(hook func(cause string, active bool)) *environment {
-	return &environment{held: map[string]Cause{}, lastErr: map[Cause]string{}, hook: hook}
+	return &environment{held: map[string]judging.Cause{}, lastErr: map[judging.Cause]string{}, hook: hook}
 }
 
 // hold records that the message at position failed with an environment fault; it reports
 // whether the cause became active.
-func (e *environment) hold(position string, c Cause, err error) bool {
+func (e *environment) hold(position string, c judging.Cause, err error) bool {
 	e.mu.Lock()
 	prev, had := e.held[position]
 	became := !e.holds(c)
 	e.held[position] = c
 	e.lastErr[c] = err.Error()
-	var freed []Cause
+	var freed []judging.Cause
 	if had && prev != c && !e.holds(prev) {
 		freed = append(freed, prev)
 		delete(e.lastErr, prev)
@@ -53,11 +54,11 @@ func (e *environment) hold(position string, c Cause, err error) bool {
 
 // release forgets the message at position; it returns the causes that no message holds any
 // more.
-func (e *environment) release(position string) []Cause {
+func (e *environment) release(position string) []judging.Cause {
 	e.mu.Lock()
 	c, had := e.held[position]
 	delete(e.held, position)
-	var freed []Cause
+	var freed []judging.Cause
 	if had && !e.holds(c) {
 		freed = append(freed, c)
 		delete(e.lastErr, c)
@@ -68,7 +69,7 @@ func (e *environment) release(position string) []Cause {
 }
 
 // holds reports whether any message holds c; e.mu is held.
-func (e *environment) holds(c Cause) bool {
+func (e *environment) holds(c judging.Cause) bool {
 	for _, h := range e.held {
 		if h == c {
 			return true
@@ -77,7 +78,7 @@ func (e *environment) holds(c Cause) bool {
 	return false
 }
 
-func (e *environment) notify(freed []Cause, became bool, c Cause) {
+func (e *environment) notify(freed []judging.Cause, became bool, c judging.Cause) {
 	if e.hook == nil {
 		return
 	}
@@ -97,7 +98,7 @@ func (e *environment) check(context.Context) error {
 	if len(e.held) == 0 {
 		return nil
 	}
-	count := map[Cause]int{}
+	count := map[judging.Cause]int{}
 	for _, c := range e.held {
 		count[c]++
 	}
@@ -108,7 +109,7 @@ func (e *environment) check(context.Context) error {
 	sort.Strings(causes)
 	parts := make([]string, len(causes))
 	for i, c := range causes {
-		parts[i] = fmt.Sprintf("%s: %s (%d held; last error: %s)", c, Cause(c).Fix(), count[Cause(c)], e.lastErr[Cause(c)])
+		parts[i] = fmt.Sprintf("%s: %s (%d held; last error: %s)", c, judging.Cause(c).Fix(), count[judging.Cause(c)], e.lastErr[judging.Cause(c)])
 	}
 	return fmt.Errorf("consumption held by an environment fault: %s", strings.Join(parts, "; "))
 }
@@ -117,8 +118,8 @@ func (e *environment) check(context.Context) error {
 // the table puts on the environment holds it (readiness fails, the metric and the log name the
 // cause) until the message's handling ends; any other end of an attempt releases the message.
 func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, err error) {
-	if err != nil && ctx.Err() == nil && !errors.Is(err, errRequestTimeout) && !errors.Is(err, consumer.ErrDraining) {
-		if f := Classify(err); !f.Message {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, judging.ErrRequestTimeout) && !errors.Is(err, consumer.ErrDraining) {
+		if f := judging.Classify(err); !f.Message {
 			if p.env.hold(position(m), f.Cause, err) {
 				p.cfg.Logger.Error("environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
 					"cause", f.Cause, "fix", f.Cause.Fix(), "position", position(m), "err", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"rulevalidator/consumer"
+	"rulevalidator/judging"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -33,7 +34,7 @@ func TestEventTooLargeFailsTheRequest(t *testing.T) {
 	pub := &tightPublisher{}
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p, err := New(Config{
-		Engine: &countingEngine{res: ok}, Rulesets: static, Serde: serde, Publisher: pub, CacheEntries: -1,
+		Judging: judging.Config{Engine: &countingEngine{res: ok}, Rulesets: static}, Serde: serde, Publisher: pub, CacheEntries: -1,
 		Now: func() time.Time { clock = clock.Add(time.Second); return clock },
 	})
 	if err != nil {
@@ -49,7 +50,7 @@ func TestEventTooLargeFailsTheRequest(t *testing.T) {
 		m.Headers = append(m.Headers, stream.Header(h))
 	}
 	err = p.Handle(context.Background(), m)
-	if reason, messageFault := MessageFault(err); !messageFault || reason != string(schemas.ReasonOversized) {
+	if reason, messageFault := judging.MessageFault(err); !messageFault || reason != string(schemas.ReasonOversized) {
 		t.Fatalf("Handle = %v (reason %q, message fault %v), want the message's fault, oversized", err, reason, messageFault)
 	}
 	if len(pub.written) != 1 || len(pub.written[0]) != 1 || pub.written[0][0].Topic != "summaries" {

@@ -1,14 +1,8 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"strings"
 	"testing"
-	"time"
 
 	"rulevalidator/engine"
 	"rulevalidator/registry"
@@ -27,110 +21,7 @@ func (f fakeEngine) Evaluate(context.Context, engine.Task) (*engine.Result, erro
 	return f.res, f.err
 }
 
-type failingReports struct{ err error }
-
-func (f failingReports) WriteReport(context.Context, *schemas.Request, *engine.Ruleset, *engine.Result, time.Time) (*schemas.ReportDescriptor, error) {
-	return nil, f.err
-}
-
 func ptr[T any](v T) *T { return &v }
-
-func TestJudgeClassifiesFailures(t *testing.T) {
-	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
-	static, err := registry.NewStatic(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass := true
-	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
-	request := func(mut func(*schemas.Request)) *schemas.Request {
-		r := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
-		if mut != nil {
-			mut(r)
-		}
-		return r
-	}
-	tests := []struct {
-		name       string
-		eng        fakeEngine
-		reports    ReportWriter
-		req        *schemas.Request
-		wantReason string // "" = success; "transient" = not permanent
-	}{
-		{"judged", fakeEngine{res: ok}, nil, request(nil), ""},
-		{"unknown ruleset", fakeEngine{res: ok}, nil, request(func(r *schemas.Request) { r.RulesetRef.ID = "nope" }), "unknown_ruleset"},
-		{"invalid inline ruleset", fakeEngine{res: ok}, nil, request(func(r *schemas.Request) { r.RulesetRef = nil; r.InlineRuleset = ptr(`{"rules":[]}`) }), "invalid_ruleset"},
-		{"inputs too large", fakeEngine{err: fmt.Errorf("%w: big", engine.ErrInputTooLarge)}, nil, request(nil), "oversized"},
-		{"model rejected", fakeEngine{err: fmt.Errorf("%w: 401", engine.ErrLLMRejected)}, nil, request(nil), "model_rejected"},
-		{"output invalid", fakeEngine{err: &engine.OutputError{Attempts: 3}}, nil, request(nil), "invalid_output"},
-		{"model unavailable", fakeEngine{err: fmt.Errorf("%w: 503", engine.ErrLLMUnavailable)}, nil, request(nil), "transient"},
-		{"uri without object storage", fakeEngine{res: ok}, nil, request(func(r *schemas.Request) {
-			r.TextInput = nil
-			r.PrimaryDocs = []schemas.Document{{Name: "a.txt", URI: ptr("s3://b/k")}}
-		}), "invalid_input"},
-		{"model key refused", fakeEngine{err: &adapterFault{cause: "model_auth", kind: engine.ErrLLMUnavailable}}, nil, request(nil), "transient"},
-		{"report storage refuses the secret", fakeEngine{res: ok}, failingReports{s3Error("SignatureDoesNotMatch", 403)}, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "transient"},
-		{"report bucket missing", fakeEngine{res: ok}, failingReports{s3Error("NoSuchBucket", 404)}, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "transient"},
-		{"report not stored", fakeEngine{res: ok}, failingReports{errors.New("bucket gone")}, request(func(r *schemas.Request) { r.Options.GenerateReport = ptr(true) }), "report_failed"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			reportFailed := 0
-			p, err := New(Config{Engine: tt.eng, Rulesets: static, Reports: tt.reports, Hooks: Hooks{ReportFailed: func() { reportFailed++ }}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := p.Judge(context.Background(), tt.req, time.Now())
-			reason, permanent := MessageFault(err)
-			switch tt.wantReason {
-			case "":
-				if err != nil || out.Summary.Status != schemas.StatusCompleted || len(out.Verdicts) != 1 {
-					t.Fatalf("err %v, outcome %+v", err, out)
-				}
-			case "transient":
-				if err == nil || permanent {
-					t.Fatalf("err %v (permanent %v), want a transient error", err, permanent)
-				}
-			default:
-				if reason != tt.wantReason {
-					t.Fatalf("reason %q (err %v), want %q", reason, err, tt.wantReason)
-				}
-				if out.Summary.Status != schemas.StatusFailed || out.Summary.Error == nil || string(out.Summary.Error.Code) != tt.wantReason || len(out.Verdicts) != 0 {
-					t.Errorf("failed summary = %+v", out.Summary)
-				}
-			}
-			if tt.wantReason == "report_failed" && reportFailed != 1 {
-				t.Errorf("ReportFailed hook called %d times", reportFailed)
-			}
-		})
-	}
-}
-
-// TestReportWithoutStorage: with reports disabled, a request asking for one
-// completes without it, and the log says why.
-func TestReportWithoutStorage(t *testing.T) {
-	rs := &engine.Ruleset{ID: "rs", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}, GenerateReport: true}
-	static, err := registry.NewStatic(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pass := true
-	res := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass}}}
-	var logs bytes.Buffer
-	p, err := New(Config{Engine: fakeEngine{res: res}, Rulesets: static, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
-	out, err := p.Judge(context.Background(), req, time.Now())
-	if err != nil || out.Summary.Status != schemas.StatusCompleted || out.Summary.Report != nil || len(out.Verdicts) != 1 {
-		t.Fatalf("err %v, summary %+v", err, out.Summary)
-	}
-	if !strings.Contains(logs.String(), `"msg":"report skipped: a report was asked for but no report storage is configured`) ||
-		!strings.Contains(logs.String(), `"request_id":"req-1"`) {
-		t.Errorf("the log does not say why there is no report:\n%s", logs.String())
-	}
-}
 
 func TestResultCacheBounds(t *testing.T) {
 	c := newResultCache(2, 1<<20)

@@ -11,6 +11,7 @@ import (
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/judging"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -82,9 +83,9 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 			finished := 0
 			clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 			p, err := New(Config{
-				Engine: tc.eng, Rulesets: static, Serde: serde, Publisher: pub, CacheEntries: -1,
+				Judging: judging.Config{Engine: tc.eng, Rulesets: static}, Serde: serde, Publisher: pub, CacheEntries: -1,
 				Now:   func() time.Time { clock = clock.Add(time.Second); return clock },
-				Hooks: Hooks{Finished: func(*schemas.Request, Events) { finished++ }},
+				Hooks: Hooks{Finished: func(*schemas.Request, judging.Events) { finished++ }},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -100,12 +101,12 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
 				err := p.Handle(context.Background(), m)
-				if _, permanent := MessageFault(err); err == nil || permanent {
+				if _, permanent := judging.MessageFault(err); err == nil || permanent {
 					t.Fatalf("attempt %d with the broker down: %v, want a transient error", attempt, err)
 				}
 			}
 			err = p.Handle(context.Background(), m)
-			reason, _ := MessageFault(err)
+			reason, _ := judging.MessageFault(err)
 			if (tc.wantReason == "" && err != nil) || reason != tc.wantReason {
 				t.Fatalf("once the broker is back: %v, want reason %q", err, tc.wantReason)
 			}
@@ -159,8 +160,8 @@ func TestFinishedRequestsKeepNoDocumentText(t *testing.T) {
 	static, passing, serde := oneRuleFixture(t)
 	eng := &countingEngine{res: passing}
 	var got *schemas.Request
-	p, err := New(Config{Engine: eng, Rulesets: static, Serde: serde, Publisher: &flakyPublisher{},
-		Hooks: Hooks{Finished: func(req *schemas.Request, _ Events) { got = req }}})
+	p, err := New(Config{Judging: judging.Config{Engine: eng, Rulesets: static}, Serde: serde, Publisher: &flakyPublisher{},
+		Hooks: Hooks{Finished: func(req *schemas.Request, _ judging.Events) { got = req }}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"rulevalidator/consumer"
+	"rulevalidator/judging"
 	"rulevalidator/objstore"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -21,11 +22,11 @@ type flakyResults struct {
 	mu       sync.Mutex
 	failures int
 	err      error
-	stored   []Events
+	stored   []judging.Events
 	order    *[]string
 }
 
-func (f *flakyResults) StoreResult(_ context.Context, req *schemas.Request, out Events) error {
+func (f *flakyResults) StoreResult(_ context.Context, req *schemas.Request, out judging.Events) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failures > 0 {
@@ -64,20 +65,20 @@ func TestResultStoredBeforePublishing(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		err       error
-		wantCause Cause
+		wantCause judging.Cause
 	}{
-		{"credentials refused", s3Err("AccessDenied", 403), CauseStorageAuth},
-		{"bucket missing", s3Err("NoSuchBucket", 404), CauseStorageBucket},
-		{"store overloaded", s3Err("SlowDown", 503), CauseStorageUnavailable},
-		{"a refusal that names no cause", s3Err("InvalidArgument", 400), CauseStorageUnavailable},
-		{"unreachable", context.DeadlineExceeded, CauseTimeout},
+		{"credentials refused", s3Err("AccessDenied", 403), judging.CauseStorageAuth},
+		{"bucket missing", s3Err("NoSuchBucket", 404), judging.CauseStorageBucket},
+		{"store overloaded", s3Err("SlowDown", 503), judging.CauseStorageUnavailable},
+		{"a refusal that names no cause", s3Err("InvalidArgument", 400), judging.CauseStorageUnavailable},
+		{"unreachable", context.DeadlineExceeded, judging.CauseTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var order []string
 			eng := &countingEngine{res: ok}
 			pub := &orderedPublisher{order: &order}
 			results := &flakyResults{failures: 2, err: tc.err, order: &order}
-			p, err := New(Config{Engine: eng, Rulesets: static, Serde: serde, Publisher: pub, Results: results, CacheEntries: -1})
+			p, err := New(Config{Judging: judging.Config{Engine: eng, Rulesets: static}, Serde: serde, Publisher: pub, Results: results, CacheEntries: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,10 +93,10 @@ func TestResultStoredBeforePublishing(t *testing.T) {
 			}
 			for attempt := 1; attempt <= 2; attempt++ {
 				err := p.Handle(context.Background(), m)
-				if _, permanent := MessageFault(err); err == nil || permanent {
+				if _, permanent := judging.MessageFault(err); err == nil || permanent {
 					t.Fatalf("attempt %d with storage failing: %v, want an error that holds the request", attempt, err)
 				}
-				if f := Classify(err); f.Message || f.Cause != tc.wantCause {
+				if f := judging.Classify(err); f.Message || f.Cause != tc.wantCause {
 					t.Fatalf("attempt %d: classified %+v, want the environment fault %s", attempt, f, tc.wantCause)
 				}
 				if !errors.Is(err, tc.err) {

@@ -3,6 +3,7 @@ package reviews
 import (
 	"context"
 
+	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
@@ -19,7 +20,7 @@ type ResultStore struct {
 
 // StoreResult keeps the material and the routed verdicts of a completed
 // request, then its result.
-func (s ResultStore) StoreResult(ctx context.Context, req *schemas.Request, out pipeline.Events) error {
+func (s ResultStore) StoreResult(ctx context.Context, req *schemas.Request, out judging.Events) error {
 	if out.Summary.Status == schemas.StatusCompleted {
 		if out.Material != nil {
 			if err := s.Reviews.SaveMaterial(ctx, req.TenantID, req.RequestID, Material{Ruleset: out.Ruleset, Inputs: out.Material, Files: out.Files}); err != nil {

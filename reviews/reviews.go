@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"rulevalidator/engine"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/schemas"
 )
 
@@ -155,7 +155,7 @@ type Material struct {
 	Inputs  *engine.Inputs  `json:"inputs"`
 	// Files are the PDF files as they came, for the pages a reviewer is
 	// shown; absent from material kept before them.
-	Files []pipeline.File `json:"files,omitempty"`
+	Files []judging.File `json:"files,omitempty"`
 }
 
 var (

@@ -16,7 +16,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/eval"
 	"rulevalidator/internal/llmfake"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/request"
 )
 
@@ -27,9 +27,10 @@ func (s staticRulesets) Resolve(context.Context, string, string) (*engine.Rulese
 	return s.rs, nil
 }
 
-// TestEveryRoadGivesTheSameVerdicts: the example's inputs judged by the service
-// (pipeline.Judge), by validate and by eval reach the model as the same prompt and come
-// back as the same verdicts, because all three judge through pipeline.Evaluate.
+// TestEveryRoadGivesTheSameVerdicts: the example's inputs judged by the service's use case
+// (judging.Judge), by validate and by eval reach the model as the same prompt and come
+// back as the same verdicts, because all three judge through the one road into the engine
+// (judging.Evaluate).
 func TestEveryRoadGivesTheSameVerdicts(t *testing.T) {
 	t.Parallel()
 	fake := llmfake.New()
@@ -60,7 +61,7 @@ func TestEveryRoadGivesTheSameVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := oneRoadEngine(t, fake)
-	pipe, err := pipeline.New(pipeline.Config{Engine: eng, Rulesets: staticRulesets{rs}, Logger: slog.New(slog.DiscardHandler)})
+	judge, err := judging.New(judging.Config{Engine: eng, Rulesets: staticRulesets{rs}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,8 @@ func TestEveryRoadGivesTheSameVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := pipe.Judge(context.Background(), req, time.Now())
+	out, release, err := judge.Judge(context.Background(), req, time.Now())
+	release()
 	if err != nil {
 		t.Fatalf("service: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/producer"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
@@ -108,7 +108,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		return invalid("%s: %v", *file, err)
 	}
 	if *strict {
-		if err := pipeline.CheckRequest(reqs[0]); err != nil {
+		if err := judging.CheckRequest(reqs[0]); err != nil {
 			return invalid("%s: %v", *file, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"rulevalidator/eval"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/jobs"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 )
@@ -40,8 +40,8 @@ func TestReviewsExportCommand(t *testing.T) {
 	yes := true
 	res := &engine.Result{RulesetID: "msa", Model: "m", Rules: []engine.Verdict{{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &yes}}}
 	now := time.Now()
-	out := pipeline.Events{
-		Verdicts: pipeline.NewVerdictEvents(req, rs, res, "", now, now), Summary: pipeline.NewSummary(req, rs, res, "", nil, now, now),
+	out := judging.Events{
+		Verdicts: judging.NewVerdictEvents(req, rs, res, "", now, now), Summary: judging.NewSummary(req, rs, res, "", nil, now, now),
 		Material: &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "msa.txt", Pages: []string{"Nobody signed this agreement."}}}}, Ruleset: rs,
 	}
 	if err := (reviews.ResultStore{Results: jobStore, Reviews: reviewStore}).StoreResult(ctx, req, out); err != nil {

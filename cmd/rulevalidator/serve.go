@@ -18,6 +18,7 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/jobs"
+	"rulevalidator/judging"
 	"rulevalidator/objstore"
 	"rulevalidator/outbox"
 	"rulevalidator/pipeline"
@@ -361,10 +362,12 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}
 
 	pipeCfg := pipeline.Config{
-		Engine:          eng,
-		Evidence:        engine.EvidenceMode(cfg.llm.evidence),
-		Documents:       documents,
-		Rulesets:        resolver,
+		Judging: judging.Config{
+			Engine:    eng,
+			Evidence:  engine.EvidenceMode(cfg.llm.evidence),
+			Documents: documents,
+			Rulesets:  resolver,
+		},
 		Serde:           serde,
 		Publisher:       prod,
 		CacheEntries:    cfg.cacheEntries,
@@ -379,7 +382,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		pipeCfg.CallbackPayload = jobs.CallbackPayloads
 	}
 	if svc.reports != nil {
-		pipeCfg.Reports = svc.reports
+		pipeCfg.Judging.Reports = svc.reports
 	}
 	if svc.jobs != nil {
 		// The final job status is stored before the events are published,
@@ -390,7 +393,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		pipeCfg.CacheEntries = -1
 	}
 	if store != nil {
-		pipeCfg.Objects = store
+		pipeCfg.Judging.Objects = store
 	}
 	pipe, err := pipeline.New(pipeCfg)
 	if err != nil {
@@ -401,8 +404,8 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	deadLetters := svc.metrics.CountDeadLetters(prod)
 	handler := consumer.Chain(pipe.Handle,
 		pipe.ReleaseHolds,
-		consumer.RetryWithFilter(retry, pipeline.MessageFault, logger),
-		consumer.DeadLetterWithFilter(deadLetters, pipeline.MessageFault, logger),
+		consumer.RetryWithFilter(retry, judging.MessageFault, logger),
+		consumer.DeadLetterWithFilter(deadLetters, judging.MessageFault, logger),
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{

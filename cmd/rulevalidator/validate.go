@@ -14,7 +14,7 @@ import (
 
 	"rulevalidator/docread"
 	"rulevalidator/engine"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/report"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
@@ -109,7 +109,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		return exitInvalid
 	}
 
-	res, err := pipeline.Evaluate(ctx, eng, rs, req, mediaTypes)
+	res, err := judging.Evaluate(ctx, eng, rs, req, mediaTypes)
 	if err != nil {
 		if errors.Is(err, engine.ErrInvalidInput) {
 			fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
@@ -223,9 +223,9 @@ func readFile[T any](path string, parse func([]byte) (T, error)) (T, error) {
 
 // describeEvalError says which kind of failure it was, for a person.
 func describeEvalError(err error, baseURL string) string {
-	f := pipeline.Classify(err)
+	f := judging.Classify(err)
 	switch {
-	case !f.Message && (f.Cause == pipeline.CauseModelAuth || f.Cause == pipeline.CauseModelNotFound):
+	case !f.Message && (f.Cause == judging.CauseModelAuth || f.Cause == judging.CauseModelNotFound):
 		return fmt.Sprintf("the model server at %s refused the request (%s: %s): %v", baseURL, f.Cause, f.Cause.Fix(), err)
 	case errors.Is(err, engine.ErrLLMUnavailable):
 		return fmt.Sprintf("could not reach the model at %s: %v", baseURL, err)

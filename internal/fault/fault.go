@@ -1,10 +1,9 @@
 // Package fault holds the marks and sentinels by which an error says whose fault it is,
-// shared by the adapters that make such errors (consumer, objstore, registry) and the
-// failure table that reads them (judging.Classify). They are declared here, in a package
-// that imports nothing of the module, so that the table imports no broker or storage
-// client: consumer.Permanent is Permanent, and objstore.ErrNotFound, objstore.ErrTooLarge,
-// objstore.ErrClaimRefused and registry.ErrUnknownRuleset are the errors below under their
-// adapters' names.
+// shared by the adapters that make such errors (consumer, registry) and the failure table
+// that reads them (judging.Classify). They are declared here, in a package that imports
+// nothing of the module, so that the table imports no broker client: consumer.Permanent is
+// Permanent, and registry.ErrUnknownRuleset is ErrUnknownRuleset under its adapter's name.
+// Object storage's errors are package bucket's, which holds no client either.
 package fault
 
 import (
@@ -15,14 +14,6 @@ import (
 var (
 	// ErrUnknownRuleset: a ruleset id or version no resolver knows (registry.ErrUnknownRuleset).
 	ErrUnknownRuleset = errors.New("unknown ruleset")
-	// ErrObjectNotFound: the object does not exist (objstore.ErrNotFound).
-	ErrObjectNotFound = errors.New("object not found")
-	// ErrObjectTooLarge: the object is bigger than the store reads into memory
-	// (objstore.ErrTooLarge).
-	ErrObjectTooLarge = errors.New("object too large")
-	// ErrClaimRefused: a claim check names an object its tenant may not read
-	// (objstore.ErrClaimRefused).
-	ErrClaimRefused = errors.New("claim check refused")
 )
 
 // reasonUnspecified stands in for an empty reason, so that every permanent error has a label.

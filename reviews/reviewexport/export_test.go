@@ -13,7 +13,7 @@ import (
 	"rulevalidator/eval"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/jobs"
-	"rulevalidator/pipeline"
+	"rulevalidator/judging"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 )
@@ -42,9 +42,9 @@ func storeJudged(t *testing.T, ctx context.Context, results reviews.ResultStore,
 	}}
 	inline := exportRuleset
 	req := &schemas.Request{RequestID: requestID, TenantID: "acme", InlineRuleset: &inline}
-	out := pipeline.Events{
-		Verdicts: pipeline.NewVerdictEvents(req, rs, res, "", completed.Add(-time.Second), completed),
-		Summary:  pipeline.NewSummary(req, rs, res, "", nil, completed.Add(-time.Second), completed),
+	out := judging.Events{
+		Verdicts: judging.NewVerdictEvents(req, rs, res, "", completed.Add(-time.Second), completed),
+		Summary:  judging.NewSummary(req, rs, res, "", nil, completed.Add(-time.Second), completed),
 		Material: in, Ruleset: rs,
 	}
 	if err := results.StoreResult(ctx, req, out); err != nil {
@@ -186,10 +186,10 @@ func TestExportLabelsNestedRules(t *testing.T) {
 	inline := nestedRuleset
 	req := &schemas.Request{RequestID: requestID, TenantID: "acme", InlineRuleset: &inline}
 	done := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, v := range pipeline.NewVerdictEvents(req, rs, res, "", done.Add(-time.Second), done) {
+	for _, v := range judging.NewVerdictEvents(req, rs, res, "", done.Add(-time.Second), done) {
 		jobStore.RecordVerdict(v)
 	}
-	jobStore.RecordSummary(pipeline.NewSummary(req, rs, res, "", nil, done.Add(-time.Second), done))
+	jobStore.RecordSummary(judging.NewSummary(req, rs, res, "", nil, done.Add(-time.Second), done))
 	if err := store.SaveMaterial(ctx, "acme", requestID, reviews.Material{Ruleset: rs, Inputs: in}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package judging
 
 import (
 	"context"
@@ -6,19 +6,19 @@ import (
 	"net"
 	"syscall"
 
-	"rulevalidator/consumer"
+	"rulevalidator/bucket"
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/internal/fault"
 	"rulevalidator/internal/tlserr"
-	"rulevalidator/objstore"
-	"rulevalidator/registry"
 	"rulevalidator/schemas"
 )
 
 // This file is the failure table: every error a request can end in is either the message's
 // fault (it is dead-lettered on the first attempt, with a typed reason) or the environment's
 // (consumption holds: the message is retried with backoff and never dead-lettered, until the
-// operator fixes what the cause names or the dependency comes back).
+// operator fixes what the cause names or the dependency comes back). It reads the adapters'
+// sentinels and the permanent mark from package fault, so that it imports none of them.
 
 // Fault is what adapters (the model client, object storage, the broker) implement on their
 // errors to say whose fault a failure is. It is found with errors.As.
@@ -81,17 +81,18 @@ type Failure struct {
 	Cause Cause
 }
 
-// Classify is the failure table. In order: an error already marked consumer.Permanent keeps
-// its reason; a report that could not be stored is the environment's when storage named what
+// Classify is the failure table. In order: an error already marked permanent
+// (fault.Permanent, consumer.Permanent) keeps its reason; every attempt run out of the request
+// timeout (ErrTimedOut) is the message's; a report that could not be stored is the environment's when storage named what
 // is wrong with it, else the message's (report_failed); a verdict cache that could not be read
 // is the environment's (its storage cause); an adapter's Fault decides whose fault it is; the
 // contracts' and the engine's sentinels name message faults; what is left is the
 // environment's, its cause guessed from the error's type.
 func Classify(err error) Failure {
-	if reason, ok := consumer.PermanentReason(err); ok {
+	if reason, ok := fault.PermanentReason(err); ok {
 		return Failure{Message: true, Reason: schemas.Reason(reason)}
 	}
-	if errors.Is(err, errTimedOut) {
+	if errors.Is(err, ErrTimedOut) {
 		// Every attempt allowed ran out of time: the message's, whatever
 		// the last attempt's own cause (the model adapter's timeout).
 		return Failure{Message: true, Reason: schemas.ReasonTimeout}
@@ -109,7 +110,7 @@ func Classify(err error) Failure {
 		// The verdict cache could not be read: held, as for reports and job status, whatever
 		// the store says of the object (asking the model instead would pay again for every
 		// verdict the cache holds).
-		return Failure{Cause: storageCause(err)}
+		return Failure{Cause: StorageCause(err)}
 	}
 	var f Fault
 	if errors.As(err, &f) && !f.MessageFault() {
@@ -125,13 +126,14 @@ func Classify(err error) Failure {
 	return Failure{Cause: environmentCause(err)}
 }
 
-// MessageFault is the one predicate of whose fault an error is, for the consumer's retry and
-// dead-letter middleware (consumer.RetryWithFilter, consumer.DeadLetterWithFilter) and the
+// MessageFault is the one predicate of whose fault an error is, for serve's consumer's retry
+// and dead-letter middleware (consumer.RetryWithFilter, consumer.DeadLetterWithFilter) and the
 // pipeline alike: the failure table's answer (Classify), with the dead-letter reason when the
-// message is at fault. An attempt that ran out of the request timeout is nobody's fault yet:
-// it is retried until TimeoutAttempts, and then its error is the message's (timeout).
+// message is at fault. An attempt that ran out of the request timeout (ErrRequestTimeout) is
+// nobody's fault yet: it is retried until the transport gives up on it (ErrTimedOut), and then
+// its error is the message's (timeout).
 func MessageFault(err error) (reason string, messageFault bool) {
-	if err == nil || errors.Is(err, errRequestTimeout) && !errors.Is(err, errTimedOut) {
+	if err == nil || errors.Is(err, ErrRequestTimeout) && !errors.Is(err, ErrTimedOut) {
 		return "", false
 	}
 	f := Classify(err)
@@ -146,17 +148,17 @@ func messageReason(err error) (schemas.Reason, bool) {
 		return schemas.ReasonUndecodable, true
 	case errors.Is(err, schemas.ErrInvalidRequest):
 		return schemas.ReasonInvalidRequest, true
-	case errors.Is(err, registry.ErrUnknownRuleset):
+	case errors.Is(err, fault.ErrUnknownRuleset):
 		return schemas.ReasonUnknownRuleset, true
 	case errors.Is(err, engine.ErrInvalidRuleset):
 		return schemas.ReasonInvalidRuleset, true
-	case errors.Is(err, objstore.ErrClaimRefused):
+	case errors.Is(err, bucket.ErrClaimRefused):
 		return schemas.ReasonClaimRefused, true
 	case errors.Is(err, docread.ErrUnreadable):
 		return schemas.ReasonUnreadableDocument, true
-	case errors.Is(err, engine.ErrInputTooLarge), errors.Is(err, objstore.ErrTooLarge):
+	case errors.Is(err, engine.ErrInputTooLarge), errors.Is(err, bucket.ErrTooLarge):
 		return schemas.ReasonOversized, true
-	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, schemas.ErrUnresolvedURI), errors.Is(err, objstore.ErrNotFound):
+	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, schemas.ErrUnresolvedURI), errors.Is(err, bucket.ErrNotFound):
 		return schemas.ReasonInvalidInput, true
 	case errors.Is(err, engine.ErrLLMRejected):
 		return schemas.ReasonModelRejected, true
@@ -191,28 +193,10 @@ func boundCause(s string) Cause {
 	return CauseOther
 }
 
-// brokerError marks a failure to publish: the broker's fault, never the message's.
-type brokerError struct{ err error }
-
-func (e *brokerError) Error() string      { return "publishing: " + e.err.Error() }
-func (e *brokerError) Unwrap() error      { return e.err }
-func (e *brokerError) MessageFault() bool { return false }
-func (e *brokerError) FaultCause() string { return string(CauseBroker) }
-
-// resultStoreError marks a failure to store a request's result: never the message's fault,
-// whatever the store says, so the request is held rather than dead-lettered. The cause is
-// the store's own (storage_auth, storage_bucket, ...) when it names one.
-type resultStoreError struct{ err error }
-
-func (e *resultStoreError) Error() string      { return e.err.Error() }
-func (e *resultStoreError) Unwrap() error      { return e.err }
-func (e *resultStoreError) MessageFault() bool { return false }
-func (e *resultStoreError) FaultCause() string { return string(storageCause(e.err)) }
-
-// storageCause is the cause of a storage failure that is never the message's: the store's
-// own (storage_auth, storage_bucket, ...) when it names one, else the network's or TLS's,
-// else storage_unavailable.
-func storageCause(err error) Cause {
+// StorageCause is the cause of a storage failure that is never the message's (the verdict
+// cache's, serve's result store's): the store's own (storage_auth, storage_bucket, ...) when
+// it names one, else the network's or TLS's, else storage_unavailable.
+func StorageCause(err error) Cause {
 	var f Fault
 	if errors.As(err, &f) && f.FaultCause() != "" {
 		return boundCause(f.FaultCause())
@@ -229,16 +213,7 @@ type reportError struct{ err error }
 func (e *reportError) Error() string { return "storing the report: " + e.err.Error() }
 func (e *reportError) Unwrap() error { return e.err }
 
-// attemptsError says how many attempts a dead-lettered message had; the dead letter records it.
-type attemptsError struct {
-	n   int
-	err error
-}
-
-func (e *attemptsError) Error() string { return e.err.Error() }
-func (e *attemptsError) Unwrap() error { return e.err }
-func (e *attemptsError) Attempts() int { return e.n }
-
-// errTimedOut marks a request dead-lettered because it ran out of the request timeout on
-// every attempt allowed.
-var errTimedOut = errors.New("request timed out on every attempt")
+// ErrTimedOut marks a request given up on because it ran out of the request timeout
+// (ErrRequestTimeout) on every attempt its transport allows (serve's
+// --request-timeout-attempts): the message's fault, reason timeout.
+var ErrTimedOut = errors.New("request timed out on every attempt")

@@ -1,4 +1,4 @@
-package pipeline
+package judging
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"rulevalidator/schemas"
 )
 
-// This file is the one road from a decoded request to its verdicts, taken by the service
-// (Pipeline.Judge), validate and eval alike: the engine's inputs are built from the request
-// here, and the engine is asked here (the ruleset given inline is parsed by
+// This file is the one road from a decoded request into the engine, taken by the service
+// (Judge), validate and eval alike: the engine's task is built from the request here, once,
+// and the engine is asked with it (the ruleset given inline is parsed by
 // request.InlineRuleset, for the API as well).
 
 // Evaluate judges req against rs: the engine's inputs built from the request (its documents
@@ -23,9 +23,19 @@ import (
 // (RequestFacts; mediaTypes are those of the documents read from files, by name, nil when
 // none was). Errors are EngineInputs' and the engine's.
 func Evaluate(ctx context.Context, eng Evaluator, rs *engine.Ruleset, req *schemas.Request, mediaTypes map[string]string) (*engine.Result, error) {
-	in, err := EngineInputs(req)
+	task, err := newTask(req, rs, mediaTypes)
 	if err != nil {
 		return nil, err
+	}
+	return eng.Evaluate(ctx, task)
+}
+
+// newTask is what the engine is asked to judge of req against rs (see Evaluate); its inputs
+// are what was judged, kept beside the result (Events.Material).
+func newTask(req *schemas.Request, rs *engine.Ruleset, mediaTypes map[string]string) (engine.Task, error) {
+	in, err := EngineInputs(req)
+	if err != nil {
+		return engine.Task{}, err
 	}
 	task := engine.Task{Ruleset: rs, Inputs: in, Tenant: req.TenantID, RequestID: req.RequestID,
 		Facts: RequestFacts(req, mediaTypes)}
@@ -33,7 +43,7 @@ func Evaluate(ctx context.Context, eng Evaluator, rs *engine.Ruleset, req *schem
 		task.Model = *req.Options.Model
 	}
 	task.NoCache = req.Options.Cache != nil && !*req.Options.Cache
-	return eng.Evaluate(ctx, task)
+	return task, nil
 }
 
 // CheckRequest makes the checks Evaluate would make of a request's content before any

@@ -1,4 +1,4 @@
-package pipeline
+package judging
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package pipeline
+package judging
 
 import (
 	"time"
@@ -10,6 +10,37 @@ import (
 
 // This file is where the engine's result meets the contracts: the result as events. The
 // request's way into the engine is evaluate.go; the failure table is failures.go.
+
+// Events is what judging one request produced: its verdict events (none
+// when it failed) and its summary.
+type Events struct {
+	Verdicts []schemas.VerdictEvent
+	Summary  schemas.SummaryEvent
+	// Material is what was judged, the documents' text as read, and Ruleset
+	// the ruleset it was judged on, for the result store to keep beside the
+	// result (reviewers cite the material's passages; reviewed validations
+	// become evaluation cases); nil for a request that failed. Serve drops
+	// them once the result is stored, so results kept for redeliveries hold
+	// no document text.
+	Material *engine.Inputs
+	Ruleset  *engine.Ruleset
+	// Files are the PDF files that were read, as they came, for the pages
+	// a reviewer is shown (rendered as a reader sees them); dropped with
+	// Material.
+	Files []File
+}
+
+// File is a document file as it came in a request.
+type File struct {
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"`
+}
+
+// EventOutcome is engine.VerdictOutcome of a verdict event.
+func EventOutcome(v schemas.VerdictEvent) engine.Outcome {
+	return engine.VerdictOutcome(v.RuleType, v.NotApplicable, v.BooleanOutput, v.NumericalOutput)
+}
 
 // NewVerdictEvents builds one event per verdict of res, in res's order. rs gives each rule's
 // position, display name and allowed scores; it may be nil, in which case positions follow

@@ -2,22 +2,16 @@ package pipeline
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-
 	"rulevalidator/consumer"
-	"rulevalidator/docread"
 	"rulevalidator/engine"
-	"rulevalidator/objstore"
+	"rulevalidator/judging"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -34,80 +28,28 @@ func (e *adapterFault) Unwrap() error      { return e.kind }
 func (e *adapterFault) MessageFault() bool { return e.cause == "" }
 func (e *adapterFault) FaultCause() string { return e.cause }
 
-func s3Error(code string, status int) error {
-	return &objstore.OpError{Op: "get", URI: "s3://docs/a.txt", Attempts: 1, Err: minio.ErrorResponse{Code: code, StatusCode: status}}
-}
-
-func TestClassify(t *testing.T) {
-	message := func(r schemas.Reason) Failure { return Failure{Message: true, Reason: r} }
-	env := func(c Cause) Failure { return Failure{Cause: c} }
+// The adapter's own errors say whose fault they are to the one failure table.
+func TestAdapterErrorsClassify(t *testing.T) {
+	var _ judging.Fault = (*brokerError)(nil)
+	var _ judging.Fault = (*resultStoreError)(nil)
 	for _, tc := range []struct {
 		name string
 		err  error
-		want Failure
+		want judging.Failure
 	}{
-		// Message faults: dead-lettered at once.
-		{"undecodable", &schemas.DecodeError{Problem: "x"}, message(schemas.ReasonUndecodable)},
-		{"invalid request", &schemas.RequestError{Problems: []string{"x"}}, message(schemas.ReasonInvalidRequest)},
-		{"invalid ruleset", fmt.Errorf("resolve: %w", engine.ErrInvalidRuleset), message(schemas.ReasonInvalidRuleset)},
-		{"unknown ruleset", fmt.Errorf("resolving: %w", registry.ErrUnknownRuleset), message(schemas.ReasonUnknownRuleset)},
-		{"invalid input", &engine.InputError{Problem: "x"}, message(schemas.ReasonInvalidInput)},
-		{"unresolved uri", fmt.Errorf("x: %w", schemas.ErrUnresolvedURI), message(schemas.ReasonInvalidInput)},
-		{"input too large", fmt.Errorf("x: %w", engine.ErrInputTooLarge), message(schemas.ReasonOversized)},
-		{"unreadable document", fmt.Errorf("x: %w", &docread.Error{Document: "a.pdf", Kind: docread.ErrEncrypted}), message(schemas.ReasonUnreadableDocument)},
-		{"document over the page limit", &docread.Error{Document: "a.pdf", Kind: docread.ErrTooManyPages}, message(schemas.ReasonUnreadableDocument)},
-		{"object too large", fmt.Errorf("x: %w", objstore.ErrTooLarge), message(schemas.ReasonOversized)},
-		{"object missing", s3Error("NoSuchKey", 404), message(schemas.ReasonInvalidInput)},
-		{"object name invalid", s3Error("InvalidObjectName", 400), message(schemas.ReasonInvalidInput)},
-		{"a bucket this service does not read", &objstore.OpError{Op: "get", URI: "s3://other/k", Err: errors.New(`bucket "other" is not one this service reads`)}, message(schemas.ReasonInvalidInput)},
-		{"model rejected the request", &adapterFault{kind: engine.ErrLLMRejected}, message(schemas.ReasonModelRejected)},
-		{"output still invalid", fmt.Errorf("x: %w", engine.ErrInvalidOutput), message(schemas.ReasonInvalidOutput)},
-		{"timed out every attempt", fmt.Errorf("x: %w", errTimedOut), message(schemas.ReasonTimeout)},
-		{"timed out every attempt, the last on a model timeout", &attemptsError{n: 3, err: fmt.Errorf("%w: %w", errTimedOut, &adapterFault{cause: "model_unavailable", kind: engine.ErrLLMUnavailable})}, message(schemas.ReasonTimeout)},
-		{"already marked", consumer.Permanent("report_failed", errors.New("x")), message(schemas.ReasonReportFailed)},
-		{"report not stored", &reportError{errors.New("the writer gave up")}, message(schemas.ReasonReportFailed)},
-		{"report too large to store", &reportError{fmt.Errorf("x: %w", objstore.ErrTooLarge)}, message(schemas.ReasonReportFailed)},
-		{"report refused by a model fault", &reportError{&adapterFault{kind: engine.ErrLLMRejected}}, message(schemas.ReasonReportFailed)},
-
-		// Environment faults: held, never dead-lettered.
-		{"model auth", &adapterFault{cause: "model_auth", kind: engine.ErrLLMUnavailable}, env(CauseModelAuth)},
-		{"configured model not found", &adapterFault{cause: "model_not_found", kind: engine.ErrLLMUnavailable}, env(CauseModelNotFound)},
-		{"model down", fmt.Errorf("x: %w", engine.ErrLLMUnavailable), env(CauseModelUnavailable)},
-		{"storage access denied", s3Error("AccessDenied", 403), env(CauseStorageAuth)},
-		{"storage key unknown", s3Error("InvalidAccessKeyId", 403), env(CauseStorageAuth)},
-		{"storage secret wrong", s3Error("SignatureDoesNotMatch", 403), env(CauseStorageAuth)},
-		{"bucket missing", s3Error("NoSuchBucket", 404), env(CauseStorageBucket)},
-		{"storage overloaded", s3Error("SlowDown", 503), env(CauseStorageUnavailable)},
-		{"storage certificate", &objstore.OpError{Op: "get", Attempts: 1, Err: x509.UnknownAuthorityError{}}, env(CauseTLS)},
-		{"certificate", fmt.Errorf("x: %w", x509.UnknownAuthorityError{}), env(CauseTLS)},
-		{"broker", &brokerError{errors.New("leader not available")}, env(CauseBroker)},
-		{"report storage denied", &reportError{s3Error("AccessDenied", 403)}, env(CauseStorageAuth)},
-		{"report bucket missing", fmt.Errorf("judging: %w", &reportError{s3Error("NoSuchBucket", 404)}), env(CauseStorageBucket)},
-		{"report storage certificate", &reportError{x509.UnknownAuthorityError{}}, env(CauseTLS)},
-		{"verdict cache storage denied", fmt.Errorf("%w: %w", engine.ErrCacheUnavailable, s3Error("AccessDenied", 403)), env(CauseStorageAuth)},
-		{"verdict cache bucket missing", fmt.Errorf("%w: %w", engine.ErrCacheUnavailable, s3Error("NoSuchBucket", 404)), env(CauseStorageBucket)},
-		{"verdict cache entry refused, never the message's", fmt.Errorf("%w: %w", engine.ErrCacheUnavailable, s3Error("InvalidObjectName", 400)), env(CauseStorageUnavailable)},
-		{"verdict cache unreachable", fmt.Errorf("%w: dial: %w", engine.ErrCacheUnavailable, syscall.ECONNREFUSED), env(CauseNetwork)},
-		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), env(CauseNetwork)},
-		{"net error", &net.OpError{Op: "dial", Err: errors.New("no route")}, env(CauseNetwork)},
-		{"unknown", errors.New("disk on fire"), env(CauseOther)},
-		{"unknown adapter cause", &adapterFault{cause: "cosmic rays"}, env(CauseOther)},
+		{"broker", &brokerError{errors.New("leader not available")}, judging.Failure{Cause: judging.CauseBroker}},
+		{"result store unreachable", &resultStoreError{fmt.Errorf("storing: %w", errors.New("dial tcp: refused"))}, judging.Failure{Cause: judging.CauseStorageUnavailable}},
+		{"result store denied", &resultStoreError{&adapterFault{cause: "storage_auth"}}, judging.Failure{Cause: judging.CauseStorageAuth}},
+		{"timed out every attempt, the last on a model timeout", &attemptsError{n: 3, err: fmt.Errorf("%w: %w", judging.ErrTimedOut, &adapterFault{cause: "model_unavailable", kind: engine.ErrLLMUnavailable})},
+			judging.Failure{Message: true, Reason: schemas.ReasonTimeout}},
+		{"invalid request", consumer.Permanent(string(schemas.ReasonInvalidRequest), errors.New("x")), judging.Failure{Message: true, Reason: schemas.ReasonInvalidRequest}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Classify(tc.err); got != tc.want {
+			if got := judging.Classify(tc.err); got != tc.want {
 				t.Errorf("Classify(%v) = %+v, want %+v", tc.err, got, tc.want)
 			}
 		})
 	}
-}
-
-// Every adapter error type implements Fault, so the table finds it with errors.As.
-func TestAdapterErrorsAreFaults(t *testing.T) {
-	var f Fault
-	if !errors.As(fmt.Errorf("wrapped: %w", s3Error("AccessDenied", 403)), &f) || f.MessageFault() {
-		t.Errorf("objstore.OpError does not report an environment fault through Fault")
-	}
-	var _ Fault = (*brokerError)(nil)
 }
 
 func TestEnvironmentHoldAndRelease(t *testing.T) {
@@ -120,10 +62,10 @@ func TestEnvironmentHoldAndRelease(t *testing.T) {
 	if err := env.check(context.Background()); err != nil {
 		t.Fatalf("check with no fault: %v", err)
 	}
-	if !env.hold("requests/0/1", CauseModelAuth, errors.New("401 Unauthorized")) {
+	if !env.hold("requests/0/1", judging.CauseModelAuth, errors.New("401 Unauthorized")) {
 		t.Error("first hold of a cause is not reported new")
 	}
-	if env.hold("requests/1/4", CauseModelAuth, errors.New("401 again")) {
+	if env.hold("requests/1/4", judging.CauseModelAuth, errors.New("401 again")) {
 		t.Error("a second message held by the same cause is reported new")
 	}
 	err := env.check(context.Background())
@@ -142,7 +84,7 @@ func TestEnvironmentHoldAndRelease(t *testing.T) {
 		t.Fatal("the fault cleared while a message still holds it")
 	}
 	// The held message's next attempt fails differently: the cause moves with it.
-	if !env.hold("requests/1/4", CauseStorageAuth, errors.New("AccessDenied")) {
+	if !env.hold("requests/1/4", judging.CauseStorageAuth, errors.New("AccessDenied")) {
 		t.Error("a message moving to a new cause does not report it new")
 	}
 	if freed := env.release("requests/1/4"); fmt.Sprint(freed) != "[storage_auth]" {
@@ -154,14 +96,6 @@ func TestEnvironmentHoldAndRelease(t *testing.T) {
 	want := []change{{"model_auth", true}, {"model_auth", false}, {"storage_auth", true}, {"storage_auth", false}}
 	if fmt.Sprint(changes) != fmt.Sprint(want) {
 		t.Errorf("hook calls = %v, want %v", changes, want)
-	}
-}
-
-func TestEveryCauseHasAFix(t *testing.T) {
-	for _, c := range Causes {
-		if c.Fix() == "" {
-			t.Errorf("cause %s has no fix", c)
-		}
 	}
 }
 
@@ -194,7 +128,7 @@ func (s *scriptedEngine) Evaluate(ctx context.Context, _ engine.Task) (*engine.R
 	return s.res, nil
 }
 
-func handleFixture(t *testing.T, eng Evaluator, mut func(*Config)) (*Pipeline, *flakyPublisher, *consumer.Message) {
+func handleFixture(t *testing.T, eng judging.Evaluator, mut func(*Config)) (*Pipeline, *flakyPublisher, *consumer.Message) {
 	t.Helper()
 	rs := &engine.Ruleset{ID: "rs", Version: "1", Rules: []engine.Rule{{RuleID: "r1", RuleText: "text"}}}
 	static, err := registry.NewStatic(rs)
@@ -206,7 +140,7 @@ func handleFixture(t *testing.T, eng Evaluator, mut func(*Config)) (*Pipeline, *
 		t.Fatal(err)
 	}
 	pub := &flakyPublisher{}
-	cfg := Config{Engine: eng, Rulesets: static, Serde: serde, Publisher: pub, CacheEntries: -1}
+	cfg := Config{Judging: judging.Config{Engine: eng, Rulesets: static}, Serde: serde, Publisher: pub, CacheEntries: -1}
 	if mut != nil {
 		mut(&cfg)
 	}
@@ -244,7 +178,7 @@ func TestEnvironmentFaultHoldsThenResumes(t *testing.T) {
 	})
 	for attempt := 1; attempt <= 3; attempt++ {
 		err := p.Handle(context.Background(), m)
-		if _, permanent := MessageFault(err); err == nil || permanent {
+		if _, permanent := judging.MessageFault(err); err == nil || permanent {
 			t.Fatalf("attempt %d with the key refused: %v, want a transient error", attempt, err)
 		}
 		if err := p.EnvironmentCheck(context.Background()); err == nil || !strings.Contains(err.Error(), "model_auth") {
@@ -279,7 +213,7 @@ func TestRequestTimeoutIsBounded(t *testing.T) {
 	})
 	for attempt := 1; attempt <= 2; attempt++ {
 		err := p.Handle(context.Background(), m)
-		if _, permanent := MessageFault(err); err == nil || permanent {
+		if _, permanent := judging.MessageFault(err); err == nil || permanent {
 			t.Fatalf("attempt %d: %v, want a transient error", attempt, err)
 		}
 	}
@@ -287,7 +221,7 @@ func TestRequestTimeoutIsBounded(t *testing.T) {
 		t.Errorf("readiness held by a request's timeouts: %v", err)
 	}
 	err := p.Handle(context.Background(), m)
-	if reason, _ := MessageFault(err); reason != string(schemas.ReasonTimeout) {
+	if reason, _ := judging.MessageFault(err); reason != string(schemas.ReasonTimeout) {
 		t.Fatalf("attempt 3: %v, want reason timeout", err)
 	}
 	var a interface{ Attempts() int }
@@ -316,7 +250,7 @@ func TestTimeoutCountsEndWithTheHandling(t *testing.T) {
 	})
 	handle := consumer.Chain(p.Handle, p.ReleaseHolds)
 	err := handle(context.Background(), m)
-	if _, permanent := MessageFault(err); err == nil || permanent {
+	if _, permanent := judging.MessageFault(err); err == nil || permanent {
 		t.Fatalf("a timed-out attempt: %v, want a transient error", err)
 	}
 	p.timeoutsMu.Lock()
@@ -345,7 +279,7 @@ func TestEnvironmentFaultOutlastsOtherMessages(t *testing.T) {
 			}
 			if attempts == 1 {
 				junk := &consumer.Message{Topic: "requests", Partition: 0, Offset: 3, Value: []byte("not avro")}
-				if _, permanent := MessageFault(p.Handle(ctx, junk)); !permanent {
+				if _, permanent := judging.MessageFault(p.Handle(ctx, junk)); !permanent {
 					t.Fatal("an undecodable message is not a message fault")
 				}
 				if err := p.EnvironmentCheck(ctx); err == nil || !strings.Contains(err.Error(), "model_auth") {
