@@ -7,7 +7,7 @@
 // filled from the summary and verdict topics by a Feed. ObjectStore keeps
 // one JSON document per job in object storage, shared by every replica and
 // durable; the serve pipeline writes the final one (StoreResult, its
-// pipeline.ResultStore). Body is the JSON form of a job, as the API answers
+// judging.ResultStore). Body is the JSON form of a job, as the API answers
 // it and as callbacks carry it (CallbackPayloads, the pipeline's
 // CallbackPayload).
 package jobs

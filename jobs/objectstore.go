@@ -250,7 +250,7 @@ func (s *ObjectStore) Delete(ctx context.Context, tenant, requestID string) erro
 }
 
 // StoreResult stores a request's final result; it is the serve pipeline's
-// pipeline.ResultStore. The document is made from the request alone (its
+// judging.ResultStore. The document is made from the request alone (its
 // submitted_at and callback URL are the ones the API recorded), so no read
 // comes first.
 func (s *ObjectStore) StoreResult(ctx context.Context, req *schemas.Request, out judging.Events) error {

@@ -1,6 +1,7 @@
 package judging
 
 import (
+	"context"
 	"time"
 
 	"rulevalidator/engine"
@@ -199,4 +200,11 @@ func aggregate(a engine.Aggregate) schemas.Aggregate {
 		out.Numerical.Score = clone.Ptr(out.Numerical.Score)
 	}
 	return out
+}
+
+// ResultStore keeps the final result of a request where job status is read
+// (a *jobs.ObjectStore). Storing is idempotent: the same request may be
+// stored again after a redelivery.
+type ResultStore interface {
+	StoreResult(ctx context.Context, req *schemas.Request, out Events) error
 }

@@ -30,13 +30,6 @@ type Publisher interface {
 	Write(ctx context.Context, msgs []stream.Record) error
 }
 
-// ResultStore keeps the final result of a request where the API reads job
-// status (a *jobs.ObjectStore). Storing is idempotent: the same request may be
-// stored again after a redelivery.
-type ResultStore interface {
-	StoreResult(ctx context.Context, req *schemas.Request, out judging.Events) error
-}
-
 // Hooks observe the pipeline; every field is optional and must be safe for
 // concurrent use.
 type Hooks struct {
@@ -78,7 +71,7 @@ type Config struct {
 	// before its events are published, so that job status is durable once
 	// the events are out; nil stores nothing. A failure to store is an
 	// environment fault: the request is held and retried.
-	Results ResultStore
+	Results judging.ResultStore
 	// CacheEntries and CacheBytes bound the cache of recent results
 	// (defaults 1024 and 64 MiB; CacheEntries < 0 disables it).
 	CacheEntries int

@@ -4,17 +4,16 @@ import (
 	"context"
 
 	"rulevalidator/judging"
-	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
 )
 
-// ResultStore is the serve pipeline's pipeline.ResultStore when reviews are
+// ResultStore is the serve pipeline's judging.ResultStore when reviews are
 // kept: it keeps what each validation judged and queues its verdicts that
 // need review, then stores the result in Results (the job store). Every
 // step is idempotent, so the pipeline's retry of a failed store repeats
 // them harmlessly.
 type ResultStore struct {
-	Results pipeline.ResultStore
+	Results judging.ResultStore
 	Reviews Store
 }
 
