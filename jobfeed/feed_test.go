@@ -140,7 +140,7 @@ func TestFeedTellsOnVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	v := verdict("acme", "req-v", "signed", 0)
+	v := verdictEvent("acme", "req-v", "signed", 0)
 	v.NeedsReview, v.ReviewReasons, v.Confidence = true, []string{"low_confidence"}, new(0.3)
 	msgs, err := prod.Encode(ctx, producer.Result{Verdicts: []schemas.VerdictEvent{v}, Summary: summary("acme", "req-v", schemas.StatusCompleted, 1)})
 	if err != nil {
@@ -159,7 +159,7 @@ func TestFeedTellsOnVerdict(t *testing.T) {
 	}
 }
 
-func verdict(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
+func verdictEvent(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
 	return schemas.VerdictEvent{
 		EventID: schemas.VerdictEventID(tenant, requestID, ruleID), RequestID: requestID, TenantID: tenant,
 		RuleID: ruleID, RuleType: schemas.RuleBoolean, RuleIndex: index, RuleCount: 2,

@@ -29,7 +29,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func verdict(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
+func verdictEvent(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
 	return schemas.VerdictEvent{
 		EventID: schemas.VerdictEventID(tenant, requestID, ruleID), RequestID: requestID, TenantID: tenant,
 		RuleID: ruleID, RuleType: schemas.RuleBoolean, RuleIndex: index, RuleCount: 2,
@@ -51,7 +51,7 @@ func TestMemoryStoreEventsSettleStatus(t *testing.T) {
 		}
 		return j.Status
 	}
-	s.RecordVerdict(verdict("acme", "r1", "b", 1))
+	s.RecordVerdict(verdictEvent("acme", "r1", "b", 1))
 	if got := status(); got != Running {
 		t.Errorf("after one verdict: %s, want running", got)
 	}
@@ -59,11 +59,11 @@ func TestMemoryStoreEventsSettleStatus(t *testing.T) {
 	if got := status(); got != Running {
 		t.Errorf("summary counting 2 rules, 1 verdict in: %s, want running", got)
 	}
-	s.RecordVerdict(verdict("acme", "r1", "b", 1)) // redelivered
+	s.RecordVerdict(verdictEvent("acme", "r1", "b", 1)) // redelivered
 	if got := status(); got != Running {
 		t.Errorf("after a redelivered verdict: %s, want running", got)
 	}
-	s.RecordVerdict(verdict("acme", "r1", "a", 0))
+	s.RecordVerdict(verdictEvent("acme", "r1", "a", 0))
 	j, _, _ := s.Get(ctx, "acme", "r1")
 	if j.Status != Completed || len(j.Verdicts) != 2 || j.Verdicts[0].RuleID != "a" || j.Verdicts[1].RuleID != "b" {
 		t.Errorf("after every verdict: %s with %+v, want completed with a, b in rule order", j.Status, j.Verdicts)
@@ -112,7 +112,7 @@ func testCreateIsIdempotent(t *testing.T, s Store, finish func(*schemas.Request,
 	req := &schemas.Request{TenantID: "acme", RequestID: "r1", SubmittedAt: at, Options: schemas.Options{CallbackURL: &cb}}
 	finish(req, judging.Events{
 		Summary:  summary("acme", "r1", schemas.StatusCompleted, 2),
-		Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)},
+		Verdicts: []schemas.VerdictEvent{verdictEvent("acme", "r1", "a", 0), verdictEvent("acme", "r1", "b", 1)},
 	})
 	j, ok, err := s.Get(ctx, "acme", "r1")
 	if err != nil || !ok || j.Status != Completed || j.Summary == nil || j.CallbackURL != cb || !j.SubmittedAt.Equal(at) ||

@@ -82,7 +82,7 @@ func TestObjectStoreCreateIsIdempotent(t *testing.T) {
 func TestObjectStoreTenantIsolation(t *testing.T) {
 	jobs, store := objectStore(t)
 	ctx := t.Context()
-	out := judging.Events{Summary: summary("acme", "r1", schemas.StatusCompleted, 1), Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0)}}
+	out := judging.Events{Summary: summary("acme", "r1", schemas.StatusCompleted, 1), Verdicts: []schemas.VerdictEvent{verdictEvent("acme", "r1", "a", 0)}}
 	if err := jobs.StoreResult(ctx, &schemas.Request{TenantID: "acme", RequestID: "r1"}, out); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestObjectStoreStoreResult(t *testing.T) {
 	}
 	out := judging.Events{
 		Summary:  summary("acme", "r1", schemas.StatusCompleted, 2),
-		Verdicts: []schemas.VerdictEvent{verdict("acme", "r1", "a", 0), verdict("acme", "r1", "b", 1)},
+		Verdicts: []schemas.VerdictEvent{verdictEvent("acme", "r1", "a", 0), verdictEvent("acme", "r1", "b", 1)},
 	}
 	if err := jobs.StoreResult(ctx, req, out); err != nil {
 		t.Fatal(err)
