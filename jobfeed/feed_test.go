@@ -13,6 +13,7 @@ import (
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/verdict"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -162,7 +163,7 @@ func TestFeedTellsOnVerdict(t *testing.T) {
 func verdictEvent(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
 	return schemas.VerdictEvent{
 		EventID: schemas.VerdictEventID(tenant, requestID, ruleID), RequestID: requestID, TenantID: tenant,
-		RuleID: ruleID, RuleType: schemas.RuleBoolean, RuleIndex: index, RuleCount: 2,
+		RuleID: ruleID, RuleType: verdict.Boolean, RuleIndex: index, RuleCount: 2,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"rulevalidator/judging"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // clock is a settable test clock.
@@ -32,7 +33,7 @@ func (c *clock) Advance(d time.Duration) {
 func verdictEvent(tenant, requestID, ruleID string, index int) schemas.VerdictEvent {
 	return schemas.VerdictEvent{
 		EventID: schemas.VerdictEventID(tenant, requestID, ruleID), RequestID: requestID, TenantID: tenant,
-		RuleID: ruleID, RuleType: schemas.RuleBoolean, RuleIndex: index, RuleCount: 2,
+		RuleID: ruleID, RuleType: verdict.Boolean, RuleIndex: index, RuleCount: 2,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/internal/clone"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // This file is where the engine's result meets the contracts: the result as events. The
@@ -92,7 +93,7 @@ func NewVerdictEvents(req *schemas.Request, rs *engine.Ruleset, res *engine.Resu
 			ev.ReviewReasons = append(ev.ReviewReasons, string(r))
 		}
 		if c := v.Cached; c != nil {
-			ev.Cached = &schemas.CachedFrom{JudgedAt: schemas.EventTime(c.JudgedAt), RequestID: c.RequestID}
+			ev.Cached = &verdict.CachedFrom{JudgedAt: schemas.EventTime(c.JudgedAt), RequestID: c.RequestID}
 		}
 		name := v.Name
 		if idx, ok := position[v.RuleID]; ok {
@@ -164,7 +165,7 @@ func rulesetIdentity(rs *engine.Ruleset, res *engine.Result) (id string, version
 
 // evidences copies a verdict's evidence for its event, sharing no memory
 // with the result; nil when there is none, as decoding gives.
-func evidences(in []engine.Evidence) []schemas.Evidence {
+func evidences(in []engine.Evidence) []verdict.Evidence {
 	out := clone.OrNil(in)
 	for i := range out {
 		e := &out[i]
@@ -175,7 +176,7 @@ func evidences(in []engine.Evidence) []schemas.Evidence {
 
 // pagesConsidered copies the pages a split request judged a rule on; nil when
 // it saw every page, as decoding gives.
-func pagesConsidered(in []engine.DocumentPages) []schemas.DocumentPages {
+func pagesConsidered(in []engine.DocumentPages) []verdict.DocumentPages {
 	out := clone.OrNil(in)
 	for i := range out {
 		out[i].Pages = clone.OrNil(out[i].Pages)
@@ -185,7 +186,7 @@ func pagesConsidered(in []engine.DocumentPages) []schemas.DocumentPages {
 
 // groups copies the nested rulesets' results for the summary, sharing no
 // memory with the result; nil when there are none.
-func groups(in []engine.GroupResult) []schemas.GroupResult {
+func groups(in []engine.GroupResult) []verdict.GroupResult {
 	out := clone.OrNil(in)
 	for i := range out {
 		g := &out[i]
@@ -194,8 +195,8 @@ func groups(in []engine.GroupResult) []schemas.GroupResult {
 	return out
 }
 
-func aggregate(a engine.Aggregate) schemas.Aggregate {
-	out := schemas.Aggregate{Boolean: clone.Ptr(a.Boolean), Numerical: clone.Ptr(a.Numerical)}
+func aggregate(a engine.Aggregate) verdict.Aggregate {
+	out := verdict.Aggregate{Boolean: clone.Ptr(a.Boolean), Numerical: clone.Ptr(a.Numerical)}
 	if out.Numerical != nil {
 		out.Numerical.Score = clone.Ptr(out.Numerical.Score)
 	}

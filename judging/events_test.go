@@ -10,6 +10,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // Times as events carry them: UTC, whole milliseconds.
@@ -158,7 +159,7 @@ func TestEventNewVerdictEvents(t *testing.T) {
 	want := schemas.VerdictEvent{
 		EventID: "acme/req-1/signed", RequestID: "req-1", TenantID: "acme",
 		RulesetID: "onboarding", RulesetVersion: new("7"), Model: "served-model",
-		RuleID: "signed", RuleName: new("Signature"), RuleType: schemas.RuleBoolean,
+		RuleID: "signed", RuleName: new("Signature"), RuleType: verdict.Boolean,
 		DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
 		Evidences:   evidences(testResult().Rules[0].Evidences),
 		StartedAt:   time.Date(2025, 3, 1, 9, 0, 0, 123_000_000, time.UTC),
@@ -232,8 +233,8 @@ func TestEventNewSummary(t *testing.T) {
 		Status:    schemas.StatusCompleted,
 		Counts:    schemas.Counts{Rules: 4, Passed: 1, Failed: 1, NotApplicable: 1, InsufficientData: 1, NeedsReview: 1},
 		Aggregate: aggregate(testResult().Aggregate),
-		Sources:   []schemas.Source{schemas.Source(testResult().Sources[0])},
-		Usage:     schemas.Usage(testResult().Usage),
+		Sources:   []verdict.Source{verdict.Source(testResult().Sources[0])},
+		Usage:     verdict.Usage(testResult().Usage),
 		Report:    report,
 		StartedAt: t1, CompletedAt: t2,
 	}

@@ -13,6 +13,7 @@ import (
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/verdict"
 )
 
 // offlineProducer is a Producer whose cluster does not answer: the topics'
@@ -204,7 +205,7 @@ func TestEncodeRefusesAnEventOverItsTopicsLimit(t *testing.T) {
 	summary := schemas.SummaryEvent{EventID: "acme/req-1", RequestID: "req-1", TenantID: "acme", RulesetID: "rs", Status: schemas.StatusCompleted, StartedAt: at, CompletedAt: at}
 	verdict := func(id string, rationale int) schemas.VerdictEvent {
 		return schemas.VerdictEvent{EventID: "acme/req-1/" + id, RequestID: "req-1", TenantID: "acme", RulesetID: "rs", Model: "m", RuleID: id,
-			RuleType: schemas.RuleBoolean, DataSufficiency: true, Rationale: strings.Repeat("y", rationale), BooleanOutput: new(bool), StartedAt: at, CompletedAt: at}
+			RuleType: verdict.Boolean, DataSufficiency: true, Rationale: strings.Repeat("y", rationale), BooleanOutput: new(bool), StartedAt: at, CompletedAt: at}
 	}
 	recs, err := p.Encode(context.Background(), Result{Verdicts: []schemas.VerdictEvent{verdict("small", 100)}, Summary: summary})
 	if err != nil || len(recs) != 2 {

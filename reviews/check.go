@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // Limits on a review, so that one stays small and a page shows it whole.
@@ -84,7 +85,7 @@ func Check(r Review, v schemas.VerdictEvent, known func(passageID string) bool) 
 
 func checkOverride(r Review, v schemas.VerdictEvent) error {
 	switch v.RuleType {
-	case schemas.RuleNumerical:
+	case verdict.Numerical:
 		if r.BooleanOutput != nil {
 			return fieldErr("boolean_output", "rule %q is numerical: give numerical_output", v.RuleID)
 		}

@@ -9,11 +9,12 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 func TestCheck(t *testing.T) {
-	boolean := schemas.VerdictEvent{RuleID: "signed", RuleType: schemas.RuleBoolean, BooleanOutput: new(true)}
-	numerical := schemas.VerdictEvent{RuleID: "clarity", RuleType: schemas.RuleNumerical, NumericalOutput: new(2), AllowedScores: []int{0, 2, 4}}
+	boolean := schemas.VerdictEvent{RuleID: "signed", RuleType: verdict.Boolean, BooleanOutput: new(true)}
+	numerical := schemas.VerdictEvent{RuleID: "clarity", RuleType: verdict.Numerical, NumericalOutput: new(2), AllowedScores: []int{0, 2, 4}}
 	known := func(id string) bool { return id == "d1p1s1" }
 	ok := func(f func(*Review)) Review {
 		r := Review{ReviewID: "rv-1", RuleID: "signed", Decision: Override, BooleanOutput: new(false)}
@@ -161,15 +162,15 @@ func TestAgreementKappa(t *testing.T) {
 }
 
 func TestFinalAggregates(t *testing.T) {
-	summary := schemas.SummaryEvent{Aggregate: schemas.Aggregate{
-		Boolean:   &schemas.BooleanAggregate{Mode: "all"},
-		Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean"},
+	summary := schemas.SummaryEvent{Aggregate: verdict.Aggregate{
+		Boolean:   &verdict.BooleanAggregate{Mode: "all"},
+		Numerical: &verdict.NumericalAggregate{Mode: "weighted_mean"},
 	}}
 	verdicts := []schemas.VerdictEvent{
-		{RuleID: "signed", RuleType: schemas.RuleBoolean, DataSufficiency: true, BooleanOutput: new(true)},
-		{RuleID: "insured", RuleType: schemas.RuleBoolean, DataSufficiency: true, BooleanOutput: new(true)},
-		{RuleID: "clarity", RuleType: schemas.RuleNumerical, DataSufficiency: false, NumericalOutput: new(2), RuleWeight: new(3.0)},
-		{RuleID: "risk", RuleType: schemas.RuleNumerical, DataSufficiency: true, NumericalOutput: new(4)},
+		{RuleID: "signed", RuleType: verdict.Boolean, DataSufficiency: true, BooleanOutput: new(true)},
+		{RuleID: "insured", RuleType: verdict.Boolean, DataSufficiency: true, BooleanOutput: new(true)},
+		{RuleID: "clarity", RuleType: verdict.Numerical, DataSufficiency: false, NumericalOutput: new(2), RuleWeight: new(3.0)},
+		{RuleID: "risk", RuleType: verdict.Numerical, DataSufficiency: true, NumericalOutput: new(4)},
 	}
 	model := FinalAggregates(summary, verdicts, nil)
 	if !model.Boolean.Passed || model.Numerical.Counted != 1 || *model.Numerical.Score != 4 {

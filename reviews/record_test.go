@@ -12,6 +12,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/jobs"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // completedJob is a completed validation of tenant acme on two boolean
@@ -23,7 +24,7 @@ func completedJob(requestID string) jobs.Job {
 	verdict := func(ruleID string, index int, confidence *float64) schemas.VerdictEvent {
 		return schemas.VerdictEvent{
 			EventID: schemas.VerdictEventID("acme", requestID, ruleID), RequestID: requestID, TenantID: "acme",
-			RulesetID: "contract-check", RuleID: ruleID, RuleType: schemas.RuleBoolean, RuleIndex: index, RuleCount: 2,
+			RulesetID: "contract-check", RuleID: ruleID, RuleType: verdict.Boolean, RuleIndex: index, RuleCount: 2,
 			BooleanOutput: &pass, DataSufficiency: true, Confidence: confidence, CompletedAt: at,
 			Evidences: []engine.Evidence{{Text: "Signed on 1 March 2025.", SourceOrigin: "contract.txt", SourcePageNumber: 1, PassageID: "d1p1s1"}},
 		}
@@ -217,7 +218,7 @@ func TestRecordChecksAgainstTheVerdicts(t *testing.T) {
 	job := completedJob("req-check")
 	ok := Review{ReviewID: "rv-1", RuleID: "insured", Decision: Confirm, Reviewer: "alice",
 		// Whatever the caller sets here is the verdict's and the clock's.
-		RequestID: "other", RulesetID: "other", RuleType: schemas.RuleNumerical, ReviewedAt: t0}
+		RequestID: "other", RulesetID: "other", RuleType: verdict.Numerical, ReviewedAt: t0}
 
 	for _, tc := range []struct {
 		name string
@@ -255,7 +256,7 @@ func TestRecordChecksAgainstTheVerdicts(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("Record = %+v, %v, %v", got, created, err)
 	}
-	if got.RequestID != "req-check" || got.RulesetID != "contract-check" || got.RuleType != schemas.RuleBoolean ||
+	if got.RequestID != "req-check" || got.RulesetID != "contract-check" || got.RuleType != verdict.Boolean ||
 		!got.ReviewedAt.Equal(at) || got.ReviewedAt.Location() != time.UTC || got.Reviewer != "alice" ||
 		got.ModelVerdict.Outcome != engine.OutcomePass || *got.ModelVerdict.Confidence != 0.3 {
 		t.Errorf("stored review = %+v", got)

@@ -3,6 +3,12 @@
 // (*.avsc, embedded), the Go event types and their conversions, the codecs,
 // and the two wire formats, plain (schema fingerprint in headers) and
 // Confluent (schema registry id in the value).
+//
+// The value types the events carry (rule types, evidence, aggregates,
+// usage…) are package verdict's, which the engine produces too: one
+// declaration of each field. The encoders of this package (Avro, JSON) write
+// them field by field, so a field added there reaches the wire only when a
+// contract names it.
 package schemas
 
 import (

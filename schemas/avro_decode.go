@@ -2,6 +2,8 @@ package schemas
 
 import (
 	"fmt"
+
+	"rulevalidator/verdict"
 )
 
 // eventFromNative converts a decoded record to its event. Fields an older
@@ -93,7 +95,7 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 		Model:           r.str("model"),
 		RuleID:          r.str("rule_id"),
 		RuleName:        r.optStr("rule_name"),
-		RuleType:        RuleType(r.str("rule_type")),
+		RuleType:        verdict.RuleType(r.str("rule_type")),
 		DataSufficiency: r.boolean("data_sufficiency"),
 		Rationale:       r.str("rationale"),
 		BooleanOutput:   r.optBoolean("boolean_output"),
@@ -119,16 +121,16 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 	v.RuleWeight = r.optDouble("rule_weight")
 	v.PagesConsidered = pagesFromNative(r)
 	if c, ok := r.record("cached", nullable); ok {
-		v.Cached = &CachedFrom{JudgedAt: c.time("judged_at"), RequestID: c.str("request_id")}
+		v.Cached = &verdict.CachedFrom{JudgedAt: c.time("judged_at"), RequestID: c.str("request_id")}
 	}
 	for i, item := range r.array("evidences") {
 		e := r.item("evidences", i, item)
-		v.Evidences = append(v.Evidences, Evidence{
+		v.Evidences = append(v.Evidences, verdict.Evidence{
 			Text:             e.str("text"),
 			SourceOrigin:     e.str("source_origin"),
 			SourcePageNumber: e.int("source_page_number"),
 			Anchored:         e.boolean("anchored"),
-			Match:            Match(e.str("match")),
+			Match:            verdict.Match(e.str("match")),
 			StartOffset:      e.optInt("start_offset"),
 			EndOffset:        e.optInt("end_offset"),
 			QuotedText:       deref(e.optStr("quoted_text")),
@@ -143,11 +145,11 @@ func verdictFromNative(r nativeReader) *VerdictEvent {
 	return v
 }
 
-func pagesFromNative(r nativeReader) []DocumentPages {
-	var out []DocumentPages
+func pagesFromNative(r nativeReader) []verdict.DocumentPages {
+	var out []verdict.DocumentPages
 	for i, item := range r.array("pages_considered") {
 		d := r.item("pages_considered", i, item)
-		dp := DocumentPages{Document: d.str("document")}
+		dp := verdict.DocumentPages{Document: d.str("document")}
 		for j, p := range d.array("pages") {
 			n, ok := p.(int32)
 			if !ok {
@@ -160,11 +162,11 @@ func pagesFromNative(r nativeReader) []DocumentPages {
 	return out
 }
 
-func differencesFromNative(r nativeReader) []Difference {
-	var out []Difference
+func differencesFromNative(r nativeReader) []verdict.Difference {
+	var out []verdict.Difference
 	for i, item := range r.array("differences") {
 		d := r.item("differences", i, item)
-		out = append(out, Difference{Kind: d.str("kind"), Quote: d.str("quote"), Document: d.str("document")})
+		out = append(out, verdict.Difference{Kind: d.str("kind"), Quote: d.str("quote"), Document: d.str("document")})
 	}
 	return out
 }
@@ -199,7 +201,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			Cached:           counts.defaultedInt("cached"),
 			NeedsReview:      counts.defaultedInt("needs_review"),
 		},
-		Usage: Usage{
+		Usage: verdict.Usage{
 			PromptTokens:     usage.int("prompt_tokens"),
 			CompletionTokens: usage.int("completion_tokens"),
 			CachedTokens:     usage.int("cached_tokens"),
@@ -215,7 +217,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 	for i, item := range r.array("groups") {
 		g := r.item("groups", i, item)
 		a, _ := g.record("aggregate", required)
-		s.Groups = append(s.Groups, GroupResult{
+		s.Groups = append(s.Groups, verdict.GroupResult{
 			ID: g.str("id"), Path: g.str("path"), Name: deref(g.optStr("name")), Required: g.boolean("required"),
 			NotApplicable: g.boolean("not_applicable"), Reason: deref(g.optStr("reason")),
 			GatedBy: g.strs("gated_by"), RuleIDs: g.strs("rule_ids"), Aggregate: aggregateFromNative(a),
@@ -223,7 +225,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 	}
 	for i, item := range r.array("sources") {
 		src := r.item("sources", i, item)
-		s.Sources = append(s.Sources, Source{
+		s.Sources = append(s.Sources, verdict.Source{
 			SourceOrigin:     src.str("source_origin"),
 			Text:             src.str("text"),
 			SourcePageNumber: src.int("source_page_number"),
@@ -239,19 +241,19 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 }
 
 // aggregateFromNative reads an Aggregate record.
-func aggregateFromNative(agg nativeReader) Aggregate {
-	var out Aggregate
+func aggregateFromNative(agg nativeReader) verdict.Aggregate {
+	var out verdict.Aggregate
 	if b, ok := agg.record("boolean", nullable); ok {
-		out.Boolean = &BooleanAggregate{
-			Mode:        BooleanAggregation(b.str("mode")),
+		out.Boolean = &verdict.BooleanAggregate{
+			Mode:        verdict.BooleanAggregation(b.str("mode")),
 			Passed:      b.boolean("passed"),
 			Applicable:  b.int("applicable"),
 			PassedCount: b.int("passed_count"),
 		}
 	}
 	if n, ok := agg.record("numerical", nullable); ok {
-		out.Numerical = &NumericalAggregate{
-			Mode:    NumericalAggregation(n.str("mode")),
+		out.Numerical = &verdict.NumericalAggregate{
+			Mode:    verdict.NumericalAggregation(n.str("mode")),
 			Score:   n.optDouble("score"),
 			Counted: n.int("counted"),
 		}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/linkedin/goavro/v2"
+
+	"rulevalidator/verdict"
 )
 
 // Go to native: unions are goavro.Union values, nil for null.
@@ -34,7 +36,7 @@ func nativeList[T any](items []T) []any {
 	return out
 }
 
-func differencesNative(ds []Difference) []any {
+func differencesNative(ds []verdict.Difference) []any {
 	out := make([]any, len(ds))
 	for i, d := range ds {
 		out[i] = map[string]any{"kind": d.Kind, "quote": d.Quote, "document": d.Document}
@@ -165,7 +167,7 @@ func (v *VerdictEvent) native() (map[string]any, error) {
 	}, nil
 }
 
-func cachedNative(c *CachedFrom) any {
+func cachedNative(c *verdict.CachedFrom) any {
 	if c == nil {
 		return nil
 	}
@@ -173,7 +175,7 @@ func cachedNative(c *CachedFrom) any {
 }
 
 // aggregateNative is an Aggregate record.
-func aggregateNative(a Aggregate) map[string]any {
+func aggregateNative(a verdict.Aggregate) map[string]any {
 	var boolAgg, numAgg map[string]any
 	if b := a.Boolean; b != nil {
 		boolAgg = map[string]any{"mode": string(b.Mode), "passed": b.Passed, "applicable": b.Applicable, "passed_count": b.PassedCount}
@@ -195,7 +197,7 @@ func optNonEmpty(s string) any {
 	return opt("string", &s)
 }
 
-func groupsNative(groups []GroupResult) []any {
+func groupsNative(groups []verdict.GroupResult) []any {
 	out := make([]any, len(groups))
 	for i, g := range groups {
 		out[i] = map[string]any{
@@ -280,7 +282,7 @@ func (d *DeadLetter) native() (map[string]any, error) {
 	}, nil
 }
 
-func pagesNative(dps []DocumentPages) []any {
+func pagesNative(dps []verdict.DocumentPages) []any {
 	out := make([]any, len(dps))
 	for i, dp := range dps {
 		pages := make([]any, len(dp.Pages))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/linkedin/goavro/v2"
+
+	"rulevalidator/verdict"
 )
 
 func TestAvroCodecsListTheEventSchemas(t *testing.T) {
@@ -184,7 +186,7 @@ func TestAvroEventRoundTrip(t *testing.T) {
 func TestAvroEventEmptySlicesEncodeAsNil(t *testing.T) {
 	c := newTestCodecs(t)
 	withEmpty := fullVerdict()
-	withEmpty.Evidences, withEmpty.AllowedScores = []Evidence{}, []int{}
+	withEmpty.Evidences, withEmpty.AllowedScores = []verdict.Evidence{}, []int{}
 	withNil := fullVerdict()
 	withNil.Evidences, withNil.AllowedScores = nil, nil
 	a, err := c.Marshal(withEmpty)

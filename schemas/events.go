@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rulevalidator/internal/clone"
+	"rulevalidator/verdict"
 )
 
 // Event is one of the messages this package encodes: *Request,
@@ -246,7 +247,7 @@ type VerdictEvent struct {
 	Model           string
 	RuleID          string
 	RuleName        *string
-	RuleType        RuleType
+	RuleType        verdict.RuleType
 	DataSufficiency bool
 	Rationale       string
 	BooleanOutput   *bool
@@ -261,15 +262,15 @@ type VerdictEvent struct {
 	Problems []string
 	// PagesConsidered names the pages the verdict was judged on when the
 	// request was split; nil when it was judged on every page.
-	PagesConsidered []DocumentPages
-	Evidences       []Evidence
+	PagesConsidered []verdict.DocumentPages
+	Evidences       []verdict.Evidence
 	StartedAt       time.Time
 	CompletedAt     time.Time
 	RuleIndex       int
 	RuleCount       int
 	// Cached says where a verdict taken from the verdict cache was judged;
 	// nil when it was judged for this request.
-	Cached *CachedFrom
+	Cached *verdict.CachedFrom
 	// Confidence is how sure the model was of the verdict's value (0..1);
 	// nil when nothing measured it.
 	Confidence *float64
@@ -312,16 +313,16 @@ type SummaryEvent struct {
 	Model          string
 	Status         Status
 	Counts         Counts
-	Aggregate      Aggregate
-	Sources        []Source
-	Usage          Usage
+	Aggregate      verdict.Aggregate
+	Sources        []verdict.Source
+	Usage          verdict.Usage
 	Error          *SummaryError
 	Report         *ReportDescriptor
 	StartedAt      time.Time
 	CompletedAt    time.Time
 	// Groups are the nested rulesets' results, in ruleset order; nil when
 	// the ruleset has none.
-	Groups []GroupResult
+	Groups []verdict.GroupResult
 }
 
 // Counts counts verdicts by outcome. Passed and Failed count the applicable

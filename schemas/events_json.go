@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"rulevalidator/internal/clone"
+	"rulevalidator/verdict"
 )
 
 // The events' JSON form is what the HTTP API answers and what the tail CLI
@@ -195,10 +196,10 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return fmt.Errorf("schemas: not a verdict in JSON form: %w", err)
 	}
-	switch RuleType(in.RuleType) {
-	case RuleBoolean, RuleNumerical:
+	switch verdict.RuleType(in.RuleType) {
+	case verdict.Boolean, verdict.Numerical:
 	default:
-		return fmt.Errorf("schemas: verdict %q: rule_type %q is not %s or %s", in.EventID, in.RuleType, RuleBoolean, RuleNumerical)
+		return fmt.Errorf("schemas: verdict %q: rule_type %q is not %s or %s", in.EventID, in.RuleType, verdict.Boolean, verdict.Numerical)
 	}
 	out := VerdictEvent{
 		EventID:         in.EventID,
@@ -209,7 +210,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		Model:           in.Model,
 		RuleID:          in.RuleID,
 		RuleName:        in.RuleName,
-		RuleType:        RuleType(in.RuleType),
+		RuleType:        verdict.RuleType(in.RuleType),
 		DataSufficiency: in.DataSufficiency,
 		Rationale:       in.Rationale,
 		BooleanOutput:   in.BooleanOutput,
@@ -231,21 +232,21 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	if in.Cached != nil {
-		out.Cached = &CachedFrom{RequestID: in.Cached.RequestID}
+		out.Cached = &verdict.CachedFrom{RequestID: in.Cached.RequestID}
 		if err := parseTimes(fmt.Sprintf("verdict %q: cached", in.EventID), timeField{"judged_at", in.Cached.JudgedAt, &out.Cached.JudgedAt}); err != nil {
 			return err
 		}
 	}
 	for _, dp := range in.PagesConsidered {
-		out.PagesConsidered = append(out.PagesConsidered, DocumentPages{Document: dp.Document, Pages: clone.OrNil(dp.Pages)})
+		out.PagesConsidered = append(out.PagesConsidered, verdict.DocumentPages{Document: dp.Document, Pages: clone.OrNil(dp.Pages)})
 	}
 	for _, e := range in.Evidences {
-		out.Evidences = append(out.Evidences, Evidence{
+		out.Evidences = append(out.Evidences, verdict.Evidence{
 			Text:             e.Text,
 			SourceOrigin:     e.SourceOrigin,
 			SourcePageNumber: e.SourcePageNumber,
 			Anchored:         e.Anchored,
-			Match:            Match(e.Match),
+			Match:            verdict.Match(e.Match),
 			StartOffset:      e.StartOffset,
 			EndOffset:        e.EndOffset,
 			QuotedText:       deref(e.QuotedText),
@@ -257,7 +258,7 @@ func (v *VerdictEvent) UnmarshalJSON(data []byte) error {
 		})
 		last := &out.Evidences[len(out.Evidences)-1]
 		for _, d := range e.Differences {
-			last.Differences = append(last.Differences, Difference(d))
+			last.Differences = append(last.Differences, verdict.Difference(d))
 		}
 	}
 	*v = out
@@ -295,7 +296,7 @@ type groupJSON struct {
 	Aggregate     aggregateJSON `json:"aggregate"`
 }
 
-func aggregateToJSON(a Aggregate) aggregateJSON {
+func aggregateToJSON(a verdict.Aggregate) aggregateJSON {
 	var out aggregateJSON
 	if b := a.Boolean; b != nil {
 		out.Boolean = &booleanAggregateJSON{Mode: string(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
@@ -306,13 +307,13 @@ func aggregateToJSON(a Aggregate) aggregateJSON {
 	return out
 }
 
-func aggregateFromJSON(a aggregateJSON) Aggregate {
-	var out Aggregate
+func aggregateFromJSON(a aggregateJSON) verdict.Aggregate {
+	var out verdict.Aggregate
 	if b := a.Boolean; b != nil {
-		out.Boolean = &BooleanAggregate{Mode: BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
+		out.Boolean = &verdict.BooleanAggregate{Mode: verdict.BooleanAggregation(b.Mode), Passed: b.Passed, Applicable: b.Applicable, PassedCount: b.PassedCount}
 	}
 	if n := a.Numerical; n != nil {
-		out.Numerical = &NumericalAggregate{Mode: NumericalAggregation(n.Mode), Score: n.Score, Counted: n.Counted}
+		out.Numerical = &verdict.NumericalAggregate{Mode: verdict.NumericalAggregation(n.Mode), Score: n.Score, Counted: n.Counted}
 	}
 	return out
 }
@@ -438,7 +439,7 @@ func (s *SummaryEvent) UnmarshalJSON(data []byte) error {
 		Model:          in.Model,
 		Status:         Status(in.Status),
 		Counts:         Counts(in.Counts),
-		Usage:          Usage(in.Usage),
+		Usage:          verdict.Usage(in.Usage),
 	}
 	if err := parseTimes(fmt.Sprintf("summary %q", in.EventID),
 		timeField{"started_at", in.StartedAt, &out.StartedAt},
@@ -447,12 +448,12 @@ func (s *SummaryEvent) UnmarshalJSON(data []byte) error {
 	}
 	out.Aggregate = aggregateFromJSON(in.Aggregate)
 	for _, g := range in.Groups {
-		out.Groups = append(out.Groups, GroupResult{ID: g.ID, Path: g.Path, Name: deref(g.Name), Required: g.Required,
+		out.Groups = append(out.Groups, verdict.GroupResult{ID: g.ID, Path: g.Path, Name: deref(g.Name), Required: g.Required,
 			NotApplicable: g.NotApplicable, Reason: deref(g.Reason), GatedBy: nilIfEmpty(g.GatedBy), RuleIDs: nilIfEmpty(g.RuleIDs),
 			Aggregate: aggregateFromJSON(g.Aggregate)})
 	}
 	for _, src := range in.Sources {
-		out.Sources = append(out.Sources, Source(src))
+		out.Sources = append(out.Sources, verdict.Source(src))
 	}
 	if e := in.Error; e != nil {
 		out.Error = &SummaryError{Code: Reason(e.Code), Message: e.Message}

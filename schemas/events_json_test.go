@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rulevalidator/verdict"
 )
 
 // TestEventJSONRoundTrip: every sample verdict, summary and dead letter
@@ -325,7 +327,7 @@ func TestEventJSONIgnoresUnknownFields(t *testing.T) {
 func ExampleVerdictEvent_MarshalJSON() {
 	v := VerdictEvent{
 		EventID: "req-1/signed", RequestID: "req-1", TenantID: "acme", RulesetID: "contracts",
-		Model: "gemma-3-270m", RuleID: "signed", RuleType: RuleBoolean, DataSufficiency: true,
+		Model: "gemma-3-270m", RuleID: "signed", RuleType: verdict.Boolean, DataSufficiency: true,
 		Rationale: "Both parties signed.", BooleanOutput: new(true),
 		StartedAt: time.UnixMilli(1740821400250), CompletedAt: time.UnixMilli(1740821401750),
 		RuleCount: 1,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"rulevalidator/internal/clone"
+	"rulevalidator/verdict"
 )
 
 // ReviewEvent is a person's review of one verdict (Avro Review), published
@@ -17,7 +18,7 @@ type ReviewEvent struct {
 	TenantID  string
 	RulesetID string
 	RuleID    string
-	RuleType  RuleType
+	RuleType  verdict.RuleType
 	// Decision is "confirm" or "override".
 	Decision        string
 	BooleanOutput   *bool
@@ -83,7 +84,7 @@ func reviewFromNative(r nativeReader) *ReviewEvent {
 		TenantID:             r.str("tenant_id"),
 		RulesetID:            r.str("ruleset_id"),
 		RuleID:               r.str("rule_id"),
-		RuleType:             RuleType(r.str("rule_type")),
+		RuleType:             verdict.RuleType(r.str("rule_type")),
 		Decision:             r.str("decision"),
 		BooleanOutput:        r.optBoolean("boolean_output"),
 		NumericalOutput:      r.optInt("numerical_output"),
@@ -144,7 +145,7 @@ func (r *ReviewEvent) UnmarshalJSON(data []byte) error {
 	}
 	out := ReviewEvent{
 		EventID: in.EventID, ReviewID: in.ReviewID, RequestID: in.RequestID, TenantID: in.TenantID, RulesetID: in.RulesetID,
-		RuleID: in.RuleID, RuleType: RuleType(in.RuleType), Decision: in.Decision, BooleanOutput: in.BooleanOutput,
+		RuleID: in.RuleID, RuleType: verdict.RuleType(in.RuleType), Decision: in.Decision, BooleanOutput: in.BooleanOutput,
 		NumericalOutput: in.NumericalOutput, NotApplicable: in.NotApplicable, Note: in.Note, PassageIDs: clone.OrNil(in.PassageIDs),
 		Reviewer: in.Reviewer, ModelOutcome: in.ModelOutcome, ModelBooleanOutput: in.ModelBooleanOutput,
 		ModelNumericalOutput: in.ModelNumericalOutput, ModelConfidence: in.ModelConfidence, FinalOutcome: in.FinalOutcome,

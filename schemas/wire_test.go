@@ -16,6 +16,8 @@ import (
 	"github.com/linkedin/goavro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"rulevalidator/verdict"
 )
 
 var testTopics = map[string]string{
@@ -450,7 +452,7 @@ func ExampleSerde() {
 	}
 	verdict := VerdictEvent{
 		EventID: VerdictEventID("acme", "req-1", "signed"), RequestID: "req-1", TenantID: "acme",
-		RulesetID: "onboarding", Model: "gemma-3-270m", RuleID: "signed", RuleType: RuleBoolean,
+		RulesetID: "onboarding", Model: "gemma-3-270m", RuleID: "signed", RuleType: verdict.Boolean,
 		DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
 		RuleIndex: 0, RuleCount: 1,
 	}

@@ -17,6 +17,7 @@ import (
 	"rulevalidator/internal/docfixture"
 	"rulevalidator/internal/opsscript"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // TestInteropServePythonClients has clients nobody on the project wrote talk to the service:
@@ -255,7 +256,7 @@ func requestRecord(r *schemas.Request) map[string]any {
 }
 
 // pagesRecord is a verdict's pages_considered as a Python reader sees it.
-func pagesRecord(dps []schemas.DocumentPages) []any {
+func pagesRecord(dps []verdict.DocumentPages) []any {
 	out := []any{}
 	for _, dp := range dps {
 		pages := []int{}
@@ -333,7 +334,7 @@ func verdictRecord(v *schemas.VerdictEvent) map[string]any {
 }
 
 // aggregateRecord is an Aggregate record as the Avro reader gives it.
-func aggregateRecord(a schemas.Aggregate) map[string]any {
+func aggregateRecord(a verdict.Aggregate) map[string]any {
 	var boolean, numerical any
 	if b := a.Boolean; b != nil {
 		boolean = map[string]any{"mode": string(b.Mode), "passed": b.Passed, "applicable": b.Applicable, "passed_count": b.PassedCount}

@@ -22,6 +22,7 @@ import (
 	"rulevalidator/internal/logbuf"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // Integration tests of `rulevalidator serve` against the real local Kafka broker and a
@@ -105,11 +106,11 @@ func TestServeEndToEnd(t *testing.T) {
 	checkVerdictFields(t, got[0], &schemas.VerdictEvent{
 		EventID: tenant + "/" + id + "/governing-law", RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
-		RuleID: "governing-law", RuleName: ptr("Governing law"), RuleType: schemas.RuleBoolean,
+		RuleID: "governing-law", RuleName: ptr("Governing law"), RuleType: verdict.Boolean,
 		DataSufficiency: true, Rationale: "Governed by New York law, which the policy approves.",
 		BooleanOutput: ptr(true),
 		// The model cited page 1; the quote is on page 3.
-		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3, 1,
+		Evidences: []verdict.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 3, 1,
 			"This Agreement is governed by the laws of the State of")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 0, RuleCount: len(exampleRuleIDs),
 		// The corrected page routes it to a person; the model was sure of its value.
@@ -118,10 +119,10 @@ func TestServeEndToEnd(t *testing.T) {
 	checkVerdictFields(t, got[4], &schemas.VerdictEvent{
 		EventID: tenant + "/" + id + "/payment-terms", RequestID: id, TenantID: tenant,
 		RulesetID: exampleRulesetID, RulesetVersion: ptr(exampleRulesetVersion), Model: fakeModel,
-		RuleID: "payment-terms", RuleName: ptr("Payment terms"), RuleType: schemas.RuleNumerical,
+		RuleID: "payment-terms", RuleName: ptr("Payment terms"), RuleType: verdict.Numerical,
 		DataSufficiency: true, Rationale: "30 days with 1.5% monthly interest.",
 		NumericalOutput: ptr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
-		Evidences: []schemas.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2, 2,
+		Evidences: []verdict.Evidence{exactEvidence(t, docText, "northwind-msa.pdf", 2, 2,
 			"Invoices are payable within thirty (30) days of receipt.")},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt, RuleIndex: 4, RuleCount: len(exampleRuleIDs),
 		RuleWeight: ptr(2.0), Confidence: ptr(0.88),
@@ -131,13 +132,13 @@ func TestServeEndToEnd(t *testing.T) {
 		boolean *bool
 		score   *int
 		scores  []int
-		match   schemas.Match
+		match   verdict.Match
 		page    int
 	}{
-		1: {boolean: ptr(false), match: schemas.MatchNormalized, page: 3},
-		2: {boolean: ptr(false), match: schemas.MatchFuzzy, page: 2},
-		3: {boolean: ptr(true), match: schemas.MatchNotDocument},
-		5: {score: ptr(2), scores: []int{0, 1, 2, 3}, match: schemas.MatchExact, page: 3},
+		1: {boolean: ptr(false), match: verdict.MatchNormalized, page: 3},
+		2: {boolean: ptr(false), match: verdict.MatchFuzzy, page: 2},
+		3: {boolean: ptr(true), match: verdict.MatchNotDocument},
+		5: {score: ptr(2), scores: []int{0, 1, 2, 3}, match: verdict.MatchExact, page: 3},
 	} {
 		if i == 0 || i == 4 {
 			continue
@@ -156,7 +157,7 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("verdict %s: evidences %s, want one", v.RuleID, jsonText(t, v.Evidences))
 		}
 		ev := v.Evidences[0]
-		if w.match == schemas.MatchNotDocument { // the named input the verdict rests on
+		if w.match == verdict.MatchNotDocument { // the named input the verdict rests on
 			if ev.Anchored || ev.Match != w.match || ev.SourceOrigin != "approval_limit_usd" || ev.SourcePageNumber != 0 {
 				t.Errorf("verdict %s: evidence %s, want the named input, not anchored", v.RuleID, jsonText(t, ev))
 			}
@@ -169,11 +170,11 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 
 	// Sources: the evidence anchored in a document; the named input cites none.
-	var sources []schemas.Source
+	var sources []verdict.Source
 	for _, v := range got {
 		for _, ev := range v.Evidences {
 			if ev.Anchored {
-				sources = append(sources, schemas.Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber})
+				sources = append(sources, verdict.Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber})
 			}
 		}
 	}
@@ -189,20 +190,20 @@ func TestServeEndToEnd(t *testing.T) {
 		// Three verdicts under the review threshold, and governing-law's
 		// corrected page.
 		Counts: schemas.Counts{Rules: 8, Passed: 3, Failed: 2, NotApplicable: 1, NeedsReview: 4},
-		Aggregate: schemas.Aggregate{
+		Aggregate: verdict.Aggregate{
 			// Four boolean rules and the gate signing-authority.
-			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 5, PassedCount: 3},
-			Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean", Score: ptr(2.0), Counted: 2},
+			Boolean:   &verdict.BooleanAggregate{Mode: "all", Passed: false, Applicable: 5, PassedCount: 3},
+			Numerical: &verdict.NumericalAggregate{Mode: "weighted_mean", Score: ptr(2.0), Counted: 2},
 		},
-		Groups: []schemas.GroupResult{
+		Groups: []verdict.GroupResult{
 			{ID: "signing-authority", Path: "signing-authority", Name: "Signing authority", Required: true, RuleIDs: []string{"approval-limit-given"},
-				Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Passed: true, Applicable: 1, PassedCount: 1}}},
+				Aggregate: verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: "all", Passed: true, Applicable: 1, PassedCount: 1}}},
 			{ID: "data-protection", Path: "data-protection", Name: "Data protection", NotApplicable: true, RuleIDs: []string{"dpa-attached"},
 				Reason:    `not applicable: filter_criteria of nested ruleset "data-protection" (has(inputs.personal_data) && inputs.personal_data) is false for this request; not given: personal_data`,
-				Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Passed: true}}},
+				Aggregate: verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: "all", Passed: true}}},
 		},
 		Sources:   sources,
-		Usage:     schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1, RulesFiltered: 1, RulesChecked: 1},
+		Usage:     verdict.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1, RulesFiltered: 1, RulesChecked: 1},
 		StartedAt: first.StartedAt, CompletedAt: first.CompletedAt,
 	}
 	if s := summaryOf[id]; !jsonEqual(t, s, wantSummary) {
@@ -298,14 +299,14 @@ func exampleDocText(t *testing.T, name string) string {
 
 // exactEvidence is quote anchored exactly in text on page, with its code
 // point offsets, where the model cited page cited.
-func exactEvidence(t *testing.T, text, origin string, page, cited int, quote string) schemas.Evidence {
+func exactEvidence(t *testing.T, text, origin string, page, cited int, quote string) verdict.Evidence {
 	t.Helper()
 	i := strings.Index(text, quote)
 	if i < 0 {
 		t.Fatalf("%q is not in %s", quote, origin)
 	}
 	start := utf8.RuneCountInString(text[:i])
-	return schemas.Evidence{Text: quote, QuotedText: quote, Similarity: 1, SourceOrigin: origin, SourcePageNumber: page, CitedPageNumber: cited, Anchored: true, Match: schemas.MatchExact,
+	return verdict.Evidence{Text: quote, QuotedText: quote, Similarity: 1, SourceOrigin: origin, SourcePageNumber: page, CitedPageNumber: cited, Anchored: true, Match: verdict.MatchExact,
 		StartOffset: ptr(start), EndOffset: ptr(start + utf8.RuneCountInString(quote))}
 }
 

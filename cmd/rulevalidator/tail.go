@@ -13,6 +13,7 @@ import (
 
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/verdict"
 )
 
 // tailDoc is tail's --help.
@@ -354,7 +355,7 @@ func verdictOutcome(v *schemas.VerdictEvent) string {
 }
 
 // evidenceWhere: msa.pdf p.3 (cited p.9), passage d1p3s4, anchored exact
-func evidenceWhere(e schemas.Evidence) string {
+func evidenceWhere(e verdict.Evidence) string {
 	origin := orDash(e.SourceOrigin)
 	if page := pagePlace("p.", e.SourcePageNumber, e.CitedPageNumber); page != "" {
 		origin += " " + page
@@ -368,7 +369,7 @@ func evidenceWhere(e schemas.Evidence) string {
 		parts = append(parts, "ALTERED: the model wrote "+strconv.Quote(e.QuotedText))
 	case e.Anchored:
 		parts = append(parts, strings.TrimSpace("anchored "+string(e.Match)))
-	case e.Match == schemas.MatchNotDocument:
+	case e.Match == verdict.MatchNotDocument:
 		parts = append(parts, "named input")
 	default:
 		parts = append(parts, "not found in the document")

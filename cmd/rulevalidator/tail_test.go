@@ -21,6 +21,7 @@ import (
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/verdict"
 )
 
 func tailPtr[T any](v T) *T { return &v }
@@ -34,25 +35,25 @@ func tailVerdicts(id string) []schemas.VerdictEvent {
 	return []schemas.VerdictEvent{{
 		EventID: schemas.VerdictEventID("contoso", id, "liability-cap"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
-		RuleID: "liability-cap", RuleName: tailPtr("Liability cap"), RuleType: schemas.RuleBoolean,
+		RuleID: "liability-cap", RuleName: tailPtr("Liability cap"), RuleType: verdict.Boolean,
 		DataSufficiency: true, Rationale: "Capped at twelve months of fees; data protection is not carved out.",
 		BooleanOutput: tailPtr(false),
-		Evidences: []schemas.Evidence{{
+		Evidences: []verdict.Evidence{{
 			Text: "This limit does not apply to breach of clause 6 (Confidentiality).", SourceOrigin: "msa.pdf",
-			SourcePageNumber: 3, CitedPageNumber: 3, PassageID: "d1p3s2", Anchored: true, Match: schemas.MatchExact, StartOffset: tailPtr(120), EndOffset: tailPtr(186),
+			SourcePageNumber: 3, CitedPageNumber: 3, PassageID: "d1p3s2", Anchored: true, Match: verdict.MatchExact, StartOffset: tailPtr(120), EndOffset: tailPtr(186),
 		}},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 1, RuleCount: 2,
 	}, {
 		EventID: schemas.VerdictEventID("contoso", id, "payment-terms"), RequestID: id, TenantID: "contoso",
 		RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"), Model: "fake-model",
-		RuleID: "payment-terms", RuleType: schemas.RuleNumerical, DataSufficiency: true,
+		RuleID: "payment-terms", RuleType: verdict.Numerical, DataSufficiency: true,
 		Rationale: "Payment within 30 days.", NumericalOutput: tailPtr(2), AllowedScores: []int{0, 1, 2, 3, 4, 5},
 		Problems: []string{`the model's quote "payable in thirty days" is not in "msa.pdf"`},
-		Evidences: []schemas.Evidence{
-			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Match: schemas.MatchNone},
+		Evidences: []verdict.Evidence{
+			{Text: "payable in thirty days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Match: verdict.MatchNone},
 			{Text: "Invoices are payable within 30 days.", QuotedText: "invoices are payable within 30 days", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 5,
-				Anchored: true, Match: schemas.MatchNormalized, Similarity: 1, StartOffset: tailPtr(40), EndOffset: tailPtr(76)},
-			{Text: "250000", SourceOrigin: "approval_limit", Anchored: false, Match: schemas.MatchNotDocument},
+				Anchored: true, Match: verdict.MatchNormalized, Similarity: 1, StartOffset: tailPtr(40), EndOffset: tailPtr(76)},
+			{Text: "250000", SourceOrigin: "approval_limit", Anchored: false, Match: verdict.MatchNotDocument},
 		},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(2 * time.Second), RuleIndex: 0, RuleCount: 2,
 	}}
@@ -63,12 +64,12 @@ func tailSummary(id string) schemas.SummaryEvent {
 		EventID: id, RequestID: id, TenantID: "contoso", RulesetID: "contract-review", RulesetVersion: tailPtr("1.0.0"),
 		Model: "fake-model", Status: schemas.StatusCompleted,
 		Counts: schemas.Counts{Rules: 2, Failed: 1, InsufficientData: 1},
-		Aggregate: schemas.Aggregate{
-			Boolean:   &schemas.BooleanAggregate{Mode: "all", Passed: false, Applicable: 1, PassedCount: 0},
-			Numerical: &schemas.NumericalAggregate{Mode: "weighted_mean", Score: tailPtr(2.0), Counted: 1},
+		Aggregate: verdict.Aggregate{
+			Boolean:   &verdict.BooleanAggregate{Mode: "all", Passed: false, Applicable: 1, PassedCount: 0},
+			Numerical: &verdict.NumericalAggregate{Mode: "weighted_mean", Score: tailPtr(2.0), Counted: 1},
 		},
-		Sources: []schemas.Source{{SourceOrigin: "msa.pdf", Text: "page one", SourcePageNumber: 1}},
-		Usage:   schemas.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
+		Sources: []verdict.Source{{SourceOrigin: "msa.pdf", Text: "page one", SourcePageNumber: 1}},
+		Usage:   verdict.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1},
 		Report: &schemas.ReportDescriptor{FileName: id + ".xlsx", URI: "s3://rulevalidator-reports/contoso/" + id + ".xlsx",
 			MIMEType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ReferenceID: id},
 		StartedAt: tailStarted, CompletedAt: tailStarted.Add(3 * time.Second),
@@ -102,29 +103,29 @@ func TestTailLines(t *testing.T) {
 			`request r-1  rule liability-cap  FAIL  "Capped at twelve months of fees; data protection is not carved out."  evidence: "This limit does not apply to breach of clause 6 (Confidentiality)." (msa.pdf p.3, passage d1p3s2, anchored exact)`},
 		{"numerical verdict kept with problems", verdictLine(&v[1]),
 			`request r-1  rule payment-terms  score 2 of 5  kept with problems (the model's quote "payable in thirty days" is not in "msa.pdf")  "Payment within 30 days."  evidence: "payable in thirty days" (msa.pdf p.2, not found in the document); "Invoices are payable within 30 days." (msa.pdf p.2 (cited p.5), anchored normalized); "250000" (approval_limit, named input)`},
-		{"named input cited by name", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(true), DataSufficiency: true,
-			Rationale: "Within the limit.", Evidences: []schemas.Evidence{{Text: "250000", SourceOrigin: "approval_limit", PassageID: "approval_limit", CitedPageNumber: 1, Match: schemas.MatchNotDocument}}}),
+		{"named input cited by name", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "limit", RuleType: verdict.Boolean, BooleanOutput: new(true), DataSufficiency: true,
+			Rationale: "Within the limit.", Evidences: []verdict.Evidence{{Text: "250000", SourceOrigin: "approval_limit", PassageID: "approval_limit", CitedPageNumber: 1, Match: verdict.MatchNotDocument}}}),
 			`request r-1  rule limit  PASS  "Within the limit."  evidence: "250000" (approval_limit, named input)`},
-		{"kept with an altered quote", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "term", RuleType: schemas.RuleBoolean, BooleanOutput: new(true),
+		{"kept with an altered quote", verdictLine(&schemas.VerdictEvent{RequestID: "r-1", RuleID: "term", RuleType: verdict.Boolean, BooleanOutput: new(true),
 			Rationale: "Three years.", SufficiencyNote: new("your quote does not say what the document says"),
-			Evidences: []schemas.Evidence{{Text: "five (5) years", QuotedText: "three (3) years", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
-				Anchored: true, Match: schemas.MatchFuzzy, Altered: true}}}),
+			Evidences: []verdict.Evidence{{Text: "five (5) years", QuotedText: "three (3) years", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
+				Anchored: true, Match: verdict.MatchFuzzy, Altered: true}}}),
 			`request r-1  rule term  PASS  insufficient data (your quote does not say what the document says)  "Three years."  evidence: "five (5) years" (msa.pdf p.2, ALTERED: the model wrote "three (3) years")`},
-		{"from the verdict cache", verdictLine(&schemas.VerdictEvent{RequestID: "r-2", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(false), DataSufficiency: true,
-			Rationale: "Over the limit.", Cached: &schemas.CachedFrom{JudgedAt: time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC), RequestID: "r-1"}}),
+		{"from the verdict cache", verdictLine(&schemas.VerdictEvent{RequestID: "r-2", RuleID: "limit", RuleType: verdict.Boolean, BooleanOutput: new(false), DataSufficiency: true,
+			Rationale: "Over the limit.", Cached: &verdict.CachedFrom{JudgedAt: time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC), RequestID: "r-1"}}),
 			`request r-2  rule limit  FAIL  "Over the limit."  evidence: none  cached: judged 2025-03-01T09:30:00Z under request r-1`},
 		{"summary with cached verdicts", summaryLine(func() *schemas.SummaryEvent {
 			s := tailSummary("r-6")
-			s.Report, s.Aggregate, s.Counts.Cached = nil, schemas.Aggregate{}, 2
+			s.Report, s.Aggregate, s.Counts.Cached = nil, verdict.Aggregate{}, 2
 			return &s
 		}()),
 			`request r-6  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data, 2 from the verdict cache  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
-		{"routed to review", verdictLine(&schemas.VerdictEvent{RequestID: "r-2", RuleID: "limit", RuleType: schemas.RuleBoolean, BooleanOutput: new(false), DataSufficiency: true,
+		{"routed to review", verdictLine(&schemas.VerdictEvent{RequestID: "r-2", RuleID: "limit", RuleType: verdict.Boolean, BooleanOutput: new(false), DataSufficiency: true,
 			Rationale: "Over the limit.", Confidence: new(0.42), NeedsReview: true, ReviewReasons: []string{"low_confidence", "corrected_page"}}),
 			`request r-2  rule limit  FAIL  confidence 0.42  NEEDS REVIEW (low_confidence, corrected_page)  "Over the limit."  evidence: none`},
 		{"summary with verdicts needing review", summaryLine(func() *schemas.SummaryEvent {
 			s := tailSummary("r-7")
-			s.Report, s.Aggregate, s.Usage, s.Counts.NeedsReview = nil, schemas.Aggregate{}, schemas.Usage{}, 1
+			s.Report, s.Aggregate, s.Usage, s.Counts.NeedsReview = nil, verdict.Aggregate{}, verdict.Usage{}, 1
 			return &s
 		}()),
 			`request r-7  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data, 1 need review  model fake-model`},
@@ -134,19 +135,19 @@ func TestTailLines(t *testing.T) {
 			`request r-2  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data  boolean (all) FAILED 0/1  numerical (weighted_mean) 2.00 over 1  report s3://rulevalidator-reports/contoso/r-2.xlsx  model fake-model  tokens 900 in (512 cached), 300 out, 1 call(s)`},
 		{"split summary", summaryLine(func() *schemas.SummaryEvent {
 			s := tailSummary("r-5")
-			s.Report, s.Aggregate, s.Usage.LLMCalls, s.Usage.PlannedCalls = nil, schemas.Aggregate{}, 9, 7
+			s.Report, s.Aggregate, s.Usage.LLMCalls, s.Usage.PlannedCalls = nil, verdict.Aggregate{}, 9, 7
 			return &s
 		}()),
 			`request r-5  summary completed  ruleset contract-review 1.0.0  2 rules: 0 passed, 1 failed, 0 not applicable, 1 insufficient data  model fake-model  tokens 900 in (512 cached), 300 out, 9 call(s), split into 7`},
 		{"summary with nested rulesets", summaryLine(func() *schemas.SummaryEvent {
 			s := tailSummary("r-7")
-			s.Report, s.Aggregate, s.Usage.RulesFiltered, s.Usage.RulesChecked = nil, schemas.Aggregate{}, 2, 1
-			s.Groups = []schemas.GroupResult{
+			s.Report, s.Aggregate, s.Usage.RulesFiltered, s.Usage.RulesChecked = nil, verdict.Aggregate{}, 2, 1
+			s.Groups = []verdict.GroupResult{
 				{ID: "liability", Path: "liability", Required: true, GatedBy: []string{"liability/caps"},
-					Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Applicable: 2, PassedCount: 1}}},
-				{ID: "caps", Path: "liability/caps", Required: true, Aggregate: schemas.Aggregate{Boolean: &schemas.BooleanAggregate{Mode: "all", Applicable: 1}}},
+					Aggregate: verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: "all", Applicable: 2, PassedCount: 1}}},
+				{ID: "caps", Path: "liability/caps", Required: true, Aggregate: verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: "all", Applicable: 1}}},
 				{ID: "payment", Path: "payment", NotApplicable: true},
-				{ID: "quality", Path: "quality", Aggregate: schemas.Aggregate{Numerical: &schemas.NumericalAggregate{Mode: "min", Score: ptr(2.0), Counted: 2}}},
+				{ID: "quality", Path: "quality", Aggregate: verdict.Aggregate{Numerical: &verdict.NumericalAggregate{Mode: "min", Score: ptr(2.0), Counted: 2}}},
 			}
 			return &s
 		}()),
