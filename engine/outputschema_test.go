@@ -77,12 +77,12 @@ func TestSchemasThinkFirstDecideLast(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			verdict := `"boolean_output"`
+			output := `"boolean_output"`
 			if rule.Type == Numerical {
-				verdict = `"numerical_output"`
+				output = `"numerical_output"`
 			}
 			text := string(data)
-			order := []string{`"rule_id"`, `"rationale"`, `"evidences"`, `"not_applicable"`, `"data_sufficiency"`, verdict}
+			order := []string{`"rule_id"`, `"rationale"`, `"evidences"`, `"not_applicable"`, `"data_sufficiency"`, output}
 			if name == "grammar" {
 				// The grammar of one rule leaves out its id: the position
 				// names it.

@@ -278,7 +278,7 @@ func viaJSON[T any](t *testing.T, v any) T {
 
 func verdictsOf(t *testing.T, rules []engine.Verdict, agg engine.Aggregate) []byte {
 	t.Helper()
-	type verdict struct {
+	type verdictRow struct {
 		RuleID          string
 		DataSufficiency bool
 		Rationale       string
@@ -287,13 +287,13 @@ func verdictsOf(t *testing.T, rules []engine.Verdict, agg engine.Aggregate) []by
 		NotApplicable   bool
 		Evidences       []engine.Evidence
 	}
-	var out []verdict
+	var out []verdictRow
 	for _, v := range rules {
 		evs := v.Evidences
 		if evs == nil {
 			evs = []engine.Evidence{}
 		}
-		out = append(out, verdict{v.RuleID, v.DataSufficiency, v.Rationale, v.BooleanOutput, v.NumericalOutput, v.NotApplicable, evs})
+		out = append(out, verdictRow{v.RuleID, v.DataSufficiency, v.Rationale, v.BooleanOutput, v.NumericalOutput, v.NotApplicable, evs})
 	}
 	b, err := json.Marshal(map[string]any{"rules": out, "aggregate": agg})
 	if err != nil {
