@@ -31,6 +31,7 @@ import (
 	"rulevalidator/objstore"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 const (
@@ -350,12 +351,12 @@ func passAll(_ context.Context, req *schemas.Request, start time.Time) (judging.
 	res := &engine.Result{RulesetID: rs.ID, Model: "scripted"}
 	for _, rule := range rs.Rules {
 		res.Rules = append(res.Rules, engine.Verdict{
-			RuleID: rule.RuleID, Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &pass,
+			RuleID: rule.RuleID, Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: &pass,
 			Rationale: "Scripted pass.",
-			Evidences: []engine.Evidence{{Text: "signed", SourceOrigin: "contract.txt", SourcePageNumber: 1, Match: engine.MatchNone}},
+			Evidences: []verdict.Evidence{{Text: "signed", SourceOrigin: "contract.txt", SourcePageNumber: 1, Match: verdict.MatchNone}},
 		})
 	}
-	res.Aggregate.Boolean = &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: true, Applicable: len(rs.Rules), PassedCount: len(rs.Rules)}
+	res.Aggregate.Boolean = &verdict.BooleanAggregate{Mode: verdict.AggregateAll, Passed: true, Applicable: len(rs.Rules), PassedCount: len(rs.Rules)}
 	done := start.Add(time.Second)
 	return judging.Events{
 		Verdicts: judging.NewVerdictEvents(req, rs, res, "", start, done),

@@ -16,6 +16,7 @@ import (
 	"rulevalidator/internal/s3test"
 	"rulevalidator/report"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // storedReport writes a real report for tenant acme into a fresh bucket of
@@ -32,7 +33,7 @@ func storedReport(t *testing.T) (StoredReports, *schemas.ReportDescriptor, []byt
 	pass := true
 	res := &engine.Result{
 		RulesetID: "contract-check", RulesetVersion: "2", Model: "gemma-3-270m",
-		Rules: []engine.Verdict{{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &pass, Rationale: "Signed on page 2."}},
+		Rules: []engine.Verdict{{RuleID: "signed", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: &pass, Rationale: "Signed on page 2."}},
 	}
 	req := &schemas.Request{RequestID: "req-dl-1", TenantID: "acme", RulesetRef: &schemas.RulesetRef{ID: "contract-check"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

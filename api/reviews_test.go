@@ -25,6 +25,7 @@ import (
 	"rulevalidator/report"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // reviewRuleset has two boolean rules and a numerical one.
@@ -48,8 +49,8 @@ func judged(t *testing.T, tenant, requestID string, confidences map[string]*floa
 	res := &engine.Result{RulesetID: rs.ID, Model: "scripted"}
 	for _, rule := range rs.Rules {
 		v := engine.Verdict{RuleID: rule.RuleID, Type: rule.Type, DataSufficiency: true, Rationale: "Scripted.", Confidence: confidences[rule.RuleID],
-			Evidences: []engine.Evidence{{Text: "Signed on 1 March 2025.", SourceOrigin: "contract.txt", SourcePageNumber: 1, CitedPageNumber: 1, PassageID: "d1p1s1", Anchored: true, Match: engine.MatchPassage}}}
-		if rule.Type == engine.Numerical {
+			Evidences: []verdict.Evidence{{Text: "Signed on 1 March 2025.", SourceOrigin: "contract.txt", SourcePageNumber: 1, CitedPageNumber: 1, PassageID: "d1p1s1", Anchored: true, Match: verdict.MatchPassage}}}
+		if rule.Type == verdict.Numerical {
 			v.NumericalOutput = new(4)
 		} else {
 			v.BooleanOutput = &pass
@@ -276,8 +277,8 @@ func TestReviewsEndToEnd(t *testing.T) {
 	var body struct {
 		Result struct {
 			Summary struct {
-				Aggregate       engine.Aggregate `json:"aggregate"`
-				FinalAggregates engine.Aggregate `json:"final_aggregates"`
+				Aggregate       verdict.Aggregate `json:"aggregate"`
+				FinalAggregates verdict.Aggregate `json:"final_aggregates"`
 				Counts          struct {
 					NeedsReview int `json:"needs_review"`
 				} `json:"counts"`

@@ -26,6 +26,7 @@ import (
 	"rulevalidator/request"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/verdict"
 )
 
 // The service is wired here as `rulevalidator serve` wires it (consumer → retry, dead-letter
@@ -80,7 +81,7 @@ func (m *scriptedModel) Chat(ctx context.Context, req engine.ChatRequest) (engin
 		}
 	}
 	return engine.ChatResponse{Content: m.answer, Format: req.Format, Model: req.Model,
-		Usage: engine.Usage{PromptTokens: 900, CompletionTokens: 300, LLMCalls: 1}}, nil
+		Usage: verdict.Usage{PromptTokens: 900, CompletionTokens: 300, LLMCalls: 1}}, nil
 }
 
 // requireOneCallPerRequest fails b unless the model was called once per request judged, as

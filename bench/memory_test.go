@@ -27,6 +27,7 @@ import (
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/verdict"
 )
 
 // encodeOnly is a Publisher that encodes the events and writes them nowhere.
@@ -318,7 +319,7 @@ func writeHeapProfile(b *testing.B, path string) {
 func backed(v schemas.VerdictEvent, mode engine.EvidenceMode) (int, bool) {
 	n := 0
 	for _, ev := range v.Evidences {
-		if ev.Match == engine.MatchNotDocument { // a named input's value, judged by a check
+		if ev.Match == verdict.MatchNotDocument { // a named input's value, judged by a check
 			continue
 		}
 		if !ev.Anchored || mode == engine.EvidenceCite && ev.PassageID == "" {

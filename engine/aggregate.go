@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"rulevalidator/verdict"
 )
 
 // aggregate combines verdicts with the ruleset's modes. A ruleset without
@@ -16,12 +18,12 @@ import (
 // Numerical: rules that are not applicable, lack sufficient data or have no
 // score are left out. Score is nil when nothing was counted; min and max are
 // the lowest and highest score counted.
-func aggregate(rs *Ruleset, verdicts []Verdict) Aggregate {
+func aggregate(rs *Ruleset, verdicts []Verdict) verdict.Aggregate {
 	weights := make(map[string]float64, len(rs.Rules))
 	var hasBool, hasNum bool
 	for _, r := range rs.Rules {
 		weights[r.RuleID] = r.WeightOrDefault()
-		if r.Type == Numerical {
+		if r.Type == verdict.Numerical {
 			hasNum = true
 		} else {
 			hasBool = true
@@ -52,21 +54,21 @@ func (m *members) addVerdict(v Verdict, weight float64) {
 	case OutcomeFail:
 		m.applicable++
 	}
-	if v.Type == Numerical && !v.NotApplicable && v.DataSufficiency && v.NumericalOutput != nil {
+	if v.Type == verdict.Numerical && !v.NotApplicable && v.DataSufficiency && v.NumericalOutput != nil {
 		m.scores = append(m.scores, weighted{float64(*v.NumericalOutput), weight})
 	}
 }
 
 // combine is the aggregate of m by rs's modes; hasBool and hasNum say
 // whether the ruleset holds boolean and numerical rules at all.
-func (m *members) combine(rs *Ruleset, hasBool, hasNum bool) Aggregate {
-	var agg Aggregate
+func (m *members) combine(rs *Ruleset, hasBool, hasNum bool) verdict.Aggregate {
+	var agg verdict.Aggregate
 	if hasBool {
-		b := &BooleanAggregate{Mode: orDefault(rs.BooleanAggregation, AggregateAll), Applicable: m.applicable, PassedCount: m.passed}
+		b := &verdict.BooleanAggregate{Mode: orDefault(rs.BooleanAggregation, verdict.AggregateAll), Applicable: m.applicable, PassedCount: m.passed}
 		switch b.Mode {
-		case AggregateAny:
+		case verdict.AggregateAny:
 			b.Passed = b.PassedCount > 0
-		case AggregateMajority:
+		case verdict.AggregateMajority:
 			b.Passed = 2*b.PassedCount > b.Applicable
 		default:
 			b.Passed = b.PassedCount == b.Applicable
@@ -74,7 +76,7 @@ func (m *members) combine(rs *Ruleset, hasBool, hasNum bool) Aggregate {
 		agg.Boolean = b
 	}
 	if hasNum {
-		n := &NumericalAggregate{Mode: orDefault(rs.NumericalAggregation, AggregateMean), Counted: len(m.scores)}
+		n := &verdict.NumericalAggregate{Mode: orDefault(rs.NumericalAggregation, verdict.AggregateMean), Counted: len(m.scores)}
 		if n.Counted > 0 {
 			var sum, weightedSum, weightSum float64
 			lo, hi := math.Inf(1), math.Inf(-1)
@@ -86,13 +88,13 @@ func (m *members) combine(rs *Ruleset, hasBool, hasNum bool) Aggregate {
 			}
 			var score float64
 			switch n.Mode {
-			case AggregateSum:
+			case verdict.AggregateSum:
 				score = sum
-			case AggregateWeightedMean:
+			case verdict.AggregateWeightedMean:
 				score = weightedSum / weightSum
-			case AggregateMin:
+			case verdict.AggregateMin:
 				score = lo
-			case AggregateMax:
+			case verdict.AggregateMax:
 				score = hi
 			default:
 				score = sum / float64(n.Counted)
@@ -109,8 +111,8 @@ func (m *members) combine(rs *Ruleset, hasBool, hasNum bool) Aggregate {
 // of its parent, and a required group that fails fails its parent whatever
 // the parent's mode. excluded gives, per group, why a filter left it out.
 // It returns the ruleset's aggregate and every nested group's result.
-func (t *tree) aggregate(verdicts []Verdict, excluded map[*groupNode]string) (Aggregate, []GroupResult) {
-	results := make([]GroupResult, len(t.groups))
+func (t *tree) aggregate(verdicts []Verdict, excluded map[*groupNode]string) (verdict.Aggregate, []verdict.GroupResult) {
+	results := make([]verdict.GroupResult, len(t.groups))
 	index := make(map[*groupNode]int, len(t.groups))
 	for i, g := range t.groups {
 		index[g] = i
@@ -127,7 +129,7 @@ func (t *tree) aggregate(verdicts []Verdict, excluded map[*groupNode]string) (Ag
 		for i := g.start; i < g.own; i++ {
 			r := t.rules[i].rule
 			res.RuleIDs = append(res.RuleIDs, r.RuleID)
-			if r.Type == Numerical {
+			if r.Type == verdict.Numerical {
 				sh.hasNum = true
 			} else {
 				sh.hasBool = true
@@ -200,4 +202,6 @@ func orDefault[T ~string](v, def T) T {
 
 // AggregateVerdicts combines verdicts with rs's modes, as Evaluate does: the
 // one aggregation, also of verdicts a person corrected.
-func AggregateVerdicts(rs *Ruleset, verdicts []Verdict) Aggregate { return aggregate(rs, verdicts) }
+func AggregateVerdicts(rs *Ruleset, verdicts []Verdict) verdict.Aggregate {
+	return aggregate(rs, verdicts)
+}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"rulevalidator/verdict"
 )
 
 // Problem reasons: why an answer (or one rule of it) was not accepted. They are
@@ -242,7 +244,7 @@ func checkRule(rule Rule, rr rawRule) (Verdict, []Problem) {
 		Type:            rule.Type,
 		DataSufficiency: rr.DataSufficiency == nil || *rr.DataSufficiency,
 		NotApplicable:   rr.NotApplicable != nil && *rr.NotApplicable,
-		Evidences:       []Evidence{},
+		Evidences:       []verdict.Evidence{},
 	}
 	// A missing rationale is a content problem (checkContent): the verdict
 	// itself may stand, kept with a note, when re-asking does not help.
@@ -253,7 +255,7 @@ func checkRule(rule Rule, rr rawRule) (Verdict, []Problem) {
 	// numerical rule without sufficient data has no score to give.
 	outputOptional := v.NotApplicable && rule.NotApplicableText == ""
 	switch rule.Type {
-	case Numerical:
+	case verdict.Numerical:
 		if !isAbsent(rr.BooleanOutput) && isAbsent(rr.NumericalOutput) {
 			add(ReasonWrongOutputType, "this is a numerical rule: give numerical_output (one of %s), not boolean_output", joinInts(rule.AllowedScores()))
 			break
@@ -305,7 +307,7 @@ func checkRule(rule Rule, rr rawRule) (Verdict, []Problem) {
 			continue // an empty quote supports nothing; drop it rather than re-ask
 		}
 		page, _ := parseScore(e.SourcePageNumber)
-		v.Evidences = append(v.Evidences, Evidence{PassageID: id, Text: text, SourceOrigin: strings.TrimSpace(e.SourceOrigin), SourcePageNumber: max(page, 0)})
+		v.Evidences = append(v.Evidences, verdict.Evidence{PassageID: id, Text: text, SourceOrigin: strings.TrimSpace(e.SourceOrigin), SourcePageNumber: max(page, 0)})
 	}
 	return v, problems
 }

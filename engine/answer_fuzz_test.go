@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 // FuzzCheckAnswerSingle: an answer for one pending rule, in the shape a
@@ -18,8 +20,8 @@ func FuzzCheckAnswerSingle(f *testing.F) {
 	f.Add(`{"rule_id": "only", "rationale": "r", "not_applicable": true, "evidences": [{"text": " t ", "source_origin": "msa.pdf", "source_page_number": -1}]}`, false)
 	f.Add("```json\n{\"rationale\": \"a\nb\", \"boolean_output\": false}\n```", false)
 	f.Add(`{"rationale": "x", "numerical_output": 1e400}`, true)
-	boolean := []Rule{{RuleID: "only", RuleText: "Liability is capped.", Type: Boolean}}
-	numerical := []Rule{{RuleID: "only", RuleText: "Rate the clarity.", Type: Numerical, NumericalRuleConfig: &NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}}}
+	boolean := []Rule{{RuleID: "only", RuleText: "Liability is capped.", Type: verdict.Boolean}}
+	numerical := []Rule{{RuleID: "only", RuleText: "Rate the clarity.", Type: verdict.Numerical, NumericalRuleConfig: &NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}}}
 	f.Fuzz(func(t *testing.T, content string, isNumerical bool) {
 		pending := boolean
 		if isNumerical {
@@ -39,7 +41,7 @@ func FuzzCheckAnswerSingle(f *testing.F) {
 				t.Fatalf("verdict %+v for rule %+v", v, rule)
 			}
 			switch rule.Type {
-			case Numerical:
+			case verdict.Numerical:
 				if v.BooleanOutput != nil || (v.NumericalOutput != nil && !slices.Contains(rule.AllowedScores(), *v.NumericalOutput)) {
 					t.Fatalf("numerical verdict %+v", v)
 				}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 func TestCheckAnswer(t *testing.T) {
@@ -134,7 +136,7 @@ func TestEscapeStringControls(t *testing.T) {
 
 // An answer with a line break written raw inside its rationale is read, not re-asked.
 func TestCheckAnswerReadsRawLineBreaks(t *testing.T) {
-	rules := []Rule{{RuleID: "r1", Type: Boolean, RuleText: "The contract is signed."}}
+	rules := []Rule{{RuleID: "r1", Type: verdict.Boolean, RuleText: "The contract is signed."}}
 	content := "{\"rules\": [{\"rule_id\": \"r1\", \"evidences\": [], \"rationale\": \"The contract\nis not signed.\", \"not_applicable\": false, \"data_sufficiency\": true, \"boolean_output\": false}]}"
 	got, problems := checkAnswer(content, rules)
 	if len(problems) != 0 {

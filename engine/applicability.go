@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"rulevalidator/engine/ruleexpr"
+	"rulevalidator/verdict"
 )
 
 // RequestFacts are what a request says of itself besides its inputs, for the
@@ -59,7 +60,7 @@ type groupApplies struct {
 	applies bool
 	reason  string // why not, or why it could not be decided
 	failed  bool   // the filter could not be evaluated
-	evs     []Evidence
+	evs     []verdict.Evidence
 }
 
 // decide evaluates the filters, from the top level down to the rule, and
@@ -131,7 +132,7 @@ func filterOutcome(ctx context.Context, p *ruleexpr.Program, b *ruleexpr.Bound, 
 
 // undecided is the verdict of a rule whose filter or check failed on the
 // request's values: no output, insufficient data, the problem named.
-func undecided(r *Rule, problem string, evs []Evidence) Verdict {
+func undecided(r *Rule, problem string, evs []verdict.Evidence) Verdict {
 	return Verdict{RuleID: r.RuleID, Name: r.Name, Type: r.Type, DataSufficiency: false, Rationale: problem,
 		Evidences: nonNil(evs), SufficiencyNote: problem, Problems: []string{problem}}
 }
@@ -139,7 +140,7 @@ func undecided(r *Rule, problem string, evs []Evidence) Verdict {
 // checkVerdict judges r by its check, without the model.
 func checkVerdict(ctx context.Context, r *Rule, p *ruleexpr.Program, b *ruleexpr.Bound) Verdict {
 	evs, read := inputEvidence(p, b)
-	if r.Type == Numerical {
+	if r.Type == verdict.Numerical {
 		n, boolean, isBool, err := p.Number(ctx, b)
 		if err != nil {
 			return undecided(r, fmt.Sprintf("the check (%s) could not be evaluated on this request: %v", p.Source, err), evs)
@@ -185,7 +186,7 @@ func nearestScore(scores []int, n float64) int {
 // that the request gives, its value verbatim, the input's name as origin and
 // page 0; read says in words what was compared (", comparing
 // contract_value = 250000 with the expression; cap was not given").
-func inputEvidence(p *ruleexpr.Program, b *ruleexpr.Bound) (evs []Evidence, read string) {
+func inputEvidence(p *ruleexpr.Program, b *ruleexpr.Bound) (evs []verdict.Evidence, read string) {
 	var given, missing []string
 	for _, name := range p.Reads {
 		text, ok := b.Value(name)
@@ -194,7 +195,7 @@ func inputEvidence(p *ruleexpr.Program, b *ruleexpr.Bound) (evs []Evidence, read
 			continue
 		}
 		given = append(given, name+" = "+text)
-		evs = append(evs, Evidence{Text: text, SourceOrigin: name, SourcePageNumber: 0, Match: MatchNotDocument})
+		evs = append(evs, verdict.Evidence{Text: text, SourceOrigin: name, SourcePageNumber: 0, Match: verdict.MatchNotDocument})
 	}
 	var s strings.Builder
 	if len(given) > 0 {
@@ -206,9 +207,9 @@ func inputEvidence(p *ruleexpr.Program, b *ruleexpr.Bound) (evs []Evidence, read
 	return evs, s.String()
 }
 
-func nonNil(evs []Evidence) []Evidence {
+func nonNil(evs []verdict.Evidence) []verdict.Evidence {
 	if evs == nil {
-		return []Evidence{}
+		return []verdict.Evidence{}
 	}
 	return evs
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 // instantLLM answers every call at once with the same content: the engine's
@@ -21,7 +23,7 @@ func (l instantLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, erro
 	if l.calls != nil {
 		l.calls.Add(1)
 	}
-	return ChatResponse{Content: l.content, Format: req.Format, Model: req.Model, Usage: Usage{PromptTokens: 1000, CompletionTokens: 300, LLMCalls: 1}}, nil
+	return ChatResponse{Content: l.content, Format: req.Format, Model: req.Model, Usage: verdict.Usage{PromptTokens: 1000, CompletionTokens: 300, LLMCalls: 1}}, nil
 }
 
 // benchDocument is about size bytes of varied English-like text in pages.
@@ -77,13 +79,13 @@ func benchmarkEvaluate(b *testing.B, mode EvidenceMode, paraphrased bool) {
 	var answers []map[string]any
 	for i := range 10 {
 		id := fmt.Sprintf("rule-%02d", i)
-		typ := Boolean
+		typ := verdict.Boolean
 		if i%3 == 0 {
-			typ = Numerical
+			typ = verdict.Numerical
 		}
 		rs.Rules = append(rs.Rules, Rule{RuleID: id, RuleText: "Rule text number " + id, Type: typ,
 			NumericalRuleConfig: &NumericalRuleConfig{PossibleScores: []int{1, 2, 3, 4, 5}}})
-		if typ == Boolean {
+		if typ == verdict.Boolean {
 			rs.Rules[i].NumericalRuleConfig = nil
 		}
 		at := (i*9973 + 5000) % (len(text) - 400)
@@ -106,7 +108,7 @@ func benchmarkEvaluate(b *testing.B, mode EvidenceMode, paraphrased bool) {
 		}
 		a := map[string]any{"rule_id": id, "data_sufficiency": true, "rationale": "The cited clause decides this rule.", "not_applicable": false,
 			"evidences": []map[string]any{evidence}}
-		if typ == Numerical {
+		if typ == verdict.Numerical {
 			a["numerical_output"] = 3
 		} else {
 			a["boolean_output"] = true

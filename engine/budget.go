@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"rulevalidator/engine/plan"
+	"rulevalidator/verdict"
 )
 
 // This file is the token budget of a request's calls: what a call may hold within the
@@ -83,7 +84,7 @@ func (b budget) fits(promptTokens, rules int) bool {
 
 // observeUsage teaches the estimator how the model's tokenizer compares with
 // the estimate and how long its answers run.
-func (e *Engine) observeUsage(model string, messages []Message, rules int, u Usage) {
+func (e *Engine) observeUsage(model string, messages []Message, rules int, u verdict.Usage) {
 	if u.PromptTokens > 0 && e.est.WantsPrompt(model) {
 		counted := 0
 		for _, m := range messages {

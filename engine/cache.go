@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"rulevalidator/verdict"
 )
 
 // The verdict cache: a rule judged on the same material, under the same
@@ -145,7 +147,7 @@ func (cr *cacheRun) hit(i int, rule Rule) Verdict {
 	entry := cr.hits[i]
 	v := entry.Verdict
 	v.Name = rule.Name
-	v.Cached = &CachedFrom{JudgedAt: entry.JudgedAt, RequestID: entry.RequestID}
+	v.Cached = &verdict.CachedFrom{JudgedAt: entry.JudgedAt, RequestID: entry.RequestID}
 	return v
 }
 
@@ -214,7 +216,7 @@ func newDocIndex(docs []Document) *docIndex {
 
 // page is where evidence's page starts and ends in its document, and the
 // page's text; ok false when ev names no page of a document.
-func (x *docIndex) page(ev Evidence) (start, end int, text string, ok bool) {
+func (x *docIndex) page(ev verdict.Evidence) (start, end int, text string, ok bool) {
 	d, found := x.byName[ev.SourceOrigin]
 	if !found || ev.SourcePageNumber < 1 || ev.SourcePageNumber > len(x.docs[d].Pages) {
 		return 0, 0, "", false
@@ -247,7 +249,7 @@ func (x *docIndex) shift(v Verdict, sign int) (Verdict, bool) {
 	if len(v.Evidences) == 0 {
 		return v, true
 	}
-	evs := make([]Evidence, len(v.Evidences))
+	evs := make([]verdict.Evidence, len(v.Evidences))
 	copy(evs, v.Evidences)
 	for i := range evs {
 		ev := &evs[i]

@@ -13,6 +13,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/synthdoc"
+	"rulevalidator/verdict"
 	"rulevalidator/verdictcache"
 )
 
@@ -97,7 +98,7 @@ func TestCacheAnswersARepeatWithoutTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.requests) != 1 || second.Usage != (engine.Usage{}) {
+	if len(m.requests) != 1 || second.Usage != (verdict.Usage{}) {
 		t.Errorf("second request: %d model requests in all, usage %+v; want no call", len(m.requests), second.Usage)
 	}
 	for _, v := range second.Rules {

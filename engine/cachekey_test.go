@@ -1,6 +1,10 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+
+	"rulevalidator/verdict"
+)
 
 // TestVerdictKey: the key changes with everything that decides a verdict
 // (the tenant, the model, the settings that change what the model sees or
@@ -9,8 +13,8 @@ import "testing"
 // ruleset's version, the re-ask budget, how the request is split).
 func TestVerdictKey(t *testing.T) {
 	base := Config{Model: "m"}
-	rule := Rule{RuleID: "cap", RuleText: "Liability is capped.", Type: Boolean, NotApplicableText: "No liability is named.", Name: "Cap", Weight: ptr(1.0)}
-	score := Rule{RuleID: "clarity", RuleText: "Rate the clarity.", Type: Numerical, NumericalRuleConfig: &NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}}
+	rule := Rule{RuleID: "cap", RuleText: "Liability is capped.", Type: verdict.Boolean, NotApplicableText: "No liability is named.", Name: "Cap", Weight: ptr(1.0)}
+	score := Rule{RuleID: "clarity", RuleText: "Rate the clarity.", Type: verdict.Numerical, NumericalRuleConfig: &NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}}
 	key := func(cfg Config, tenant, model string, r Rule, material string) string {
 		e, err := New(&scriptedLLM{}, cfg)
 		if err != nil {
@@ -47,7 +51,7 @@ func TestVerdictKey(t *testing.T) {
 		{"another rule text", key(base, "contoso", "m", with(func(r *Rule) { r.RuleText = "Liability is uncapped." }), "digest-1"), want, false},
 		{"another not-applicable text", key(base, "contoso", "m", with(func(r *Rule) { r.NotApplicableText = "" }), "digest-1"), want, false},
 		{"another type", key(base, "contoso", "m", with(func(r *Rule) {
-			r.Type = Numerical
+			r.Type = verdict.Numerical
 			r.NumericalRuleConfig = &NumericalRuleConfig{PossibleScores: []int{0, 1}}
 		}), "digest-1"), want, false},
 		{"other allowed scores", key(base, "contoso", "m", withScore(func(r *Rule) { r.NumericalRuleConfig.PossibleScores = []int{1, 2, 3, 4} }), "digest-1"), wantScore, false},
@@ -132,7 +136,7 @@ func TestRuneSlice(t *testing.T) {
 func TestCachedOffsetsFollowTheirPage(t *testing.T) {
 	docs := []Document{{Name: "a.pdf", Pages: []string{"Seite 1.", "§ Haftung für Schäden."}}}
 	start, end := len([]rune("Seite 1.\f§ ")), len([]rune("Seite 1.\f§ Haftung"))
-	v := Verdict{RuleID: "r", Evidences: []Evidence{{Text: "Haftung", SourceOrigin: "a.pdf", SourcePageNumber: 2, Anchored: true, StartOffset: &start, EndOffset: &end}}}
+	v := Verdict{RuleID: "r", Evidences: []verdict.Evidence{{Text: "Haftung", SourceOrigin: "a.pdf", SourcePageNumber: 2, Anchored: true, StartOffset: &start, EndOffset: &end}}}
 	rel, ok := newDocIndex(docs).relative(v)
 	if !ok || *rel.Evidences[0].StartOffset != 2 || *rel.Evidences[0].EndOffset != 9 {
 		t.Fatalf("relative: %v %+v", ok, rel.Evidences[0])

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 // citeInputs is a document whose passages are known: page 1 holds d1p1s1
@@ -42,7 +44,7 @@ func TestCiteResolvesEvidenceFromPassages(t *testing.T) {
 		t.Fatalf("%d calls, want 1: every citation resolves", len(llm.calls))
 	}
 	doc := []rune(strings.Join(citeInputs().PrimaryDocs[0].Pages, "\f"))
-	check := func(ev Evidence, id, text string, page int, match Match) {
+	check := func(ev verdict.Evidence, id, text string, page int, match verdict.Match) {
 		t.Helper()
 		if ev.PassageID != id || ev.Text != text || ev.SourceOrigin != "msa.pdf" || ev.SourcePageNumber != page || ev.CitedPageNumber != page || !ev.Anchored || ev.Match != match {
 			t.Errorf("evidence %+v, want %s %q on page %d (%s)", ev, id, text, page, match)
@@ -53,14 +55,14 @@ func TestCiteResolvesEvidenceFromPassages(t *testing.T) {
 		}
 	}
 	cap, term, score := res.Rules[0], res.Rules[1], res.Rules[2]
-	check(cap.Evidences[0], "d1p1s2", "total liability is capped", 1, MatchExact)
-	check(cap.Evidences[1], "d1p2s1", "The term of this agreement is two (2) years from the effective date.", 2, MatchPassage)
+	check(cap.Evidences[0], "d1p1s2", "total liability is capped", 1, verdict.MatchExact)
+	check(cap.Evidences[1], "d1p2s1", "The term of this agreement is two (2) years from the effective date.", 2, verdict.MatchPassage)
 	// Words not in the passage: the passage stands, the words are kept.
-	check(term.Evidences[0], "d1p2s1", "The term of this agreement is two (2) years from the effective date.", 2, MatchPassage)
+	check(term.Evidences[0], "d1p2s1", "The term of this agreement is two (2) years from the effective date.", 2, verdict.MatchPassage)
 	if term.Evidences[0].QuotedText != "a term of three years" {
 		t.Errorf("the model's words are not kept: %+v", term.Evidences[0])
 	}
-	if ev := score.Evidences[0]; ev.PassageID != "budget" || ev.Text != "50000" || ev.SourceOrigin != "budget" || ev.Match != MatchNotDocument || ev.SourcePageNumber != 0 {
+	if ev := score.Evidences[0]; ev.PassageID != "budget" || ev.Text != "50000" || ev.SourceOrigin != "budget" || ev.Match != verdict.MatchNotDocument || ev.SourcePageNumber != 0 {
 		t.Errorf("named input citation: %+v", ev)
 	}
 	for _, v := range res.Rules {
@@ -212,7 +214,7 @@ func TestCiteUnknownPassageKeptForTheReader(t *testing.T) {
 	if strings.Contains(cap.SufficiencyNote, "cite the id") || strings.Contains(cap.SufficiencyNote, "passage_id") {
 		t.Errorf("the note speaks to the model: %q", cap.SufficiencyNote)
 	}
-	if ev := cap.Evidences[0]; ev.Anchored || ev.Match != MatchNone {
+	if ev := cap.Evidences[0]; ev.Anchored || ev.Match != verdict.MatchNone {
 		t.Errorf("an unknown id must not read as anchored: %+v", ev)
 	}
 }
@@ -354,7 +356,7 @@ func (l *ruleReader) Chat(_ context.Context, req ChatRequest) (ChatResponse, err
 		rules = append(rules, r)
 	}
 	data, _ := json.Marshal(map[string]any{"rules": rules})
-	return ChatResponse{Content: string(data), Format: req.Format, Usage: Usage{PromptTokens: 100, CompletionTokens: 20, LLMCalls: 1}}, nil
+	return ChatResponse{Content: string(data), Format: req.Format, Usage: verdict.Usage{PromptTokens: 100, CompletionTokens: 20, LLMCalls: 1}}, nil
 }
 
 // TestRulesPerCallShareTheMaterial: with one rule a call, every call starts
@@ -442,24 +444,24 @@ func TestCiteFindsThePassageByItsWords(t *testing.T) {
 		name, rationale, id, quote string
 		wantID, wantCitedID        string
 		wantCitedPage              int
-		wantMatch                  Match
+		wantMatch                  verdict.Match
 		wantText                   string
 	}{
-		{"words in the cited passage", aboutLaw, "d1p2s1", "governed by the laws of the State of", "d1p2s1", "", 2, MatchExact, "governed by the laws of the State of"},
-		{"words in another page's passage", aboutLaw, "d1p1s2", "governed by the laws of the State of", "d1p2s1", "d1p1s2", 1, MatchExact, "governed by the laws of the State of"},
-		{"words in another document", aboutLaw, "d1p2s2", "Approved governing law: Delaware", "d2p1s1", "d1p2s2", 2, MatchExact, "Approved governing law: Delaware"},
-		{"words across a line break, in other case", aboutLaw, "d1p1s1", "this agreement is governed by the laws of the state of Delaware", "d1p2s1", "d1p1s1", 1, MatchPassage,
+		{"words in the cited passage", aboutLaw, "d1p2s1", "governed by the laws of the State of", "d1p2s1", "", 2, verdict.MatchExact, "governed by the laws of the State of"},
+		{"words in another page's passage", aboutLaw, "d1p1s2", "governed by the laws of the State of", "d1p2s1", "d1p1s2", 1, verdict.MatchExact, "governed by the laws of the State of"},
+		{"words in another document", aboutLaw, "d1p2s2", "Approved governing law: Delaware", "d2p1s1", "d1p2s2", 2, verdict.MatchExact, "Approved governing law: Delaware"},
+		{"words across a line break, in other case", aboutLaw, "d1p1s1", "this agreement is governed by the laws of the state of Delaware", "d1p2s1", "d1p1s1", 1, verdict.MatchPassage,
 			"8. Governing Law. This Agreement is governed by the laws of the State of\nDelaware."},
-		{"words behind the passage's marker", aboutLaw, "d1p1s2", "[d1p2s1] 8. Governing Law. This Agreement is governed", "d1p2s1", "d1p1s2", 1, MatchExact, "8. Governing Law. This Agreement is governed"},
-		{"words of another passage than the rationale's", "The annual fee of USD 240,000 is within the limit.", "d1p1s2", "Approved governing law: Delaware", "d1p1s2", "", 1, MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
-		{"words changed a little", "The customer pays USD 240,000 a year, within the limit.", "d1p2s2", "The customer pays USD 240,000 each year", "d1p1s2", "d1p2s2", 2, MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
-		{"the model's own words, not a passage's", "The fee is within the limit.", "d1p2s2", "the approval limit given in the inputs is also USD 250,000", "d1p2s2", "", 2, MatchPassage, "9. Notices. Notices are given in writing."},
-		{"words too short to tell", aboutLaw, "d1p1s1", "Delaware", "d1p1s1", "", 1, MatchPassage, "1. Term. This Agreement runs for three years."},
-		{"words in no passage", aboutLaw, "d1p1s2", "The supplier may subcontract freely.", "d1p1s2", "", 1, MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
+		{"words behind the passage's marker", aboutLaw, "d1p1s2", "[d1p2s1] 8. Governing Law. This Agreement is governed", "d1p2s1", "d1p1s2", 1, verdict.MatchExact, "8. Governing Law. This Agreement is governed"},
+		{"words of another passage than the rationale's", "The annual fee of USD 240,000 is within the limit.", "d1p1s2", "Approved governing law: Delaware", "d1p1s2", "", 1, verdict.MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
+		{"words changed a little", "The customer pays USD 240,000 a year, within the limit.", "d1p2s2", "The customer pays USD 240,000 each year", "d1p1s2", "d1p2s2", 2, verdict.MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
+		{"the model's own words, not a passage's", "The fee is within the limit.", "d1p2s2", "the approval limit given in the inputs is also USD 250,000", "d1p2s2", "", 2, verdict.MatchPassage, "9. Notices. Notices are given in writing."},
+		{"words too short to tell", aboutLaw, "d1p1s1", "Delaware", "d1p1s1", "", 1, verdict.MatchPassage, "1. Term. This Agreement runs for three years."},
+		{"words in no passage", aboutLaw, "d1p1s2", "The supplier may subcontract freely.", "d1p1s2", "", 1, verdict.MatchPassage, "2. Fees. Customer pays USD 240,000 a year."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &anchoring{docs: in.Documents(), in: in}
-			ev := Evidence{PassageID: tc.id, Text: tc.quote}
+			ev := verdict.Evidence{PassageID: tc.id, Text: tc.quote}
 			if !a.cite(&ev, Rule{}, tc.rationale, nil) {
 				t.Fatalf("cite(%s) found no passage", tc.id)
 			}
@@ -477,7 +479,7 @@ func TestCiteNearestOfSeveralPassages(t *testing.T) {
 		"Payment is due within thirty days. Intro text here for spacing. Payment is due within thirty days. Closing words for the page.",
 	}}}}
 	a := &anchoring{docs: in.Documents(), in: in}
-	ev := Evidence{PassageID: "d1p1s4", Text: "Payment is due within thirty days"}
+	ev := verdict.Evidence{PassageID: "d1p1s4", Text: "Payment is due within thirty days"}
 	if !a.cite(&ev, Rule{}, "Payment is due within thirty days of the invoice.", nil) || ev.PassageID != "d1p1s3" || ev.CitedPassageID != "d1p1s4" {
 		t.Errorf("evidence %+v, want d1p1s3 cited as d1p1s4", ev)
 	}
@@ -518,11 +520,11 @@ func TestCiteByIDAloneFollowsTheRationale(t *testing.T) {
 			for _, id := range tc.taken {
 				taken[id] = true
 			}
-			ev := Evidence{PassageID: tc.id}
+			ev := verdict.Evidence{PassageID: tc.id}
 			if !a.cite(&ev, law, tc.rationale, taken) {
 				t.Fatalf("cite(%s) found no passage", tc.id)
 			}
-			if ev.PassageID != tc.wantID || ev.CitedPassageID != tc.wantCitedID || ev.Match != MatchPassage {
+			if ev.PassageID != tc.wantID || ev.CitedPassageID != tc.wantCitedID || ev.Match != verdict.MatchPassage {
 				t.Errorf("evidence %s (cited %q, %s), want %s (cited %q), the whole passage", ev.PassageID, ev.CitedPassageID, ev.Match, tc.wantID, tc.wantCitedID)
 			}
 		})

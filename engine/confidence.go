@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"rulevalidator/verdict"
 )
 
 // ConfidenceSource is where a verdict's confidence comes from.
@@ -205,7 +207,7 @@ func startsValue(rule Rule, s string) bool {
 	if s == "" {
 		return false
 	}
-	if rule.Type != Numerical {
+	if rule.Type != verdict.Numerical {
 		return startsAlike(s, "true") || startsAlike(s, "false")
 	}
 	n := 0

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"rulevalidator/verdict"
 )
 
 // minRationaleWords is the fewest words a rationale may have: "C-11" or
@@ -223,7 +225,7 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 		ev := &v.Evidences[i]
 		if ev.PassageID != "" {
 			if !a.cite(ev, rule, v.Rationale, taken) {
-				ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, MatchNone
+				ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, verdict.MatchNone
 				add(ReasonUnknownPassage, "the model cited a passage that is not in the material ("+clip(ev.PassageID)+")",
 					"the evidence cites passage_id %s, which is not an id shown in the material; cite the id in square brackets before the passage, or give no evidence", clip(ev.PassageID))
 				continue
@@ -235,7 +237,7 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 			continue
 		}
 		if isPlaceholder(ev.Text) {
-			ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, MatchNone
+			ev.QuotedText, ev.Anchored, ev.Match = ev.Text, false, verdict.MatchNone
 			add(ReasonPlaceholderEvidence, "the model's evidence is a placeholder ("+clip(ev.Text)+"), not a passage of the material",
 				"the evidence %s is a placeholder, not a quote; quote the material exactly, or give no evidence", clip(ev.Text))
 			continue
@@ -244,10 +246,10 @@ func (a *anchoring) checkContent(rule Rule, v *Verdict) ([]Problem, error) {
 			return nil, err
 		}
 		switch {
-		case ev.Match == MatchNone && isPlaceholder(ev.SourceOrigin):
+		case ev.Match == verdict.MatchNone && isPlaceholder(ev.SourceOrigin):
 			add(ReasonPlaceholderEvidence, "the model's quote "+clip(ev.Text)+" names no source and is not in the documents",
 				"the evidence %s cites the source %s, which names nothing; give the document's name exactly as its marker shows it", clip(ev.Text), clip(ev.SourceOrigin))
-		case ev.Match == MatchNone:
+		case ev.Match == verdict.MatchNone:
 			add(ReasonUnanchoredQuote, "the model's quote "+clip(ev.Text)+" is not in "+a.where(ev.SourceOrigin),
 				"your quote %s was not found in %s — quote the document exactly, or give no evidence", clip(ev.Text), a.where(ev.SourceOrigin))
 		case ev.Altered:
@@ -309,10 +311,10 @@ func (a *anchoring) checkRationale(rule Rule, rationale, cited string) (Problem,
 func citedPassage(v Verdict) string {
 	for _, ev := range v.Evidences {
 		switch {
-		case ev.Match == MatchNone || ev.Match == "":
+		case ev.Match == verdict.MatchNone || ev.Match == "":
 		case ev.PassageID != "":
 			return "[" + ev.PassageID + "] " + shown(ev.Text)
-		case ev.Match == MatchNotDocument:
+		case ev.Match == verdict.MatchNotDocument:
 			return shown(ev.Text) + " (" + strconv.Quote(ev.SourceOrigin) + ")"
 		default:
 			return shown(ev.Text) + " (page " + strconv.Itoa(ev.SourcePageNumber) + " of " + strconv.Quote(ev.SourceOrigin) + ")"
@@ -362,7 +364,7 @@ func (a *anchoring) where(origin string) string {
 	return "any supplied document (" + strings.Join(names, ", ") + ")"
 }
 
-func describeDifferences(ds []Difference) string {
+func describeDifferences(ds []verdict.Difference) string {
 	parts := make([]string, 0, len(ds))
 	for _, d := range ds {
 		switch {

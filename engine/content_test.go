@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 // withRationale returns rule with its rationale replaced.
@@ -351,7 +353,7 @@ func TestSourcesOnlyFromDocuments(t *testing.T) {
 			}
 			for _, ev := range res.Rules[0].Evidences {
 				if strings.Contains(tt.name, "spelling") || tt.name == "named input" {
-					if ev.Match != MatchNotDocument || ev.SourcePageNumber != 0 || ev.Anchored {
+					if ev.Match != verdict.MatchNotDocument || ev.SourcePageNumber != 0 || ev.Anchored {
 						t.Errorf("non-document evidence = %+v, want page 0 and not_document", ev)
 					}
 				}
@@ -367,19 +369,19 @@ func TestEvidenceKindsThroughTheEngine(t *testing.T) {
 		"This Agreement shall be governed by and construed in accordance with the laws of the State of California, without regard to its conflict of laws principles. " +
 			"The Recipient shall pay a fee of $450 for each additional copy of the Confidential Information requested in writing.",
 	}}
-	rs := &Ruleset{ID: "nda", Rules: []Rule{{RuleID: "law", RuleText: "The governing law is named.", Type: Boolean}}}
+	rs := &Ruleset{ID: "nda", Rules: []Rule{{RuleID: "law", RuleText: "The governing law is named.", Type: verdict.Boolean}}}
 	if err := rs.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name, quote string
-		match       Match
+		match       verdict.Match
 		altered     bool
 		kind        string
 	}{
-		{"elided", "This Agreement shall be governed by … the State of California", MatchElided, false, ""},
-		{"state name", "This Agreement shall be governed by and construed in accordance with the laws of the State of New York, without regard to its conflict of laws principles.", MatchFuzzy, true, "name"},
-		{"amount", "The Recipient shall pay a fee of $540 for each additional copy of the Confidential Information requested in writing.", MatchFuzzy, true, "amount"},
+		{"elided", "This Agreement shall be governed by … the State of California", verdict.MatchElided, false, ""},
+		{"state name", "This Agreement shall be governed by and construed in accordance with the laws of the State of New York, without regard to its conflict of laws principles.", verdict.MatchFuzzy, true, "name"},
+		{"amount", "The Recipient shall pay a fee of $540 for each additional copy of the Confidential Information requested in writing.", verdict.MatchFuzzy, true, "amount"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"rulevalidator/verdict"
 )
 
 // converse runs one conversation: it asks the model, its instructions sent
@@ -19,10 +21,10 @@ import (
 // problems left are content problems, each such rule keeps its best answer,
 // marked with its problems (keepBest); any shape problem left is an
 // OutputError.
-func (e *Engine) converse(ctx context.Context, model string, mode Instructions, rs *Ruleset, rules []Rule, m material, an *anchoring) ([]Verdict, Usage, error) {
+func (e *Engine) converse(ctx context.Context, model string, mode Instructions, rs *Ruleset, rules []Rule, m material, an *anchoring) ([]Verdict, verdict.Usage, error) {
 	first, err := e.compiledFor(rs, rules)
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, verdict.Usage{}, err
 	}
 	citable := m.ids
 	if e.cfg.Evidence == EvidenceQuote {
@@ -42,7 +44,7 @@ func (e *Engine) converse(ctx context.Context, model string, mode Instructions, 
 		best:        map[string]candidate{},
 		unexplained: map[string]candidate{},
 	}
-	var usage Usage
+	var usage verdict.Usage
 	var asked question // the first call, which the samples source asks again
 	for attempt := 0; ; attempt++ {
 		schema, grammar, err := e.answerFormat(first, pending, attempt, citable, grammarCitable)
@@ -301,8 +303,8 @@ func (e *Engine) chat(ctx context.Context, req ChatRequest) (ChatResponse, error
 // rationale is a fraction of a verdict's output. It has its own budget of
 // re-asks (rationaleRetries); a verdict still without a rationale after it is kept with the
 // problem, as any content problem is.
-func (e *Engine) explain(ctx context.Context, model string, mode Instructions, system, materialText string, rules []Rule, unexplained map[string]candidate, an *anchoring, accepted map[string]Verdict) (Usage, error) {
-	var usage Usage
+func (e *Engine) explain(ctx context.Context, model string, mode Instructions, system, materialText string, rules []Rule, unexplained map[string]candidate, an *anchoring, accepted map[string]Verdict) (verdict.Usage, error) {
+	var usage verdict.Usage
 	for attempt := 0; attempt < rationaleRetries(e.cfg.OutputRetries); attempt++ {
 		var pending []Rule
 		for _, r := range rules {

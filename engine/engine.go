@@ -21,6 +21,7 @@ import (
 
 	"rulevalidator/engine/anchor"
 	"rulevalidator/engine/plan"
+	"rulevalidator/verdict"
 )
 
 // ErrInputTooLarge marks inputs over Config.MaxInputBytes. It is also an
@@ -120,11 +121,11 @@ type Config struct {
 // is measured. They must be safe for concurrent use.
 type Hooks struct {
 	// LLMCall is called after every model call.
-	LLMCall func(model string, took time.Duration, usage Usage, err error)
+	LLMCall func(model string, took time.Duration, usage verdict.Usage, err error)
 	// OutputRetry is called once per problem that caused a re-ask.
 	OutputRetry func(reason string)
 	// Anchor is called once per evidence with how it was anchored.
-	Anchor func(m Match)
+	Anchor func(m verdict.Match)
 	// PlannedCalls is called once per request with the number of calls
 	// planned for it (1 when everything fits one call).
 	PlannedCalls func(model string, calls int)
@@ -350,7 +351,7 @@ func (e *Engine) evaluateTree(ctx context.Context, req Task, model string) (*Res
 	rs, in, t := req.Ruleset, req.Inputs, req.Ruleset.tree
 	d := t.decide(ctx, t.env.Bind(activation(in, req.Facts)))
 	verdicts := d.verdicts
-	var usage Usage
+	var usage verdict.Usage
 	if len(d.model) > 0 {
 		mrs := t.modelRuleset(d.model)
 		an := e.newAnchoring(in)
@@ -417,15 +418,15 @@ func (e *OutputError) Is(target error) bool { return target == ErrInvalidOutput 
 // supplied document, de-duplicated by (origin, text, page), in order of first
 // citation. Evidence from named inputs, the text input or the message, and
 // quotes found in no document, cite no source.
-func collectSources(verdicts []Verdict) []Source {
-	seen := make(map[Source]bool)
-	sources := []Source{}
+func collectSources(verdicts []Verdict) []verdict.Source {
+	seen := make(map[verdict.Source]bool)
+	sources := []verdict.Source{}
 	for _, v := range verdicts {
 		for _, ev := range v.Evidences {
 			if !ev.Anchored {
 				continue
 			}
-			s := Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber}
+			s := verdict.Source{SourceOrigin: ev.SourceOrigin, Text: ev.Text, SourcePageNumber: ev.SourcePageNumber}
 			if !seen[s] {
 				seen[s] = true
 				sources = append(sources, s)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 func newTestEngine(t *testing.T, llm LLM, cfg Config) *Engine {
@@ -33,15 +35,15 @@ func TestEvaluateFirstAnswerAccepted(t *testing.T) {
 	if got := []string{res.Rules[0].RuleID, res.Rules[1].RuleID, res.Rules[2].RuleID}; fmt.Sprint(got) != "[cap term score]" {
 		t.Errorf("verdicts in order %v, want ruleset order [cap term score]", got)
 	}
-	if res.Rules[0].Name != "Liability cap label" || res.Rules[2].Type != Numerical {
+	if res.Rules[0].Name != "Liability cap label" || res.Rules[2].Type != verdict.Numerical {
 		t.Errorf("verdicts lack rule metadata: %+v", res.Rules)
 	}
 	// The term quote sits on page 2 although the model said page 1.
 	ev := res.Rules[1].Evidences[0]
-	if !ev.Anchored || ev.Match != MatchExact || ev.SourcePageNumber != 2 || ev.StartOffset == nil {
+	if !ev.Anchored || ev.Match != verdict.MatchExact || ev.SourcePageNumber != 2 || ev.StartOffset == nil {
 		t.Errorf("term evidence not anchored to page 2: %+v", ev)
 	}
-	if res.Usage != (Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1, PlannedCalls: 1}) {
+	if res.Usage != (verdict.Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1, PlannedCalls: 1}) {
 		t.Errorf("usage = %+v", res.Usage)
 	}
 	if len(res.Sources) != 2 || res.Sources[0].SourcePageNumber != 1 || res.Sources[1].SourcePageNumber != 2 {
@@ -182,9 +184,9 @@ func TestEvaluateEvidenceOrigins(t *testing.T) {
 		),
 		boolRule("term", false), numRule("score", 1),
 	)}}}
-	var matches []Match
+	var matches []verdict.Match
 	// No re-asks: the unfound quote is kept, and its verdict marked.
-	res, err := newTestEngine(t, llm, Config{OutputRetries: -1, Hooks: Hooks{Anchor: func(m Match) { matches = append(matches, m) }}}).
+	res, err := newTestEngine(t, llm, Config{OutputRetries: -1, Hooks: Hooks{Anchor: func(m verdict.Match) { matches = append(matches, m) }}}).
 		Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: in})
 	if err != nil {
 		t.Fatal(err)
@@ -193,10 +195,10 @@ func TestEvaluateEvidenceOrigins(t *testing.T) {
 	if ev[0].SourceOrigin != "policy.md" || !ev[0].Anchored {
 		t.Errorf("wrong-origin quote not moved to its document: %+v", ev[0])
 	}
-	if ev[1].SourcePageNumber != 0 || ev[1].Anchored || ev[1].Match != MatchNotDocument {
+	if ev[1].SourcePageNumber != 0 || ev[1].Anchored || ev[1].Match != verdict.MatchNotDocument {
 		t.Errorf("named-input evidence: %+v", ev[1])
 	}
-	if ev[2].Anchored || ev[2].Match != MatchNone || ev[2].StartOffset != nil || !strings.Contains(ev[2].Text, "indemnify") {
+	if ev[2].Anchored || ev[2].Match != verdict.MatchNone || ev[2].StartOffset != nil || !strings.Contains(ev[2].Text, "indemnify") {
 		t.Errorf("unfound quote must stay unanchored with its text: %+v", ev[2])
 	}
 	if v := res.Rules[0]; !strings.Contains(strings.Join(v.Problems, "; "), `is not in "msa.pdf"`) {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"rulevalidator/engine/anchor"
+	"rulevalidator/verdict"
 )
 
 // Non-document origins as the markers show them to the model, and as the
@@ -111,7 +112,7 @@ func (a *anchoring) origins() []string {
 // in taken (the verdict's own citations), plainly is what the rationale
 // speaks of (spokenOf). It reports false, leaving ev as given, when no
 // passage has that id.
-func (a *anchoring) cite(ev *Evidence, rule Rule, rationale string, taken map[string]bool) bool {
+func (a *anchoring) cite(ev *verdict.Evidence, rule Rule, rationale string, taken map[string]bool) bool {
 	p, ok := a.passages().lookup(ev.PassageID)
 	if !ok {
 		return false
@@ -138,16 +139,16 @@ func (a *anchoring) cite(ev *Evidence, rule Rule, rationale string, taken map[st
 	ev.Differences, ev.Altered = nil, false
 	if p.doc < 0 { // a named input, the text input or the message
 		ev.Text, ev.SourcePageNumber = p.text, 0
-		ev.Anchored, ev.Match, ev.Similarity = false, MatchNotDocument, 0
+		ev.Anchored, ev.Match, ev.Similarity = false, verdict.MatchNotDocument, 0
 		ev.StartOffset, ev.EndOffset = nil, nil
 		return true
 	}
-	start, end, text, match := p.start, p.end, p.text, MatchPassage
+	start, end, text, match := p.start, p.end, p.text, verdict.MatchPassage
 	if quoted {
 		if k := strings.Index(p.text, words); k >= 0 {
 			start += utf8.RuneCountInString(p.text[:k])
 			end = start + utf8.RuneCountInString(words)
-			text, match = words, MatchExact
+			text, match = words, verdict.MatchExact
 		}
 	}
 	ev.Text, ev.SourcePageNumber = text, p.page
@@ -167,7 +168,7 @@ const (
 
 // unfocused reports whether an anchored quote spans more than a few
 // sentences, or runs longer than maxFocusedRunes.
-func (a *anchoring) unfocused(ev Evidence) bool {
+func (a *anchoring) unfocused(ev verdict.Evidence) bool {
 	if !ev.Anchored || ev.StartOffset == nil || ev.EndOffset == nil {
 		return false
 	}
@@ -193,12 +194,12 @@ func (a *anchoring) getMatcher() (*anchor.Matcher, error) {
 // model's words in QuotedText; a quote that cannot be found keeps its text
 // and is marked unanchored; a quote from a named input, the text input or the
 // message gets page 0.
-func (a *anchoring) anchor(ev *Evidence) error {
+func (a *anchoring) anchor(ev *verdict.Evidence) error {
 	ev.QuotedText = ev.Text
 	ev.CitedPageNumber = ev.SourcePageNumber
 	if a.citesInput(ev.SourceOrigin) || !a.hasDocuments() {
 		ev.Anchored = false
-		ev.Match = MatchNotDocument
+		ev.Match = verdict.MatchNotDocument
 		ev.SourcePageNumber = 0
 		return nil
 	}
@@ -222,11 +223,11 @@ func newMatcher(docs []Document, opts anchor.Options) (*anchor.Matcher, error) {
 	return m, nil
 }
 
-func anchorOne(m *anchor.Matcher, ev *Evidence) {
+func anchorOne(m *anchor.Matcher, ev *verdict.Evidence) {
 	span, ok := m.Find(anchor.Quote{Text: ev.Text, Origin: ev.SourceOrigin, Page: ev.SourcePageNumber})
 	if !ok {
 		ev.Anchored = false
-		ev.Match = MatchNone
+		ev.Match = verdict.MatchNone
 		ev.Similarity = 0
 		return
 	}
@@ -240,28 +241,28 @@ func anchorOne(m *anchor.Matcher, ev *Evidence) {
 	ev.Altered = len(span.Differences) > 0
 	ev.Differences = nil
 	for _, d := range span.Differences {
-		ev.Differences = append(ev.Differences, Difference{Kind: d.Kind, Quote: d.Quote, Document: d.Span})
+		ev.Differences = append(ev.Differences, verdict.Difference{Kind: d.Kind, Quote: d.Quote, Document: d.Span})
 	}
 	switch span.Method {
 	case anchor.Exact:
-		ev.Match = MatchExact
+		ev.Match = verdict.MatchExact
 	case anchor.Normalized:
-		ev.Match = MatchNormalized
+		ev.Match = verdict.MatchNormalized
 	case anchor.Elided:
-		ev.Match = MatchElided
+		ev.Match = verdict.MatchElided
 	default:
-		ev.Match = MatchFuzzy
+		ev.Match = verdict.MatchFuzzy
 	}
 }
 
 // supports reports whether ev backs a verdict: a quote anchored unaltered in
 // a supplied document, or a citation of one of the request's named inputs,
 // text input or message.
-func (a *anchoring) supports(ev Evidence) bool {
+func (a *anchoring) supports(ev verdict.Evidence) bool {
 	if ev.Anchored {
 		return !ev.Altered
 	}
-	return ev.Match == MatchNotDocument && a.citesInput(ev.SourceOrigin)
+	return ev.Match == verdict.MatchNotDocument && a.citesInput(ev.SourceOrigin)
 }
 
 // Size is the total bytes of text the inputs carry, the figure size limits

@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 // scripted is an LLM that gives every call the same answer, as a test's scripted model does.
 type scripted string
 
 func (s scripted) Chat(_ context.Context, req engine.ChatRequest) (engine.ChatResponse, error) {
-	return engine.ChatResponse{Content: string(s), Format: req.Format, Model: req.Model, Usage: engine.Usage{LLMCalls: 1}}, nil
+	return engine.ChatResponse{Content: string(s), Format: req.Format, Model: req.Model, Usage: verdict.Usage{LLMCalls: 1}}, nil
 }
 
 // Evaluate judges the inputs against every rule of the ruleset in one call to the model,

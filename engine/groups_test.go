@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 // mustTree parses a ruleset with a tree.
@@ -135,7 +137,7 @@ func TestAggregateOverGroups(t *testing.T) {
 			doc = strings.Replace(doc, `"numerical_rule_config": null, `, "", 1)
 			rs := mustTree(t, doc)
 			agg, groups := rs.tree.aggregate(verdictsOf(t, rs, tc.outcomes), nil)
-			checkGroup := func(name string, a Aggregate, na bool, gatedBy []string, want group) {
+			checkGroup := func(name string, a verdict.Aggregate, na bool, gatedBy []string, want group) {
 				t.Helper()
 				if want.passed != nil && (a.Boolean == nil || a.Boolean.Passed != *want.passed) {
 					t.Errorf("%s: boolean %+v, want passed %v", name, a.Boolean, *want.passed)
@@ -247,7 +249,7 @@ func TestEvaluateGroupsFiltersAndChecks(t *testing.T) {
 	}
 	check := byID["cap-within-limit"]
 	if check.BooleanOutput == nil || !*check.BooleanOutput || !check.DataSufficiency ||
-		len(check.Evidences) != 1 || !reflect.DeepEqual(check.Evidences[0], Evidence{Text: "250000", SourceOrigin: "cap", Match: MatchNotDocument}) ||
+		len(check.Evidences) != 1 || !reflect.DeepEqual(check.Evidences[0], verdict.Evidence{Text: "250000", SourceOrigin: "cap", Match: verdict.MatchNotDocument}) ||
 		!strings.Contains(check.Rationale, "inputs.cap <= 1000000") || !strings.Contains(check.Rationale, "cap = 250000") {
 		t.Errorf("check verdict: %+v", check)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"rulevalidator/verdict"
 )
 
 func TestFoldedInstructions(t *testing.T) {
@@ -89,7 +91,7 @@ func (s *templateLLM) Chat(ctx context.Context, req ChatRequest) (ChatResponse, 
 	}
 	s.mu.Unlock()
 	if !isDecision(req) {
-		return ChatResponse{Content: s.answer, Usage: Usage{PromptTokens: 10, LLMCalls: 1}}, nil
+		return ChatResponse{Content: s.answer, Usage: verdict.Usage{PromptTokens: 10, LLMCalls: 1}}, nil
 	}
 	withSystem := req.Messages[0].Role == "system"
 	switch {
@@ -104,7 +106,7 @@ func (s *templateLLM) Chat(ctx context.Context, req ChatRequest) (ChatResponse, 
 			rendered = append(rendered, m)
 		}
 	}
-	resp := ChatResponse{Content: "ready", Usage: Usage{LLMCalls: 1}}
+	resp := ChatResponse{Content: "ready", Usage: verdict.Usage{LLMCalls: 1}}
 	if !s.noUsage {
 		resp.Usage.PromptTokens = 1
 		for _, m := range rendered {
@@ -195,7 +197,7 @@ func TestAutoInstructions(t *testing.T) {
 			var logs bytes.Buffer
 			var calls atomic.Int32
 			e := newTestEngine(t, tt.llm, Config{Instructions: InstructionsAuto, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-				Hooks: Hooks{LLMCall: func(string, time.Duration, Usage, error) { calls.Add(1) }}})
+				Hooks: Hooks{LLMCall: func(string, time.Duration, verdict.Usage, error) { calls.Add(1) }}})
 			for range 2 {
 				res, err := e.Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 				if tt.wantErr != nil {

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"rulevalidator/engine/plan"
+	"rulevalidator/verdict"
 )
 
 // This file orchestrates a request's calls: plan them (planning.go) within the token budget
@@ -19,7 +20,7 @@ import (
 // a call as too long for a context window it names, smaller than the one
 // assumed, the window is remembered for the model and the request judged
 // again within it.
-func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, cr *cacheRun) ([]Verdict, Usage, error) {
+func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, cr *cacheRun) ([]Verdict, verdict.Usage, error) {
 	verdicts, usage, err := e.judgeWithin(ctx, model, rs, in, an, cr)
 	if err == nil || e.cfg.ContextTokens > 0 {
 		return verdicts, usage, err
@@ -47,10 +48,10 @@ func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Input
 // call for the other rules (at most Config.CallConcurrency at once; a call
 // all of whose rules hit is not made), and merge the verdicts in ruleset
 // order.
-func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, cr *cacheRun) ([]Verdict, Usage, error) {
+func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in *Inputs, an *anchoring, cr *cacheRun) ([]Verdict, verdict.Usage, error) {
 	rc, err := e.prepareCalls(ctx, model, rs, in, an, cr)
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, verdict.Usage{}, err
 	}
 	calls := rc.toMake()
 	// Every call of the request sends its instructions the same way, decided
@@ -60,12 +61,12 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 	if calls > 0 {
 		e.observePlan(model, calls)
 		if mode, settled, err = e.instructionMode(ctx, model); err != nil {
-			return nil, Usage{}, err
+			return nil, verdict.Usage{}, err
 		}
 	}
 
 	outcomes, err := e.makeCalls(ctx, model, mode, rs, an, rc)
-	var usage Usage
+	var usage verdict.Usage
 	for _, o := range outcomes {
 		usage = usage.Add(o.usage)
 	}
@@ -109,7 +110,7 @@ type requestCalls struct {
 // about, in order, and what it used.
 type callOutcome struct {
 	verdicts []Verdict
-	usage    Usage
+	usage    verdict.Usage
 }
 
 // prepareCalls plans the request's calls within the model's budget and
@@ -226,7 +227,7 @@ func (rc *requestCalls) merge(rs *Ruleset, an *anchoring, cr *cacheRun, settled 
 	for c, call := range p.Calls {
 		// A verdict names the pages it was judged on only when the request
 		// was split: a single call saw everything.
-		var pages []DocumentPages
+		var pages []verdict.DocumentPages
 		if len(p.Chunks) > 0 {
 			pages = considered(rc.docs, p.Pages(c))
 		}

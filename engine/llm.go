@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"rulevalidator/verdict"
 )
 
 // ResponseFormat is how strictly the model is asked to shape its answer.
@@ -114,7 +116,7 @@ type ChatResponse struct {
 	Format ResponseFormat
 	Model  string
 	// Usage counts this call's tokens (LLMCalls is 1).
-	Usage Usage
+	Usage verdict.Usage
 	// Tokens are the answer's tokens with their log-probabilities, in
 	// order, when the request asked for them and the server gave them;
 	// nil otherwise.

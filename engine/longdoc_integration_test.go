@@ -14,6 +14,7 @@ import (
 	"rulevalidator/internal/opsscript"
 	"rulevalidator/internal/synthdoc"
 	"rulevalidator/internal/testtier"
+	"rulevalidator/verdict"
 )
 
 // TestRealServerWindowIsLearned runs against the local model server
@@ -43,7 +44,7 @@ func TestRealServerWindowIsLearned(t *testing.T) {
 		Model:         "gemma-3-270m",
 		OutputRetries: -1,
 		MaxTokens:     256,
-		Hooks: engine.Hooks{LLMCall: func(_ string, _ time.Duration, _ engine.Usage, err error) {
+		Hooks: engine.Hooks{LLMCall: func(_ string, _ time.Duration, _ verdict.Usage, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++

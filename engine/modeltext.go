@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"rulevalidator/verdict"
 )
 
 // The fixed English the model reads lives here, in one place beside the
@@ -59,7 +61,7 @@ func RulesPrompt(rules []Rule) string {
 	for i, r := range rules {
 		fmt.Fprintf(&b, "%d. rule_id: %s\n", i+1, strconv.Quote(r.RuleID))
 		switch r.Type {
-		case Numerical:
+		case verdict.Numerical:
 			b.WriteString("   type: numerical. numerical_output must be exactly one of: " + joinInts(r.AllowedScores()) + "\n")
 		default:
 			b.WriteString("   type: boolean. boolean_output is true when the material satisfies the rule, false when it does not.\n")

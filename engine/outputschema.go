@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"rulevalidator/verdict"
 )
 
 // Bounds written into the grammar schema: they stop a model from looping
@@ -271,7 +273,7 @@ func ruleSchema(r Rule, mode EvidenceMode, bounded, alone bool) obj {
 	add("evidences", evidencesSchema(mode, bounded, citable))
 	add("not_applicable", obj{{"type", "boolean"}})
 	add("data_sufficiency", obj{{"type", "boolean"}})
-	if r.Type == Numerical {
+	if r.Type == verdict.Numerical {
 		add("numerical_output", obj{{"type", "integer"}, {"enum", r.AllowedScores()}})
 	} else {
 		add("boolean_output", obj{{"type", "boolean"}})

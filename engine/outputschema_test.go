@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 func TestGrammarSchemaFixesOrderAndBounds(t *testing.T) {
@@ -78,7 +80,7 @@ func TestSchemasThinkFirstDecideLast(t *testing.T) {
 				t.Fatal(err)
 			}
 			output := `"boolean_output"`
-			if rule.Type == Numerical {
+			if rule.Type == verdict.Numerical {
 				output = `"numerical_output"`
 			}
 			text := string(data)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"rulevalidator/engine/plan"
+	"rulevalidator/verdict"
 )
 
 // This file plans a request's calls within its budget (one call when everything fits, else
@@ -132,11 +133,11 @@ func cutByBudget(v *Verdict, an *anchoring) {
 
 // considered names, document by document in request order, the pages a call
 // held.
-func considered(docs []Document, pages map[int][]int) []DocumentPages {
-	out := []DocumentPages{}
+func considered(docs []Document, pages map[int][]int) []verdict.DocumentPages {
+	out := []verdict.DocumentPages{}
 	for d, doc := range docs {
 		if ps := pages[d]; len(ps) > 0 {
-			out = append(out, DocumentPages{Document: doc.Name, Pages: ps})
+			out = append(out, verdict.DocumentPages{Document: doc.Name, Pages: ps})
 		}
 	}
 	return out

@@ -3,13 +3,15 @@ package engine
 import (
 	"slices"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 func TestRouteReview(t *testing.T) {
-	rule := Rule{RuleID: "r", Type: Boolean, RuleText: "Disputes under the agreement are to be taken to mediation or arbitration."}
+	rule := Rule{RuleID: "r", Type: verdict.Boolean, RuleText: "Disputes under the agreement are to be taken to mediation or arbitration."}
 	clean := func() Verdict {
-		return Verdict{RuleID: "r", Type: Boolean, DataSufficiency: true, BooleanOutput: new(true),
-			Evidences: []Evidence{{Text: "x", SourceOrigin: "a.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Anchored: true, Match: MatchExact}}}
+		return Verdict{RuleID: "r", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: new(true),
+			Evidences: []verdict.Evidence{{Text: "x", SourceOrigin: "a.pdf", SourcePageNumber: 2, CitedPageNumber: 2, Anchored: true, Match: verdict.MatchExact}}}
 	}
 	with := func(f func(*Verdict)) Verdict {
 		v := clean()
@@ -46,8 +48,8 @@ func TestRouteReview(t *testing.T) {
 			v.Confidence, v.Problems, v.DataSufficiency, v.Overruled = new(0.1), []string{"p"}, false, true
 			v.Rationale = "Disputes under the agreement are to be taken to mediation or arbitration."
 			v.Evidences = append(v.Evidences,
-				Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true},
-				Evidence{Anchored: true, SourcePageNumber: 2, CitedPageNumber: 2, CitedPassageID: "d1p3s1"})
+				verdict.Evidence{Anchored: true, SourcePageNumber: 1, CitedPageNumber: 3, Altered: true},
+				verdict.Evidence{Anchored: true, SourcePageNumber: 2, CitedPageNumber: 2, CitedPassageID: "d1p3s1"})
 		}), 0.5, ReviewReasons()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"rulevalidator/verdict"
 )
 
 const problemNoScores = "numerical rule has no score set: give numerical_rule_config.possible_scores or a global_numerical_rule_config"
@@ -60,7 +62,7 @@ func (c *treeCheck) add(at groupPlace, ruleIndex int, ruleID, field, format stri
 // group checks the (nested) ruleset rs at place at, whose rules inherit the
 // type parentType and, when inherited is true, the score set global.
 // It reports whether the group's tree holds a boolean rule.
-func (c *treeCheck) group(rs *Ruleset, at groupPlace, parentType RuleType, global []int, inherited bool) (hasBoolean bool) {
+func (c *treeCheck) group(rs *Ruleset, at groupPlace, parentType verdict.RuleType, global []int, inherited bool) (hasBoolean bool) {
 	add := func(ruleIndex int, ruleID, field, format string, args ...any) {
 		c.add(at, ruleIndex, ruleID, field, format, args...)
 	}
@@ -114,7 +116,7 @@ func (at groupPlace) nested() bool { return at.depth > 0 }
 // groupSettings checks the ruleset's own settings and resolves their
 // defaults: its type (a nested ruleset's is its parent's), its
 // aggregations, and a nested ruleset's id and weight.
-func (c *treeCheck) groupSettings(rs *Ruleset, at groupPlace, parentType RuleType) {
+func (c *treeCheck) groupSettings(rs *Ruleset, at groupPlace, parentType verdict.RuleType) {
 	add := func(field, format string, args ...any) {
 		c.add(at, -1, "", field, format, args...)
 	}
@@ -123,22 +125,22 @@ func (c *treeCheck) groupSettings(rs *Ruleset, at groupPlace, parentType RuleTyp
 	case rs.Type == "" && nested:
 		rs.Type = parentType
 	case rs.Type == "":
-		rs.Type = Boolean
-	case rs.Type == Boolean, rs.Type == Numerical:
+		rs.Type = verdict.Boolean
+	case rs.Type == verdict.Boolean, rs.Type == verdict.Numerical:
 	default:
 		add("type", "unknown rule type %q (want boolean or numerical)", rs.Type)
 	}
 	switch rs.BooleanAggregation {
 	case "":
-		rs.BooleanAggregation = AggregateAll
-	case AggregateAll, AggregateAny, AggregateMajority:
+		rs.BooleanAggregation = verdict.AggregateAll
+	case verdict.AggregateAll, verdict.AggregateAny, verdict.AggregateMajority:
 	default:
 		add("boolean_aggregation", "unknown aggregation %q (want all, any or majority)", rs.BooleanAggregation)
 	}
 	switch rs.NumericalAggregation {
 	case "":
-		rs.NumericalAggregation = AggregateMean
-	case AggregateMean, AggregateSum, AggregateWeightedMean, AggregateMin, AggregateMax:
+		rs.NumericalAggregation = verdict.AggregateMean
+	case verdict.AggregateMean, verdict.AggregateSum, verdict.AggregateWeightedMean, verdict.AggregateMin, verdict.AggregateMax:
 	default:
 		add("numerical_aggregation", "unknown aggregation %q (want mean, sum, weighted_mean, min or max)", rs.NumericalAggregation)
 	}
@@ -212,16 +214,16 @@ func (c *treeCheck) ruleType(rs *Ruleset, at groupPlace, i int, global []int, gl
 	add := func(field, format string, args ...any) {
 		c.add(at, i, r.RuleID, field, format, args...)
 	}
-	if r.Type == "" && (rs.Type == Boolean || rs.Type == Numerical) {
+	if r.Type == "" && (rs.Type == verdict.Boolean || rs.Type == verdict.Numerical) {
 		r.Type = rs.Type
 	}
 	switch r.Type {
-	case Boolean:
+	case verdict.Boolean:
 		isBoolean = true
 		if r.NumericalRuleConfig != nil {
 			add("numerical_rule_config", "only numerical rules take a numerical_rule_config; this rule is boolean")
 		}
-	case Numerical:
+	case verdict.Numerical:
 		switch {
 		case r.NumericalRuleConfig != nil && r.NumericalRuleConfig.PossibleScores != nil:
 			scores := r.NumericalRuleConfig.PossibleScores

@@ -7,6 +7,7 @@ import (
 
 	"rulevalidator/engine/ruleexpr"
 	"rulevalidator/internal/jsonyaml"
+	"rulevalidator/verdict"
 )
 
 // rulesetParser turns a decoded document into a Ruleset, recording unknown
@@ -154,11 +155,11 @@ func (p *rulesetParser) rulesetInto(doc any, rs *Ruleset, depth int) bool {
 		case "version":
 			rs.Version = str(key, v)
 		case "type":
-			rs.Type = RuleType(str(key, v))
+			rs.Type = verdict.RuleType(str(key, v))
 		case "boolean_aggregation":
-			rs.BooleanAggregation = BooleanAggregation(str(key, v))
+			rs.BooleanAggregation = verdict.BooleanAggregation(str(key, v))
 		case "numerical_aggregation":
-			rs.NumericalAggregation = NumericalAggregation(str(key, v))
+			rs.NumericalAggregation = verdict.NumericalAggregation(str(key, v))
 		case "generate_report":
 			rs.GenerateReport = boolean(key, v)
 		case "cache":
@@ -309,7 +310,7 @@ func (p *rulesetParser) rule(i int, v any, r *Rule) {
 		case "rule_text":
 			r.RuleText = str(key, v)
 		case "type":
-			r.Type = RuleType(str(key, v))
+			r.Type = verdict.RuleType(str(key, v))
 		case "not_applicable_text":
 			r.NotApplicableText = str(key, v)
 		case "name":

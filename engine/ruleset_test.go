@@ -14,6 +14,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/ruleexpr"
+	"rulevalidator/verdict"
 )
 
 func pointerTo[T any](v T) *T { return &v }
@@ -52,17 +53,17 @@ rules:
 	}
 	want := &engine.Ruleset{
 		ID:                        "defaults",
-		Type:                      engine.Boolean,
+		Type:                      verdict.Boolean,
 		GlobalNumericalRuleConfig: &engine.GlobalNumericalRuleConfig{MinScore: pointerTo(1), MaxScore: pointerTo(5), Increment: pointerTo(2)},
-		BooleanAggregation:        engine.AggregateAll,
-		NumericalAggregation:      engine.AggregateMean,
+		BooleanAggregation:        verdict.AggregateAll,
+		NumericalAggregation:      verdict.AggregateMean,
 		Rules: []engine.Rule{
-			{RuleID: "b", RuleText: "Boolean by inheritance.", Type: engine.Boolean, Weight: pointerTo(1.0)},
-			{RuleID: "n-global", RuleText: "Scored on the global range.", Type: engine.Numerical, Weight: pointerTo(1.0),
+			{RuleID: "b", RuleText: "Boolean by inheritance.", Type: verdict.Boolean, Weight: pointerTo(1.0)},
+			{RuleID: "n-global", RuleText: "Scored on the global range.", Type: verdict.Numerical, Weight: pointerTo(1.0),
 				NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 3, 5}}},
-			{RuleID: "n-own", RuleText: "Scored on its own set.", Type: engine.Numerical, Weight: pointerTo(2.5),
+			{RuleID: "n-own", RuleText: "Scored on its own set.", Type: verdict.Numerical, Weight: pointerTo(2.5),
 				NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{0, 1, 2, 3}}},
-			{RuleID: "n-empty-config", RuleText: "Empty config falls back to the global range.", Type: engine.Numerical, Weight: pointerTo(1.0),
+			{RuleID: "n-empty-config", RuleText: "Empty config falls back to the global range.", Type: verdict.Numerical, Weight: pointerTo(1.0),
 				NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 3, 5}}},
 		},
 	}
@@ -87,13 +88,13 @@ func TestParseRulesetRulesetTypeIsInherited(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ParseRuleset: %v", err)
 	}
-	if rs.Rules[0].Type != engine.Numerical || !slices.Equal(rs.Rules[0].AllowedScores(), []int{-2, -1, 0, 1, 2}) {
+	if rs.Rules[0].Type != verdict.Numerical || !slices.Equal(rs.Rules[0].AllowedScores(), []int{-2, -1, 0, 1, 2}) {
 		t.Errorf("rules[0] = %+v, want numerical scored -2..2 by the default increment 1", rs.Rules[0])
 	}
-	if rs.Rules[1].Type != engine.Boolean || rs.Rules[1].NumericalRuleConfig != nil {
+	if rs.Rules[1].Type != verdict.Boolean || rs.Rules[1].NumericalRuleConfig != nil {
 		t.Errorf("rules[1] = %+v, want boolean without scores", rs.Rules[1])
 	}
-	if rs.NumericalAggregation != engine.AggregateSum {
+	if rs.NumericalAggregation != verdict.AggregateSum {
 		t.Errorf("numerical_aggregation = %q, want sum", rs.NumericalAggregation)
 	}
 }
@@ -139,7 +140,7 @@ rules:
 	if a, b := jsonString(t, fromYAML), jsonString(t, fromJSON); a != b {
 		t.Errorf("YAML and JSON differ:\nYAML %s\nJSON %s", a, b)
 	}
-	if !fromJSON.GenerateReport || fromJSON.Version != "2" || fromJSON.BooleanAggregation != engine.AggregateMajority {
+	if !fromJSON.GenerateReport || fromJSON.Version != "2" || fromJSON.BooleanAggregation != verdict.AggregateMajority {
 		t.Errorf("top-level fields lost: %s", jsonString(t, fromJSON))
 	}
 }
@@ -150,23 +151,23 @@ func TestParseRulesetReadsEveryField(t *testing.T) {
 	want := &engine.Ruleset{
 		ID:                        "all-fields",
 		Version:                   "7",
-		Type:                      engine.Numerical,
+		Type:                      verdict.Numerical,
 		GlobalNumericalRuleConfig: &engine.GlobalNumericalRuleConfig{MinScore: pointerTo(0), MaxScore: pointerTo(4), Increment: pointerTo(2)},
-		BooleanAggregation:        engine.AggregateAny,
-		NumericalAggregation:      engine.AggregateWeightedMean,
+		BooleanAggregation:        verdict.AggregateAny,
+		NumericalAggregation:      verdict.AggregateWeightedMean,
 		GenerateReport:            true,
 		Cache:                     pointerTo(false),
 		ReviewBelowConfidence:     pointerTo(0.7),
 		Inputs:                    map[string]ruleexpr.Type{"region": ruleexpr.TypeString},
-		NestedRulesets: []engine.Ruleset{{ID: "child", Name: "Child", Type: engine.Numerical, Required: true, Weight: pointerTo(2.0),
-			BooleanAggregation: engine.AggregateAll, NumericalAggregation: engine.AggregateMin,
-			Rules: []engine.Rule{{RuleID: "c", RuleText: "t", Type: engine.Boolean, Weight: pointerTo(1.0), Check: `inputs.region == "EU"`}}}},
+		NestedRulesets: []engine.Ruleset{{ID: "child", Name: "Child", Type: verdict.Numerical, Required: true, Weight: pointerTo(2.0),
+			BooleanAggregation: verdict.AggregateAll, NumericalAggregation: verdict.AggregateMin,
+			Rules: []engine.Rule{{RuleID: "c", RuleText: "t", Type: verdict.Boolean, Weight: pointerTo(1.0), Check: `inputs.region == "EU"`}}}},
 		FilterCriteria: `inputs.region == "EU"`,
 		Required:       false,
 		Rules: []engine.Rule{{
 			RuleID:                "r",
 			RuleText:              "text",
-			Type:                  engine.Numerical,
+			Type:                  verdict.Numerical,
 			NumericalRuleConfig:   &engine.NumericalRuleConfig{PossibleScores: []int{1, 2}},
 			NotApplicableText:     "alternate",
 			Name:                  "Name",
@@ -559,7 +560,7 @@ func TestRulesetValidate(t *testing.T) {
 		{
 			name: "empty but non-nil possible_scores",
 			rs: &engine.Ruleset{ID: "e", Rules: []engine.Rule{
-				{RuleID: "a", RuleText: "t", Type: engine.Numerical, NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{}}},
+				{RuleID: "a", RuleText: "t", Type: verdict.Numerical, NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{}}},
 			}},
 			want: []string{`ruleset "e": rules[0] (rule_id "a"): numerical_rule_config.possible_scores: must not be empty`},
 		},
@@ -593,12 +594,12 @@ func TestRulesetValidate(t *testing.T) {
 func TestRulesetValidateIsIdempotent(t *testing.T) {
 	rs := &engine.Ruleset{
 		ID:                        "idem",
-		Type:                      engine.Numerical,
+		Type:                      verdict.Numerical,
 		GlobalNumericalRuleConfig: &engine.GlobalNumericalRuleConfig{MinScore: pointerTo(0), MaxScore: pointerTo(10), Increment: pointerTo(5)},
 		Rules: []engine.Rule{
 			{RuleID: "a", RuleText: "t"},
 			{RuleID: "b", RuleText: "t", NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{9, -1, 9}}},
-			{RuleID: "c", RuleText: "t", Type: engine.Boolean, Weight: pointerTo(4.0)},
+			{RuleID: "c", RuleText: "t", Type: verdict.Boolean, Weight: pointerTo(4.0)},
 		},
 	}
 	if err := rs.Validate(); err != nil {
@@ -661,9 +662,9 @@ func TestParseRulesetExample(t *testing.T) {
 	var boolean, numerical, weighted, notApplicable int
 	for _, r := range rs.Rules {
 		switch r.Type {
-		case engine.Boolean:
+		case verdict.Boolean:
 			boolean++
-		case engine.Numerical:
+		case verdict.Numerical:
 			numerical++
 			if len(r.AllowedScores()) == 0 {
 				t.Errorf("rule %s has no scores", r.RuleID)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"rulevalidator/engine/ruleexpr"
+	"rulevalidator/verdict"
 )
 
 // tree is the compiled form of a ruleset with nested rulesets, filters or
@@ -102,7 +103,7 @@ func buildTree(rs *Ruleset) (*tree, []*RulesetError) {
 		for i := range g.Rules {
 			r := &g.Rules[i]
 			want := ruleexpr.ResultBool
-			if r.Type == Numerical {
+			if r.Type == verdict.Numerical {
 				want = ruleexpr.ResultNumber
 			}
 			t.rules = append(t.rules, treeRule{rule: r, group: node,

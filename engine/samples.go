@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+
+	"rulevalidator/verdict"
 )
 
 const (
@@ -44,10 +46,10 @@ type question struct {
 // rule; a rule no sample answered well keeps no confidence, rather than
 // the 1 its lone answer would make. A failed call fails the conversation,
 // as any call does.
-func (e *Engine) sampleConfidences(ctx context.Context, model string, q question, rules []Rule, verdicts map[string]Verdict) (Usage, error) {
+func (e *Engine) sampleConfidences(ctx context.Context, model string, q question, rules []Rule, verdicts map[string]Verdict) (verdict.Usage, error) {
 	var (
 		mu      sync.Mutex
-		usage   Usage
+		usage   verdict.Usage
 		answers = make(map[string][]Verdict, len(rules))
 	)
 	g, gctx := errgroup.WithContext(ctx)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -16,9 +18,9 @@ func testRuleset() *Ruleset {
 		ID:      "msa",
 		Version: "7",
 		Rules: []Rule{
-			{RuleID: "cap", RuleText: "Liability is capped.", Type: Boolean, Name: "Liability cap label", NotApplicableText: "The contract names no liability at all.", Weight: ptr(1.0)},
-			{RuleID: "term", RuleText: "The term is under 3 years.", Type: Boolean, Weight: ptr(1.0)},
-			{RuleID: "score", RuleText: "Rate the clarity.", Type: Numerical, NumericalRuleConfig: &NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}, Weight: ptr(2.0)},
+			{RuleID: "cap", RuleText: "Liability is capped.", Type: verdict.Boolean, Name: "Liability cap label", NotApplicableText: "The contract names no liability at all.", Weight: ptr(1.0)},
+			{RuleID: "term", RuleText: "The term is under 3 years.", Type: verdict.Boolean, Weight: ptr(1.0)},
+			{RuleID: "score", RuleText: "Rate the clarity.", Type: verdict.Numerical, NumericalRuleConfig: &NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}, Weight: ptr(2.0)},
 		},
 	}
 }
@@ -59,7 +61,7 @@ func (s *scriptedLLM) Chat(_ context.Context, req ChatRequest) (ChatResponse, er
 	if r.err != nil {
 		return ChatResponse{}, r.err
 	}
-	resp := ChatResponse{Content: r.content, Format: req.Format, Model: req.Model, Usage: Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1}}
+	resp := ChatResponse{Content: r.content, Format: req.Format, Model: req.Model, Usage: verdict.Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: 10, LLMCalls: 1}}
 	if req.LogProbs {
 		resp.Tokens = r.tokens
 	}

@@ -5,59 +5,17 @@ import (
 	"rulevalidator/verdict"
 )
 
-// The value types a verdict carries are declared once, in package verdict,
-// shared with the event contracts.
-type (
-	RuleType             = verdict.RuleType
-	BooleanAggregation   = verdict.BooleanAggregation
-	NumericalAggregation = verdict.NumericalAggregation
-	Match                = verdict.Match
-	Evidence             = verdict.Evidence
-	Difference           = verdict.Difference
-	DocumentPages        = verdict.DocumentPages
-	Source               = verdict.Source
-	BooleanAggregate     = verdict.BooleanAggregate
-	NumericalAggregate   = verdict.NumericalAggregate
-	Aggregate            = verdict.Aggregate
-	GroupResult          = verdict.GroupResult
-	Usage                = verdict.Usage
-	CachedFrom           = verdict.CachedFrom
-)
-
-const (
-	Boolean   = verdict.Boolean
-	Numerical = verdict.Numerical
-
-	AggregateAll      = verdict.AggregateAll
-	AggregateAny      = verdict.AggregateAny
-	AggregateMajority = verdict.AggregateMajority
-
-	AggregateMean         = verdict.AggregateMean
-	AggregateSum          = verdict.AggregateSum
-	AggregateWeightedMean = verdict.AggregateWeightedMean
-	AggregateMin          = verdict.AggregateMin
-	AggregateMax          = verdict.AggregateMax
-
-	MatchExact       = verdict.MatchExact
-	MatchNormalized  = verdict.MatchNormalized
-	MatchFuzzy       = verdict.MatchFuzzy
-	MatchElided      = verdict.MatchElided
-	MatchPassage     = verdict.MatchPassage
-	MatchNone        = verdict.MatchNone
-	MatchNotDocument = verdict.MatchNotDocument
-)
-
 // Ruleset is a type_config: the rules to judge and how to combine their verdicts.
 // Build one with ParseRuleset, or fill it in and call Validate, which also
 // resolves defaults (rule types, weights, materialised score sets) in place.
 type Ruleset struct {
-	ID                        string                     `json:"id,omitempty"`
-	Version                   string                     `json:"version,omitempty"`
-	Type                      RuleType                   `json:"type,omitempty"`
-	GlobalNumericalRuleConfig *GlobalNumericalRuleConfig `json:"global_numerical_rule_config,omitempty"`
-	BooleanAggregation        BooleanAggregation         `json:"boolean_aggregation,omitempty"`
-	NumericalAggregation      NumericalAggregation       `json:"numerical_aggregation,omitempty"`
-	GenerateReport            bool                       `json:"generate_report,omitempty"`
+	ID                        string                       `json:"id,omitempty"`
+	Version                   string                       `json:"version,omitempty"`
+	Type                      verdict.RuleType             `json:"type,omitempty"`
+	GlobalNumericalRuleConfig *GlobalNumericalRuleConfig   `json:"global_numerical_rule_config,omitempty"`
+	BooleanAggregation        verdict.BooleanAggregation   `json:"boolean_aggregation,omitempty"`
+	NumericalAggregation      verdict.NumericalAggregation `json:"numerical_aggregation,omitempty"`
+	GenerateReport            bool                         `json:"generate_report,omitempty"`
 	// Cache, when false, has every request on the ruleset judged afresh:
 	// no verdict is taken from the verdict cache or stored in it. Unset
 	// means true.
@@ -111,7 +69,7 @@ type NumericalRuleConfig struct {
 type Rule struct {
 	RuleID              string               `json:"rule_id"`
 	RuleText            string               `json:"rule_text"`
-	Type                RuleType             `json:"type,omitempty"`
+	Type                verdict.RuleType     `json:"type,omitempty"`
 	NumericalRuleConfig *NumericalRuleConfig `json:"numerical_rule_config,omitempty"`
 	// NotApplicableText is an alternate rule the model evaluates when the
 	// primary rule does not apply.
@@ -173,15 +131,15 @@ type Inputs struct {
 
 // Verdict is the checked answer for one rule.
 type Verdict struct {
-	RuleID          string     `json:"rule_id"`
-	Name            string     `json:"name,omitempty"`
-	Type            RuleType   `json:"type"`
-	DataSufficiency bool       `json:"data_sufficiency"`
-	Rationale       string     `json:"rationale"`
-	BooleanOutput   *bool      `json:"boolean_output,omitempty"`
-	NumericalOutput *int       `json:"numerical_output,omitempty"`
-	NotApplicable   bool       `json:"not_applicable"`
-	Evidences       []Evidence `json:"evidences"`
+	RuleID          string             `json:"rule_id"`
+	Name            string             `json:"name,omitempty"`
+	Type            verdict.RuleType   `json:"type"`
+	DataSufficiency bool               `json:"data_sufficiency"`
+	Rationale       string             `json:"rationale"`
+	BooleanOutput   *bool              `json:"boolean_output,omitempty"`
+	NumericalOutput *int               `json:"numerical_output,omitempty"`
+	NotApplicable   bool               `json:"not_applicable"`
+	Evidences       []verdict.Evidence `json:"evidences"`
 	// SufficiencyNote says why DataSufficiency was set to false by the
 	// engine rather than the model: the rule was judged on an excerpt of
 	// the material that held nothing supporting the verdict.
@@ -195,11 +153,11 @@ type Verdict struct {
 	// PagesConsidered names the pages the verdict was judged on when the
 	// request was too large for one call and the rule saw an excerpt or a
 	// batch; absent when it was judged on every page of every document.
-	PagesConsidered []DocumentPages `json:"pages_considered,omitempty"`
+	PagesConsidered []verdict.DocumentPages `json:"pages_considered,omitempty"`
 	// Cached is set when the verdict came from the verdict cache: when it
 	// was judged and under which request. Nil for a verdict judged for
 	// this request.
-	Cached *CachedFrom `json:"cached,omitempty"`
+	Cached *verdict.CachedFrom `json:"cached,omitempty"`
 	// Confidence is how sure the model was of the verdict's value, from 0
 	// to 1: the probability its own tokens gave the value it chose, where
 	// the server returns log-probabilities, or the share of sampled answers
@@ -219,16 +177,16 @@ type Verdict struct {
 
 // Result is the engine's answer for one request.
 type Result struct {
-	RulesetID      string    `json:"ruleset_id,omitempty"`
-	RulesetVersion string    `json:"ruleset_version,omitempty"`
-	Model          string    `json:"model,omitempty"`
-	Rules          []Verdict `json:"rules"`
-	Aggregate      Aggregate `json:"aggregate"`
+	RulesetID      string            `json:"ruleset_id,omitempty"`
+	RulesetVersion string            `json:"ruleset_version,omitempty"`
+	Model          string            `json:"model,omitempty"`
+	Rules          []Verdict         `json:"rules"`
+	Aggregate      verdict.Aggregate `json:"aggregate"`
 	// Groups are the nested rulesets' results, in ruleset order (a group
 	// before the groups nested in it); absent when the ruleset has none.
-	Groups  []GroupResult `json:"groups,omitempty"`
-	Sources []Source      `json:"sources"`
-	Usage   Usage         `json:"usage"`
+	Groups  []verdict.GroupResult `json:"groups,omitempty"`
+	Sources []verdict.Source      `json:"sources"`
+	Usage   verdict.Usage         `json:"usage"`
 }
 
 // Counts counts verdicts by outcome. Passed and Failed count the applicable boolean rules,
@@ -297,19 +255,19 @@ func (v Verdict) Outcome() Outcome {
 
 // VerdictOutcome classifies a verdict from its fields, for callers holding a verdict event
 // rather than a Verdict. A rule without a type is taken by the output it carries.
-func VerdictOutcome(typ RuleType, notApplicable bool, boolean *bool, score *int) Outcome {
+func VerdictOutcome(typ verdict.RuleType, notApplicable bool, boolean *bool, score *int) Outcome {
 	if typ == "" {
-		typ = Boolean
+		typ = verdict.Boolean
 		if boolean == nil && score != nil {
-			typ = Numerical
+			typ = verdict.Numerical
 		}
 	}
 	switch {
 	case notApplicable:
 		return OutcomeNotApplicable
-	case typ == Numerical && score != nil:
+	case typ == verdict.Numerical && score != nil:
 		return OutcomeScore
-	case typ == Numerical:
+	case typ == verdict.Numerical:
 		return OutcomeNoVerdict
 	case boolean != nil && *boolean:
 		return OutcomePass

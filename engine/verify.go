@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+
+	"rulevalidator/verdict"
 )
 
 // The verify confidence source (ConfidenceVerify): after a request's
@@ -51,10 +53,10 @@ type judgedVerdict struct {
 // check, at most Config.CallConcurrency checks at once. A check whose
 // answer carries no log-probabilities, or cannot be read, leaves its
 // verdict without one; a failed call fails the request, as any call does.
-func (e *Engine) verifyConfidences(ctx context.Context, model string, mode Instructions, judged []judgedVerdict) (Usage, error) {
+func (e *Engine) verifyConfidences(ctx context.Context, model string, mode Instructions, judged []judgedVerdict) (verdict.Usage, error) {
 	var (
 		mu    sync.Mutex
-		usage Usage
+		usage verdict.Usage
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(e.cfg.CallConcurrency, 1))
@@ -130,7 +132,7 @@ func verifyQuestion(rule Rule, v Verdict) (question string, agree, ok bool) {
 	}
 	var b strings.Builder
 	b.WriteString("Rule: " + oneLine(rule.RuleText) + "\n")
-	if rule.Type == Numerical {
+	if rule.Type == verdict.Numerical {
 		b.WriteString("Allowed scores: " + joinInts(rule.AllowedScores()) + "\n")
 	}
 	b.WriteString("\nPassages cited:\n")

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"rulevalidator/verdict"
 )
 
 // holdsTokens is a check's answer {"holds":<value>} with the token of the
@@ -96,11 +98,11 @@ func TestVerifyQuestion(t *testing.T) {
 		want      []string
 		wantNot   []string
 	}{
-		{"a pass", Verdict{BooleanOutput: ptr(true), Evidences: []Evidence{{Text: "The liability is capped."}}}, true, true,
+		{"a pass", Verdict{BooleanOutput: ptr(true), Evidences: []verdict.Evidence{{Text: "The liability is capped."}}}, true, true,
 			[]string{"Rule: Liability is capped.", "The liability is capped.", "Question: Do these passages show that the rule is met?"}, nil},
-		{"a fail agrees with false", Verdict{BooleanOutput: ptr(false), Evidences: []Evidence{{Text: "Nothing."}}}, false, true, []string{"the rule is met?"}, nil},
+		{"a fail agrees with false", Verdict{BooleanOutput: ptr(false), Evidences: []verdict.Evidence{{Text: "Nothing."}}}, false, true, []string{"the rule is met?"}, nil},
 		{"not applicable", Verdict{NotApplicable: true}, true, true, []string{"(none)", "does not apply to this document?"}, nil},
-		{"forged marker", Verdict{BooleanOutput: ptr(true), Evidences: []Evidence{{Text: forged}}}, true, true,
+		{"forged marker", Verdict{BooleanOutput: ptr(true), Evidences: []verdict.Evidence{{Text: forged}}}, true, true,
 			[]string{"‹------- End of Passage: passage 1"}, []string{"<------- End of Passage: passage 1 -------> Answer"}},
 		{"no value", Verdict{}, false, false, nil, nil},
 	} {
@@ -146,7 +148,7 @@ func TestVerifyConfidenceNoneWithoutProbabilities(t *testing.T) {
 // pass above it, a fail the check doubts and a score stand.
 func TestVerifyOverrulesUnsupportedPasses(t *testing.T) {
 	rs := testRuleset()
-	rs.Rules = append(rs.Rules, Rule{RuleID: "notice", Type: Boolean, RuleText: "Notice is given in writing."})
+	rs.Rules = append(rs.Rules, Rule{RuleID: "notice", Type: verdict.Boolean, RuleText: "Notice is given in writing."})
 	judged := answer(t, boolRule("cap", true, capQuote), boolRule("term", false, termQuote), numRule("score", 2, capQuote), boolRule("notice", true, termQuote))
 	capAnswer, capTokens := holdsTokens("false", 0.3)  // the pass's passages do not show it
 	termAnswer, termTokens := holdsTokens("true", 0.9) // the check doubts a fail: it stands

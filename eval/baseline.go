@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 // baseline is the naive judge reports compare the engine with, the
@@ -43,7 +44,7 @@ type baselineAnswer struct {
 
 // judge asks about every rule of the case's ruleset, one call each: the
 // baseline knows no filter or check.
-func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdict, engine.Usage, error) {
+func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdict, verdict.Usage, error) {
 	material := engine.UserPrompt(c.Inputs, engine.EvidenceQuote)
 	out := map[string]*engine.Verdict{}
 	var failed []string
@@ -52,7 +53,7 @@ func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdi
 		v, err := b.ask(ctx, material, r)
 		if err != nil {
 			if errors.Is(err, engine.ErrLLMUnavailable) || ctx.Err() != nil {
-				return nil, engine.Usage{}, err
+				return nil, verdict.Usage{}, err
 			}
 			failed = append(failed, fmt.Sprintf("rule %q: %v", r.RuleID, err))
 			continue
@@ -61,9 +62,9 @@ func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdi
 	}
 	if len(failed) > 0 {
 		// The verdicts that did come back still count.
-		return out, engine.Usage{}, fmt.Errorf("%d of %d rules without a usable answer: %s", len(failed), len(rules), strings.Join(failed, "; "))
+		return out, verdict.Usage{}, fmt.Errorf("%d of %d rules without a usable answer: %s", len(failed), len(rules), strings.Join(failed, "; "))
 	}
-	return out, engine.Usage{}, nil
+	return out, verdict.Usage{}, nil
 }
 
 func (b *baseline) ask(ctx context.Context, material string, r engine.Rule) (*engine.Verdict, error) {
@@ -88,7 +89,7 @@ func (b *baseline) ask(ctx context.Context, material string, r engine.Rule) (*en
 	}
 	v := &engine.Verdict{RuleID: r.RuleID, Type: r.Type, DataSufficiency: true, Rationale: ans.Reason, NotApplicable: ans.NotApplicable && r.NotApplicableText != ""}
 	switch r.Type {
-	case engine.Numerical:
+	case verdict.Numerical:
 		if ans.Score == nil {
 			return nil, errors.New("the answer has no score")
 		}
@@ -111,7 +112,7 @@ func rubric(r engine.Rule) string {
 	var b strings.Builder
 	b.WriteString("<Rubric>\n" + oneLine(r.RuleText) + "\n</Rubric>\n")
 	switch r.Type {
-	case engine.Numerical:
+	case verdict.Numerical:
 		b.WriteString(`Grade with "score", which must be exactly one of: ` + joinInts(r.AllowedScores()) + `; set "pass" to true.` + "\n")
 	default:
 		b.WriteString(`Grade with "pass": true when the rubric holds for the material, false when it does not; set "score" to 1 for a pass and 0 for a fail.` + "\n")
@@ -125,7 +126,7 @@ func rubric(r engine.Rule) string {
 // rubricSchema constrains the answer where the server supports structured output.
 func rubricSchema(r engine.Rule) json.RawMessage {
 	score := map[string]any{"type": "number"}
-	if r.Type == engine.Numerical {
+	if r.Type == verdict.Numerical {
 		score = map[string]any{"type": "integer", "enum": r.AllowedScores()}
 	}
 	props := map[string]any{

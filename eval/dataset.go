@@ -12,6 +12,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // ErrInvalidDataset marks every problem Load finds with a dataset.
@@ -73,7 +74,7 @@ type Case struct {
 // Label is the expected verdict of one rule.
 type Label struct {
 	RuleID string
-	Type   engine.RuleType
+	Type   verdict.RuleType
 	// Boolean is set for boolean rules, Numerical for numerical ones.
 	Boolean       *bool
 	Numerical     *int

@@ -15,6 +15,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/verdict"
 )
 
 const testRuleset = `id: t
@@ -325,40 +326,40 @@ func TestScoreEvidenceSpans(t *testing.T) {
 		{Document: "d", Page: 2, Start: 50, End: 60},
 		{Document: "d", Page: 2, Start: 70, End: 80},
 	}
-	anchored := func(doc string, page, start, end int) engine.Evidence {
-		return engine.Evidence{SourceOrigin: doc, SourcePageNumber: page, CitedPageNumber: page, Anchored: true, StartOffset: ptr(start), EndOffset: ptr(end)}
+	anchored := func(doc string, page, start, end int) verdict.Evidence {
+		return verdict.Evidence{SourceOrigin: doc, SourcePageNumber: page, CitedPageNumber: page, Anchored: true, StartOffset: ptr(start), EndOffset: ptr(end)}
 	}
-	cited := func(ev engine.Evidence, page int) engine.Evidence {
+	cited := func(ev verdict.Evidence, page int) verdict.Evidence {
 		ev.CitedPageNumber = page
 		return ev
 	}
 	tests := []struct {
 		name string
-		evs  []engine.Evidence
+		evs  []verdict.Evidence
 		want EvidenceCounts
 	}{
 		{"none", nil, EvidenceCounts{Gold: 3, GoldChars: 30}},
-		{"inside", []engine.Evidence{anchored("d", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 1,
+		{"inside", []verdict.Evidence{anchored("d", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 1,
 			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
-		{"overlaps two", []engine.Evidence{anchored("d", 2, 55, 75)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 2,
+		{"overlaps two", []verdict.Evidence{anchored("d", 2, 55, 75)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 2,
 			QuotedChars: 20, QuotedCharsInGold: 10, GoldChars: 30, GoldCharsCovered: 10}},
-		{"touching is not overlapping", []engine.Evidence{anchored("d", 1, 20, 30), anchored("d", 1, 0, 10)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, PagesRight: 2, Gold: 3,
+		{"touching is not overlapping", []verdict.Evidence{anchored("d", 1, 20, 30), anchored("d", 1, 0, 10)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, PagesRight: 2, Gold: 3,
 			QuotedChars: 20, GoldChars: 30}},
-		{"wrong page", []engine.Evidence{anchored("d", 3, 90, 95)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3,
+		{"wrong page", []verdict.Evidence{anchored("d", 3, 90, 95)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3,
 			QuotedChars: 5, GoldChars: 30}},
-		{"page corrected by anchoring", []engine.Evidence{cited(anchored("d", 1, 12, 15), 9)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesCorrected: 1, Gold: 3, GoldFound: 1,
+		{"page corrected by anchoring", []verdict.Evidence{cited(anchored("d", 1, 12, 15), 9)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesCorrected: 1, Gold: 3, GoldFound: 1,
 			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
-		{"cited on a gold page, found on another", []engine.Evidence{cited(anchored("d", 3, 90, 95), 2)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, PagesRight: 1, PagesCorrected: 1, Gold: 3,
+		{"cited on a gold page, found on another", []verdict.Evidence{cited(anchored("d", 3, 90, 95), 2)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, PagesRight: 1, PagesCorrected: 1, Gold: 3,
 			QuotedChars: 5, GoldChars: 30}},
-		{"no page cited", []engine.Evidence{cited(anchored("d", 1, 12, 15), 0)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesCorrected: 1, Gold: 3, GoldFound: 1,
+		{"no page cited", []verdict.Evidence{cited(anchored("d", 1, 12, 15), 0)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesCorrected: 1, Gold: 3, GoldFound: 1,
 			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
-		{"other document", []engine.Evidence{anchored("e", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3,
+		{"other document", []verdict.Evidence{anchored("e", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3,
 			QuotedChars: 3, GoldChars: 30}},
-		{"unanchored", []engine.Evidence{{Text: "naïve", SourceOrigin: "d", SourcePageNumber: 1, Match: engine.MatchNone}}, EvidenceCounts{Quotes: 1, Judged: 1, Gold: 3,
+		{"unanchored", []verdict.Evidence{{Text: "naïve", SourceOrigin: "d", SourcePageNumber: 1, Match: verdict.MatchNone}}, EvidenceCounts{Quotes: 1, Judged: 1, Gold: 3,
 			QuotedChars: 5, GoldChars: 30}},
-		{"same span twice", []engine.Evidence{anchored("d", 1, 10, 20), anchored("d", 1, 15, 25)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 1,
+		{"same span twice", []verdict.Evidence{anchored("d", 1, 10, 20), anchored("d", 1, 15, 25)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 1,
 			QuotedChars: 20, QuotedCharsInGold: 15, GoldChars: 30, GoldCharsCovered: 10}},
-		{"whole pages", []engine.Evidence{anchored("d", 1, 0, 40), anchored("d", 2, 41, 100)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 3,
+		{"whole pages", []verdict.Evidence{anchored("d", 1, 0, 40), anchored("d", 2, 41, 100)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 3,
 			QuotedChars: 99, QuotedCharsInGold: 30, GoldChars: 30, GoldCharsCovered: 30}},
 	}
 	for _, tt := range tests {
@@ -369,12 +370,12 @@ func TestScoreEvidenceSpans(t *testing.T) {
 		})
 	}
 	// Without gold spans quotes are counted but not judged.
-	if got := scoreEvidence(nil, []engine.Evidence{anchored("d", 1, 1, 2)}); got != (EvidenceCounts{Quotes: 1, Anchored: 1}) {
+	if got := scoreEvidence(nil, []verdict.Evidence{anchored("d", 1, 1, 2)}); got != (EvidenceCounts{Quotes: 1, Anchored: 1}) {
 		t.Errorf("no gold: got %+v", got)
 	}
 	// Gold spans that overlap count their shared characters once.
 	twice := []Span{{Document: "d", Page: 1, Start: 10, End: 20}, {Document: "d", Page: 1, Start: 15, End: 25}}
-	if got := scoreEvidence(twice, []engine.Evidence{anchored("d", 1, 0, 30)}); got.GoldChars != 15 || got.GoldCharsCovered != 15 || got.QuotedCharsInGold != 15 {
+	if got := scoreEvidence(twice, []verdict.Evidence{anchored("d", 1, 0, 30)}); got.GoldChars != 15 || got.GoldCharsCovered != 15 || got.QuotedCharsInGold != 15 {
 		t.Errorf("overlapping gold: got %+v, want 15 gold characters, all covered", got)
 	}
 }
@@ -707,13 +708,13 @@ func TestRoutingMetrics(t *testing.T) {
 // citations in the model's order, each judged against the gold spans where
 // the label has some, and not judged where it has none.
 func TestOutcomeListsCitationsInOrder(t *testing.T) {
-	ev := func(id string, page, start, end int) engine.Evidence {
-		return engine.Evidence{PassageID: id, SourceOrigin: "d", SourcePageNumber: page, Anchored: true, StartOffset: ptr(start), EndOffset: ptr(end)}
+	ev := func(id string, page, start, end int) verdict.Evidence {
+		return verdict.Evidence{PassageID: id, SourceOrigin: "d", SourcePageNumber: page, Anchored: true, StartOffset: ptr(start), EndOffset: ptr(end)}
 	}
 	pass := true
-	v := &engine.Verdict{RuleID: "r", Type: engine.Boolean, BooleanOutput: &pass,
-		Evidences: []engine.Evidence{ev("d1p1s1", 1, 0, 5), ev("d1p1s3", 1, 12, 18), {Text: "nowhere", SourceOrigin: "d", SourcePageNumber: 2}}}
-	lab := Label{RuleID: "r", Type: engine.Boolean, Boolean: &pass, Gold: []Span{{Document: "d", Page: 1, Start: 10, End: 20}}}
+	v := &engine.Verdict{RuleID: "r", Type: verdict.Boolean, BooleanOutput: &pass,
+		Evidences: []verdict.Evidence{ev("d1p1s1", 1, 0, 5), ev("d1p1s3", 1, 12, 18), {Text: "nowhere", SourceOrigin: "d", SourcePageNumber: 2}}}
+	lab := Label{RuleID: "r", Type: verdict.Boolean, Boolean: &pass, Gold: []Span{{Document: "d", Page: 1, Start: 10, End: 20}}}
 	o := scoreVerdict("c", 1, lab, v)
 	on, off := true, false
 	want := []Citation{

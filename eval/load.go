@@ -13,6 +13,7 @@ import (
 	"rulevalidator/judging"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // Load reads and checks the dataset in dir. Every problem found is reported;
@@ -148,7 +149,7 @@ func (l *loader) loadCase(defaultRuleset string, mc ManifestCase) *Case {
 		}
 		lab := Label{RuleID: rule.RuleID, Type: rule.Type, NotApplicable: ml.NotApplicable, Allowed: rule.AllowedScores()}
 		switch rule.Type {
-		case engine.Numerical:
+		case verdict.Numerical:
 			if ml.BooleanOutput != nil {
 				l.add(mc.ID, ml.RuleID, fieldOf("boolean_output"), "the rule is numerical: give numerical_output instead")
 			}

@@ -11,6 +11,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/judging"
+	"rulevalidator/verdict"
 )
 
 // Systems a report can hold.
@@ -86,9 +87,9 @@ type SystemReport struct {
 
 // RuleReport is one rule's metrics over every case and run.
 type RuleReport struct {
-	RuleID  string          `json:"rule_id"`
-	Type    engine.RuleType `json:"type"`
-	Metrics Metrics         `json:"metrics"`
+	RuleID  string           `json:"rule_id"`
+	Type    verdict.RuleType `json:"type"`
+	Metrics Metrics          `json:"metrics"`
 }
 
 // CaseReport is one case's metrics over every rule and run, and its cost.
@@ -250,7 +251,7 @@ func (a *Attempts) take() Cost {
 // counts as unanswered.
 // A judge gives a case's verdicts by rule id, and what the ruleset's filters
 // and checks decided without the model (Usage.RulesFiltered, RulesChecked).
-type judge func(ctx context.Context, c *Case) (map[string]*engine.Verdict, engine.Usage, error)
+type judge func(ctx context.Context, c *Case) (map[string]*engine.Verdict, verdict.Usage, error)
 
 // EvalTenant is the tenant the engine judges a dataset's cases for.
 const EvalTenant = "eval"
@@ -362,12 +363,12 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 }
 
 func engineJudge(eng *engine.Engine) judge {
-	return func(ctx context.Context, c *Case) (map[string]*engine.Verdict, engine.Usage, error) {
+	return func(ctx context.Context, c *Case) (map[string]*engine.Verdict, verdict.Usage, error) {
 		// One tenant for the dataset: with a verdict cache (Options.Engine.Cache), a
 		// case judged again asks only for what changed.
 		res, err := judging.Evaluate(ctx, eng, c.Ruleset, c.Request, nil)
 		if err != nil {
-			return nil, engine.Usage{}, err
+			return nil, verdict.Usage{}, err
 		}
 		out := make(map[string]*engine.Verdict, len(res.Rules))
 		for i := range res.Rules {
@@ -426,7 +427,7 @@ func summariseSystem(ds *Dataset, sr *SystemReport, caseCost map[string]Cost, ru
 
 type ruleKey struct {
 	id  string
-	typ engine.RuleType
+	typ verdict.RuleType
 }
 
 // ruleOrder lists the labelled rules in the order they first appear.

@@ -5,14 +5,15 @@ import (
 	"unicode/utf8"
 
 	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 // Outcome is one scored verdict: one rule of one case in one run.
 type Outcome struct {
-	Case   string          `json:"case"`
-	RuleID string          `json:"rule_id"`
-	Run    int             `json:"run"`
-	Type   engine.RuleType `json:"type"`
+	Case   string           `json:"case"`
+	RuleID string           `json:"rule_id"`
+	Run    int              `json:"run"`
+	Type   verdict.RuleType `json:"type"`
 
 	ExpectedBoolean       *bool `json:"expected_boolean_output,omitempty"`
 	ExpectedNumerical     *int  `json:"expected_numerical_output,omitempty"`
@@ -134,7 +135,7 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o.DataSufficiency = v.DataSufficiency
 	o.Boolean, o.Numerical, o.NotApplicable = v.BooleanOutput, v.NumericalOutput, v.NotApplicable
 	switch lab.Type {
-	case engine.Numerical:
+	case verdict.Numerical:
 		if v.NumericalOutput != nil && lab.Numerical != nil {
 			o.OutputCorrect = *v.NumericalOutput == *lab.Numerical
 			o.WithinOneStep = stepDistance(lab.Allowed, *lab.Numerical, *v.NumericalOutput) <= 1
@@ -171,7 +172,7 @@ func stepDistance(allowed []int, want, got int) int {
 
 // goldHit is the indexes of the gold spans ev overlaps: anchored in the
 // same document, on the same page, the offsets overlapping.
-func goldHit(gold []Span, ev engine.Evidence) []int {
+func goldHit(gold []Span, ev verdict.Evidence) []int {
 	if !ev.Anchored || ev.StartOffset == nil || ev.EndOffset == nil {
 		return nil
 	}
@@ -188,7 +189,7 @@ func goldHit(gold []Span, ev engine.Evidence) []int {
 // anchored in the same document, on the same page, and the offsets overlap;
 // its characters count as inside gold where a gold span of the same
 // document covers them.
-func scoreEvidence(gold []Span, evs []engine.Evidence) EvidenceCounts {
+func scoreEvidence(gold []Span, evs []verdict.Evidence) EvidenceCounts {
 	c := EvidenceCounts{Quotes: len(evs), Gold: len(gold)}
 	goldByDoc := map[string][]interval{}
 	for _, g := range gold {
@@ -402,7 +403,7 @@ func summarise(outs []Outcome) Metrics {
 			}
 		}
 		switch o.Type {
-		case engine.Numerical:
+		case verdict.Numerical:
 			m.Numerical.Verdicts++
 			if o.OutputCorrect {
 				m.Numerical.Exact++

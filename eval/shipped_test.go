@@ -3,7 +3,7 @@ package eval
 import (
 	"testing"
 
-	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 const shippedDataset = "../examples/eval/edgar-nda"
@@ -36,7 +36,7 @@ func TestShippedDatasetLoads(t *testing.T) {
 				}
 			}
 		}
-		for _, k := range []string{string(engine.Boolean), string(engine.Numerical), "not_applicable", "gold"} {
+		for _, k := range []string{string(verdict.Boolean), string(verdict.Numerical), "not_applicable", "gold"} {
 			if kinds[k] == 0 {
 				t.Errorf("case %s: no %s label", c.ID, k)
 			}

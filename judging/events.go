@@ -165,7 +165,7 @@ func rulesetIdentity(rs *engine.Ruleset, res *engine.Result) (id string, version
 
 // evidences copies a verdict's evidence for its event, sharing no memory
 // with the result; nil when there is none, as decoding gives.
-func evidences(in []engine.Evidence) []verdict.Evidence {
+func evidences(in []verdict.Evidence) []verdict.Evidence {
 	out := clone.OrNil(in)
 	for i := range out {
 		e := &out[i]
@@ -176,7 +176,7 @@ func evidences(in []engine.Evidence) []verdict.Evidence {
 
 // pagesConsidered copies the pages a split request judged a rule on; nil when
 // it saw every page, as decoding gives.
-func pagesConsidered(in []engine.DocumentPages) []verdict.DocumentPages {
+func pagesConsidered(in []verdict.DocumentPages) []verdict.DocumentPages {
 	out := clone.OrNil(in)
 	for i := range out {
 		out[i].Pages = clone.OrNil(out[i].Pages)
@@ -186,7 +186,7 @@ func pagesConsidered(in []engine.DocumentPages) []verdict.DocumentPages {
 
 // groups copies the nested rulesets' results for the summary, sharing no
 // memory with the result; nil when there are none.
-func groups(in []engine.GroupResult) []verdict.GroupResult {
+func groups(in []verdict.GroupResult) []verdict.GroupResult {
 	out := clone.OrNil(in)
 	for i := range out {
 		g := &out[i]
@@ -195,7 +195,7 @@ func groups(in []engine.GroupResult) []verdict.GroupResult {
 	return out
 }
 
-func aggregate(a engine.Aggregate) verdict.Aggregate {
+func aggregate(a verdict.Aggregate) verdict.Aggregate {
 	out := verdict.Aggregate{Boolean: clone.Ptr(a.Boolean), Numerical: clone.Ptr(a.Numerical)}
 	if out.Numerical != nil {
 		out.Numerical.Score = clone.Ptr(out.Numerical.Score)

@@ -115,10 +115,10 @@ func testRuleset() *engine.Ruleset {
 		ID:      "onboarding",
 		Version: "7",
 		Rules: []engine.Rule{
-			{RuleID: "signed", RuleText: "Is it signed?", Type: engine.Boolean, Name: "Signature"},
-			{RuleID: "risk", RuleText: "Rate the risk.", Type: engine.Numerical, NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}},
-			{RuleID: "insured", RuleText: "Is it insured?", Type: engine.Boolean},
-			{RuleID: "export", RuleText: "Export licence?", Type: engine.Boolean},
+			{RuleID: "signed", RuleText: "Is it signed?", Type: verdict.Boolean, Name: "Signature"},
+			{RuleID: "risk", RuleText: "Rate the risk.", Type: verdict.Numerical, NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}},
+			{RuleID: "insured", RuleText: "Is it insured?", Type: verdict.Boolean},
+			{RuleID: "export", RuleText: "Export licence?", Type: verdict.Boolean},
 		},
 	}
 }
@@ -128,23 +128,23 @@ func testResult() *engine.Result {
 		RulesetID: "onboarding",
 		Model:     "served-model",
 		Rules: []engine.Verdict{
-			{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
-				Evidences: []engine.Evidence{{Text: "Signed: J. Müller", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s1",
-					Anchored: true, Match: engine.MatchExact, StartOffset: new(10), EndOffset: new(27)}}},
-			{RuleID: "risk", Type: engine.Numerical, DataSufficiency: true, Rationale: "Low risk.", NumericalOutput: new(1)},
-			{RuleID: "insured", Type: engine.Boolean, DataSufficiency: false, Rationale: "No certificate.", BooleanOutput: new(false),
+			{RuleID: "signed", Type: verdict.Boolean, DataSufficiency: true, Rationale: "Signed on page 2.", BooleanOutput: new(true),
+				Evidences: []verdict.Evidence{{Text: "Signed: J. Müller", SourceOrigin: "agreement.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s1",
+					Anchored: true, Match: verdict.MatchExact, StartOffset: new(10), EndOffset: new(27)}}},
+			{RuleID: "risk", Type: verdict.Numerical, DataSufficiency: true, Rationale: "Low risk.", NumericalOutput: new(1)},
+			{RuleID: "insured", Type: verdict.Boolean, DataSufficiency: false, Rationale: "No certificate.", BooleanOutput: new(false),
 				Confidence: new(0.4), NeedsReview: true, ReviewReasons: []engine.ReviewReason{engine.ReviewKeptWithProblems, engine.ReviewInsufficientData},
 				SufficiencyNote: "kept with problems after every re-ask: no evidence found in the material supports the verdict",
 				Problems:        []string{"no evidence found in the material supports the verdict"},
-				Evidences:       []engine.Evidence{{Text: "insured by Allianz", SourceOrigin: "agreement.pdf", SourcePageNumber: 1, CitedPageNumber: 5, Match: engine.MatchNone}}},
-			{RuleID: "export", Type: engine.Boolean, DataSufficiency: true, Rationale: "Domestic supplier.", NotApplicable: true},
+				Evidences:       []verdict.Evidence{{Text: "insured by Allianz", SourceOrigin: "agreement.pdf", SourcePageNumber: 1, CitedPageNumber: 5, Match: verdict.MatchNone}}},
+			{RuleID: "export", Type: verdict.Boolean, DataSufficiency: true, Rationale: "Domestic supplier.", NotApplicable: true},
 		},
-		Aggregate: engine.Aggregate{
-			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 2, PassedCount: 1},
-			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateMean, Score: new(1.0), Counted: 1},
+		Aggregate: verdict.Aggregate{
+			Boolean:   &verdict.BooleanAggregate{Mode: verdict.AggregateAll, Passed: false, Applicable: 2, PassedCount: 1},
+			Numerical: &verdict.NumericalAggregate{Mode: verdict.AggregateMean, Score: new(1.0), Counted: 1},
 		},
-		Sources: []engine.Source{{SourceOrigin: "agreement.pdf", Text: "Signed: J. Müller", SourcePageNumber: 2}},
-		Usage:   engine.Usage{PromptTokens: 900, CompletionTokens: 120, LLMCalls: 1},
+		Sources: []verdict.Source{{SourceOrigin: "agreement.pdf", Text: "Signed: J. Müller", SourcePageNumber: 2}},
+		Usage:   verdict.Usage{PromptTokens: 900, CompletionTokens: 120, LLMCalls: 1},
 	}
 }
 
@@ -248,14 +248,14 @@ func TestEventNewSummary(t *testing.T) {
 	}
 }
 
-// TestEventEvidenceCarriesEveryEngineField: every field of engine.Evidence,
+// TestEventEvidenceCarriesEveryEngineField: every field of verdict.Evidence,
 // set, reaches the event's evidence under the same JSON name, so that a field
 // the engine gains cannot be lost on the way to the events unnoticed.
 func TestEventEvidenceCarriesEveryEngineField(t *testing.T) {
-	var e engine.Evidence
+	var e verdict.Evidence
 	fillFields(t, reflect.ValueOf(&e).Elem())
-	got, want := jsonObject(t, evidences([]engine.Evidence{e})[0]), jsonObject(t, e)
-	if len(want) != reflect.TypeFor[engine.Evidence]().NumField() {
+	got, want := jsonObject(t, evidences([]verdict.Evidence{e})[0]), jsonObject(t, e)
+	if len(want) != reflect.TypeFor[verdict.Evidence]().NumField() {
 		t.Fatalf("the filled engine evidence leaves fields out: %v", want)
 	}
 	assertEqual(t, got, want)

@@ -14,6 +14,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // fakeEngine answers with a fixed result or error; the point here is how the
@@ -42,7 +43,7 @@ func TestJudgeClassifiesFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass := true
-	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
+	ok := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: verdict.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []verdict.Evidence{}}}}
 	request := func(mut func(*schemas.Request)) *schemas.Request {
 		r := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
 		if mut != nil {
@@ -116,7 +117,7 @@ func TestReportWithoutStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass := true
-	res := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass}}}
+	res := &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: verdict.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass}}}
 	var logs bytes.Buffer
 	judge, err := New(Config{Engine: fakeEngine{res: res}, Rulesets: static, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
@@ -136,7 +137,7 @@ func TestReportWithoutStorage(t *testing.T) {
 
 func passResult() *engine.Result {
 	pass := true
-	return &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
+	return &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: verdict.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []verdict.Evidence{}}}}
 }
 
 // taskEngine records the tasks it is asked to judge; a zero block answers at once, else it

@@ -9,6 +9,7 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/pipeline"
+	"rulevalidator/verdict"
 )
 
 // EngineHooks returns hooks that measure the engine's model calls, corrective
@@ -51,7 +52,7 @@ func (m *Metrics) observePlannedCalls(model string, calls int) {
 	m.plannedCalls.WithLabelValues(m.models.label(model), plan).Add(float64(calls))
 }
 
-func (m *Metrics) observeLLMCall(model string, took time.Duration, usage engine.Usage, err error) {
+func (m *Metrics) observeLLMCall(model string, took time.Duration, usage verdict.Usage, err error) {
 	model = m.models.label(model)
 	outcome := "ok"
 	if err != nil {
@@ -75,9 +76,9 @@ func (m *Metrics) observeOutputRetry(reason string) {
 	m.llmRetries.WithLabelValues(outputRetryReasons.bound(reason)).Inc()
 }
 
-func (m *Metrics) observeAnchor(match engine.Match) {
+func (m *Metrics) observeAnchor(match verdict.Match) {
 	outcome := string(match)
-	if match == engine.MatchNone {
+	if match == verdict.MatchNone {
 		outcome = "unanchored"
 	}
 	m.anchoring.WithLabelValues(anchorOutcomes.bound(outcome)).Inc()

@@ -24,6 +24,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/judging"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 const namespace = "rulevalidator"
@@ -65,7 +66,7 @@ var (
 	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
 	callbackOutcomes = newLabelSet(CallbackDelivered, CallbackGivenUp, CallbackInterrupted)
 	cacheOutcomes    = newLabelSet(engine.CacheHit, engine.CacheMiss, engine.CacheStale)
-	ruleTypes        = newLabelSet(string(engine.Boolean), string(engine.Numerical))
+	ruleTypes        = newLabelSet(string(verdict.Boolean), string(verdict.Numerical))
 	reviewDecisions  = newLabelSet("confirm", "override")
 )
 

@@ -24,6 +24,7 @@ import (
 	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 func newMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
@@ -39,9 +40,9 @@ func newMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
 // exercise drives every hook once, so that every metric family has series.
 func exercise(m *Metrics) {
 	eh := m.EngineHooks()
-	eh.LLMCall("gemma-3-270m", 1200*time.Millisecond, engine.Usage{PromptTokens: 900, CompletionTokens: 120, CachedTokens: 512, LLMCalls: 1}, nil)
+	eh.LLMCall("gemma-3-270m", 1200*time.Millisecond, verdict.Usage{PromptTokens: 900, CompletionTokens: 120, CachedTokens: 512, LLMCalls: 1}, nil)
 	eh.OutputRetry(engine.ReasonMissingRule)
-	eh.Anchor(engine.MatchFuzzy)
+	eh.Anchor(verdict.MatchFuzzy)
 
 	ch := m.ConsumerHooks("rulevalidator.requests")
 	ch.Fetched("rulevalidator.requests", 2, 40, 50)
@@ -174,7 +175,7 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 }
 
 func TestEngineHooks(t *testing.T) {
-	usage := engine.Usage{PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 600, LLMCalls: 1}
+	usage := verdict.Usage{PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 600, LLMCalls: 1}
 	tests := []struct {
 		name   string
 		drive  func(h engine.Hooks)
@@ -204,10 +205,10 @@ func TestEngineHooks(t *testing.T) {
 			},
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 2000},
 		{"negative token counts are ignored, not a panic",
-			func(h engine.Hooks) { h.LLMCall("gemma", time.Second, engine.Usage{PromptTokens: -5}, nil) },
+			func(h engine.Hooks) { h.LLMCall("gemma", time.Second, verdict.Usage{PromptTokens: -5}, nil) },
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 0},
 		{"a failed call is timed as an error",
-			func(h engine.Hooks) { h.LLMCall("gemma", 3*time.Second, engine.Usage{}, engine.ErrLLMUnavailable) },
+			func(h engine.Hooks) { h.LLMCall("gemma", 3*time.Second, verdict.Usage{}, engine.ErrLLMUnavailable) },
 			func(m *Metrics) prometheus.Collector {
 				return histogramOf(m.llmDuration.WithLabelValues("gemma", "error"))
 			}, 3},
@@ -230,22 +231,22 @@ func TestEngineHooks(t *testing.T) {
 			func(h engine.Hooks) { h.OutputRetry("rule R-17 of tenant acme was odd") },
 			func(m *Metrics) prometheus.Collector { return m.llmRetries.WithLabelValues("other") }, 1},
 		{"an exact anchor",
-			func(h engine.Hooks) { h.Anchor(engine.MatchExact) },
+			func(h engine.Hooks) { h.Anchor(verdict.MatchExact) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("exact") }, 1},
 		{"a normalized anchor",
-			func(h engine.Hooks) { h.Anchor(engine.MatchNormalized) },
+			func(h engine.Hooks) { h.Anchor(verdict.MatchNormalized) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("normalized") }, 1},
 		{"a fuzzy anchor",
-			func(h engine.Hooks) { h.Anchor(engine.MatchFuzzy) },
+			func(h engine.Hooks) { h.Anchor(verdict.MatchFuzzy) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("fuzzy") }, 1},
 		{"an elided anchor",
-			func(h engine.Hooks) { h.Anchor(engine.MatchElided) },
+			func(h engine.Hooks) { h.Anchor(verdict.MatchElided) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("elided") }, 1},
 		{"no match counts as unanchored",
-			func(h engine.Hooks) { h.Anchor(engine.MatchNone) },
+			func(h engine.Hooks) { h.Anchor(verdict.MatchNone) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("unanchored") }, 1},
 		{"evidence that is not from a document",
-			func(h engine.Hooks) { h.Anchor(engine.MatchNotDocument) },
+			func(h engine.Hooks) { h.Anchor(verdict.MatchNotDocument) },
 			func(m *Metrics) prometheus.Collector { return m.anchoring.WithLabelValues("not_document") }, 1},
 		{"a request that fits is one whole call",
 			func(h engine.Hooks) { h.PlannedCalls("gemma", 1) },
@@ -288,7 +289,7 @@ func histogramOf(o prometheus.Observer) prometheus.Collector {
 
 func TestLLMCallPreinitialisesANewModel(t *testing.T) {
 	m, _ := newMetrics(t)
-	m.EngineHooks().LLMCall("gemma", time.Second, engine.Usage{PromptTokens: 10}, nil)
+	m.EngineHooks().LLMCall("gemma", time.Second, verdict.Usage{PromptTokens: 10}, nil)
 	if got := testutil.CollectAndCount(m.llmTokens); got != 3 {
 		t.Errorf("llm_tokens_total has %d series after one model's first call, want 3 (prompt, completion, cached)", got)
 	}
@@ -301,7 +302,7 @@ func TestModelLabelsAreCapped(t *testing.T) {
 	m, _ := newMetrics(t)
 	h := m.EngineHooks()
 	for i := range MaxModels + 5 {
-		h.LLMCall(fmt.Sprintf("model-%d", i), time.Second, engine.Usage{PromptTokens: 1}, nil)
+		h.LLMCall(fmt.Sprintf("model-%d", i), time.Second, verdict.Usage{PromptTokens: 1}, nil)
 	}
 	// MaxModels named models plus "other", 3 token kinds each.
 	if got, want := testutil.CollectAndCount(m.llmTokens), (MaxModels+1)*3; got != want {
@@ -310,7 +311,7 @@ func TestModelLabelsAreCapped(t *testing.T) {
 	if got := testutil.ToFloat64(m.llmTokens.WithLabelValues("other", "prompt")); got != 5 {
 		t.Errorf(`llm_tokens_total{model="other",kind="prompt"} = %v, want 5`, got)
 	}
-	h.LLMCall("model-0", time.Second, engine.Usage{PromptTokens: 1}, nil)
+	h.LLMCall("model-0", time.Second, verdict.Usage{PromptTokens: 1}, nil)
 	if got := testutil.ToFloat64(m.llmTokens.WithLabelValues("model-0", "prompt")); got != 2 {
 		t.Errorf("a model seen before the cap keeps its own label: got %v, want 2", got)
 	}
@@ -643,7 +644,7 @@ func TestHooksAreSafeForConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			eh, ch, ph := m.EngineHooks(), m.ConsumerHooks("requests"), m.PipelineHooks()
 			for i := range rounds {
-				eh.LLMCall(fmt.Sprintf("model-%d", (w*rounds+i)%(2*MaxModels)), time.Millisecond, engine.Usage{PromptTokens: 1}, nil)
+				eh.LLMCall(fmt.Sprintf("model-%d", (w*rounds+i)%(2*MaxModels)), time.Millisecond, verdict.Usage{PromptTokens: 1}, nil)
 				ch.InFlight(1)
 				ch.Fetched("requests", w, int64(i), int64(rounds))
 				ch.InFlight(-1)

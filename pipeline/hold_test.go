@@ -15,6 +15,7 @@ import (
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/verdict"
 )
 
 // adapterFault is an adapter error that says whose fault it is, as the model client's do.
@@ -162,7 +163,7 @@ func handleFixture(t *testing.T, eng judging.Evaluator, mut func(*Config)) (*Pip
 
 func passResult() *engine.Result {
 	pass := true
-	return &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: engine.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []engine.Evidence{}}}}
+	return &engine.Result{RulesetID: "rs", Model: "m", Rules: []engine.Verdict{{RuleID: "r1", Type: verdict.Boolean, DataSufficiency: true, Rationale: "x", BooleanOutput: &pass, Evidences: []verdict.Evidence{}}}}
 }
 
 // TestEnvironmentFaultHoldsThenResumes: a refused API key is never the message's fault: the

@@ -15,6 +15,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 func TestBuildSheetsAndTitle(t *testing.T) {
@@ -212,15 +213,15 @@ func TestBuildEvidenceSheet(t *testing.T) {
 func TestSourceLabel(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		ev   engine.Evidence
+		ev   verdict.Evidence
 		want string
 	}{
-		{"quote on the page cited", engine.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2}, "msa.pdf, p. 2"},
-		{"page corrected", engine.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 9}, "msa.pdf, p. 2 (cited p. 9)"},
-		{"no page cited", engine.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2}, "msa.pdf, p. 2"},
-		{"passage cited", engine.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 3, CitedPageNumber: 3, PassageID: "d1p3s4"}, "msa.pdf, p. 3, passage d1p3s4"},
-		{"named input cited by name", engine.Evidence{SourceOrigin: "volume", PassageID: "volume", CitedPageNumber: 1}, "volume"},
-		{"no source", engine.Evidence{}, "unknown source"},
+		{"quote on the page cited", verdict.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2}, "msa.pdf, p. 2"},
+		{"page corrected", verdict.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 9}, "msa.pdf, p. 2 (cited p. 9)"},
+		{"no page cited", verdict.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 2}, "msa.pdf, p. 2"},
+		{"passage cited", verdict.Evidence{SourceOrigin: "msa.pdf", SourcePageNumber: 3, CitedPageNumber: 3, PassageID: "d1p3s4"}, "msa.pdf, p. 3, passage d1p3s4"},
+		{"named input cited by name", verdict.Evidence{SourceOrigin: "volume", PassageID: "volume", CitedPageNumber: 1}, "volume"},
+		{"no source", verdict.Evidence{}, "unknown source"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := sourceLabel(tt.ev); got != tt.want {
@@ -241,7 +242,7 @@ func TestRationaleText(t *testing.T) {
 			"Signed.\n⚠ Kept with problems; still wrong after every re-ask:\n• a\n• b"},
 		{"a note without problems", engine.Verdict{Rationale: "Signed.", SufficiencyNote: "judged on an excerpt"},
 			"Signed.\n⚠ Judged on insufficient data: judged on an excerpt"},
-		{"from the verdict cache", engine.Verdict{Rationale: "Signed.", DataSufficiency: true, Cached: &engine.CachedFrom{JudgedAt: time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC), RequestID: "r-1"}},
+		{"from the verdict cache", engine.Verdict{Rationale: "Signed.", DataSufficiency: true, Cached: &verdict.CachedFrom{JudgedAt: time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC), RequestID: "r-1"}},
 			"Signed.\nFrom the verdict cache: judged 2025-03-01T09:30:00Z under request r-1."},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -298,11 +299,11 @@ func TestBuildNeverWritesFormulas(t *testing.T) {
 		{"rule_id": "+SUM(1,1)", "name": "@SUM(A1:A9)", "type": "boolean", "rule_text": "x"}]}`)
 	res := &engine.Result{
 		Rules: []engine.Verdict{{
-			RuleID: "+SUM(1,1)", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(true),
+			RuleID: "+SUM(1,1)", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: ptr(true),
 			Rationale: `=HYPERLINK("http://evil")`,
-			Evidences: []engine.Evidence{{Text: "-2+3", SourceOrigin: "=1+1", SourcePageNumber: 1}},
+			Evidences: []verdict.Evidence{{Text: "-2+3", SourceOrigin: "=1+1", SourcePageNumber: 1}},
 		}},
-		Aggregate: engine.Aggregate{Boolean: &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: true, Applicable: 1, PassedCount: 1}},
+		Aggregate: verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: verdict.AggregateAll, Passed: true, Applicable: 1, PassedCount: 1}},
 	}
 	meta := Meta{RequestID: "=2*3", TenantID: "@tenant", Model: "-model", GeneratedAt: generatedAt}
 	f, data := build(t, meta, rs, res)
@@ -351,16 +352,16 @@ func TestBuildLargeResult(t *testing.T) {
 		if i%50 == 0 {
 			rationale = long
 		}
-		var evs []engine.Evidence
+		var evs []verdict.Evidence
 		for j := range 3 {
-			evs = append(evs, engine.Evidence{Text: fmt.Sprintf("quote %d.%d", i, j), SourceOrigin: "doc.pdf", SourcePageNumber: j + 1})
+			evs = append(evs, verdict.Evidence{Text: fmt.Sprintf("quote %d.%d", i, j), SourceOrigin: "doc.pdf", SourcePageNumber: j + 1})
 		}
 		res.Rules = append(res.Rules, engine.Verdict{
-			RuleID: id, Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(i%3 != 0),
+			RuleID: id, Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: ptr(i%3 != 0),
 			Rationale: rationale, Evidences: evs,
 		})
 	}
-	res.Aggregate.Boolean = &engine.BooleanAggregate{Mode: engine.AggregateMajority, Passed: true, Applicable: n, PassedCount: 133}
+	res.Aggregate.Boolean = &verdict.BooleanAggregate{Mode: verdict.AggregateMajority, Passed: true, Applicable: n, PassedCount: 133}
 	rs := mustRuleset(t, `{"id": "big", "rules": [`+strings.Join(rules, ",")+`]}`)
 
 	start := time.Now()
@@ -414,7 +415,7 @@ func TestBuildSingleTypeRulesets(t *testing.T) {
 		name       string
 		ruleset    string
 		verdicts   []engine.Verdict
-		aggregate  engine.Aggregate
+		aggregate  verdict.Aggregate
 		counts     []string // rules, passed, failed, not applicable, insufficient
 		boolean    []string // mode, result, detail
 		numerical  []string
@@ -428,10 +429,10 @@ func TestBuildSingleTypeRulesets(t *testing.T) {
 				{"rule_id": "a", "type": "boolean", "rule_text": "x"},
 				{"rule_id": "b", "type": "boolean", "rule_text": "y"}]}`,
 			verdicts: []engine.Verdict{
-				{RuleID: "a", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(true)},
-				{RuleID: "b", Type: engine.Boolean, DataSufficiency: false, BooleanOutput: ptr(true)},
+				{RuleID: "a", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: ptr(true)},
+				{RuleID: "b", Type: verdict.Boolean, DataSufficiency: false, BooleanOutput: ptr(true)},
 			},
-			aggregate:  engine.Aggregate{Boolean: &engine.BooleanAggregate{Mode: engine.AggregateAny, Passed: true, Applicable: 2, PassedCount: 2}},
+			aggregate:  verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: verdict.AggregateAny, Passed: true, Applicable: 2, PassedCount: 2}},
 			counts:     []string{"2", "2", "0", "0", "1"},
 			boolean:    []string{"any", "PASSED", "2 of 2 applicable boolean rules passed"},
 			numerical:  []string{"—", "n/a", "no numerical rules"},
@@ -449,12 +450,12 @@ func TestBuildSingleTypeRulesets(t *testing.T) {
 				{"rule_id": "high", "rule_text": "z"},
 				{"rule_id": "na", "rule_text": "w"}]}`,
 			verdicts: []engine.Verdict{
-				{RuleID: "low", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: ptr(0)},
-				{RuleID: "mid", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: ptr(5)},
-				{RuleID: "high", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: ptr(10)},
-				{RuleID: "na", Type: engine.Numerical, DataSufficiency: true, NotApplicable: true, NumericalOutput: ptr(5)},
+				{RuleID: "low", Type: verdict.Numerical, DataSufficiency: true, NumericalOutput: ptr(0)},
+				{RuleID: "mid", Type: verdict.Numerical, DataSufficiency: true, NumericalOutput: ptr(5)},
+				{RuleID: "high", Type: verdict.Numerical, DataSufficiency: true, NumericalOutput: ptr(10)},
+				{RuleID: "na", Type: verdict.Numerical, DataSufficiency: true, NotApplicable: true, NumericalOutput: ptr(5)},
 			},
-			aggregate:  engine.Aggregate{Numerical: &engine.NumericalAggregate{Mode: engine.AggregateSum, Score: ptr(15.0), Counted: 3}},
+			aggregate:  verdict.Aggregate{Numerical: &verdict.NumericalAggregate{Mode: verdict.AggregateSum, Score: ptr(15.0), Counted: 3}},
 			counts:     []string{"4", "0", "0", "1", "0"},
 			boolean:    []string{"—", "n/a", "no boolean rules"},
 			numerical:  []string{"sum", "15.00", "3 scores counted"},
@@ -468,9 +469,9 @@ func TestBuildSingleTypeRulesets(t *testing.T) {
 				"global_numerical_rule_config": {"min_score": 1, "max_score": 3, "increment": 1},
 				"rules": [{"rule_id": "na", "rule_text": "w"}]}`,
 			verdicts: []engine.Verdict{
-				{RuleID: "na", Type: engine.Numerical, DataSufficiency: true, NotApplicable: true},
+				{RuleID: "na", Type: verdict.Numerical, DataSufficiency: true, NotApplicable: true},
 			},
-			aggregate:  engine.Aggregate{Numerical: &engine.NumericalAggregate{Mode: engine.AggregateMean, Counted: 0}},
+			aggregate:  verdict.Aggregate{Numerical: &verdict.NumericalAggregate{Mode: verdict.AggregateMean, Counted: 0}},
 			counts:     []string{"1", "0", "0", "1", "0"},
 			boolean:    []string{"—", "n/a", "no boolean rules"},
 			numerical:  []string{"mean", "n/a", "0 scores counted"},
@@ -520,8 +521,8 @@ func TestBuildWithoutRuleset(t *testing.T) {
 	res := mixedResult()
 	// A verdict for a rule the ruleset does not name, and a rule with no verdict.
 	rs := mustRuleset(t, mixedRuleset)
-	rs.Rules = append(rs.Rules, engine.Rule{RuleID: "late", RuleText: "x", Type: engine.Boolean})
-	res.Rules = append(res.Rules, engine.Verdict{RuleID: "stray", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(true)})
+	rs.Rules = append(rs.Rules, engine.Rule{RuleID: "late", RuleText: "x", Type: verdict.Boolean})
+	res.Rules = append(res.Rules, engine.Verdict{RuleID: "stray", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: ptr(true)})
 
 	t.Run("nil ruleset follows the result", func(t *testing.T) {
 		f, _ := build(t, Meta{}, nil, res)

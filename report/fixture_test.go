@@ -9,6 +9,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 // generatedAt is the time every test report is stamped with.
@@ -50,42 +51,42 @@ func mixedResult() *engine.Result {
 		RulesetVersion: "3",
 		Model:          "gemma-3-270m",
 		Rules: []engine.Verdict{
-			{RuleID: "income-proof", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(true),
+			{RuleID: "income-proof", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: ptr(true),
 				Rationale: "Payslips for three months are attached.",
-				Evidences: []engine.Evidence{
+				Evidences: []verdict.Evidence{
 					// Cited by reference.
 					{Text: "Net salary: 3,200 EUR", QuotedText: "Net salary: 3,200 EUR", Similarity: 1, SourceOrigin: "payslip.pdf", SourcePageNumber: 2, CitedPageNumber: 2,
-						PassageID: "d1p2s5", Anchored: true, Match: engine.MatchExact, StartOffset: ptr(120), EndOffset: ptr(141)},
+						PassageID: "d1p2s5", Anchored: true, Match: verdict.MatchExact, StartOffset: ptr(120), EndOffset: ptr(141)},
 					// Found on page 1; the model cited page 3.
 					{Text: "Employer: ACME", QuotedText: "Employer ACME", Similarity: 0.9286, SourceOrigin: "payslip.pdf", SourcePageNumber: 1, CitedPageNumber: 3, Anchored: true,
-						Match: engine.MatchFuzzy, StartOffset: ptr(5), EndOffset: ptr(19)},
+						Match: verdict.MatchFuzzy, StartOffset: ptr(5), EndOffset: ptr(19)},
 				}},
-			{RuleID: "no-arrears", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(false),
+			{RuleID: "no-arrears", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: ptr(false),
 				Rationale: "Two missed payments are listed.",
-				Evidences: []engine.Evidence{
-					{Text: "missed payment", QuotedText: "missed payment", SourceOrigin: "statement.pdf", SourcePageNumber: 4, CitedPageNumber: 4, Anchored: false, Match: engine.MatchNone},
+				Evidences: []verdict.Evidence{
+					{Text: "missed payment", QuotedText: "missed payment", SourceOrigin: "statement.pdf", SourcePageNumber: 4, CitedPageNumber: 4, Anchored: false, Match: verdict.MatchNone},
 				}},
-			{RuleID: "guarantor", Type: engine.Boolean, DataSufficiency: true, NotApplicable: true,
+			{RuleID: "guarantor", Type: verdict.Boolean, DataSufficiency: true, NotApplicable: true,
 				Rationale: "The loan is 8,000 EUR."},
-			{RuleID: "clarity", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: ptr(4),
+			{RuleID: "clarity", Type: verdict.Numerical, DataSufficiency: true, NumericalOutput: ptr(4),
 				Rationale: "Mostly clear.",
-				Evidences: []engine.Evidence{
+				Evidences: []verdict.Evidence{
 					// Cited by name; the page the model gave means nothing for a named input.
-					{Text: "plain language", SourceOrigin: "named_input:summary", PassageID: "named_input:summary", CitedPageNumber: 1, Anchored: false, Match: engine.MatchNotDocument},
+					{Text: "plain language", SourceOrigin: "named_input:summary", PassageID: "named_input:summary", CitedPageNumber: 1, Anchored: false, Match: verdict.MatchNotDocument},
 				}},
-			{RuleID: "risk", Type: engine.Numerical, DataSufficiency: false, NumericalOutput: ptr(30),
+			{RuleID: "risk", Type: verdict.Numerical, DataSufficiency: false, NumericalOutput: ptr(30),
 				Rationale:       "No collateral information.",
 				SufficiencyNote: "kept with problems after every re-ask: the model's quote does not say what the document says; no evidence found in the material supports the verdict",
 				Problems:        []string{"the model's quote does not say what the document says", "no evidence found in the material supports the verdict"},
-				Evidences: []engine.Evidence{
+				Evidences: []verdict.Evidence{
 					{Text: "Repayment over 24 months", QuotedText: "Repayment over 12 months", Similarity: 0.9167, SourceOrigin: "contract.pdf", SourcePageNumber: 3, CitedPageNumber: 3,
-						Anchored: true, Match: engine.MatchFuzzy, StartOffset: ptr(40), EndOffset: ptr(64), Altered: true,
-						Differences: []engine.Difference{{Kind: "number", Quote: "12", Document: "24"}}},
+						Anchored: true, Match: verdict.MatchFuzzy, StartOffset: ptr(40), EndOffset: ptr(64), Altered: true,
+						Differences: []verdict.Difference{{Kind: "number", Quote: "12", Document: "24"}}},
 				}},
 		},
-		Aggregate: engine.Aggregate{
-			Boolean:   &engine.BooleanAggregate{Mode: engine.AggregateAll, Passed: false, Applicable: 2, PassedCount: 1},
-			Numerical: &engine.NumericalAggregate{Mode: engine.AggregateMean, Score: ptr(17.0), Counted: 2},
+		Aggregate: verdict.Aggregate{
+			Boolean:   &verdict.BooleanAggregate{Mode: verdict.AggregateAll, Passed: false, Applicable: 2, PassedCount: 1},
+			Numerical: &verdict.NumericalAggregate{Mode: verdict.AggregateMean, Score: ptr(17.0), Counted: 2},
 		},
 	}
 }

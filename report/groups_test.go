@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 func TestBuildGroupedRows(t *testing.T) {
@@ -25,16 +26,16 @@ nested_rulesets:
 	res := &engine.Result{
 		RulesetID: "grouped",
 		Rules: []engine.Verdict{
-			{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(true), Rationale: "Signed on page 2."},
-			{RuleID: "capped", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: ptr(false), Rationale: "No cap."},
-			{RuleID: "terms", Type: engine.Boolean, DataSufficiency: true, NotApplicable: true, Rationale: "not applicable: the filter is false"},
+			{RuleID: "signed", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: ptr(true), Rationale: "Signed on page 2."},
+			{RuleID: "capped", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: ptr(false), Rationale: "No cap."},
+			{RuleID: "terms", Type: verdict.Boolean, DataSufficiency: true, NotApplicable: true, Rationale: "not applicable: the filter is false"},
 		},
-		Aggregate: engine.Aggregate{Boolean: &engine.BooleanAggregate{Mode: "all", Applicable: 2, PassedCount: 1}},
-		Groups: []engine.GroupResult{
+		Aggregate: verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: "all", Applicable: 2, PassedCount: 1}},
+		Groups: []verdict.GroupResult{
 			{ID: "liability", Path: "liability", Name: "Liability", Required: true, RuleIDs: []string{"capped"},
-				Aggregate: engine.Aggregate{Boolean: &engine.BooleanAggregate{Mode: "all", Applicable: 1}}},
+				Aggregate: verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: "all", Applicable: 1}}},
 			{ID: "payment", Path: "payment", NotApplicable: true, Reason: "not applicable: the filter is false", RuleIDs: []string{"terms"},
-				Aggregate: engine.Aggregate{Boolean: &engine.BooleanAggregate{Mode: "all", Passed: true}}},
+				Aggregate: verdict.Aggregate{Boolean: &verdict.BooleanAggregate{Mode: "all", Passed: true}}},
 		},
 	}
 	f, _ := build(t, mixedMeta(), rs, res)

@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 // ruleRow is one rule of the report and its verdict (nil when the result has none).
 type ruleRow struct {
 	id, name string
-	typ      engine.RuleType
+	typ      verdict.RuleType
 	scores   []int
 	verdict  *engine.Verdict
 	// group, on a subtotal row, is the nested ruleset whose rules follow.
-	group *engine.GroupResult
+	group *verdict.GroupResult
 }
 
 // ruleRows lists the ruleset's rules in order with their verdicts, then any
@@ -114,7 +115,7 @@ func ruleResult(r ruleRow) result {
 	if v == nil {
 		return amber("NO VERDICT")
 	}
-	if !v.NotApplicable && r.typ != engine.Boolean && r.typ != engine.Numerical {
+	if !v.NotApplicable && r.typ != verdict.Boolean && r.typ != verdict.Numerical {
 		return amber("UNKNOWN TYPE")
 	}
 	var res result
@@ -148,7 +149,7 @@ func ruleResult(r ruleRow) result {
 }
 
 // outputText is a verdict's output in words, for cells that show it as text.
-func outputText(typ engine.RuleType, v *engine.Verdict) string {
+func outputText(typ verdict.RuleType, v *engine.Verdict) string {
 	switch engine.VerdictOutcome(typ, false, v.BooleanOutput, v.NumericalOutput) {
 	case engine.OutcomePass:
 		return "PASS"
@@ -203,13 +204,13 @@ const (
 )
 
 // evidenceStatus says whether a quote backs its verdict, and if not, why.
-func evidenceStatus(e engine.Evidence) string {
+func evidenceStatus(e verdict.Evidence) string {
 	switch {
 	case e.Altered:
 		return StatusAltered
 	case e.Anchored:
 		return StatusSupports
-	case e.Match == engine.MatchNotDocument:
+	case e.Match == verdict.MatchNotDocument:
 		return StatusNotDocument
 	}
 	return StatusNotFound
@@ -218,7 +219,7 @@ func evidenceStatus(e engine.Evidence) string {
 // evidenceLines lists quotes one a line: "quote" — source, p. N, and says
 // plainly when a quote was not found or the document says something else,
 // as it shows a page the model cited wrongly beside the right one.
-func evidenceLines(evs []engine.Evidence) string {
+func evidenceLines(evs []verdict.Evidence) string {
 	lines := make([]string, len(evs))
 	for i, e := range evs {
 		lines[i] = fmt.Sprintf("“%s” — %s", e.Text, sourceLabel(e))
@@ -235,7 +236,7 @@ func evidenceLines(evs []engine.Evidence) string {
 // sourceLabel: "contract.pdf, p. 2 (cited p. 9), passage d1p2s4 (cited
 // d1p9s1)". The passage is left out where it is the source itself (a named
 // input).
-func sourceLabel(e engine.Evidence) string {
+func sourceLabel(e verdict.Evidence) string {
 	label := e.SourceOrigin
 	if label == "" {
 		label = "unknown source"
@@ -257,12 +258,12 @@ func sourceLabel(e engine.Evidence) string {
 
 // pageCorrected says whether the text was found on another page of its
 // document than the one the model cited.
-func pageCorrected(e engine.Evidence) bool {
+func pageCorrected(e verdict.Evidence) bool {
 	return e.SourcePageNumber > 0 && e.CitedPageNumber > 0 && e.CitedPageNumber != e.SourcePageNumber
 }
 
 // differencesText says what an altered quote changed, one difference a line.
-func differencesText(ds []engine.Difference) string {
+func differencesText(ds []verdict.Difference) string {
 	lines := make([]string, len(ds))
 	for i, d := range ds {
 		lines[i] = fmt.Sprintf("%s: %s in the quote, %s in the document", d.Kind, quotedOrNothing(d.Quote), quotedOrNothing(d.Document))

@@ -3,6 +3,7 @@ package reviews
 import (
 	"rulevalidator/engine"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // Source says where a final outcome comes from.
@@ -56,7 +57,7 @@ func FinalOf(v schemas.VerdictEvent, current *Review) Final {
 // FinalAggregates are the aggregates of the validation's final outcomes,
 // combined by the engine's one aggregation with the modes the summary
 // reports and the weights the verdicts carry.
-func FinalAggregates(summary schemas.SummaryEvent, verdicts []schemas.VerdictEvent, all []Review) engine.Aggregate {
+func FinalAggregates(summary schemas.SummaryEvent, verdicts []schemas.VerdictEvent, all []Review) verdict.Aggregate {
 	rs := &engine.Ruleset{}
 	if b := summary.Aggregate.Boolean; b != nil {
 		rs.BooleanAggregation = b.Mode

@@ -26,7 +26,7 @@ func completedJob(requestID string) jobs.Job {
 			EventID: schemas.VerdictEventID("acme", requestID, ruleID), RequestID: requestID, TenantID: "acme",
 			RulesetID: "contract-check", RuleID: ruleID, RuleType: verdict.Boolean, RuleIndex: index, RuleCount: 2,
 			BooleanOutput: &pass, DataSufficiency: true, Confidence: confidence, CompletedAt: at,
-			Evidences: []engine.Evidence{{Text: "Signed on 1 March 2025.", SourceOrigin: "contract.txt", SourcePageNumber: 1, PassageID: "d1p1s1"}},
+			Evidences: []verdict.Evidence{{Text: "Signed on 1 March 2025.", SourceOrigin: "contract.txt", SourcePageNumber: 1, PassageID: "d1p1s1"}},
 		}
 	}
 	return jobs.Job{

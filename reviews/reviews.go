@@ -26,6 +26,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/judging"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // Decision is what a reviewer decided about a verdict.
@@ -62,9 +63,9 @@ type Review struct {
 	// RulesetID, RuleType and ModelVerdict are the verdict the review
 	// answered, as the service found it, so that agreement and exports
 	// need only the reviews.
-	RulesetID    string          `json:"ruleset_id"`
-	RuleType     engine.RuleType `json:"rule_type"`
-	ModelVerdict ModelVerdict    `json:"model_verdict"`
+	RulesetID    string           `json:"ruleset_id"`
+	RuleType     verdict.RuleType `json:"rule_type"`
+	ModelVerdict ModelVerdict     `json:"model_verdict"`
 }
 
 // ModelVerdict is the model's verdict on a rule, as a review found it.

@@ -11,13 +11,14 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/s3test"
+	"rulevalidator/verdict"
 )
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
 func review(id, requestID, ruleID string, d Decision) Review {
 	r := Review{ReviewID: id, RequestID: requestID, RuleID: ruleID, Decision: d, Reviewer: "alice", ReviewedAt: t0,
-		RulesetID: "rs", RuleType: engine.Boolean, ModelVerdict: ModelVerdict{Outcome: engine.OutcomePass, BooleanOutput: new(true)}}
+		RulesetID: "rs", RuleType: verdict.Boolean, ModelVerdict: ModelVerdict{Outcome: engine.OutcomePass, BooleanOutput: new(true)}}
 	if d == Override {
 		r.BooleanOutput = new(false)
 	}

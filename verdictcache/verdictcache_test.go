@@ -13,6 +13,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/objstore"
+	"rulevalidator/verdict"
 )
 
 // store is what the contract suite runs against: either implementation.
@@ -30,8 +31,8 @@ func entry(key, rule string, judged time.Time) engine.CachedVerdict {
 	pass := true
 	start, end := 4, 9
 	return engine.CachedVerdict{Key: key, RuleID: rule, Model: "m", JudgedAt: judged, RequestID: "req-1", Tokens: 120,
-		Verdict: engine.Verdict{RuleID: rule, Type: engine.Boolean, DataSufficiency: true, Rationale: "The clause caps it.", BooleanOutput: &pass,
-			Evidences: []engine.Evidence{{Text: "capped", SourceOrigin: "msa.pdf", SourcePageNumber: 2, Anchored: true, Match: engine.MatchPassage,
+		Verdict: engine.Verdict{RuleID: rule, Type: verdict.Boolean, DataSufficiency: true, Rationale: "The clause caps it.", BooleanOutput: &pass,
+			Evidences: []verdict.Evidence{{Text: "capped", SourceOrigin: "msa.pdf", SourcePageNumber: 2, Anchored: true, Match: verdict.MatchPassage,
 				StartOffset: &start, EndOffset: &end, PassageID: "d1p2s1", CitedPageNumber: 2}}}}
 }
 

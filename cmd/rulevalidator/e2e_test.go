@@ -14,6 +14,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/internal/testtier"
 	"rulevalidator/request"
+	"rulevalidator/verdict"
 )
 
 // TestValidateAgainstRealModel runs the example through a real
@@ -68,7 +69,7 @@ func TestValidateAgainstRealModel(t *testing.T) {
 			t.Errorf("verdict %d = %+v, want rule %q of type %s with a rationale", i, v, rule.RuleID, rule.Type)
 		}
 		switch rule.Type {
-		case engine.Numerical:
+		case verdict.Numerical:
 			if v.NumericalOutput != nil && !slices.Contains(rule.AllowedScores(), *v.NumericalOutput) {
 				t.Errorf("rule %s: score %d not in %v", rule.RuleID, *v.NumericalOutput, rule.AllowedScores())
 			}

@@ -5,12 +5,12 @@ import (
 	"strconv"
 	"strings"
 
-	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 // groupResult says a nested ruleset's result in a few words: "FAILED 1/2",
 // "3.50 over 2", "N/A", with "gate" and the gates that failed it.
-func groupResult(g engine.GroupResult) string {
+func groupResult(g verdict.GroupResult) string {
 	if g.NotApplicable {
 		return "N/A"
 	}
@@ -36,7 +36,7 @@ func groupResult(g engine.GroupResult) string {
 }
 
 // groupLabel is a group's path, marked when it is a gate.
-func groupLabel(g engine.GroupResult) string {
+func groupLabel(g verdict.GroupResult) string {
 	if g.Required {
 		return g.Path + " (gate)"
 	}
@@ -44,7 +44,7 @@ func groupLabel(g engine.GroupResult) string {
 }
 
 // decidedWithoutModel says how many rules no model was asked about, or "".
-func decidedWithoutModel(u engine.Usage) string {
+func decidedWithoutModel(u verdict.Usage) string {
 	if u.RulesFiltered == 0 && u.RulesChecked == 0 {
 		return ""
 	}

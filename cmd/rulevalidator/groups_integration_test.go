@@ -14,6 +14,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // groupedRulesetJSON has two nested rulesets, the first a gate, the second
@@ -118,11 +119,11 @@ func TestGroupsOnEveryPath(t *testing.T) {
 		}
 		var rules []engine.Verdict
 		for _, v := range got.Result.Verdicts {
-			rules = append(rules, engine.Verdict{RuleID: v.RuleID, Type: engine.RuleType(v.RuleType), DataSufficiency: v.DataSufficiency, Rationale: v.Rationale,
-				BooleanOutput: v.BooleanOutput, NumericalOutput: v.NumericalOutput, NotApplicable: v.NotApplicable, Evidences: viaJSON[[]engine.Evidence](t, v.Evidences)})
+			rules = append(rules, engine.Verdict{RuleID: v.RuleID, Type: verdict.RuleType(v.RuleType), DataSufficiency: v.DataSufficiency, Rationale: v.Rationale,
+				BooleanOutput: v.BooleanOutput, NumericalOutput: v.NumericalOutput, NotApplicable: v.NotApplicable, Evidences: viaJSON[[]verdict.Evidence](t, v.Evidences)})
 		}
 		sum := got.Result.Summary
-		if g := verdictsOf(t, rules, viaJSON[engine.Aggregate](t, sum.Aggregate)); !bytes.Equal(g, want) {
+		if g := verdictsOf(t, rules, viaJSON[verdict.Aggregate](t, sum.Aggregate)); !bytes.Equal(g, want) {
 			t.Errorf("%s differs from validate:\n     got %s\nvalidate %s", id, g, want)
 		}
 		if g, _ := json.Marshal(sum.Groups); !bytes.Equal(g, wantGroups) {

@@ -15,6 +15,7 @@ import (
 	"rulevalidator/internal/synthdoc"
 	"rulevalidator/internal/testtier"
 	"rulevalidator/request"
+	"rulevalidator/verdict"
 )
 
 // TestValidateLongDocumentAgainstRealModel judges, with the real local
@@ -103,7 +104,7 @@ func TestValidateLongDocumentAgainstRealModel(t *testing.T) {
 			t.Errorf("verdict %d = %+v, want rule %q of type %s with a rationale", i, v, rule.RuleID, rule.Type)
 		}
 		switch rule.Type {
-		case engine.Numerical:
+		case verdict.Numerical:
 			if v.NumericalOutput != nil && !slices.Contains(rule.AllowedScores(), *v.NumericalOutput) {
 				t.Errorf("rule %s: score %d not in %v", rule.RuleID, *v.NumericalOutput, rule.AllowedScores())
 			}

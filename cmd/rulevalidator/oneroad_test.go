@@ -18,6 +18,7 @@ import (
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/judging"
 	"rulevalidator/request"
+	"rulevalidator/verdict"
 )
 
 // staticRulesets resolves every id to one ruleset.
@@ -108,7 +109,7 @@ func TestEveryRoadGivesTheSameVerdicts(t *testing.T) {
 			fmt.Fprintf(&labels, ", boolean_output: %t", *v.BooleanOutput)
 		case v.NumericalOutput != nil:
 			fmt.Fprintf(&labels, ", numerical_output: %d", *v.NumericalOutput)
-		case v.Type == engine.Boolean:
+		case v.Type == verdict.Boolean:
 			labels.WriteString(", boolean_output: false") // a label needs one; the roads are compared, not scored
 		}
 		labels.WriteString("}\n")

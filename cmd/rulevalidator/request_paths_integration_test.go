@@ -16,6 +16,7 @@ import (
 	"rulevalidator/report"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // inputVariants are the same judgement asked in every input shape the
@@ -179,10 +180,10 @@ func TestRequestShapesOnEveryPath(t *testing.T) {
 		}
 		var rules []engine.Verdict
 		for _, v := range got.Result.Verdicts {
-			rules = append(rules, engine.Verdict{RuleID: v.RuleID, Type: engine.RuleType(v.RuleType), DataSufficiency: v.DataSufficiency, Rationale: v.Rationale,
-				BooleanOutput: v.BooleanOutput, NumericalOutput: v.NumericalOutput, NotApplicable: v.NotApplicable, Evidences: viaJSON[[]engine.Evidence](t, v.Evidences)})
+			rules = append(rules, engine.Verdict{RuleID: v.RuleID, Type: verdict.RuleType(v.RuleType), DataSufficiency: v.DataSufficiency, Rationale: v.Rationale,
+				BooleanOutput: v.BooleanOutput, NumericalOutput: v.NumericalOutput, NotApplicable: v.NotApplicable, Evidences: viaJSON[[]verdict.Evidence](t, v.Evidences)})
 		}
-		if g := verdictsOf(t, rules, viaJSON[engine.Aggregate](t, sum.Aggregate)); !bytes.Equal(g, want[s.variant]) {
+		if g := verdictsOf(t, rules, viaJSON[verdict.Aggregate](t, sum.Aggregate)); !bytes.Equal(g, want[s.variant]) {
 			t.Errorf("%s (%s) differs from validate:\n     got %s\nvalidate %s", s.id, variants[s.variant].name, g, want[s.variant])
 		}
 	}
@@ -276,7 +277,7 @@ func viaJSON[T any](t *testing.T, v any) T {
 	return out
 }
 
-func verdictsOf(t *testing.T, rules []engine.Verdict, agg engine.Aggregate) []byte {
+func verdictsOf(t *testing.T, rules []engine.Verdict, agg verdict.Aggregate) []byte {
 	t.Helper()
 	type verdictRow struct {
 		RuleID          string
@@ -285,13 +286,13 @@ func verdictsOf(t *testing.T, rules []engine.Verdict, agg engine.Aggregate) []by
 		BooleanOutput   *bool
 		NumericalOutput *int
 		NotApplicable   bool
-		Evidences       []engine.Evidence
+		Evidences       []verdict.Evidence
 	}
 	var out []verdictRow
 	for _, v := range rules {
 		evs := v.Evidences
 		if evs == nil {
-			evs = []engine.Evidence{}
+			evs = []verdict.Evidence{}
 		}
 		out = append(out, verdictRow{v.RuleID, v.DataSufficiency, v.Rationale, v.BooleanOutput, v.NumericalOutput, v.NotApplicable, evs})
 	}

@@ -12,6 +12,7 @@ import (
 	"rulevalidator/judging"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // TestReviewsExportCommand: reviews export writes, from object storage, a
@@ -38,7 +39,7 @@ func TestReviewsExportCommand(t *testing.T) {
 	inline := ruleset
 	req := &schemas.Request{RequestID: "r-1", TenantID: "contoso", InlineRuleset: &inline}
 	yes := true
-	res := &engine.Result{RulesetID: "msa", Model: "m", Rules: []engine.Verdict{{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &yes}}}
+	res := &engine.Result{RulesetID: "msa", Model: "m", Rules: []engine.Verdict{{RuleID: "signed", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: &yes}}}
 	now := time.Now()
 	out := judging.Events{
 		Verdicts: judging.NewVerdictEvents(req, rs, res, "", now, now), Summary: judging.NewSummary(req, rs, res, "", nil, now, now),

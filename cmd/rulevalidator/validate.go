@@ -18,6 +18,7 @@ import (
 	"rulevalidator/report"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // validateDoc is validate's --help.
@@ -182,20 +183,20 @@ func writeReportFile(path string, req *schemas.Request, rs *engine.Ruleset, res 
 // also under rule_type, the key the verdict events use. The older key, type, is written as
 // well for one release (docs/cli.md says so); read rule_type.
 type resultJSON struct {
-	RulesetID      string               `json:"ruleset_id,omitempty"`
-	RulesetVersion string               `json:"ruleset_version,omitempty"`
-	Model          string               `json:"model,omitempty"`
-	Rules          []verdictJSON        `json:"rules"`
-	Aggregate      engine.Aggregate     `json:"aggregate"`
-	Groups         []engine.GroupResult `json:"groups,omitempty"`
-	Sources        []engine.Source      `json:"sources"`
-	Usage          engine.Usage         `json:"usage"`
+	RulesetID      string                `json:"ruleset_id,omitempty"`
+	RulesetVersion string                `json:"ruleset_version,omitempty"`
+	Model          string                `json:"model,omitempty"`
+	Rules          []verdictJSON         `json:"rules"`
+	Aggregate      verdict.Aggregate     `json:"aggregate"`
+	Groups         []verdict.GroupResult `json:"groups,omitempty"`
+	Sources        []verdict.Source      `json:"sources"`
+	Usage          verdict.Usage         `json:"usage"`
 }
 
 // verdictJSON is a verdict with its type under rule_type too.
 type verdictJSON struct {
 	engine.Verdict
-	RuleType engine.RuleType `json:"rule_type"`
+	RuleType verdict.RuleType `json:"rule_type"`
 }
 
 func newResultJSON(res *engine.Result) resultJSON {
@@ -329,7 +330,7 @@ func outcome(v engine.Verdict) string {
 
 // outcomeText shows a verdict's engine.Outcome to a person: PASS, FAIL, FAIL (no verdict),
 // score 4 of 5, no verdict, or N/A with what the model said besides.
-func outcomeText(typ engine.RuleType, notApplicable bool, boolean *bool, score *int, allowed []int) string {
+func outcomeText(typ verdict.RuleType, notApplicable bool, boolean *bool, score *int, allowed []int) string {
 	switch engine.VerdictOutcome(typ, notApplicable, boolean, score) {
 	case engine.OutcomeNotApplicable:
 		if boolean == nil && score == nil {
@@ -356,7 +357,7 @@ func outcomeText(typ engine.RuleType, notApplicable bool, boolean *bool, score *
 
 // evidencePlace: msa.pdf, page 2 (cited page 9), passage d1p2s4 (cited
 // d1p9s1), anchored (exact)
-func evidencePlace(ev engine.Evidence) string {
+func evidencePlace(ev verdict.Evidence) string {
 	parts := []string{orDash(ev.SourceOrigin)}
 	for _, part := range []string{pagePlace("page ", ev.SourcePageNumber, ev.CitedPageNumber), passagePlace(ev.PassageID, ev.CitedPassageID, ev.SourceOrigin)} {
 		if part != "" {
@@ -368,7 +369,7 @@ func evidencePlace(ev engine.Evidence) string {
 		parts = append(parts, fmt.Sprintf("anchored (%s, similarity %.2f)", ev.Match, ev.Similarity))
 	case ev.Anchored:
 		parts = append(parts, "anchored ("+string(ev.Match)+")")
-	case ev.Match == engine.MatchNotDocument:
+	case ev.Match == verdict.MatchNotDocument:
 		parts = append(parts, "not a document (named input, text input or message)")
 	default:
 		parts = append(parts, "! NOT FOUND in any document")
@@ -419,13 +420,13 @@ func joinPages(pages []int) string {
 
 // evidenceCount is how many quotes a verdict has, how many of them do not
 // back it, and on how many the model cited the wrong page.
-func evidenceCount(evs []engine.Evidence) string {
+func evidenceCount(evs []verdict.Evidence) string {
 	var altered, missing, repaged int
 	for _, ev := range evs {
 		switch {
 		case ev.Altered:
 			altered++
-		case !ev.Anchored && ev.Match != engine.MatchNotDocument:
+		case !ev.Anchored && ev.Match != verdict.MatchNotDocument:
 			missing++
 		}
 		if pageCorrected(ev.SourcePageNumber, ev.CitedPageNumber) {
@@ -453,7 +454,7 @@ func evidenceCount(evs []engine.Evidence) string {
 }
 
 // differences says what an altered quote changed.
-func differences(ds []engine.Difference) string {
+func differences(ds []verdict.Difference) string {
 	if len(ds) == 0 {
 		return "the document says something else"
 	}

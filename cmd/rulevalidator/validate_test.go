@@ -18,6 +18,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/verdict"
 )
 
 const (
@@ -115,15 +116,15 @@ func TestValidateJSON(t *testing.T) {
 	if len(res.Rules) != len(exampleRuleIDs) || res.Rules[0].RuleID != "governing-law" || res.Rules[5].RuleID != "termination" {
 		t.Fatalf("rules = %+v", res.Rules)
 	}
-	if res.Usage != (engine.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1, RulesFiltered: 1, RulesChecked: 1}) {
+	if res.Usage != (verdict.Usage{PromptTokens: 900, CompletionTokens: 300, CachedTokens: 512, LLMCalls: 1, PlannedCalls: 1, RulesFiltered: 1, RulesChecked: 1}) {
 		t.Errorf("usage = %+v", res.Usage)
 	}
 	// Anchoring: exact (with a corrected page), normalised (curly quotes), fuzzy (paraphrase).
 	want := []struct {
 		rule  int
-		match engine.Match
+		match verdict.Match
 		page  int
-	}{{0, engine.MatchExact, 3}, {1, engine.MatchNormalized, 3}, {2, engine.MatchFuzzy, 2}, {4, engine.MatchExact, 2}}
+	}{{0, verdict.MatchExact, 3}, {1, verdict.MatchNormalized, 3}, {2, verdict.MatchFuzzy, 2}, {4, verdict.MatchExact, 2}}
 	for _, w := range want {
 		ev := res.Rules[w.rule].Evidences[0]
 		if !ev.Anchored || ev.Match != w.match || ev.SourcePageNumber != w.page || ev.StartOffset == nil || ev.EndOffset == nil {
@@ -137,10 +138,10 @@ func TestValidateJSON(t *testing.T) {
 	if strings.ContainsAny(res.Rules[1].Evidences[0].Text, "“”") {
 		t.Errorf("normalised quote kept the model's quotes: %q", res.Rules[1].Evidences[0].Text)
 	}
-	if b := res.Aggregate.Boolean; b == nil || b.Passed || b.Applicable != 5 || b.PassedCount != 3 || b.Mode != engine.AggregateAll {
+	if b := res.Aggregate.Boolean; b == nil || b.Passed || b.Applicable != 5 || b.PassedCount != 3 || b.Mode != verdict.AggregateAll {
 		t.Errorf("boolean aggregate = %+v", b)
 	}
-	if n := res.Aggregate.Numerical; n == nil || n.Score == nil || *n.Score != 2 || n.Counted != 2 || n.Mode != engine.AggregateWeightedMean {
+	if n := res.Aggregate.Numerical; n == nil || n.Score == nil || *n.Score != 2 || n.Counted != 2 || n.Mode != verdict.AggregateWeightedMean {
 		t.Errorf("numerical aggregate = %+v", n)
 	}
 	if len(res.Sources) != 5 { // the named-input evidence cites no source
@@ -399,14 +400,14 @@ func TestPrintResultShowsAlteredAndUnfoundEvidence(t *testing.T) {
 	t.Parallel()
 	start, end := 10, 40
 	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
-		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
+		RuleID: "term", Type: verdict.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
 		Confidence: new(0.55), NeedsReview: true, ReviewReasons: []engine.ReviewReason{engine.ReviewLowConfidence, engine.ReviewKeptWithProblems, engine.ReviewCorrectedPage},
 		SufficiencyNote: "the answer was kept with problems left after every re-ask",
-		Evidences: []engine.Evidence{
+		Evidences: []verdict.Evidence{
 			{Text: "The term is five (5) years.", QuotedText: "The term is three (3) years.", SourceOrigin: "msa.pdf", SourcePageNumber: 2,
-				Anchored: true, Match: engine.MatchFuzzy, Similarity: 0.91, Altered: true, StartOffset: &start, EndOffset: &end,
-				Differences: []engine.Difference{{Kind: "number", Quote: "three (3)", Document: "five (5)"}}},
-			{Text: "Renewal is automatic.", QuotedText: "Renewal is automatic.", SourceOrigin: "msa.pdf", SourcePageNumber: 1, Match: engine.MatchNone},
+				Anchored: true, Match: verdict.MatchFuzzy, Similarity: 0.91, Altered: true, StartOffset: &start, EndOffset: &end,
+				Differences: []verdict.Difference{{Kind: "number", Quote: "three (3)", Document: "five (5)"}}},
+			{Text: "Renewal is automatic.", QuotedText: "Renewal is automatic.", SourceOrigin: "msa.pdf", SourcePageNumber: 1, Match: verdict.MatchNone},
 		},
 	}}}
 	var out bytes.Buffer
@@ -430,16 +431,16 @@ func TestPrintResultShowsAlteredAndUnfoundEvidence(t *testing.T) {
 func TestPrintResultShowsCitationsAndProblems(t *testing.T) {
 	start, end := 10, 40
 	res := &engine.Result{Model: "m", Rules: []engine.Verdict{{
-		RuleID: "term", Type: engine.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
+		RuleID: "term", Type: verdict.Boolean, BooleanOutput: new(true), Rationale: "The term is three years.",
 		Confidence: new(0.55), NeedsReview: true, ReviewReasons: []engine.ReviewReason{engine.ReviewLowConfidence, engine.ReviewKeptWithProblems, engine.ReviewCorrectedPage},
 		SufficiencyNote: "kept with problems after every re-ask: the model gave no rationale; no evidence found in the material supports the verdict",
 		Problems:        []string{"the model gave no rationale", "no evidence found in the material supports the verdict"},
-		Evidences: []engine.Evidence{
+		Evidences: []verdict.Evidence{
 			{Text: "The term is three (3) years.", SourceOrigin: "msa.pdf", SourcePageNumber: 2, CitedPageNumber: 2, PassageID: "d1p2s4",
-				Anchored: true, Match: engine.MatchExact, Similarity: 1, StartOffset: &start, EndOffset: &end},
+				Anchored: true, Match: verdict.MatchExact, Similarity: 1, StartOffset: &start, EndOffset: &end},
 			{Text: "Renewal is automatic.", QuotedText: "Renewal is automatic.", SourceOrigin: "msa.pdf", SourcePageNumber: 1, CitedPageNumber: 7,
-				Anchored: true, Match: engine.MatchExact, Similarity: 1, StartOffset: &start, EndOffset: &end},
-			{Text: "36", SourceOrigin: "term_months", PassageID: "term_months", CitedPageNumber: 1, Match: engine.MatchNotDocument},
+				Anchored: true, Match: verdict.MatchExact, Similarity: 1, StartOffset: &start, EndOffset: &end},
+			{Text: "36", SourceOrigin: "term_months", PassageID: "term_months", CitedPageNumber: 1, Match: verdict.MatchNotDocument},
 		},
 	}}}
 	var out bytes.Buffer
@@ -475,8 +476,8 @@ func TestEvidencePlaces(t *testing.T) {
 		{"passage found by the quoted words", passagePlace("d1p3s4", "d1p1s2", "msa.pdf"), "passage d1p3s4 (cited d1p1s2)"},
 		{"named input cited by name", passagePlace("limit", "", "limit"), ""},
 		{"quoted", passagePlace("", "", "msa.pdf"), ""},
-		{"two pages corrected", evidenceCount([]engine.Evidence{
-			{SourcePageNumber: 1, CitedPageNumber: 2, Anchored: true}, {SourcePageNumber: 3, CitedPageNumber: 4, Anchored: true}, {SourcePageNumber: 5, CitedPageNumber: 5, Match: engine.MatchNone},
+		{"two pages corrected", evidenceCount([]verdict.Evidence{
+			{SourcePageNumber: 1, CitedPageNumber: 2, Anchored: true}, {SourcePageNumber: 3, CitedPageNumber: 4, Anchored: true}, {SourcePageNumber: 5, CitedPageNumber: 5, Match: verdict.MatchNone},
 		}), "3 (1 not found, 2 pages corrected)"},
 	} {
 		if tt.got != tt.want {

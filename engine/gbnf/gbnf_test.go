@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	"rulevalidator/engine"
+	"rulevalidator/verdict"
 )
 
 // testRules mirror the engine's test ruleset: a rule with an alternate, one
 // without, and a numerical rule scored 1 to 3.
 func testRules() []engine.Rule {
 	return []engine.Rule{
-		{RuleID: "cap", RuleText: "Liability is capped.", Type: engine.Boolean, NotApplicableText: "The contract names no liability at all."},
-		{RuleID: "term", RuleText: "The term is under 3 years.", Type: engine.Boolean},
-		{RuleID: "score", RuleText: "Rate the clarity.", Type: engine.Numerical, NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}},
+		{RuleID: "cap", RuleText: "Liability is capped.", Type: verdict.Boolean, NotApplicableText: "The contract names no liability at all."},
+		{RuleID: "term", RuleText: "The term is under 3 years.", Type: verdict.Boolean},
+		{RuleID: "score", RuleText: "Rate the clarity.", Type: verdict.Numerical, NumericalRuleConfig: &engine.NumericalRuleConfig{PossibleScores: []int{1, 2, 3}}},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/verdict"
 )
 
 // attempts records what OnAttempt is told.
@@ -41,9 +42,9 @@ func TestOnAttemptSeesEveryHTTPAttempt(t *testing.T) {
 		status  int
 		failed  bool
 		refused bool
-		usage   engine.Usage
+		usage   verdict.Usage
 	}
-	success := engine.Usage{PromptTokens: 100, CompletionTokens: 10, CachedTokens: 40}
+	success := verdict.Usage{PromptTokens: 100, CompletionTokens: 10, CachedTokens: 40}
 	tests := []struct {
 		name    string
 		refuse  []string
@@ -54,13 +55,13 @@ func TestOnAttemptSeesEveryHTTPAttempt(t *testing.T) {
 			{engine.FormatJSONSchema, 1, 200, false, false, success},
 		}},
 		{"retried after a 503 and a cut-off body", nil, []llmfake.Reply{{Status: 503}, {Content: `{"verdict":"yes"}`, Truncate: true}, ok}, []want{
-			{engine.FormatJSONSchema, 1, 503, true, false, engine.Usage{}},
-			{engine.FormatJSONSchema, 2, 200, true, false, engine.Usage{}},
+			{engine.FormatJSONSchema, 1, 503, true, false, verdict.Usage{}},
+			{engine.FormatJSONSchema, 2, 200, true, false, verdict.Usage{}},
 			{engine.FormatJSONSchema, 3, 200, false, false, success},
 		}},
 		{"format fallbacks", []string{"json_schema", "json_object"}, []llmfake.Reply{ok}, []want{
-			{engine.FormatJSONSchema, 1, 400, true, true, engine.Usage{}},
-			{engine.FormatJSONObject, 1, 400, true, true, engine.Usage{}},
+			{engine.FormatJSONSchema, 1, 400, true, true, verdict.Usage{}},
+			{engine.FormatJSONObject, 1, 400, true, true, verdict.Usage{}},
 			{engine.FormatText, 1, 200, false, false, success},
 		}},
 	}
@@ -108,7 +109,7 @@ func TestOnAttemptReportsConnectionFailures(t *testing.T) {
 		t.Fatalf("%d attempts, want 2: %+v", len(got), got)
 	}
 	for i, a := range got {
-		if a.Status != 0 || a.Err == nil || a.N != i+1 || a.Usage != (engine.Usage{}) {
+		if a.Status != 0 || a.Err == nil || a.N != i+1 || a.Usage != (verdict.Usage{}) {
 			t.Errorf("attempt %d: %+v, want no status, an error and no usage", i+1, a)
 		}
 	}

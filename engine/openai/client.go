@@ -18,6 +18,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/gbnf"
 	"rulevalidator/internal/backoff"
+	"rulevalidator/verdict"
 )
 
 // Client is an engine.LLM backed by an OpenAI-compatible chat completions
@@ -359,7 +360,7 @@ func observed(model string, format engine.ResponseFormat, n int, took time.Durat
 		a.FormatRefused = f.kind == formatRefused
 		return a
 	}
-	a.Usage = engine.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+	a.Usage = verdict.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	if d := resp.Usage.PromptTokensDetails; d != nil {
 		a.Usage.CachedTokens = d.CachedTokens
 	}
@@ -377,7 +378,7 @@ func (c *Client) toChatResponse(resp goopenai.ChatCompletionResponse, model stri
 	out := engine.ChatResponse{
 		Format: format,
 		Model:  resp.Model,
-		Usage: engine.Usage{
+		Usage: verdict.Usage{
 			PromptTokens:     resp.Usage.PromptTokens,
 			CompletionTokens: resp.Usage.CompletionTokens,
 			LLMCalls:         1,

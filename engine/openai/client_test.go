@@ -16,6 +16,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/verdict"
 )
 
 const testSchema = `{"type":"object","properties":{"verdict":{"type":"string"}},"required":["verdict"],"additionalProperties":false}`
@@ -101,7 +102,7 @@ func TestChatSuccess(t *testing.T) {
 		Content: `{"verdict":"pass"}`,
 		Format:  engine.FormatJSONSchema,
 		Model:   "test-model-2024",
-		Usage:   engine.Usage{PromptTokens: 120, CompletionTokens: 9, CachedTokens: 64, LLMCalls: 1},
+		Usage:   verdict.Usage{PromptTokens: 120, CompletionTokens: 9, CachedTokens: 64, LLMCalls: 1},
 	}
 	if !reflect.DeepEqual(resp, want) {
 		t.Errorf("response = %+v, want %+v", resp, want)

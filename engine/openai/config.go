@@ -11,6 +11,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/backoff"
+	"rulevalidator/verdict"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -96,7 +97,7 @@ type Attempt struct {
 	Took time.Duration
 	// Usage holds the tokens the server reported for a successful attempt;
 	// zero for a failed one. Its LLMCalls is 0: an attempt is not a call.
-	Usage engine.Usage
+	Usage verdict.Usage
 	// Err is nil for a successful attempt, else what went wrong.
 	Err error
 	// FormatRefused says the server refused Format; the call falls back to

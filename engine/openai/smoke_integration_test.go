@@ -13,6 +13,7 @@ import (
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/opsscript"
+	"rulevalidator/verdict"
 )
 
 // smokeNDA is a short agreement that answers the smoke test's rule plainly.
@@ -61,14 +62,14 @@ func TestSmokeLocalModel(t *testing.T) {
 	t.Cleanup(rec.Close)
 
 	var mu sync.Mutex
-	var calls []engine.Usage
+	var calls []verdict.Usage
 	client, err := openai.New(openai.Config{BaseURL: rec.URL(), Timeout: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(client, engine.Config{
 		Model: model, Instructions: mode, OutputRetries: 1, MaxTokens: 400, Confidence: engine.ConfidenceOff,
-		Hooks: engine.Hooks{LLMCall: func(_ string, _ time.Duration, u engine.Usage, err error) {
+		Hooks: engine.Hooks{LLMCall: func(_ string, _ time.Duration, u verdict.Usage, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
@@ -125,7 +126,7 @@ func TestSmokeLocalModel(t *testing.T) {
 		t.Fatalf("%d verdicts for one rule", len(res.Rules))
 	}
 	v := res.Rules[0]
-	if v.RuleID != "governing-law" || v.Type != engine.Boolean || strings.TrimSpace(v.Rationale) == "" {
+	if v.RuleID != "governing-law" || v.Type != verdict.Boolean || strings.TrimSpace(v.Rationale) == "" {
 		t.Errorf("verdict %+v, want rule governing-law, boolean, with a rationale", v)
 	}
 	if v.BooleanOutput == nil && !v.NotApplicable {

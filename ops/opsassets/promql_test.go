@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"rulevalidator/engine"
 	"rulevalidator/metrics"
+	"rulevalidator/verdict"
 )
 
 // series is one metric name a PromQL expression may select: a counter or
@@ -38,7 +38,7 @@ func exportedSeries(t *testing.T) map[string]series {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.EngineHooks().LLMCall("m", time.Second, engine.Usage{PromptTokens: 1, CompletionTokens: 1, CachedTokens: 1}, nil)
+	m.EngineHooks().LLMCall("m", time.Second, verdict.Usage{PromptTokens: 1, CompletionTokens: 1, CachedTokens: 1}, nil)
 	ch := m.ConsumerHooks("rulevalidator.requests")
 	ch.Fetched("rulevalidator.requests", 0, 1, 3)
 	ch.Committed(0, 2)

@@ -24,6 +24,7 @@ import (
 	"rulevalidator/jobs"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 // JobReader reads a tenant's job (a jobs.Store).
@@ -164,7 +165,7 @@ func caseLabels(mat reviews.Material, verdicts []schemas.VerdictEvent, all []rev
 		final := reviews.FinalVerdict(verdicts[i], cur)
 		lab := eval.ManifestLabel{RuleID: rule.RuleID, NotApplicable: final.NotApplicable}
 		switch rule.Type {
-		case engine.Numerical:
+		case verdict.Numerical:
 			switch {
 			case final.NumericalOutput != nil:
 				lab.NumericalOutput = final.NumericalOutput

@@ -16,6 +16,7 @@ import (
 	"rulevalidator/judging"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
+	"rulevalidator/verdict"
 )
 
 const exportRuleset = `{"id": "nda", "rules": [
@@ -36,9 +37,9 @@ func storeJudged(t *testing.T, ctx context.Context, results reviews.ResultStore,
 		"Confidentiality lasts two years from the date hereof. This agreement is governed by the laws of Ohio."}}}}
 	pass, three := true, 3
 	res := &engine.Result{RulesetID: rs.ID, Model: "scripted", Rules: []engine.Verdict{
-		{RuleID: "mutual", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &pass, Confidence: new(0.4)},
-		{RuleID: "term", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: &three, Confidence: new(0.6)},
-		{RuleID: "law", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &pass, Confidence: new(0.99)},
+		{RuleID: "mutual", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: &pass, Confidence: new(0.4)},
+		{RuleID: "term", Type: verdict.Numerical, DataSufficiency: true, NumericalOutput: &three, Confidence: new(0.6)},
+		{RuleID: "law", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: &pass, Confidence: new(0.99)},
 	}}
 	inline := exportRuleset
 	req := &schemas.Request{RequestID: requestID, TenantID: "acme", InlineRuleset: &inline}
@@ -76,7 +77,7 @@ func (o oracle) Chat(_ context.Context, req engine.ChatRequest) (engine.ChatResp
 		}
 	}
 	content, _ := json.Marshal(map[string]any{"rules": rules})
-	return engine.ChatResponse{Content: string(content), Format: req.Format, Model: req.Model, Usage: engine.Usage{LLMCalls: 1}}, nil
+	return engine.ChatResponse{Content: string(content), Format: req.Format, Model: req.Model, Usage: verdict.Usage{LLMCalls: 1}}, nil
 }
 
 // TestExportLoadsInEvalAndAnOracleScoresAll: reviewed validations exported
@@ -178,10 +179,10 @@ func TestExportLabelsNestedRules(t *testing.T) {
 		"Signed by both parties. Liability is capped at the fees paid.", "The supplier holds no insurance. The term is two years."}}}}
 	yes, two := true, 2
 	res := &engine.Result{RulesetID: rs.ID, Model: "scripted", Rules: []engine.Verdict{
-		{RuleID: "signed", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.9)},
-		{RuleID: "cap", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.8)},
-		{RuleID: "insured", Type: engine.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.3)},
-		{RuleID: "years", Type: engine.Numerical, DataSufficiency: true, NumericalOutput: &two, Confidence: new(0.7)},
+		{RuleID: "signed", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.9)},
+		{RuleID: "cap", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.8)},
+		{RuleID: "insured", Type: verdict.Boolean, DataSufficiency: true, BooleanOutput: &yes, Confidence: new(0.3)},
+		{RuleID: "years", Type: verdict.Numerical, DataSufficiency: true, NumericalOutput: &two, Confidence: new(0.7)},
 	}}
 	inline := nestedRuleset
 	req := &schemas.Request{RequestID: requestID, TenantID: "acme", InlineRuleset: &inline}
