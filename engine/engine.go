@@ -8,7 +8,9 @@
 // request's), the plan of a request's calls within the model's context window
 // (judge.go, planning.go, budget.go, window.go), the conversation with the model
 // and its answer checks, evidence, the verdict cache port (VerdictCache) and the
-// aggregates. Evaluate, given a Task, is its one entry point.
+// aggregates. Evaluate, given a Task, is its one entry point. The value types a
+// verdict carries (rule types, evidence, aggregates, usage…) are package
+// verdict's, and the engine names them so: verdict.Evidence, verdict.Boolean.
 package engine
 
 import (

@@ -2,8 +2,10 @@
 // judged, its evidence and how that evidence was found, the pages judged, the
 // sources cited, the aggregates and the model usage. The engine produces them
 // and the event contracts (schemas) carry them; both use these types, so a
-// field is declared once. It imports only the standard library, so the
-// contracts stay free of the engine and the engine free of Avro.
+// field is declared once, and every package names them here (verdict.Evidence,
+// verdict.Boolean): neither the engine nor the contracts re-export them. It
+// imports only the standard library, so the contracts stay free of the engine
+// and the engine free of Avro.
 package verdict
 
 import "time"
