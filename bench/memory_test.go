@@ -134,7 +134,10 @@ func inFlightMemory(b *testing.B, f *fixture, name string, mode engine.EvidenceM
 		calls.Add(1)
 		return reply
 	})
-	llm, err := openai.New(openai.Config{BaseURL: fake.URL(), Model: "bench-model", Logger: quiet})
+	// A fixed limit of inFlight: every request's call must reach the model
+	// at once, which the adaptive limit's start of 4 would not allow.
+	llm, err := openai.New(openai.Config{BaseURL: fake.URL(), Model: "bench-model", Logger: quiet,
+		FixedConcurrency: true, MaxConcurrency: inFlight})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -59,6 +59,9 @@ type failure struct {
 	cause error
 	// fault names an environment failure's cause (CauseModelAuth, ...).
 	fault string
+	// queued says no request was sent: the call's context ended while it
+	// waited for a slot under the concurrency limit.
+	queued bool
 }
 
 // attemptRecord is what the HTTP layer saw of one attempt. Each attempt has

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"rulevalidator/engine"
 	"rulevalidator/engine/gbnf"
 	"rulevalidator/internal/backoff"
+	"rulevalidator/internal/limit"
 	"rulevalidator/verdict"
 )
 
@@ -28,6 +30,10 @@ type Client struct {
 	api   *goopenai.Client
 	log   *slog.Logger
 	retry backoff.Policy
+	// limiter bounds the requests in flight to the server; endpoint names
+	// it (BaseURL's host).
+	limiter  *limit.Limiter
+	endpoint string
 
 	mu sync.Mutex
 	// formats holds, per model, the strongest response format the server
@@ -52,15 +58,39 @@ func New(cfg Config) (*Client, error) {
 	oc := goopenai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	oc.HTTPClient = recordingDoer{next: cfg.HTTPClient}
-	return &Client{
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil {
+		return nil, err // Validate parsed it already
+	}
+	c := &Client{
 		cfg:        cfg,
 		api:        goopenai.NewClientWithConfig(oc),
 		log:        cfg.Logger,
 		retry:      backoff.Policy{Initial: cfg.BaseDelay, Max: cfg.MaxDelay, MaxAttempts: cfg.MaxAttempts, MaxElapsed: cfg.MaxElapsed},
+		endpoint:   u.Host,
 		formats:    map[string]engine.ResponseFormat{},
 		noLogProbs: map[string]bool{},
 		told:       map[string]bool{},
-	}, nil
+	}
+	lc := limit.Config{
+		Initial:  cfg.InitialConcurrency,
+		Max:      cfg.MaxConcurrency,
+		Fixed:    cfg.FixedConcurrency,
+		MaxPause: cfg.MaxElapsed,
+	}
+	if observe := cfg.OnConcurrency; observe != nil {
+		lc.OnChange = func(s limit.State) { observe(c.concurrency(s)) }
+	}
+	c.limiter = limit.New(lc)
+	return c, nil
+}
+
+// Concurrency is the state of the limit on the requests in flight to the
+// server now (see Config.MaxConcurrency).
+func (c *Client) Concurrency() Concurrency { return c.concurrency(c.limiter.State()) }
+
+func (c *Client) concurrency(s limit.State) Concurrency {
+	return Concurrency{Endpoint: c.endpoint, Limit: s.Limit, InFlight: s.InFlight, Waiting: s.Waiting}
 }
 
 // Chat sends req, retrying transient failures and falling back to a weaker
@@ -258,6 +288,9 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 			return nil
 		}
 		if ctx.Err() != nil {
+			if f.queued {
+				return backoff.Permanent(fmt.Errorf("openai: call abandoned waiting for a slot to %s for attempt %d: %w", c.endpoint, n, ctx.Err()))
+			}
 			return backoff.Permanent(fmt.Errorf("openai: call abandoned during attempt %d: %w", n, ctx.Err()))
 		}
 		switch f.kind {
@@ -319,17 +352,46 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 	}
 }
 
-// attempt sends one request under its own timeout; n numbers it among the
-// attempts of its call in this format.
+// attempt waits for a slot under the server's concurrency limit, then sends
+// one request; n numbers it among the attempts of its call in this format.
+// A failure with queued set says ctx ended before a slot was free: nothing
+// was sent.
 func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, n int, ext extensions) (goopenai.ChatCompletionResponse, *failure) {
 	creq, contents := withPlaceholders(creq)
 	rec := &attemptRecord{extensions: ext, contents: contents}
+	var (
+		resp         goopenai.ChatCompletionResponse
+		f            *failure
+		queued, took time.Duration
+	)
+	waitStart := time.Now()
+	err := c.limiter.Do(ctx, func() limit.Result {
+		queued = time.Since(waitStart)
+		var timedOut bool
+		resp, f, took, timedOut = c.send(ctx, creq, rec, model, format)
+		return loadResult(rec.header, f, timedOut, time.Now())
+	})
+	if err != nil {
+		return resp, &failure{kind: transient, queued: true, cause: err,
+			reason: fmt.Sprintf("no slot to %s before the call ended: %v", c.endpoint, err)}
+	}
+	if c.cfg.OnAttempt != nil {
+		a := observed(model, format, n, took, rec.status, resp, f)
+		a.Queued = queued
+		c.cfg.OnAttempt(a)
+	}
+	return resp, f
+}
+
+// send sends one request under its own timeout and classifies its failure,
+// nil when it succeeded; timedOut says that timeout, not ctx, ended it.
+func (c *Client) send(ctx context.Context, creq goopenai.ChatCompletionRequest, rec *attemptRecord, model string, format engine.ResponseFormat) (resp goopenai.ChatCompletionResponse, f *failure, took time.Duration, timedOut bool) {
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, rec), c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 	resp, err := c.api.CreateChatCompletion(actx, creq)
-	took := time.Since(start)
-	var f *failure
+	took = time.Since(start)
+	timedOut = ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
 	if err != nil {
 		f = classify(err, rec, attemptInfo{
 			model:           model,
@@ -338,14 +400,11 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 			grammar:         format == engine.FormatGrammar,
 			logProbs:        creq.LogProbs,
 			timeout:         c.cfg.Timeout,
-			timedOut:        ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded),
+			timedOut:        timedOut,
 			now:             time.Now(),
 		})
 	}
-	if c.cfg.OnAttempt != nil {
-		c.cfg.OnAttempt(observed(model, format, n, took, rec.status, resp, f))
-	}
-	return resp, f
+	return resp, f, took, timedOut
 }
 
 // observed describes an attempt for Config.OnAttempt; f is nil when it

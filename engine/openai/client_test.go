@@ -449,7 +449,15 @@ func TestChatFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFake(t)
 			fake.Enqueue(tt.replies...)
-			c, w := newClient(t, fake.URL(), tt.tweak)
+			// The retry loop alone, its waits recorded, not slept: the
+			// adaptive limit would also pause the server for a Retry-After,
+			// in real time (concurrency_test.go tests that).
+			c, w := newClient(t, fake.URL(), func(cfg *openai.Config) {
+				cfg.FixedConcurrency = true
+				if tt.tweak != nil {
+					tt.tweak(cfg)
+				}
+			})
 
 			resp, err := c.Chat(t.Context(), schemaRequest())
 			switch {
@@ -759,6 +767,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative timeout", openai.Config{BaseURL: "http://h/v1", Timeout: -time.Second}, "openai: Timeout must not be negative, got -1s"},
 		{"negative attempts", openai.Config{BaseURL: "http://h/v1", MaxAttempts: -1}, "openai: MaxAttempts must not be negative, got -1"},
 		{"base above max delay", openai.Config{BaseURL: "http://h/v1", BaseDelay: time.Minute}, "openai: BaseDelay 1m0s exceeds MaxDelay 30s"},
+		{"negative max concurrency", openai.Config{BaseURL: "http://h/v1", MaxConcurrency: -1}, "openai: MaxConcurrency must not be negative, got -1"},
+		{"negative initial concurrency", openai.Config{BaseURL: "http://h/v1", InitialConcurrency: -2}, "openai: InitialConcurrency must not be negative, got -2"},
+		{"initial above max concurrency", openai.Config{BaseURL: "http://h/v1", InitialConcurrency: 8, MaxConcurrency: 6}, "openai: InitialConcurrency 8 exceeds MaxConcurrency 6"},
+		{"initial above the default max", openai.Config{BaseURL: "http://h/v1", InitialConcurrency: 20}, "openai: InitialConcurrency 20 exceeds MaxConcurrency 16"},
 		{"unknown format", openai.Config{BaseURL: "http://h/v1", Format: "yaml"}, `openai: Format "yaml" is not one of json_schema, grammar, json_object, text`},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/backoff"
+	"rulevalidator/internal/limit"
 	"rulevalidator/verdict"
 )
 
@@ -21,6 +22,10 @@ const (
 	DefaultMaxElapsed  = 5 * time.Minute
 	DefaultBaseDelay   = 500 * time.Millisecond
 	DefaultMaxDelay    = 30 * time.Second
+	// DefaultMaxConcurrency and DefaultInitialConcurrency bound and start
+	// the adaptive limit on the calls in flight to the endpoint.
+	DefaultMaxConcurrency     = limit.DefaultMax
+	DefaultInitialConcurrency = limit.DefaultInitial
 )
 
 // Config configures a Client. Zero durations and counts take the defaults above.
@@ -71,6 +76,38 @@ type Config struct {
 	// Sleep waits d or until ctx is done; nil uses backoff.Sleep. Tests
 	// inject it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// MaxConcurrency bounds the chat completion requests this Client has in
+	// flight to BaseURL at once, across all its calls (default 16; 0 means
+	// the default). Below it the limit adapts to what the server takes
+	// (see internal/limit): it starts at InitialConcurrency, grows by one
+	// after a round of successes with the limit in use, and halves on a
+	// 429, a 503, a 504 or an attempt timeout, never below 1. A Retry-After
+	// on a failed request, and a rate limit spent (x-ratelimit-remaining-
+	// requests or -tokens at 0) until its x-ratelimit-reset-requests or
+	// -tokens, start no new request to the server before they pass (at most
+	// MaxElapsed); requests in flight go on. A request waits for a slot in
+	// arrival order and holds it for its HTTP attempt only: not while it
+	// waits to retry, so every attempt of a call, retries and format
+	// fallbacks included, waits anew. The wait is not part of Timeout; it
+	// ends with the call's context.
+	MaxConcurrency int
+	// InitialConcurrency is the limit the Client starts at (default 4, at
+	// most MaxConcurrency; 0 means the default). Ignored with
+	// FixedConcurrency.
+	InitialConcurrency int
+	// FixedConcurrency turns adaptation off: the limit is MaxConcurrency,
+	// always, and no answer pauses the endpoint (each call still waits a
+	// Retry-After it is sent before retrying).
+	FixedConcurrency bool
+	// OnConcurrency, when set, is told the state of the limit each time it
+	// changes: a request taking or giving back a slot, one starting or
+	// ending a wait for it, the limit moving. It is meant for gauges (the
+	// limit, the requests in flight and waiting, labelled with the
+	// Endpoint, a host: low-cardinality). It is called with the limiter's
+	// lock held, so that the values arrive in order: it must return quickly
+	// and must not call the Client. Client.Concurrency reads the same
+	// state on demand.
+	OnConcurrency func(Concurrency)
 	// OnAttempt, when set, is called once after every HTTP attempt of every
 	// Chat call: each retry and each response-format fallback is an attempt
 	// of its own, so one call can make several. It is called from the
@@ -95,6 +132,10 @@ type Attempt struct {
 	// Took is the attempt's time, from sending the request to reading the
 	// answer or failing; the waits between attempts are not part of it.
 	Took time.Duration
+	// Queued is the time the attempt waited for a slot under the
+	// endpoint's concurrency limit before it was sent (see
+	// Config.MaxConcurrency); not part of Took.
+	Queued time.Duration
 	// Usage holds the tokens the server reported for a successful attempt;
 	// zero for a failed one. Its LLMCalls is 0: an attempt is not a call.
 	Usage verdict.Usage
@@ -120,6 +161,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxDelay == 0 {
 		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.MaxConcurrency == 0 {
+		c.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if c.InitialConcurrency == 0 {
+		c.InitialConcurrency = min(DefaultInitialConcurrency, c.MaxConcurrency)
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Transport: newTransport()}
@@ -155,8 +202,20 @@ func (c Config) Validate() error {
 			return fmt.Errorf("openai: %s must not be negative, got %s", d.name, d.value)
 		}
 	}
-	if c.MaxAttempts < 0 {
-		return fmt.Errorf("openai: MaxAttempts must not be negative, got %d", c.MaxAttempts)
+	for _, n := range []struct {
+		name  string
+		value int
+	}{
+		{"MaxAttempts", c.MaxAttempts},
+		{"MaxConcurrency", c.MaxConcurrency},
+		{"InitialConcurrency", c.InitialConcurrency},
+	} {
+		if n.value < 0 {
+			return fmt.Errorf("openai: %s must not be negative, got %d", n.name, n.value)
+		}
+	}
+	if c.InitialConcurrency > 0 && c.MaxConcurrency > 0 && c.InitialConcurrency > c.MaxConcurrency {
+		return fmt.Errorf("openai: InitialConcurrency %d exceeds MaxConcurrency %d", c.InitialConcurrency, c.MaxConcurrency)
 	}
 	if c.BaseDelay > 0 && c.MaxDelay > 0 && c.BaseDelay > c.MaxDelay {
 		return fmt.Errorf("openai: BaseDelay %s exceeds MaxDelay %s", c.BaseDelay, c.MaxDelay)
@@ -167,6 +226,17 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Concurrency is the state of a Client's limit on the requests in flight to
+// its server, as Config.OnConcurrency and Client.Concurrency tell it.
+type Concurrency struct {
+	// Endpoint is the server's host (host:port, from BaseURL).
+	Endpoint string
+	// Limit is the requests allowed in flight now; InFlight those sent and
+	// not yet answered (above Limit for a while after it is cut); Waiting
+	// those waiting for a slot.
+	Limit, InFlight, Waiting int
 }
 
 // maxIdleConnsPerHost keeps a connection for each call in flight to the

@@ -40,4 +40,27 @@
 // engine reads (engine.ContextWindowError) to judge again within the window.
 //
 // When ctx ends, Chat returns promptly with an error wrapping ctx.Err().
+//
+// # Concurrency
+//
+// Every chat completion request a Client sends (first attempts, retries,
+// format fallbacks: the engine's chat calls, checks, samples and verify
+// calls alike) takes a slot under a limit on the requests in flight to its
+// server, and holds it for that HTTP attempt only, not while it waits to
+// retry. The limit adapts (AIMD, internal/limit): it starts at
+// Config.InitialConcurrency (4), grows by one after a round of successes
+// with the limit in use, up to Config.MaxConcurrency (16), and halves, never
+// below 1, on a 429, a 503, a 504 or an attempt timeout; growing back to the
+// level that last overloaded takes longer each time it overloads again, so
+// a server of fixed capacity sees few 429s. A Retry-After on a failed
+// request, and a rate limit spent (x-ratelimit-remaining-requests or
+// x-ratelimit-remaining-tokens at 0) until its x-ratelimit-reset-requests
+// or x-ratelimit-reset-tokens, start no new request to the server before
+// they pass. Requests wait for a slot in arrival order; the wait ends with
+// the call's context and is not part of the attempt's Timeout.
+// Config.FixedConcurrency turns adaptation off (a fixed limit of
+// MaxConcurrency, no pauses); Config.OnConcurrency and Client.Concurrency
+// tell the limit, the requests in flight and those waiting, for gauges.
+// The context-window probes (ContextWindow) are not limited: they are not
+// model calls.
 package openai
