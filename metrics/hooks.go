@@ -8,6 +8,7 @@ import (
 	"rulevalidator/callback"
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/engine/openai"
 	"rulevalidator/pipeline"
 	"rulevalidator/verdict"
 )
@@ -196,4 +197,12 @@ func (d deadLetterCounter) PublishDeadLetter(ctx context.Context, msg *consumer.
 	}
 	d.m.deadLetters.WithLabelValues(deadLetterReasons.bound(reason)).Inc()
 	return nil
+}
+
+// ObserveModelConcurrency records the state of a model endpoint's limit on
+// calls in flight; fit for openai.Config.OnConcurrency (quick, no calls back).
+func (m *Metrics) ObserveModelConcurrency(c openai.Concurrency) {
+	m.modelConcurrency.WithLabelValues(c.Endpoint, "limit").Set(float64(c.Limit))
+	m.modelConcurrency.WithLabelValues(c.Endpoint, "in_flight").Set(float64(c.InFlight))
+	m.modelConcurrency.WithLabelValues(c.Endpoint, "waiting").Set(float64(c.Waiting))
 }

@@ -100,6 +100,9 @@ type Metrics struct {
 	consumerLag     *prometheus.GaugeVec
 	committedOffset *prometheus.GaugeVec
 	envFault        *prometheus.GaugeVec
+	// modelConcurrency is the adaptive limit on calls to each model
+	// endpoint, the calls in flight under it and those waiting for it.
+	modelConcurrency *prometheus.GaugeVec
 
 	uploadDuration prometheus.Histogram
 	uploadFailures prometheus.Counter
@@ -179,6 +182,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		envFault: b.gaugeVec("environment_fault",
 			"1 while a fault outside the messages (model key or model name, storage credentials or bucket, TLS, broker, network) holds consumption, by cause; 0 otherwise.",
 			"cause"),
+		modelConcurrency: b.gaugeVec("llm_concurrency",
+			"The limit on calls in flight to a model endpoint (state=limit; it adapts to the endpoint's answers unless fixed), the calls in flight under it (state=in_flight) and the calls waiting for a slot (state=waiting), by endpoint host.",
+			"endpoint", "state"),
 		uploadDuration: b.histogram("report_upload_duration_seconds",
 			"Time taken to store one report in object storage, failed attempts included.",
 			uploadBuckets),

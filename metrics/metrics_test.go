@@ -21,6 +21,7 @@ import (
 	"rulevalidator/callback"
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/engine/openai"
 	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
@@ -746,6 +747,17 @@ func TestObserveReview(t *testing.T) {
 	} {
 		if got := testutil.ToFloat64(tc.c); got != tc.want {
 			t.Errorf("%v = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}
+
+// The model endpoint's concurrency limit is a gauge by endpoint host and state.
+func TestObserveModelConcurrency(t *testing.T) {
+	m, _ := newMetrics(t)
+	m.ObserveModelConcurrency(openai.Concurrency{Endpoint: "127.0.0.1:8081", Limit: 3, InFlight: 2, Waiting: 5})
+	for state, want := range map[string]float64{"limit": 3, "in_flight": 2, "waiting": 5} {
+		if got := testutil.ToFloat64(m.modelConcurrency.WithLabelValues("127.0.0.1:8081", state)); got != want {
+			t.Errorf("llm_concurrency{state=%q} = %v, want %v", state, got, want)
 		}
 	}
 }

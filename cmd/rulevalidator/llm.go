@@ -34,19 +34,27 @@ type llmConfig struct {
 	nearestPassages int
 	reviewBelow     float64
 	overruleBelow   float64
+	// maxConcurrency, initialConcurrency and adaptive set the limit on the
+	// calls in flight to the model endpoint.
+	maxConcurrency     int
+	initialConcurrency int
+	adaptive           bool
 }
 
 // newEngine builds the model client and the engine from the settings.
 func (f *llmConfig) newEngine(logger *slog.Logger, hooks engine.Hooks) (*engine.Engine, error) {
-	return f.newEngineWith(logger, hooks, nil)
+	return f.newEngineWith(logger, hooks, nil, nil)
 }
 
-// newEngineWith is newEngine with a verdict cache (nil: none).
-func (f *llmConfig) newEngineWith(logger *slog.Logger, hooks engine.Hooks, cache engine.VerdictCache) (*engine.Engine, error) {
+// newEngineWith is newEngine with a verdict cache (nil: none) and an
+// observer of the endpoint's concurrency limit (nil: none).
+func (f *llmConfig) newEngineWith(logger *slog.Logger, hooks engine.Hooks, cache engine.VerdictCache, onConcurrency func(openai.Concurrency)) (*engine.Engine, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	client, err := f.newClient(logger)
+	clientCfg := f.clientConfig(logger)
+	clientCfg.OnConcurrency = onConcurrency
+	client, err := openai.New(clientCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +123,12 @@ func (f *llmConfig) check() error {
 	} else if f.overruleBelow > 0 && engine.ConfidenceSource(f.confidence) != engine.ConfidenceVerify {
 		errs = append(errs, fmt.Errorf("--overrule-passes-below: %v needs --confidence verify (it is %q): it reads the verify check's confidence", f.overruleBelow, f.confidence))
 	}
+	if f.maxConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("--llm-max-concurrency: %d must be at least 1", f.maxConcurrency))
+	}
+	if f.initialConcurrency < 1 || f.initialConcurrency > f.maxConcurrency {
+		errs = append(errs, fmt.Errorf("--llm-initial-concurrency: %d must be from 1 to --llm-max-concurrency (%d)", f.initialConcurrency, f.maxConcurrency))
+	}
 	if f.maxInputBytes < 1 {
 		errs = append(errs, fmt.Errorf("--max-input-bytes: %d must be positive", f.maxInputBytes))
 	}
@@ -135,6 +149,10 @@ func (f *llmConfig) clientConfig(logger *slog.Logger) openai.Config {
 		Timeout: f.timeout,
 		Format:  engine.ResponseFormat(f.format),
 		Logger:  logger,
+
+		MaxConcurrency:     f.maxConcurrency,
+		InitialConcurrency: f.initialConcurrency,
+		FixedConcurrency:   !f.adaptive,
 	}
 }
 

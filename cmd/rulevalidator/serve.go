@@ -326,7 +326,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 			logger.Error("the PDF engine did not start; PDFs cannot be read", "err", err)
 		}
 	}()
-	eng, err := cfg.llm.newEngineWith(logger, svc.metrics.EngineHooks(), cache)
+	eng, err := cfg.llm.newEngineWith(logger, svc.metrics.EngineHooks(), cache, svc.metrics.ObserveModelConcurrency)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
