@@ -70,7 +70,7 @@ type Submission struct {
 var ErrRequestTooLarge = errors.New("api: the request is larger than the requests topic takes as one message")
 
 // ClaimChecker says whether a tenant may name an object as a claim check (an
-// *objstore.Store); a refusal wraps objstore.ErrClaimRefused.
+// *objstore.Store); a refusal wraps bucket.ErrClaimRefused.
 type ClaimChecker interface {
 	CheckClaim(tenant, uri string) error
 }

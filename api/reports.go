@@ -11,13 +11,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"rulevalidator/bucket"
 	"rulevalidator/objstore"
 	"rulevalidator/report"
 )
 
 // ErrReportNotFound is what a ReportSource returns, wrapped, for a report
 // that does not exist for the tenant asking (missing, another tenant's, or
-// an id that cannot name one). errors.Is(err, objstore.ErrNotFound) is
+// an id that cannot name one). errors.Is(err, bucket.ErrNotFound) is
 // accepted too.
 var ErrReportNotFound = errors.New("report not found")
 
@@ -54,7 +55,7 @@ func (s StoredReports) Open(ctx context.Context, tenant, referenceID string) (io
 	}
 	body, stored, err := report.Open(ctx, s.Store, prefix, tenant, referenceID)
 	if err != nil {
-		if errors.Is(err, objstore.ErrNotFound) {
+		if errors.Is(err, bucket.ErrNotFound) {
 			return nil, ReportInfo{}, fmt.Errorf("%w: %w", ErrReportNotFound, err)
 		}
 		return nil, ReportInfo{}, err
@@ -92,7 +93,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, tenant, ref
 	body, info, err := s.cfg.Reports.Open(r.Context(), tenant, referenceID)
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrReportNotFound), errors.Is(err, objstore.ErrNotFound):
+	case errors.Is(err, ErrReportNotFound), errors.Is(err, bucket.ErrNotFound):
 		writeError(w, http.StatusNotFound, CodeNotFound, msgReportNotFound)
 		return
 	case isTimeout(err), objstore.Temporary(err):

@@ -102,7 +102,7 @@ func TestObjectStoreTenantIsolation(t *testing.T) {
 		{"acme ", "r1"},
 		{"globex", strings.Repeat("r", 600)},
 		{"globex", strings.Repeat("é", 66)},
-		{strings.Repeat("g", objstore.MaxSegmentBytes), strings.Repeat("a", objstore.MaxSegmentBytes)},
+		{strings.Repeat("g", bucket.MaxSegmentBytes), strings.Repeat("a", bucket.MaxSegmentBytes)},
 	}
 	for _, p := range probes {
 		if j, ok, err := jobs.Get(ctx, p[0], p[1]); ok || err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"rulevalidator/bucket"
 	"rulevalidator/consumer"
 	"rulevalidator/docread"
 	"rulevalidator/engine"
@@ -53,7 +54,7 @@ func TestClassify(t *testing.T) {
 		{"input too large", fmt.Errorf("x: %w", engine.ErrInputTooLarge), message(schemas.ReasonOversized)},
 		{"unreadable document", fmt.Errorf("x: %w", &docread.Error{Document: "a.pdf", Kind: docread.ErrEncrypted}), message(schemas.ReasonUnreadableDocument)},
 		{"document over the page limit", &docread.Error{Document: "a.pdf", Kind: docread.ErrTooManyPages}, message(schemas.ReasonUnreadableDocument)},
-		{"object too large", fmt.Errorf("x: %w", objstore.ErrTooLarge), message(schemas.ReasonOversized)},
+		{"object too large", fmt.Errorf("x: %w", bucket.ErrTooLarge), message(schemas.ReasonOversized)},
 		{"object missing", s3Error("NoSuchKey", 404), message(schemas.ReasonInvalidInput)},
 		{"object name invalid", s3Error("InvalidObjectName", 400), message(schemas.ReasonInvalidInput)},
 		{"a bucket this service does not read", &objstore.OpError{Op: "get", URI: "s3://other/k", Err: errors.New(`bucket "other" is not one this service reads`)}, message(schemas.ReasonInvalidInput)},
@@ -64,7 +65,7 @@ func TestClassify(t *testing.T) {
 		{"already marked", fault.Permanent("report_failed", errors.New("x")), message(schemas.ReasonReportFailed)},
 		{"already marked by the consumer", consumer.Permanent("internal", errors.New("panic")), message(schemas.ReasonInternal)},
 		{"report not stored", &reportError{errors.New("the writer gave up")}, message(schemas.ReasonReportFailed)},
-		{"report too large to store", &reportError{fmt.Errorf("x: %w", objstore.ErrTooLarge)}, message(schemas.ReasonReportFailed)},
+		{"report too large to store", &reportError{fmt.Errorf("x: %w", bucket.ErrTooLarge)}, message(schemas.ReasonReportFailed)},
 		{"report refused by a model fault", &reportError{&adapterFault{kind: engine.ErrLLMRejected}}, message(schemas.ReasonReportFailed)},
 
 		// Environment faults: held, never dead-lettered.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"rulevalidator/bucket"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/objstore"
 )
@@ -33,7 +34,7 @@ func TestPutNewCreatesOnce(t *testing.T) {
 			t.Fatalf("writers %d and %d both created %s", winner, i, key)
 		case err == nil:
 			winner = i
-		case !errors.Is(err, objstore.ErrConditionFailed):
+		case !errors.Is(err, bucket.ErrConditionFailed):
 			t.Fatalf("writer %d: %v, want ErrConditionFailed", i, err)
 		}
 	}
@@ -63,7 +64,7 @@ func TestPutIfMatchAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PutIfMatch with the current ETag: %v", err)
 	}
-	if _, err := store.PutIfMatch(ctx, key, first.ETag, []byte("v3"), "application/json", nil); !errors.Is(err, objstore.ErrConditionFailed) {
+	if _, err := store.PutIfMatch(ctx, key, first.ETag, []byte("v3"), "application/json", nil); !errors.Is(err, bucket.ErrConditionFailed) {
 		t.Fatalf("PutIfMatch with a stale ETag: %v, want ErrConditionFailed", err)
 	}
 	body, info, err := store.Get(ctx, key)
@@ -80,10 +81,10 @@ func TestPutIfMatchAndDelete(t *testing.T) {
 			t.Fatalf("Delete: %v", err)
 		}
 	}
-	if _, err := store.GetBytes(ctx, key); !errors.Is(err, objstore.ErrNotFound) {
+	if _, err := store.GetBytes(ctx, key); !errors.Is(err, bucket.ErrNotFound) {
 		t.Errorf("after Delete: %v, want ErrNotFound", err)
 	}
-	if _, err := store.PutIfMatch(ctx, key, second.ETag, []byte("v4"), "", nil); !errors.Is(err, objstore.ErrNotFound) {
+	if _, err := store.PutIfMatch(ctx, key, second.ETag, []byte("v4"), "", nil); !errors.Is(err, bucket.ErrNotFound) {
 		t.Errorf("PutIfMatch on a deleted object: %v, want ErrNotFound", err)
 	}
 }

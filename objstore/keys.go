@@ -9,31 +9,6 @@ import (
 	"rulevalidator/bucket"
 )
 
-// The key scheme is package bucket's, the object storage contract; these
-// name it where callers already use objstore.
-
-// MaxKeyBytes is S3's limit on the length of an object key (bucket.MaxKeyBytes).
-const MaxKeyBytes = bucket.MaxKeyBytes
-
-// MaxSegmentBytes bounds what KeySegment returns (bucket.MaxSegmentBytes).
-const MaxSegmentBytes = bucket.MaxSegmentBytes
-
-// KeySegment is bucket.KeySegment: s as a key segment that cannot leave its
-// place in a key.
-func KeySegment(s string) string { return bucket.KeySegment(s) }
-
-// TenantKey is bucket.TenantKey, the one key scheme of tenant-scoped
-// objects.
-func TenantKey(prefix, tenant string, names ...string) (string, error) {
-	return bucket.TenantKey(prefix, tenant, names...)
-}
-
-// UnescapedTenantKey is bucket.UnescapedTenantKey, the form reports were
-// stored under before TenantKey escaped them: only for reading those.
-func UnescapedTenantKey(prefix, tenant, id, fileName string) (string, error) {
-	return bucket.UnescapedTenantKey(prefix, tenant, id, fileName)
-}
-
 // ParseURI splits s3://bucket/key into its bucket and key. The key may hold '/'; it must
 // be a key Put would accept (no empty, "." or ".." segments, no control characters).
 func ParseURI(uri string) (bucket, key string, err error) {

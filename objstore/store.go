@@ -303,7 +303,7 @@ func (s *Store) CheckClaim(tenant, uri string) error {
 // ClaimPrefix is the key prefix, ending in '/', under which tenant's claim-checked documents
 // are kept in every bucket claim checks are read from.
 func (s *Store) ClaimPrefix(tenant string) string {
-	return s.cfg.ClaimsPrefix + "/" + KeySegment(tenant) + "/"
+	return s.cfg.ClaimsPrefix + "/" + bucket.KeySegment(tenant) + "/"
 }
 
 // claim parses a claim-check address and checks that tenant may read it. Its refusals,

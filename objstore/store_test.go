@@ -15,6 +15,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"rulevalidator/bucket"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/objstore"
 )
@@ -44,7 +45,7 @@ func sameServer(t *testing.T, bucket string, edit func(*objstore.Config)) *objst
 func TestPutGetRoundTrip(t *testing.T) {
 	store := s3test.Store(t)
 	ctx := testContext(t)
-	key, err := objstore.TenantKey("reports", "acme", "req-42", "report.xlsx")
+	key, err := bucket.TenantKey("reports", "acme", "req-42", "report.xlsx")
 	if err != nil {
 		t.Fatalf("TenantKey: %v", err)
 	}
@@ -92,7 +93,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 	if err != nil || !bytes.Equal(viaBytes, body) {
 		t.Fatalf("GetBytes = %q, %v; want %q", viaBytes, err, body)
 	}
-	if _, err := store.GetClaim(ctx, "acme", put.URI); !errors.Is(err, objstore.ErrClaimRefused) {
+	if _, err := store.GetClaim(ctx, "acme", put.URI); !errors.Is(err, bucket.ErrClaimRefused) {
 		t.Fatalf("GetClaim(%s) = %v; want the service's own key refused as a claim check", put.URI, err)
 	}
 
@@ -148,7 +149,7 @@ func TestGetBytesRefusesObjectsOverTheCap(t *testing.T) {
 	capped := sameServer(t, store.Bucket(), func(c *objstore.Config) { c.MaxObjectBytes = 1024 })
 
 	data, err := capped.GetBytes(ctx, "claims/acme/doc.json")
-	if !errors.Is(err, objstore.ErrTooLarge) {
+	if !errors.Is(err, bucket.ErrTooLarge) {
 		t.Fatalf("GetBytes = %d bytes, %v; want an error wrapping ErrTooLarge", len(data), err)
 	}
 	for _, want := range []string{"2048 bytes", "cap of 1024 bytes", "s3://" + store.Bucket() + "/claims/acme/doc.json"} {
@@ -156,7 +157,7 @@ func TestGetBytesRefusesObjectsOverTheCap(t *testing.T) {
 			t.Errorf("error %q, want it to name %q", err, want)
 		}
 	}
-	if _, err := capped.GetClaim(ctx, "acme", store.URI("claims/acme/doc.json")); !errors.Is(err, objstore.ErrTooLarge) {
+	if _, err := capped.GetClaim(ctx, "acme", store.URI("claims/acme/doc.json")); !errors.Is(err, bucket.ErrTooLarge) {
 		t.Errorf("GetClaim error %v, want one wrapping ErrTooLarge", err)
 	}
 	// At the cap exactly is fine.
@@ -187,7 +188,7 @@ func TestStatClaim(t *testing.T) {
 	if size, err := store.ClaimSize(ctx, "acme", put.URI); err != nil || size != 2048 {
 		t.Errorf("ClaimSize(%s) = %d, %v; want 2048", put.URI, size, err)
 	}
-	if _, err := store.ClaimSize(ctx, "bob", put.URI); !errors.Is(err, objstore.ErrClaimRefused) {
+	if _, err := store.ClaimSize(ctx, "bob", put.URI); !errors.Is(err, bucket.ErrClaimRefused) {
 		t.Errorf("ClaimSize of another tenant's claim = %v, want ErrClaimRefused", err)
 	}
 
@@ -198,11 +199,11 @@ func TestStatClaim(t *testing.T) {
 		uri   string
 		want  error // a sentinel, or nil for an address refused as malformed
 	}{
-		{"over the cap", capped, put.URI, objstore.ErrTooLarge},
-		{"missing", store, store.URI("claims/acme/nope.pdf"), objstore.ErrNotFound},
-		{"a bucket not read", store, "s3://someone-elses/claims/acme/doc.pdf", objstore.ErrClaimRefused},
-		{"another tenant's", store, store.URI("claims/bob/doc.pdf"), objstore.ErrClaimRefused},
-		{"the service's own", store, store.URI("reviews-material/bob/r-1.json"), objstore.ErrClaimRefused},
+		{"over the cap", capped, put.URI, bucket.ErrTooLarge},
+		{"missing", store, store.URI("claims/acme/nope.pdf"), bucket.ErrNotFound},
+		{"a bucket not read", store, "s3://someone-elses/claims/acme/doc.pdf", bucket.ErrClaimRefused},
+		{"another tenant's", store, store.URI("claims/bob/doc.pdf"), bucket.ErrClaimRefused},
+		{"the service's own", store, store.URI("reviews-material/bob/r-1.json"), bucket.ErrClaimRefused},
 		{"a bad address", store, "s3://" + store.Bucket() + "/claims/acme/../bob/doc.pdf", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,7 +215,7 @@ func TestStatClaim(t *testing.T) {
 			if tc.want != nil && !errors.Is(err, tc.want) {
 				t.Errorf("StatClaim(%s) = %v, want an error wrapping %v", tc.uri, err, tc.want)
 			}
-			refused := tc.want == nil || errors.Is(tc.want, objstore.ErrClaimRefused)
+			refused := tc.want == nil || errors.Is(tc.want, bucket.ErrClaimRefused)
 			if refused && opErr.Attempts != 0 {
 				t.Errorf("StatClaim(%s) made %d attempts, want a refusal before any request", tc.uri, opErr.Attempts)
 			}
@@ -225,11 +226,11 @@ func TestStatClaim(t *testing.T) {
 func TestMissingKeyIsNotFound(t *testing.T) {
 	store := s3test.Store(t)
 	ctx := testContext(t)
-	if _, _, err := store.Get(ctx, "acme/nope/report.xlsx"); !errors.Is(err, objstore.ErrNotFound) {
+	if _, _, err := store.Get(ctx, "acme/nope/report.xlsx"); !errors.Is(err, bucket.ErrNotFound) {
 		t.Errorf("Get error %v, want one wrapping ErrNotFound", err)
 	}
 	_, err := store.GetBytes(ctx, "acme/nope/report.xlsx")
-	if !errors.Is(err, objstore.ErrNotFound) {
+	if !errors.Is(err, bucket.ErrNotFound) {
 		t.Fatalf("GetBytes error %v, want one wrapping ErrNotFound", err)
 	}
 	var opErr *objstore.OpError
@@ -239,7 +240,7 @@ func TestMissingKeyIsNotFound(t *testing.T) {
 	if !strings.Contains(err.Error(), "s3://"+store.Bucket()+"/acme/nope/report.xlsx") {
 		t.Errorf("error %q does not name the object", err)
 	}
-	if _, err := store.GetClaim(ctx, "acme", store.URI("claims/acme/nope.pdf")); !errors.Is(err, objstore.ErrNotFound) {
+	if _, err := store.GetClaim(ctx, "acme", store.URI("claims/acme/nope.pdf")); !errors.Is(err, bucket.ErrNotFound) {
 		t.Errorf("GetClaim error %v, want one wrapping ErrNotFound", err)
 	}
 	if !opErr.MessageFault() || opErr.FaultCause() != "" {
@@ -316,7 +317,7 @@ func TestPingNeedsTheBucket(t *testing.T) {
 	}
 	// Some servers answer NoSuchKey for any key of a missing bucket; it is still the bucket.
 	_, err = missing.GetBytes(ctx, "k")
-	if !errors.As(err, &opErr) || opErr.MessageFault() || opErr.FaultCause() != objstore.CauseStorageBucket || errors.Is(err, objstore.ErrNotFound) {
+	if !errors.As(err, &opErr) || opErr.MessageFault() || opErr.FaultCause() != objstore.CauseStorageBucket || errors.Is(err, bucket.ErrNotFound) {
 		t.Errorf("GetBytes from a missing bucket = %v, want cause %s, not ErrNotFound", err, objstore.CauseStorageBucket)
 	}
 	// EnsureBucket is idempotent.
@@ -367,7 +368,7 @@ func TestGetClaimReadsOnlyTheTenantsClaims(t *testing.T) {
 	if err != nil || string(data) != `{"secret":true}` {
 		t.Fatalf("GetClaim with the bucket allowed = %q, %v", data, err)
 	}
-	if _, err := allowing.GetClaim(ctx, "bob", doc.URI); !errors.Is(err, objstore.ErrClaimRefused) {
+	if _, err := allowing.GetClaim(ctx, "bob", doc.URI); !errors.Is(err, bucket.ErrClaimRefused) {
 		t.Fatalf("GetClaim of acme's claim for bob = %v, want ErrClaimRefused", err)
 	}
 	// A tenant id is escaped as every key segment is: it cannot reach outside its prefix.

@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"time"
 
+	"rulevalidator/bucket"
 	"rulevalidator/consumer"
-	"rulevalidator/objstore"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -74,7 +74,7 @@ const DefaultClaimTimeout = 30 * time.Second
 // ObjectWriter stores the original value of a dead letter too large for the
 // dead-letter topic (an *objstore.Store).
 type ObjectWriter interface {
-	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
+	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (bucket.ObjectInfo, error)
 	URI(key string) string
 }
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"rulevalidator/bucket"
 	"rulevalidator/engine"
-	"rulevalidator/objstore"
 	"rulevalidator/schemas"
 )
 
@@ -23,7 +23,7 @@ const MIMEType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sh
 //
 //	<prefix>/<tenant>/<reference id>/report.xlsx
 //
-// the tenant escaped by objstore.TenantKey (as job documents are), so that
+// the tenant escaped by bucket.TenantKey (as job documents are), so that
 // (tenant, reference id) alone locate it: KeyFor computes the key, with no
 // listing and no way to reach another tenant's prefix. Reports stored
 // before the tenant was escaped, under the tenant as given, are still found
@@ -86,7 +86,7 @@ func ValidReferenceID(s string) bool {
 // KeyFor is the object key of the report referenceID of tenant under prefix
 // (see the storage layout above). It fails, wrapping ErrInvalidReferenceID,
 // for an id ValidReferenceID refuses, and for a prefix that
-// objstore.TenantKey refuses.
+// bucket.TenantKey refuses.
 func KeyFor(prefix, tenant, referenceID string) (string, error) {
 	key, err := keyFor(prefix, tenant, referenceID)
 	if err != nil {
@@ -99,7 +99,7 @@ func keyFor(prefix, tenant, referenceID string) (string, error) {
 	if !ValidReferenceID(referenceID) {
 		return "", fmt.Errorf("%w: %q (want %d characters of [a-z2-7])", ErrInvalidReferenceID, referenceID, referenceIDLen)
 	}
-	key, err := objstore.TenantKey(prefix, tenant, referenceID, ObjectName)
+	key, err := bucket.TenantKey(prefix, tenant, referenceID, ObjectName)
 	if err != nil {
 		return "", fmt.Errorf("key for tenant %q, reference id %s: %w", tenant, referenceID, err)
 	}
@@ -108,7 +108,7 @@ func keyFor(prefix, tenant, referenceID string) (string, error) {
 
 // Store keeps objects (an *objstore.Store, which retries transient failures).
 type Store interface {
-	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error)
+	Put(ctx context.Context, key string, body []byte, contentType string, meta map[string]string) (bucket.ObjectInfo, error)
 }
 
 // WriterOptions configures a Writer; zero fields take the documented defaults.
@@ -219,7 +219,7 @@ func encodeMeta(m map[string]string) map[string]string {
 
 // Getter reads objects (an *objstore.Store).
 type Getter interface {
-	Get(ctx context.Context, key string) (io.ReadCloser, objstore.ObjectInfo, error)
+	Get(ctx context.Context, key string) (io.ReadCloser, bucket.ObjectInfo, error)
 }
 
 // Stored describes a stored report, from its object's metadata.
@@ -232,24 +232,24 @@ type Stored struct {
 	RulesetID      string
 	RulesetVersion string
 	ReferenceID    string
-	Object         objstore.ObjectInfo
+	Object         bucket.ObjectInfo
 }
 
 // Open finds the report referenceID of tenant under prefix and opens it for
 // reading; the caller closes the body. The id is checked first (an error
 // wrapping ErrInvalidReferenceID); a missing report, or one whose metadata
-// names another tenant, gives an error wrapping objstore.ErrNotFound, so a
+// names another tenant, gives an error wrapping bucket.ErrNotFound, so a
 // caller cannot tell another tenant's report from no report. A report not
 // at its key is looked for where reports were stored before tenants were
-// escaped (objstore.UnescapedTenantKey); the tenant check applies there too.
+// escaped (bucket.UnescapedTenantKey); the tenant check applies there too.
 func Open(ctx context.Context, g Getter, prefix, tenant, referenceID string) (io.ReadCloser, *Stored, error) {
 	key, err := KeyFor(prefix, tenant, referenceID)
 	if err != nil {
 		return nil, nil, err
 	}
 	body, info, err := g.Get(ctx, key)
-	if errors.Is(err, objstore.ErrNotFound) {
-		if old, oldErr := objstore.UnescapedTenantKey(prefix, tenant, referenceID, ObjectName); oldErr == nil && old != key {
+	if errors.Is(err, bucket.ErrNotFound) {
+		if old, oldErr := bucket.UnescapedTenantKey(prefix, tenant, referenceID, ObjectName); oldErr == nil && old != key {
 			body, info, err = g.Get(ctx, old)
 		}
 	}
@@ -266,7 +266,7 @@ func Open(ctx context.Context, g Getter, prefix, tenant, referenceID string) (io
 	if meta(MetaTenantID) != tenant {
 		body.Close()
 		return nil, nil, fmt.Errorf("report: tenant %q, reference id %s: %w (the object at %s names another tenant)",
-			tenant, referenceID, objstore.ErrNotFound, info.URI)
+			tenant, referenceID, bucket.ErrNotFound, info.URI)
 	}
 	stored := &Stored{
 		FileName:       meta(MetaFileName),

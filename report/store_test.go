@@ -12,6 +12,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"rulevalidator/bucket"
 	"rulevalidator/engine"
 	"rulevalidator/internal/s3test"
 	"rulevalidator/objstore"
@@ -107,12 +108,12 @@ type recordingStore struct {
 	err  error
 }
 
-func (s *recordingStore) Put(_ context.Context, key string, body []byte, contentType string, meta map[string]string) (objstore.ObjectInfo, error) {
+func (s *recordingStore) Put(_ context.Context, key string, body []byte, contentType string, meta map[string]string) (bucket.ObjectInfo, error) {
 	s.puts = append(s.puts, key)
 	if s.err != nil {
-		return objstore.ObjectInfo{}, s.err
+		return bucket.ObjectInfo{}, s.err
 	}
-	return objstore.ObjectInfo{Bucket: "b", Key: key, URI: "s3://b/" + key, Size: int64(len(body)), ContentType: contentType, Metadata: meta}, nil
+	return bucket.ObjectInfo{Bucket: "b", Key: key, URI: "s3://b/" + key, Size: int64(len(body)), ContentType: contentType, Metadata: meta}, nil
 }
 
 func testRequest() *schemas.Request {
@@ -220,7 +221,7 @@ func TestWriteReportToS3(t *testing.T) {
 		ReferenceID:    desc.ReferenceID,
 	}
 	got := *stored
-	got.Object = objstore.ObjectInfo{}
+	got.Object = bucket.ObjectInfo{}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("stored = %+v\nwant %+v", got, want)
 	}
@@ -242,7 +243,7 @@ func TestWriteReportToS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ tenant, id string }{{"globex", desc.ReferenceID}, {"acme", other}} {
-		if _, _, err := Open(ctx, store, w.Prefix(), tt.tenant, tt.id); !errors.Is(err, objstore.ErrNotFound) {
+		if _, _, err := Open(ctx, store, w.Prefix(), tt.tenant, tt.id); !errors.Is(err, bucket.ErrNotFound) {
 			t.Errorf("Open(%s, %s) = %v, want not found", tt.tenant, tt.id, err)
 		}
 	}
@@ -268,7 +269,7 @@ func TestOpenChecksTenantMetadata(t *testing.T) {
 	if _, err := store.Put(ctx, key, []byte("x"), MIMEType, map[string]string{MetaTenantID: "acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Open(ctx, store, DefaultPrefix, "globex", id); !errors.Is(err, objstore.ErrNotFound) {
+	if _, _, err := Open(ctx, store, DefaultPrefix, "globex", id); !errors.Is(err, bucket.ErrNotFound) {
 		t.Errorf("Open of an object naming another tenant = %v, want not found", err)
 	}
 }
@@ -285,7 +286,7 @@ func TestOpenFindsReportsUnderUnescapedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tenant = "acme corp"
-	old, err := objstore.UnescapedTenantKey(DefaultPrefix, tenant, id, ObjectName)
+	old, err := bucket.UnescapedTenantKey(DefaultPrefix, tenant, id, ObjectName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,10 +317,10 @@ func TestOpenFindsReportsUnderUnescapedKeys(t *testing.T) {
 	if _, err := store.Put(ctx, current, []byte("xlsx"), MIMEType, encodeMeta(map[string]string{MetaTenantID: tenant})); err != nil {
 		t.Fatal(err)
 	}
-	if other, _ := objstore.UnescapedTenantKey(DefaultPrefix, "acme%20corp", id2, ObjectName); other != current {
+	if other, _ := bucket.UnescapedTenantKey(DefaultPrefix, "acme%20corp", id2, ObjectName); other != current {
 		t.Fatalf("unescaped key %s, want %s", other, current)
 	}
-	if _, _, err := Open(ctx, store, DefaultPrefix, "acme%20corp", id2); !errors.Is(err, objstore.ErrNotFound) {
+	if _, _, err := Open(ctx, store, DefaultPrefix, "acme%20corp", id2); !errors.Is(err, bucket.ErrNotFound) {
 		t.Errorf("Open by the tenant whose unescaped key it is = %v, want not found", err)
 	}
 }

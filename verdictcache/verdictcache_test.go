@@ -138,11 +138,11 @@ func (o *recordingObjects) GetBytes(_ context.Context, key string) ([]byte, erro
 	if o.err != nil {
 		return nil, o.err
 	}
-	return nil, &objstore.OpError{Op: "get", URI: key, Err: objstore.ErrNotFound}
+	return nil, &objstore.OpError{Op: "get", URI: key, Err: bucket.ErrNotFound}
 }
 
-func (o *recordingObjects) Put(context.Context, string, []byte, string, map[string]string) (objstore.ObjectInfo, error) {
-	return objstore.ObjectInfo{}, o.err
+func (o *recordingObjects) Put(context.Context, string, []byte, string, map[string]string) (bucket.ObjectInfo, error) {
+	return bucket.ObjectInfo{}, o.err
 }
 func (o *recordingObjects) Delete(context.Context, string) error { return o.err }
 func (o *recordingObjects) List(context.Context, string, func(string) error) error {
@@ -150,7 +150,7 @@ func (o *recordingObjects) List(context.Context, string, func(string) error) err
 }
 
 // TestObjectStoreKeys: entries are stored under the tenant's and the
-// ruleset's escaped segments (objstore.TenantKey), so no tenant or ruleset id
+// ruleset's escaped segments (bucket.TenantKey), so no tenant or ruleset id
 // reaches another's prefix.
 func TestObjectStoreKeys(t *testing.T) {
 	objects := &recordingObjects{}
