@@ -58,9 +58,14 @@ type reservation struct {
 	growing sync.Mutex
 	mu      sync.Mutex
 	// want is what was asked for in all; held is what is held of sem: min(want, limit)
-	// except during a wait (then nothing), or less after a wait that gave up.
+	// except during a wait (then nothing), after a wait that gave up, or after lend (then
+	// less, until the next grow).
 	want, held int64
 	waiting    bool
+
+	// waits, when set, is told when a wait for bytes begins (true) and ends (false); it is
+	// called with neither mutex held.
+	waits func(waiting bool)
 }
 
 func newReservation(sem *semaphore.Weighted, limit, weight int64, ended <-chan struct{}) *reservation {
@@ -77,6 +82,31 @@ func (s *reservation) adopt(weight int64) {
 		return
 	}
 	s.held += weight
+}
+
+// lend gives back all that is held while the messages cannot start: they wait for a handling
+// slot, and every slot's worker waits for bytes, which these would otherwise hold from them
+// forever. settle takes them back before a message is handled.
+func (s *reservation) lend() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting || s.held == 0 {
+		return
+	}
+	s.sem.Release(s.held)
+	s.held = 0
+}
+
+// settle takes back, before a message is handled, what was lent (or not taken back after a
+// wait that gave up): a grow of nothing, waiting as grow does. Most often nothing is missing.
+func (s *reservation) settle(ctx context.Context) error {
+	s.mu.Lock()
+	whole := !s.waiting && s.held >= min(s.want, s.limit)
+	s.mu.Unlock()
+	if whole {
+		return nil
+	}
+	return s.grow(ctx, 0)
 }
 
 // shrink gives n of what was asked for back.
@@ -119,7 +149,9 @@ func (s *reservation) grow(ctx context.Context, n int64) error {
 		s.sem.Release(before)
 		s.held, s.waiting = 0, true
 		s.mu.Unlock()
+		s.notify(true)
 		err := s.acquire(ctx, target)
+		s.notify(false)
 		s.mu.Lock()
 		s.waiting = false
 		if err != nil {
@@ -133,6 +165,12 @@ func (s *reservation) grow(ctx context.Context, n int64) error {
 		}
 		s.held = target
 		s.trim() // given back during the wait; what was queued meanwhile is taken next round
+	}
+}
+
+func (s *reservation) notify(waiting bool) {
+	if s.waits != nil {
+		s.waits(waiting)
 	}
 }
 

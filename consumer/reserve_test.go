@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -268,6 +269,71 @@ func TestReserveCountsTheKeyQueue(t *testing.T) {
 	b := &messageReservation{res: res, weight: 10}
 	b.end()
 	res.shrink(5) // c dropped unhandled
+	if got := free(sem, limit); got != limit {
+		t.Errorf("after every message is let go, %d bytes free, want %d", got, limit)
+	}
+}
+
+// A reservation whose messages cannot start lends all it holds, and a grow of nothing takes it
+// back before they start, waiting if it is taken meanwhile; its waits are reported.
+func TestReserveLendsAndTakesBack(t *testing.T) {
+	const limit = 100
+	sem := semaphore.NewWeighted(limit)
+	sem.Acquire(context.Background(), 15)
+	ended := make(chan struct{})
+	res := newReservation(sem, limit, 10, ended)
+	res.adopt(5) // a message queued behind, with the same key
+	var waits []bool
+	var mu sync.Mutex
+	res.waits = func(waiting bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		waits = append(waits, waiting)
+	}
+
+	res.lend()
+	if got := free(sem, limit); got != limit {
+		t.Fatalf("after lend, %d bytes free, want %d", got, limit)
+	}
+	sem.Acquire(context.Background(), 7)
+	res.adopt(7) // fetched while lent: its weight, taken by the fetch, is held
+	if got := free(sem, limit); got != limit-7 {
+		t.Fatalf("after adopting 7 while lent, %d bytes free, want %d", got, limit-7)
+	}
+	if err := res.settle(context.Background()); err != nil {
+		t.Fatalf("taking back = %v", err)
+	}
+	if got := free(sem, limit); got != limit-22 {
+		t.Fatalf("after taking back, %d bytes free, want %d (10, 5 and 7)", got, limit-22)
+	}
+
+	// Lent again, and the bytes taken by another meanwhile: taking back waits for them.
+	res.lend()
+	sem.Acquire(context.Background(), 90)
+	done := make(chan error, 1)
+	go func() { done <- res.settle(context.Background()) }()
+	stillWaiting(t, "taking back 22 bytes with 10 free", done)
+	sem.Release(90)
+	if err := waitErr(t, "taking back once the bytes are free", done); err != nil {
+		t.Fatalf("taking back = %v", err)
+	}
+	mu.Lock()
+	if !slices.Equal(waits, []bool{true, false}) {
+		t.Errorf("waits reported %v, want a wait begun and ended", waits)
+	}
+	mu.Unlock()
+
+	// Lent, and the generation ends before the bytes come back: the wait gives up.
+	res.lend()
+	sem.Acquire(context.Background(), 90)
+	go func() { done <- res.settle(context.Background()) }()
+	stillWaiting(t, "taking back with 10 free", done)
+	close(ended)
+	if err := waitErr(t, "taking back when the generation ends", done); !errors.Is(err, ErrDraining) {
+		t.Fatalf("taking back = %v, want ErrDraining", err)
+	}
+	sem.Release(90)
+	res.shrink(22) // the messages let go
 	if got := free(sem, limit); got != limit {
 		t.Errorf("after every message is let go, %d bytes free, want %d", got, limit)
 	}
