@@ -17,6 +17,8 @@ const (
 	DefaultCommitInterval   = 100 * time.Millisecond
 	DefaultCommitTimeout    = 10 * time.Second
 	DefaultDrainTimeout     = 30 * time.Second
+	// DefaultReadAhead is Fairness.ReadAhead's default.
+	DefaultReadAhead = 256
 )
 
 // Config configures a Consumer. Zero fields take the documented defaults; New checks the rest.
@@ -28,8 +30,10 @@ type Config struct {
 	// CommitTimeout and a few seconds' grace, plus a margin; a set one must exceed the drain.
 	stream.GroupConfig
 
-	// Concurrency is the most messages in flight at once across all partitions, counting those
-	// waiting behind an earlier message with the same key (default 8).
+	// Concurrency is the most messages handled at once across all partitions (default 8).
+	// Without Fairness it is also the most in flight, counting those waiting behind an
+	// earlier message with the same key; with it, up to Fairness.ReadAhead more wait to be
+	// started.
 	Concurrency int
 	// MaxBytesInFlight bounds the bytes of the messages in flight, as Cost weighs them and as
 	// their handlers Reserve more, besides their count (default 48 MiB), so that large
@@ -51,9 +55,51 @@ type Config struct {
 	// is committed before the partitions are given up. Handlers' contexts are cancelled only
 	// when it runs out, and what did not finish is left to the partitions' next owner.
 	DrainTimeout time.Duration
+	// Fairness shares the handling slots among the tenants whose messages share the topic,
+	// reading ahead of a tenant that floods it (see Fairness). Nil: messages are started in
+	// the order they are fetched.
+	Fairness *Fairness
 
 	// Hooks observe the consumer, for metrics. Optional.
 	Hooks Hooks
+}
+
+// Fairness shares a consumer's handling slots among tenants by weighted fair queuing: the
+// consumer reads up to ReadAhead messages ahead of those it handles, queues each under its
+// tenant, and starts them tenant by tenant in deficit round robin, each tenant's turn as long
+// as its weight. A tenant alone still gets every slot. What is read ahead holds its bytes of
+// MaxBytesInFlight like a message being handled (the package doc says when it lends them);
+// the order of each key within a partition and the order of commits are kept. The wiring is
+// one field:
+//
+//	Fairness: &consumer.Fairness{Tenant: consumer.TenantHeader("rv-tenant-id")}
+type Fairness struct {
+	// Tenant names the tenant m belongs to; messages of the same tenant share one queue, and
+	// "" is a tenant like the others (messages that name none). Required. It is called once
+	// per message, from the fetching goroutine. TenantHeader reads it from a header.
+	Tenant func(m *Message) string
+	// Weight is a tenant's share of the turns (default 1 for every tenant); values below 1
+	// count as 1. It is read at every scheduling decision, under the consumer's lock, so
+	// weights may change while the consumer runs; it must be quick and safe for concurrent
+	// use.
+	Weight func(tenant string) int
+	// ReadAhead is how many messages beyond Concurrency may be in flight: fetched and waiting
+	// for a slot or behind their key, or being handled (default DefaultReadAhead). Fairness
+	// reaches over this many: a tenant's message behind more than that of other tenants' in
+	// its partition waits for the excess to be handled. Those read ahead and not started when
+	// the partitions are revoked are let go uncommitted and redelivered, and messages handled
+	// past them are handled again by the partition's next owner: the larger ReadAhead, the
+	// more a rebalance may redo. MaxBytesInFlight bounds their bytes.
+	ReadAhead int
+}
+
+// TenantHeader is a Fairness.Tenant naming the tenant in the header key: the value of the
+// last such header, "" for a message without one.
+func TenantHeader(key string) func(m *Message) string {
+	return func(m *Message) string {
+		v, _ := stream.HeaderValue(m.Headers, key)
+		return string(v)
+	}
 }
 
 // Outcomes passed to Hooks.Handled.
@@ -79,7 +125,8 @@ type Hooks struct {
 	// Committed is called after a successful commit, with the partition's committed offset:
 	// the next offset the group will read there.
 	Committed func(partition int, offset int64)
-	// InFlight is called with +1 when a message is taken on and -1 when it is let go.
+	// InFlight is called with +1 when a message is taken on (fetched, read ahead included)
+	// and -1 when it is let go.
 	InFlight func(delta int)
 	// Assigned is called when a group generation gives this member partitions, and Revoked
 	// when that generation ends (a rebalance, or shutdown), before its in-flight messages
@@ -112,6 +159,30 @@ func (h Hooks) inFlight(delta int) {
 	}
 }
 
+// readAhead is Fairness.ReadAhead, 0 without Fairness.
+func (c *Config) readAhead() int {
+	if c.Fairness == nil {
+		return 0
+	}
+	return c.Fairness.ReadAhead
+}
+
+// tenantOf is m's tenant: Fairness.Tenant's, "" for every message without Fairness.
+func (c *Config) tenantOf(m *Message) string {
+	if c.Fairness == nil {
+		return ""
+	}
+	return c.Fairness.Tenant(m)
+}
+
+// weightFunc is Fairness.Weight, nil (equal weights) without it.
+func (c *Config) weightFunc() func(tenant string) int {
+	if c.Fairness == nil {
+		return nil
+	}
+	return c.Fairness.Weight
+}
+
 // setDefaults fills the zero fields with their defaults, the group's with stream's.
 func (c *Config) setDefaults() {
 	if c.Concurrency == 0 {
@@ -131,6 +202,13 @@ func (c *Config) setDefaults() {
 	}
 	if c.RebalanceTimeout == 0 {
 		c.RebalanceTimeout = c.drainLimit() + rebalanceMargin
+	}
+	if c.Fairness != nil {
+		f := *c.Fairness // the caller's stays as it was
+		if f.ReadAhead == 0 {
+			f.ReadAhead = DefaultReadAhead
+		}
+		c.Fairness = &f
 	}
 	c.GroupConfig.SetDefaults()
 }
@@ -164,6 +242,14 @@ func (c *Config) Validate() error {
 	} {
 		if d.value <= 0 {
 			bad("%s must be positive, got %s", d.name, d.value)
+		}
+	}
+	if f := c.Fairness; f != nil {
+		if f.Tenant == nil {
+			bad("Fairness.Tenant is nil; it names each message's tenant")
+		}
+		if f.ReadAhead < 0 {
+			bad("Fairness.ReadAhead must not be negative, got %d", f.ReadAhead)
 		}
 	}
 	// The coordinator must wait for a member that drains before it rejoins, or the member

@@ -78,3 +78,53 @@ func TestNewRejectsNilHandler(t *testing.T) {
 		t.Fatalf("New(cfg, nil) = %v, want an error saying the handler is nil", err)
 	}
 }
+
+func TestFairnessConfig(t *testing.T) {
+	t.Run("defaults, the caller's left as it was", func(t *testing.T) {
+		cfg := validConfig()
+		f := &Fairness{Tenant: TenantHeader("rv-tenant-id")}
+		cfg.Fairness = f
+		c, err := New(cfg, func(context.Context, *Message) error { return nil })
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		if got := c.cfg.Fairness.ReadAhead; got != DefaultReadAhead {
+			t.Errorf("ReadAhead = %d, want the default %d", got, DefaultReadAhead)
+		}
+		if f.ReadAhead != 0 {
+			t.Errorf("the caller's Fairness was changed: ReadAhead %d", f.ReadAhead)
+		}
+		if got := c.cfg.readAhead(); got != DefaultReadAhead {
+			t.Errorf("readAhead() = %d", got)
+		}
+	})
+	t.Run("without fairness nothing is read ahead", func(t *testing.T) {
+		c, err := New(validConfig(), func(context.Context, *Message) error { return nil })
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		if got := c.cfg.readAhead(); got != 0 {
+			t.Errorf("readAhead() = %d, want 0", got)
+		}
+		if got := c.cfg.tenantOf(&Message{Headers: []Header{{Key: "rv-tenant-id", Value: []byte("acme")}}}); got != "" {
+			t.Errorf("tenantOf = %q, want \"\": one queue", got)
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		fairness Fairness
+		want     string
+	}{
+		{"no tenant", Fairness{}, "Fairness.Tenant is nil"},
+		{"negative read-ahead", Fairness{Tenant: TenantHeader("t"), ReadAhead: -1}, "Fairness.ReadAhead must not be negative, got -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig()
+			cfg.Fairness = &tc.fairness
+			_, err := New(cfg, func(context.Context, *Message) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,49 @@
 // abandoned with its commit state, so that a member never commits for a partition it no
 // longer owns and the group's committed offsets never move backwards.
 //
+// # Scheduling
+//
+// A message is taken on when fetched: its offset is recorded then, in partition order, and it
+// holds room among the messages in flight and its weight of MaxBytesInFlight from then until
+// it is let go. It then waits for a handling slot (Concurrency) in a queue of messages ready
+// to start, unless a message with its key (in its partition) is being handled or waits
+// there: it then waits behind that one, with its key, and joins the queue once that one is
+// handled, so that a key's messages run one at a time, in order, each on one slot. Without
+// Fairness the queue is the order of fetching and the room is Concurrency, so a message
+// starts as soon as it is fetched.
+//
+// # Fair share across tenants
+//
+// Many tenants may share one topic: in fetch order a tenant's messages wait behind every
+// message fetched before them, however many another tenant queued. With Config.Fairness the
+// consumer reads up to Fairness.ReadAhead messages ahead of those it handles and queues each
+// under its tenant (Fairness.Tenant). A slot that comes free goes to the tenant whose turn it
+// is, by deficit round robin: the tenants with messages ready take turns in the order they
+// came, each turn as many messages as the tenant's weight (Fairness.Weight, read at each
+// pick, 1 by default); a tenant that runs out leaves the round, its turn forgotten, and
+// joins at its end when it has messages again. So a tenant arriving behind a flood waits
+// for one turn of each tenant ahead of it, not for the flood, and a tenant alone still gets
+// every slot. A message behind more than ReadAhead messages of its partition still waits
+// for the excess: the partition is read in order.
+//
+// What holds without it holds with it:
+//   - A partition's commit point is its lowest offset fetched and not handled, read ahead or
+//     not: messages handled out of order are committed once everything before them is.
+//   - A key's messages keep their order and never hold two slots, as above; only the one
+//     at the head of its key waits for its tenant's turn.
+//   - Messages read ahead hold their bytes while they wait, so MaxBytesInFlight bounds them
+//     with the rest. One exception keeps the consumer from stalling: when every slot's
+//     handler waits in Reserve for bytes and messages wait for a slot, those messages cannot
+//     start before a handler finishes, so they lend their bytes to the waiting handlers (as
+//     a waiting handler gives back those of the messages queued behind it with its key) and
+//     take them back before they start, waiting if need be. The bytes in memory may then
+//     exceed the bound by those of the messages read ahead.
+//   - When the partitions are revoked, the messages read ahead and not started are let go
+//     uncommitted, with those queued behind them with their keys, and redelivered to the
+//     partitions' next owner; the messages being handled drain as always. Messages handled
+//     past a message let go are committed with it, by the next owner, after handling them
+//     again: the larger ReadAhead, the more a rebalance may redo.
+//
 // It knows nothing of what the messages mean; the handler does.
 package consumer
 
@@ -78,24 +121,28 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 func (c *Consumer) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	// The in-flight bound holds across generations: a handler abandoned at a drain keeps its
-	// slot until it returns.
-	slots := make(chan struct{}, c.cfg.Concurrency)
+	// The bounds hold across generations: a handler abandoned at a drain keeps its slot, and
+	// its message its room, until it returns.
+	room := make(chan struct{}, c.cfg.Concurrency+c.cfg.readAhead())
+	slots := newSlots(c.cfg.Concurrency)
 	inFlightBytes := semaphore.NewWeighted(c.cfg.MaxBytesInFlight)
-	c.log.Info("consumer started", "brokers", c.cfg.Client.Brokers(), "concurrency", c.cfg.Concurrency)
+	c.log.Info("consumer started", "brokers", c.cfg.Client.Brokers(), "concurrency", c.cfg.Concurrency,
+		"fair", c.cfg.Fairness != nil, "read_ahead", c.cfg.readAhead())
 	err := c.group.Run(runCtx, func(gen *stream.Generation) error {
 		r := &run{
-			cfg:     c.cfg,
-			handler: c.handler,
-			log:     c.log.With("generation", gen.ID),
-			gen:     gen,
-			slots:   slots,
-			bytes:   inFlightBytes,
-			stop:    stop,
-			offsets: newOffsetTracker(),
-			// Handlers outlive the generation by up to DrainTimeout, keeping ctx's values.
+			cfg:       c.cfg,
+			handler:   c.handler,
+			log:       c.log.With("generation", gen.ID),
+			gen:       gen,
+			room:      room,
+			slots:     slots,
+			bytes:     inFlightBytes,
+			stop:      stop,
+			offsets:   newOffsetTracker(),
 			keyQueues: make(map[keyRef]*keyQueue),
+			ahead:     newDRR[*pending](c.cfg.weightFunc()),
 		}
+		// Handlers outlive the generation by up to DrainTimeout, keeping ctx's values.
 		r.draining = make(chan struct{})
 		hctx := context.WithValue(context.WithoutCancel(ctx), drainingKey{}, (<-chan struct{})(r.draining))
 		r.handlerCtx, r.cancelHandlers = context.WithCancel(hctx)
@@ -120,7 +167,9 @@ func (r *run) session(ctx context.Context) error {
 		r.commitEvery(r.cfg.CommitInterval, stopCommitting)
 	}()
 
+	r.slots.serve(r)
 	r.fetchLoop(ctx)
+	r.stopStarting()
 	close(r.draining)
 	if h := r.cfg.Hooks.Revoked; h != nil {
 		h(r.gen.Partitions())
@@ -135,7 +184,8 @@ func (r *run) session(ctx context.Context) error {
 		r.log.Warn("final commit of the generation failed; messages handled since the last commit will be redelivered")
 	}
 	r.mu.Lock()
-	abandoned := r.offsets.inFlightCount()
+	// Those never started were let go, and said so, at the start of the drain.
+	abandoned := r.offsets.inFlightCount() - r.notStarted
 	// The generation's commit state goes with it: the partitions' next owner starts from
 	// what was committed, and nothing fetched here is committed later.
 	r.offsets, r.closed = newOffsetTracker(), true
@@ -152,10 +202,10 @@ type keyRef struct {
 	key       string
 }
 
-// keyQueue is what one key's worker has to handle after the message it is handling, and the
-// reservation that holds all their weights (see reservation).
+// keyQueue is what follows, with one key, the message of that key being handled or waiting
+// to be started, and the reservation that holds all their weights (see reservation).
 type keyQueue struct {
-	queue []*Message
+	queue []*pending
 	res   *reservation
 }
 
@@ -166,9 +216,11 @@ type run struct {
 	log     *slog.Logger
 	gen     *stream.Generation
 
-	// slots bounds the messages in flight: one is taken before each fetch and given back when
-	// the message is let go.
-	slots chan struct{}
+	// room bounds the messages in flight: one is taken before each fetch and given back when
+	// the message is let go. It holds Concurrency, and ReadAhead more with Fairness.
+	room chan struct{}
+	// slots bound the messages being handled.
+	slots *slots
 	// bytes bounds the bytes of the messages in flight; each holds messageWeight of it, and
 	// what its handler reserved (Reserve), up to the bound in all.
 	bytes          *semaphore.Weighted
@@ -183,21 +235,35 @@ type run struct {
 
 	mu      sync.Mutex
 	offsets *offsetTracker
-	// keyQueues holds, for each key with a message being handled, the later messages with that
-	// key, in offset order. A present entry, even empty, means a worker owns the key.
+	// keyQueues holds, for each key with a message being handled or waiting in ahead, the
+	// later messages with that key, in offset order. A present entry, even empty, means the
+	// key is taken: its next message goes to the queue.
 	keyQueues map[keyRef]*keyQueue
-	failure   error
+	// ahead holds the messages fetched and waiting for a slot, by tenant: keyless ones, and
+	// the first of each key (see keyQueues). Without Fairness there is one tenant, so it is
+	// the order of fetching.
+	ahead *drr[*pending]
+	// seq numbers the messages in the order they were fetched: the last one's.
+	seq uint64
+	// atWork is this generation's workers, each holding a slot; waiting is those of them
+	// waiting for bytes.
+	atWork, waiting int
+	// stopped is set when nothing more may start: the generation ended, or a handler failed.
+	stopped bool
+	// notStarted counts the messages let go unstarted when the generation ended.
+	notStarted int
+	failure    error
 	// closed is set once the generation's partitions were given up; a handler abandoned at
 	// the drain that returns afterwards is not recorded.
 	closed bool
 }
 
-// fetchLoop fetches until the generation ends or ctx does, taking a slot before each fetch
-// so that at most Concurrency messages are ever in flight.
+// fetchLoop fetches until the generation ends or ctx does, taking room before each fetch
+// so that the messages in flight stay within it.
 func (r *run) fetchLoop(ctx context.Context) {
 	for {
 		select {
-		case r.slots <- struct{}{}:
+		case r.room <- struct{}{}:
 		case <-r.gen.Done():
 			return
 		case <-ctx.Done():
@@ -205,84 +271,16 @@ func (r *run) fetchLoop(ctx context.Context) {
 		}
 		rec, err := r.gen.Fetch(ctx)
 		if err != nil {
-			<-r.slots
+			<-r.room
 			return // the generation ended, or ctx did
 		}
 		m := &rec
 		if !r.acquireBytes(ctx, m) {
-			<-r.slots
+			<-r.room
 			return // not recorded as fetched: its next owner, or a restart, reads it again
 		}
 		r.cfg.Hooks.fetched(m)
-		r.dispatch(m)
-	}
-}
-
-// dispatch starts handling m, or queues it behind an earlier message with the same key, or
-// drops it as a redelivery. m holds a slot.
-func (r *run) dispatch(m *Message) {
-	r.mu.Lock()
-	if !r.offsets.fetched(m.Partition, m.Offset) {
-		r.mu.Unlock()
-		r.bytes.Release(r.messageWeight(m))
-		<-r.slots
-		r.log.Debug("skipping a message fetched again after a rebalance", logAttrs(m)...)
-		return
-	}
-	r.cfg.Hooks.inFlight(+1)
-	if len(m.Key) == 0 {
-		r.mu.Unlock()
-		r.workers.Add(1)
-		go func() {
-			defer r.workers.Done()
-			r.handle(m, r.newReservation(m))
-		}()
-		return
-	}
-	k := keyRef{partition: m.Partition, key: string(m.Key)}
-	if kq, busy := r.keyQueues[k]; busy {
-		kq.queue = append(kq.queue, m)
-		kq.res.adopt(r.messageWeight(m))
-		r.mu.Unlock()
-		return
-	}
-	res := r.newReservation(m)
-	r.keyQueues[k] = &keyQueue{res: res}
-	r.mu.Unlock()
-	r.workers.Add(1)
-	go func() {
-		defer r.workers.Done()
-		r.workKey(k, m, res)
-	}()
-}
-
-// newReservation is the reservation of a worker starting with m, holding m's weight.
-func (r *run) newReservation(m *Message) *reservation {
-	return newReservation(r.bytes, r.cfg.MaxBytesInFlight, r.messageWeight(m), r.gen.Done())
-}
-
-// workKey handles m and then the messages queued behind it with the same key, one at a time.
-// When one does not succeed the rest are let go unhandled: they must not overtake it, and
-// they will be redelivered.
-func (r *run) workKey(k keyRef, m *Message, res *reservation) {
-	for {
-		ok := r.handle(m, res)
-		r.mu.Lock()
-		kq := r.keyQueues[k]
-		if len(kq.queue) == 0 || !ok || r.handlerCtx.Err() != nil {
-			delete(r.keyQueues, k)
-			r.mu.Unlock()
-			for _, dropped := range kq.queue {
-				r.log.Info("not handled: an earlier message with the same key did not finish; it will be redelivered",
-					logAttrs(dropped)...)
-				r.cfg.Hooks.inFlight(-1)
-				res.shrink(r.messageWeight(dropped))
-				<-r.slots
-			}
-			return
-		}
-		m, kq.queue = kq.queue[0], kq.queue[1:]
-		r.mu.Unlock()
+		r.take(m)
 	}
 }
 
@@ -291,11 +289,20 @@ func (r *run) workKey(k keyRef, m *Message, res *reservation) {
 func (r *run) handle(m *Message, res *reservation) bool {
 	start := time.Now()
 	share := &messageReservation{res: res, weight: r.messageWeight(m)}
-	err := r.call(WithReserver(r.handlerCtx, share), m)
+	// What the message's reservation lent while it waited is taken back first.
+	settled := res.settle(r.handlerCtx)
+	err := settled
+	if err == nil {
+		err = r.call(WithReserver(r.handlerCtx, share), m)
+	}
 	took := time.Since(start)
 
 	outcome := OutcomeOK
 	switch {
+	case settled != nil:
+		outcome = OutcomeInterrupted
+		r.log.Info("not started: the drain began while it waited for its bytes; it will be redelivered",
+			append(logAttrs(m), "err", err)...)
 	case err == nil:
 		r.mu.Lock()
 		closed := r.closed
@@ -324,7 +331,7 @@ func (r *run) handle(m *Message, res *reservation) bool {
 	// The hook goes first, so that the next message's +1 cannot be observed before this -1.
 	r.cfg.Hooks.inFlight(-1)
 	share.end()
-	<-r.slots
+	<-r.room
 	return err == nil
 }
 
@@ -373,13 +380,14 @@ func (r *run) acquireBytes(ctx context.Context, m *Message) bool {
 	return r.bytes.Acquire(actx, r.messageWeight(m)) == nil
 }
 
-// fail records the first handler failure and stops fetching.
+// fail records the first handler failure and stops fetching and starting messages.
 func (r *run) fail(err error) {
 	r.mu.Lock()
 	first := r.failure == nil
 	if first {
 		r.failure = err
 	}
+	r.stopped = true
 	r.mu.Unlock()
 	r.log.Error("handler failed; stopping the consumer so that the message is not committed", "err", err)
 	if first {

@@ -53,11 +53,15 @@ func (e env) config(t *testing.T) Config {
 	}
 }
 
-// record is a message to produce to a chosen partition.
+// record is a message to produce to a chosen partition, with its tenant in tenantHeader
+// when it names one.
 type record struct {
-	partition  int
-	key, value string
+	partition          int
+	key, value, tenant string
 }
+
+// tenantHeader is the header the tests name a record's tenant in.
+const tenantHeader = "tenant"
 
 // produce writes records, each to its partition, and waits for the broker to acknowledge them.
 func (e env) produce(t *testing.T, records ...record) {
@@ -80,6 +84,9 @@ func (e env) produce(t *testing.T, records ...record) {
 		msgs[i] = kafka.Message{Partition: r.partition, Value: []byte(r.value)}
 		if r.key != "" {
 			msgs[i].Key = []byte(r.key)
+		}
+		if r.tenant != "" {
+			msgs[i].Headers = []kafka.Header{{Key: tenantHeader, Value: []byte(r.tenant)}}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -330,6 +337,63 @@ func TestRunHandlesEveryMessageAndCommits(t *testing.T) {
 	}
 }
 
+// keyOrder watches handlers for the ordering of keys: a message must not start while another
+// with its key (in its partition) is being handled, and each key's messages must start in
+// offset order.
+type keyOrder struct {
+	mu       sync.Mutex
+	active   map[keyRef]bool
+	order    map[keyRef][]int64
+	overlaps []string
+}
+
+func newKeyOrder() *keyOrder {
+	return &keyOrder{active: make(map[keyRef]bool), order: make(map[keyRef][]int64)}
+}
+
+// start is called as a handler begins; end as it returns. Keyless messages are ignored.
+func (o *keyOrder) start(m *Message) {
+	if len(m.Key) == 0 {
+		return
+	}
+	k := keyOf(m)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.active[k] {
+		o.overlaps = append(o.overlaps, fmt.Sprintf("%s@%d:%d", k.key, k.partition, m.Offset))
+	}
+	o.active[k] = true
+	o.order[k] = append(o.order[k], m.Offset)
+}
+
+func (o *keyOrder) end(m *Message) {
+	if len(m.Key) == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.active[keyOf(m)] = false
+}
+
+// check fails t for overlaps and keys started out of order, and returns how many messages
+// each key started.
+func (o *keyOrder) check(t *testing.T) map[string]int {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.overlaps) > 0 {
+		t.Errorf("messages started while another with the same key ran: %v", o.overlaps)
+	}
+	counts := make(map[string]int)
+	for k, offsets := range o.order {
+		if !slices.IsSorted(offsets) {
+			t.Errorf("key %s in partition %d handled in order %v, want offsets ascending", k.key, k.partition, offsets)
+		}
+		counts[k.key] += len(offsets)
+	}
+	return counts
+}
+
 func TestRunKeepsEachKeyInOrder(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
@@ -343,10 +407,7 @@ func TestRunKeepsEachKeyInOrder(t *testing.T) {
 	}
 	e.produce(t, records...)
 
-	var mu sync.Mutex
-	active := make(map[string]bool)
-	order := make(map[string][]int64)
-	var overlaps []string
+	order := newKeyOrder()
 	var running gauge
 	handled := newSeen()
 	cfg := e.config(t)
@@ -354,22 +415,9 @@ func TestRunKeepsEachKeyInOrder(t *testing.T) {
 	r := start(t, cfg, func(ctx context.Context, m *Message) error {
 		running.add(1)
 		defer running.add(-1)
-		key := string(m.Key)
-		if key != "" {
-			mu.Lock()
-			if active[key] {
-				overlaps = append(overlaps, fmt.Sprintf("%s@%d", key, m.Offset))
-			}
-			active[key] = true
-			order[key] = append(order[key], m.Offset)
-			mu.Unlock()
-		}
+		order.start(m)
 		time.Sleep(20 * time.Millisecond)
-		if key != "" {
-			mu.Lock()
-			active[key] = false
-			mu.Unlock()
-		}
+		order.end(m)
 		handled.add(m)
 		return nil
 	})
@@ -378,14 +426,10 @@ func TestRunKeepsEachKeyInOrder(t *testing.T) {
 		t.Fatalf("Run = %v, want nil", err)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(overlaps) > 0 {
-		t.Errorf("messages started while another with the same key ran: %v", overlaps)
-	}
+	counts := order.check(t)
 	for _, k := range keys {
-		if got := order[k]; len(got) != 8 || !slices.IsSorted(got) {
-			t.Errorf("key %s handled in order %v, want 8 offsets ascending", k, got)
+		if counts[k] != 8 {
+			t.Errorf("key %s: %d messages handled, want 8", k, counts[k])
 		}
 	}
 	if peak := running.peak.Load(); peak < 3 {
@@ -898,6 +942,23 @@ func TestRunCountsReservedBytes(t *testing.T) {
 // weights, held while they wait, do not keep it from running).
 func TestRunReserveOfTheWholeBound(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		fairness *Fairness
+	}{
+		{"in fetch order", nil},
+		// The messages read ahead hold bytes too, and cannot start while every slot's
+		// handler waits for the whole bound: they must lend them.
+		{"fair, reading ahead", &Fairness{Tenant: TenantHeader(tenantHeader)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testReserveOfTheWholeBound(t, tc.fairness)
+		})
+	}
+}
+
+func testReserveOfTheWholeBound(t *testing.T, fairness *Fairness) {
 	e := newEnv(t, 2)
 	const n = 16
 	var recs []record
@@ -906,7 +967,7 @@ func TestRunReserveOfTheWholeBound(t *testing.T) {
 		if i%2 == 0 {
 			key = "same"
 		}
-		recs = append(recs, record{partition: 0, key: key, value: fmt.Sprintf("v%d", i)})
+		recs = append(recs, record{partition: 0, key: key, value: fmt.Sprintf("v%d", i), tenant: fmt.Sprint("t", i%3)})
 	}
 	e.produce(t, recs...)
 
@@ -916,6 +977,7 @@ func TestRunReserveOfTheWholeBound(t *testing.T) {
 	cfg := e.config(t)
 	cfg.Concurrency = 8
 	cfg.MaxBytesInFlight = 1 << 20
+	cfg.Fairness = fairness
 	cfg.Hooks = Hooks{Committed: commit.hook}
 	r := start(t, cfg, func(ctx context.Context, m *Message) error {
 		time.Sleep(50 * time.Millisecond) // until Concurrency messages are fetched, some queued

@@ -66,6 +66,9 @@ type reservation struct {
 	// waits, when set, is told when a wait for bytes begins (true) and ends (false); it is
 	// called with neither mutex held.
 	waits func(waiting bool)
+	// Kept by the consumer's run under its own mutex: whether a worker handles the
+	// reservation's messages now, and whether it counts it among those waiting for bytes.
+	atWork, counted bool
 }
 
 func newReservation(sem *semaphore.Weighted, limit, weight int64, ended <-chan struct{}) *reservation {

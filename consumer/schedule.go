@@ -1,0 +1,235 @@
+package consumer
+
+import "sync"
+
+// slots bound the messages being handled, across generations: a handler abandoned at a drain
+// keeps its slot until it returns. The generation being served is told when one comes back.
+type slots struct {
+	mu      sync.Mutex
+	free    int
+	serving *run
+}
+
+func newSlots(n int) *slots { return &slots{free: n} }
+
+// serve makes r the generation that gets the slots given back from now on.
+func (s *slots) serve(r *run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.serving = r
+}
+
+// take takes a slot if one is free.
+func (s *slots) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free == 0 {
+		return false
+	}
+	s.free--
+	return true
+}
+
+// none reports whether every slot is taken.
+func (s *slots) none() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.free == 0
+}
+
+// give gives a slot back and returns the generation being served, to start what waits.
+func (s *slots) give() *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.free++
+	return s.serving
+}
+
+// pending is a message taken on and not yet let go, with the reservation that holds its
+// weight: its own, or its key's, shared with the messages of the key that follow it.
+type pending struct {
+	m      *Message
+	weight int64
+	tenant string
+	// seq numbers the messages in the order they were fetched.
+	seq uint64
+	res *reservation
+}
+
+func keyOf(m *Message) keyRef { return keyRef{partition: m.Partition, key: string(m.Key)} }
+
+// take takes m on, holding room and its weight of bytes: it queues m in ahead, or behind the
+// message of its key that is being handled or waits in ahead, or drops it as a redelivery.
+func (r *run) take(m *Message) {
+	p := &pending{m: m, weight: r.messageWeight(m), tenant: r.cfg.tenantOf(m)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.offsets.fetched(m.Partition, m.Offset) {
+		r.bytes.Release(p.weight)
+		<-r.room
+		r.log.Debug("skipping a message fetched again after a rebalance", logAttrs(m)...)
+		return
+	}
+	r.cfg.Hooks.inFlight(+1)
+	r.seq++
+	p.seq = r.seq
+	if len(m.Key) > 0 {
+		k := keyOf(m)
+		if kq, taken := r.keyQueues[k]; taken {
+			kq.queue = append(kq.queue, p)
+			kq.res.adopt(p.weight)
+			p.res = kq.res
+			r.scheduleLocked() // to lend its bytes too, if its key's message cannot start
+			return
+		}
+		p.res = r.newReservation(p.weight)
+		r.keyQueues[k] = &keyQueue{res: p.res}
+	} else {
+		p.res = r.newReservation(p.weight)
+	}
+	r.ahead.push(p.tenant, p.seq, p)
+	r.scheduleLocked()
+}
+
+// newReservation is a reservation holding weight, taken when its message was fetched, whose
+// waits for bytes are counted while a worker handles its messages.
+func (r *run) newReservation(weight int64) *reservation {
+	res := newReservation(r.bytes, r.cfg.MaxBytesInFlight, weight, r.gen.Done())
+	res.waits = func(waiting bool) { r.waitingForBytes(res, waiting) }
+	return res
+}
+
+// schedule is scheduleLocked, for a slot given back by another generation's worker.
+func (r *run) schedule() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scheduleLocked()
+}
+
+// scheduleLocked starts messages from ahead while slots are free, each tenant in its turn.
+// When messages still wait, no slot is free and every worker holding one waits for bytes,
+// those workers wait for the bytes the waiting messages hold, which cannot start before a
+// worker finishes: the waiting messages then lend their bytes (reservation.lend), to take
+// them back when they start. r.mu is held.
+func (r *run) scheduleLocked() {
+	for !r.stopped && r.ahead.len() > 0 && r.slots.take() {
+		p, _, _ := r.ahead.pop()
+		r.atWork++
+		p.res.atWork = true
+		r.workers.Add(1)
+		go r.work(p)
+	}
+	if !r.stopped && r.ahead.len() > 0 && r.atWork > 0 && r.waiting == r.atWork && r.slots.none() {
+		r.ahead.each(func(p *pending) { p.res.lend() })
+	}
+}
+
+// waitingForBytes counts the workers waiting for bytes, told by their reservation.
+func (r *run) waitingForBytes(res *reservation, waiting bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case waiting && res.atWork && !res.counted:
+		res.counted = true
+		r.waiting++
+		r.scheduleLocked()
+	case !waiting && res.counted:
+		res.counted = false
+		r.waiting--
+	}
+}
+
+// work handles p's message holding a slot. A key's next message then waits in ahead for its
+// tenant's turn, like any other, and the slot is given back; once nothing more starts (the
+// drain), the worker goes on with the key's messages itself instead, as long as the handlers'
+// context lasts.
+func (r *run) work(p *pending) {
+	defer r.workers.Done()
+	res := p.res
+	for {
+		ok := r.handle(p.m, res)
+		r.mu.Lock()
+		next := r.nextOfKeyLocked(p, ok)
+		if next != nil && r.stopped {
+			r.mu.Unlock()
+			p = next
+			continue
+		}
+		r.atWork--
+		res.atWork = false
+		if res.counted { // a Reserve the handler left running
+			res.counted = false
+			r.waiting--
+		}
+		if next != nil {
+			r.ahead.push(next.tenant, next.seq, next)
+		}
+		serving := r.slots.give()
+		if serving == r {
+			r.scheduleLocked()
+		}
+		r.mu.Unlock()
+		if serving != nil && serving != r {
+			serving.schedule()
+		}
+		return
+	}
+}
+
+// nextOfKeyLocked is the message that follows p's with its key, now that p's was handled (ok:
+// successfully), or nil when none does or the key is given up: when a message does not
+// succeed, those that follow it are let go unhandled, for they must not overtake it, and
+// they will be redelivered. r.mu is held.
+func (r *run) nextOfKeyLocked(p *pending, ok bool) *pending {
+	if len(p.m.Key) == 0 {
+		return nil
+	}
+	k := keyOf(p.m)
+	kq := r.keyQueues[k]
+	if len(kq.queue) == 0 || !ok || r.handlerCtx.Err() != nil {
+		delete(r.keyQueues, k)
+		for _, dropped := range kq.queue {
+			r.log.Info("not handled: an earlier message with the same key did not finish; it will be redelivered",
+				logAttrs(dropped.m)...)
+			r.letGoLocked(dropped)
+		}
+		return nil
+	}
+	next := kq.queue[0]
+	kq.queue = kq.queue[1:]
+	return next
+}
+
+// stopStarting stops messages from starting, at the end of the generation: those waiting in
+// ahead, and those queued behind them with their keys, are let go uncommitted, to be
+// redelivered to their partitions' next owner. The messages being handled finish, in the
+// drain, with what follows them with their keys.
+func (r *run) stopStarting() {
+	r.mu.Lock()
+	r.stopped = true
+	n := 0
+	for _, p := range r.ahead.clear() {
+		r.letGoLocked(p)
+		n++
+		if len(p.m.Key) > 0 {
+			k := keyOf(p.m)
+			for _, q := range r.keyQueues[k].queue {
+				r.letGoLocked(q)
+				n++
+			}
+			delete(r.keyQueues, k)
+		}
+	}
+	r.notStarted = n
+	r.mu.Unlock()
+	if n > 0 {
+		r.log.Info("messages waiting to be started let go unhandled; they will be redelivered", "count", n)
+	}
+}
+
+// letGoLocked lets p's message go unhandled: its offset stays uncommitted. r.mu is held.
+func (r *run) letGoLocked(p *pending) {
+	r.cfg.Hooks.inFlight(-1)
+	p.res.shrink(p.weight)
+	<-r.room
+}
