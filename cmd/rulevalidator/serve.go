@@ -32,21 +32,24 @@ import (
 // serveConfig is everything `serve` needs, resolved from defaults, the config
 // file, the environment and flags (see serveSettings).
 type serveConfig struct {
-	docs              documentConfig
-	brokers           []string
-	kafka             kafkaConn
-	groupID           string
-	requestsTopic     string
-	verdictsTopic     string
-	summariesTopic    string
-	deadLetterTopic   string
-	callbacksTopic    string
-	reviewsTopic      string
-	rulesetsTopic     string
-	rulesetsDir       string
-	wireFormat        string
-	schemaRegistry    []string
-	concurrency       int
+	docs            documentConfig
+	brokers         []string
+	kafka           kafkaConn
+	groupID         string
+	requestsTopic   string
+	verdictsTopic   string
+	summariesTopic  string
+	deadLetterTopic string
+	callbacksTopic  string
+	reviewsTopic    string
+	rulesetsTopic   string
+	rulesetsDir     string
+	wireFormat      string
+	schemaRegistry  []string
+	concurrency     int
+	// readAhead is how many requests beyond --concurrency are read ahead so
+	// that the next one is picked fairly across tenants; 0: in fetch order.
+	readAhead         int
 	maxBytesInFlight  int
 	memoryLimit       int
 	drainTimeout      time.Duration
@@ -95,6 +98,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.section("Consumer")
 	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", strconv.Itoa(consumer.DefaultConcurrency), "requests judged at once by this process")
+	s.integer(&cfg.readAhead, "read-ahead", "RULEVALIDATOR_READ_AHEAD", strconv.Itoa(consumer.DefaultReadAhead), "requests read beyond --concurrency (within --max-bytes-in-flight) so that the next one judged is picked by fair share across tenants (deficit round robin over the rv-tenant-id header; a tenant alone still takes every slot); 0: judged in the order they are read, a flood of one tenant ahead of everyone else's")
 	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", strconv.Itoa(consumer.DefaultMaxBytesInFlight), "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3.5x its record in quote mode (record, decoded request, prompt), 5x in cite mode (also the passages and their ids), as much of each claim-checked document's size from before it is downloaded, and of the text a file holds beyond its size once read (DOCX, compressed PDF); a larger request runs alone. 48 MiB keeps a process under 256 MB RSS with 1 MB documents in either mode (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", durationText(consumer.DefaultDrainTimeout), "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
@@ -125,6 +129,9 @@ func (c *serveConfig) validate() error {
 	var errs []error
 	if err := checkKafka(c.brokers, c.kafka); err != nil {
 		errs = append(errs, err)
+	}
+	if c.readAhead < 0 {
+		errs = append(errs, fmt.Errorf("--read-ahead: %d must not be negative (0: no fair share, fetch order)", c.readAhead))
 	}
 	if c.concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency: %d must be at least 1", c.concurrency))
@@ -417,6 +424,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		Cost:             pipeline.Cost(engine.EvidenceMode(cfg.llm.evidence)),
 		DrainTimeout:     cfg.drainTimeout,
 		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
+		Fairness:         cfg.fairness(),
 	}, handler)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
@@ -543,4 +551,14 @@ func (c *serveConfig) claimsApart() error {
 		}
 	}
 	return nil
+}
+
+// fairness is the requests consumer's fair share across tenants, by the
+// tenant header the service's request writer sets (requests without it
+// share one queue), each tenant weighing the same; nil with --read-ahead 0.
+func (c *serveConfig) fairness() *consumer.Fairness {
+	if c.readAhead == 0 {
+		return nil
+	}
+	return &consumer.Fairness{Tenant: consumer.TenantHeader(producer.HeaderTenant), ReadAhead: c.readAhead}
 }
