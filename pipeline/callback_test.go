@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/judging"
 	"rulevalidator/producer"
@@ -67,14 +66,7 @@ func TestCallbackIsPublishedWithTheEvents(t *testing.T) {
 			}
 			req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"),
 				Options: schemas.Options{CallbackURL: tc.callbackURL}, SubmittedAt: time.Now()}
-			value, sh, err := serde.Encode("requests", req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := &consumer.Message{Topic: "requests", Value: value}
-			for _, h := range sh {
-				m.Headers = append(m.Headers, stream.Header(h))
-			}
+			m := requestMessage(t, serde, req)
 			if err := p.Handle(context.Background(), m); err == nil {
 				t.Fatal("the first attempt succeeded with the broker down")
 			}

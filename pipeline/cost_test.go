@@ -64,14 +64,7 @@ func TestHandleReservesInTheBytesInFlight(t *testing.T) {
 	}
 	req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, SubmittedAt: time.Now(),
 		PrimaryDocs: []schemas.Document{{Name: "a.txt", URI: ptr("s3://docs/claims/t/a.txt"), ContentType: ptr("text/plain")}}}
-	value, sh, err := serde.Encode("requests", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &consumer.Message{Topic: "requests", Value: value}
-	for _, h := range sh {
-		m.Headers = append(m.Headers, stream.Header(h))
-	}
+	m := requestMessage(t, serde, req)
 	if err := p.Handle(consumer.WithReserver(context.Background(), r), m); err != nil {
 		t.Fatal(err)
 	}

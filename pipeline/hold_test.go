@@ -14,7 +14,6 @@ import (
 	"rulevalidator/judging"
 	"rulevalidator/registry"
 	"rulevalidator/schemas"
-	"rulevalidator/stream"
 	"rulevalidator/verdict"
 )
 
@@ -150,14 +149,8 @@ func handleFixture(t *testing.T, eng judging.Evaluator, mut func(*Config)) (*Pip
 		t.Fatal(err)
 	}
 	req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
-	value, sh, err := serde.Encode("requests", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &consumer.Message{Topic: "requests", Partition: 2, Offset: 7, Value: value}
-	for _, h := range sh {
-		m.Headers = append(m.Headers, stream.Header(h))
-	}
+	m := requestMessage(t, serde, req)
+	m.Partition, m.Offset = 2, 7
 	return p, pub, m
 }
 

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"rulevalidator/consumer"
 	"rulevalidator/judging"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
@@ -41,14 +40,7 @@ func TestEventTooLargeFailsTheRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: clock}
-	value, sh, err := serde.Encode("requests", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &consumer.Message{Topic: "requests", Value: value}
-	for _, h := range sh {
-		m.Headers = append(m.Headers, stream.Header(h))
-	}
+	m := requestMessage(t, serde, req)
 	err = p.Handle(context.Background(), m)
 	if reason, messageFault := judging.MessageFault(err); !messageFault || reason != string(schemas.ReasonOversized) {
 		t.Fatalf("Handle = %v (reason %q, message fault %v), want the message's fault, oversized", err, reason, messageFault)

@@ -91,14 +91,7 @@ func TestPublishRetryResendsTheBuiltEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: clock}
-			value, sh, err := serde.Encode("requests", req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := &consumer.Message{Topic: "requests", Value: value}
-			for _, h := range sh {
-				m.Headers = append(m.Headers, stream.Header(h))
-			}
+			m := requestMessage(t, serde, req)
 			for attempt := 1; attempt <= 2; attempt++ {
 				err := p.Handle(context.Background(), m)
 				if _, permanent := judging.MessageFault(err); err == nil || permanent {
@@ -170,14 +163,7 @@ func TestFinishedRequestsKeepNoDocumentText(t *testing.T) {
 		PrimaryDocs:   []schemas.Document{{Name: "contract.pdf", Pages: []string{"page one", "page two"}}},
 		AuxiliaryDocs: []schemas.Document{{Name: "policy", Content: ptr("the policy")}},
 		TextInput:     ptr("notes"), Options: schemas.Options{CallbackURL: &callback}, SubmittedAt: time.Now().UTC().Truncate(time.Millisecond)}
-	value, sh, err := serde.Encode("requests", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &consumer.Message{Topic: "requests", Value: value}
-	for _, h := range sh {
-		m.Headers = append(m.Headers, stream.Header(h))
-	}
+	m := requestMessage(t, serde, req)
 	if err := p.Handle(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -197,4 +183,19 @@ func TestFinishedRequestsKeepNoDocumentText(t *testing.T) {
 			t.Errorf("%s keeps input text: %+v", name, r)
 		}
 	}
+}
+
+// requestMessage is req encoded as the requests topic's message, with the
+// headers the wire format gives it.
+func requestMessage(t *testing.T, serde *schemas.Serde, req *schemas.Request) *consumer.Message {
+	t.Helper()
+	value, sh, err := serde.Encode("requests", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &consumer.Message{Topic: "requests", Value: value}
+	for _, h := range sh {
+		m.Headers = append(m.Headers, stream.Header(h))
+	}
+	return m
 }

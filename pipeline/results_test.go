@@ -9,7 +9,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"rulevalidator/consumer"
 	"rulevalidator/judging"
 	"rulevalidator/objstore"
 	"rulevalidator/schemas"
@@ -83,14 +82,7 @@ func TestResultStoredBeforePublishing(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
-			value, sh, err := serde.Encode("requests", req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := &consumer.Message{Topic: "requests", Value: value}
-			for _, h := range sh {
-				m.Headers = append(m.Headers, stream.Header(h))
-			}
+			m := requestMessage(t, serde, req)
 			for attempt := 1; attempt <= 2; attempt++ {
 				err := p.Handle(context.Background(), m)
 				if _, permanent := judging.MessageFault(err); err == nil || permanent {
