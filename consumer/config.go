@@ -83,6 +83,17 @@ type Fairness struct {
 	// weights may change while the consumer runs; it must be quick and safe for concurrent
 	// use.
 	Weight func(tenant string) int
+	// MaxInFlight caps how many of a tenant's messages are handled at once (nil, or 0 or less
+	// for a tenant: no cap). A tenant at its cap is passed over for a free slot, keeping its
+	// place in the round, and its messages wait while the other tenants' start; a slot stays
+	// free only when every message waiting belongs to a tenant at its cap. It is read at
+	// every scheduling decision, under the consumer's lock, like Weight: a raised cap applies
+	// at the next slot given out, a lowered one holds the tenant back until it is under it.
+	// It must be quick and safe for concurrent use. A capped tenant's messages read ahead
+	// still hold their room and bytes while they wait: a backlog of one capped tenant that
+	// fills ReadAhead stops the fetching, whatever the tenant of the messages behind it,
+	// until its messages are handled, at the cap's pace.
+	MaxInFlight func(tenant string) int
 	// ReadAhead is how many messages beyond Concurrency may be in flight: fetched and waiting
 	// for a slot or behind their key, or being handled (default DefaultReadAhead). Fairness
 	// reaches over this many: a tenant's message behind more than that of other tenants' in
@@ -181,6 +192,14 @@ func (c *Config) weightFunc() func(tenant string) int {
 		return nil
 	}
 	return c.Fairness.Weight
+}
+
+// maxInFlightFunc is Fairness.MaxInFlight, nil (no caps) without it.
+func (c *Config) maxInFlightFunc() func(tenant string) int {
+	if c.Fairness == nil {
+		return nil
+	}
+	return c.Fairness.MaxInFlight
 }
 
 // setDefaults fills the zero fields with their defaults, the group's with stream's.

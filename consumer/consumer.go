@@ -35,15 +35,22 @@
 // every slot. A message behind more than ReadAhead messages of its partition still waits
 // for the excess: the partition is read in order.
 //
+// Fairness.MaxInFlight caps a tenant's messages being handled at once: a tenant at its cap
+// is passed over for a free slot, keeping its place in the round, while the others start
+// theirs; a slot stays free only while every message waiting is of a tenant at its cap. Its
+// messages read ahead wait with their room and bytes, so a capped tenant's backlog that
+// fills ReadAhead holds the fetching back to its cap's pace.
+//
 // What holds without it holds with it:
 //   - A partition's commit point is its lowest offset fetched and not handled, read ahead or
 //     not: messages handled out of order are committed once everything before them is.
 //   - A key's messages keep their order and never hold two slots, as above; only the one
 //     at the head of its key waits for its tenant's turn.
 //   - Messages read ahead hold their bytes while they wait, so MaxBytesInFlight bounds them
-//     with the rest. One exception keeps the consumer from stalling: when every slot's
-//     handler waits in Reserve for bytes and messages wait for a slot, those messages cannot
-//     start before a handler finishes, so they lend their bytes to the waiting handlers (as
+//     with the rest. One exception keeps the consumer from stalling: when every handler
+//     waits in Reserve for bytes and messages wait that cannot start (no slot is free, or
+//     their tenants are at their caps), those messages cannot start before a handler
+//     finishes, so they lend their bytes to the waiting handlers (as
 //     a waiting handler gives back those of the messages queued behind it with its key) and
 //     take them back before they start, waiting if need be. The bytes in memory may then
 //     exceed the bound by those of the messages read ahead.
@@ -124,7 +131,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// The bounds hold across generations: a handler abandoned at a drain keeps its slot, and
 	// its message its room, until it returns.
 	room := make(chan struct{}, c.cfg.Concurrency+c.cfg.readAhead())
-	slots := newSlots(c.cfg.Concurrency)
+	slots := newSlots(c.cfg.Concurrency, c.cfg.maxInFlightFunc())
 	inFlightBytes := semaphore.NewWeighted(c.cfg.MaxBytesInFlight)
 	c.log.Info("consumer started", "brokers", c.cfg.Client.Brokers(), "concurrency", c.cfg.Concurrency,
 		"fair", c.cfg.Fairness != nil, "read_ahead", c.cfg.readAhead())

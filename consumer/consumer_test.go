@@ -950,6 +950,9 @@ func TestRunReserveOfTheWholeBound(t *testing.T) {
 		// The messages read ahead hold bytes too, and cannot start while every slot's
 		// handler waits for the whole bound: they must lend them.
 		{"fair, reading ahead", &Fairness{Tenant: TenantHeader(tenantHeader)}},
+		// Slots are free, but every message waiting is of a tenant at its cap: they cannot
+		// start either, and must lend their bytes all the same.
+		{"fair, every tenant capped", &Fairness{Tenant: TenantHeader(tenantHeader), MaxInFlight: func(string) int { return 1 }}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

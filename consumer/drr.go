@@ -18,6 +18,9 @@ import "slices"
 // seq, not of their push: a message put back (a key's next message, once the one before it is
 // handled) goes before the tenant's messages fetched after it.
 //
+// A tenant may be held back from a pick (popWhere: the consumer's cap on a tenant's messages
+// being handled): it is passed over where it stands, and the others share the item.
+//
 // It is not safe for concurrent use.
 type drr[T any] struct {
 	weight func(tenant string) int
@@ -71,11 +74,25 @@ func (s *drr[T]) push(tenant string, seq uint64, item T) {
 
 // pop takes the next item: the first of the tenant whose turn it is. ok is false when
 // nothing is queued.
-func (s *drr[T]) pop() (item T, tenant string, ok bool) {
-	if len(s.round) == 0 {
+func (s *drr[T]) pop() (item T, tenant string, ok bool) { return s.popWhere(nil) }
+
+// popWhere is pop among the tenants that may start (nil: all of them). A tenant that may not
+// is passed over where it stands: it keeps its place in the round and what is left of its
+// turn, and the item goes to the next tenant in the round that may, whose turn it then is.
+// So a tenant held back does not hold the others back, and goes on with its turn once it
+// may start again. ok is false when no tenant that may start has items queued.
+func (s *drr[T]) popWhere(mayStart func(tenant string) bool) (item T, tenant string, ok bool) {
+	at := -1
+	for i, q := range s.round {
+		if mayStart == nil || mayStart(q.tenant) {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
 		return item, "", false
 	}
-	q := s.round[0]
+	q := s.round[at]
 	w := s.weightOf(q.tenant)
 	if q.credit == 0 {
 		q.credit = w // a turn begins
@@ -89,10 +106,10 @@ func (s *drr[T]) pop() (item T, tenant string, ok bool) {
 	s.n--
 	switch {
 	case len(q.items) == 0:
-		s.round = slices.Delete(s.round, 0, 1)
+		s.round = slices.Delete(s.round, at, at+1)
 		delete(s.queues, q.tenant)
 	case q.credit == 0:
-		s.round = append(slices.Delete(s.round, 0, 1), q)
+		s.round = append(slices.Delete(s.round, at, at+1), q)
 	}
 	return item, q.tenant, true
 }

@@ -238,3 +238,77 @@ func TestDRRClear(t *testing.T) {
 		t.Errorf("pop after clear and push = %v, %q, %v", item, tenant, ok)
 	}
 }
+
+// TestDRRPassesOverHeldTenants: a tenant that may not start is passed over where it stands,
+// keeping its place and what is left of its turn; the others take the items meanwhile.
+func TestDRRPassesOverHeldTenants(t *testing.T) {
+	type pick struct {
+		held string // tenants that may not start, space-separated
+		want string // the tenant popped; "-" for none
+	}
+	tests := []struct {
+		name    string
+		weights map[string]int
+		pushes  []drrStep
+		picks   []pick
+	}{
+		{
+			name:   "the others take the items while a tenant is held",
+			pushes: []drrStep{push("a", 3), push("b", 3), push("c", 3)},
+			picks:  []pick{{"a", "b"}, {"a", "c"}, {"a", "b"}, {"a", "c"}, {"", "a"}, {"", "b"}},
+		},
+		{
+			name:    "a held tenant keeps what is left of its turn",
+			weights: map[string]int{"a": 3},
+			pushes:  []drrStep{push("a", 6), push("b", 6)},
+			picks:   []pick{{"", "a"}, {"a", "b"}, {"a", "b"}, {"", "a"}, {"", "a"}, {"", "b"}, {"", "a"}},
+		},
+		{
+			name:   "nothing when every tenant with items is held",
+			pushes: []drrStep{push("a", 2), push("b", 1)},
+			picks:  []pick{{"a b", "-"}, {"a", "b"}, {"a", "-"}, {"", "a"}, {"", "a"}, {"", "-"}},
+		},
+		{
+			name:   "a held tenant without items changes nothing",
+			pushes: []drrStep{push("a", 2), push("b", 2)},
+			picks:  []pick{{"c", "a"}, {"c", "b"}, {"c", "a"}, {"c", "b"}, {"c", "-"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newDRR[string](func(tenant string) int {
+				if w, ok := tt.weights[tenant]; ok {
+					return w
+				}
+				return 1
+			})
+			var seq uint64
+			for _, step := range tt.pushes {
+				for range step.n {
+					seq++
+					s.push(step.push, seq, fmt.Sprintf("%s#%d", step.push, seq))
+				}
+			}
+			queued := s.len()
+			for i, p := range tt.picks {
+				held := strings.Fields(p.held)
+				item, tenant, ok := s.popWhere(func(tenant string) bool { return !slices.Contains(held, tenant) })
+				got := tenant
+				if !ok {
+					got = "-"
+				} else {
+					queued--
+					if !strings.HasPrefix(item, tenant+"#") {
+						t.Errorf("pick %d: item %q popped as tenant %q's", i, item, tenant)
+					}
+				}
+				if got != p.want {
+					t.Fatalf("pick %d (held %q): popped %q, want %q", i, p.held, got, p.want)
+				}
+				if s.len() != queued {
+					t.Fatalf("pick %d: len() = %d, want %d", i, s.len(), queued)
+				}
+			}
+		})
+	}
+}

@@ -514,3 +514,122 @@ func TestTenantHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestFairMaxInFlight: a tenant capped at two never has more than two messages handled at
+// once, while another tenant's messages fill the other slots; alone, the capped tenant leaves
+// the slots beyond its cap free. Each key's order and the order of commits hold.
+func TestFairMaxInFlight(t *testing.T) {
+	t.Parallel()
+	const concurrency, capped = 5, 2
+	for _, tc := range []struct {
+		name    string
+		tenants []string
+	}{
+		{"beside another tenant", []string{"capped", "free"}},
+		{"alone", []string{"capped"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, 2)
+			const each = 24
+			var recs []record
+			next := make([]int64, e.partitions)
+			for i := range each {
+				for _, tenant := range tc.tenants {
+					p := i % e.partitions
+					// Half of each tenant's messages on a few keys of their own, half keyless.
+					key := ""
+					if i%2 == 0 {
+						key = fmt.Sprint(tenant, "-", i%3)
+					}
+					recs = append(recs, record{partition: p, key: key, value: fmt.Sprint(tenant, i), tenant: tenant})
+					next[p]++
+				}
+			}
+			e.produce(t, recs...)
+
+			var (
+				mu            sync.Mutex
+				busy, peak    = make(map[string]int), make(map[string]int)
+				total, maxAll int
+				// fullBeside counts the starts that found the capped tenant at its cap and
+				// every other slot taken.
+				fullBeside int
+			)
+			order := newKeyOrder()
+			commits := newCommitCheck()
+			cfg := e.config(t)
+			cfg.Concurrency = concurrency
+			cfg.Fairness = &Fairness{
+				Tenant: TenantHeader(tenantHeader),
+				MaxInFlight: func(tenant string) int {
+					if tenant == "capped" {
+						return capped
+					}
+					return 0
+				},
+			}
+			cfg.Hooks.Committed = commits.hook
+			r := start(t, cfg, func(ctx context.Context, m *Message) error {
+				tenant := TenantHeader(tenantHeader)(m)
+				mu.Lock()
+				busy[tenant]++
+				total++
+				peak[tenant] = max(peak[tenant], busy[tenant])
+				maxAll = max(maxAll, total)
+				if busy["capped"] == capped && total == concurrency {
+					fullBeside++
+				}
+				mu.Unlock()
+				order.start(m)
+				time.Sleep(30 * time.Millisecond)
+				order.end(m)
+				commits.done(m)
+				mu.Lock()
+				busy[tenant]--
+				total--
+				mu.Unlock()
+				return nil
+			})
+			waitFor(t, "every message is committed", func() bool {
+				for p := range e.partitions {
+					if commits.commits.get(p) != next[p] {
+						return false
+					}
+				}
+				return true
+			})
+			if err := r.stop(t); err != nil {
+				t.Fatalf("Run = %v, want nil", err)
+			}
+			counts := order.check(t)
+			commits.check(t)
+			handled := 0
+			for _, n := range counts {
+				handled += n
+			}
+			if wantKeyed := each / 2 * len(tc.tenants); handled != wantKeyed {
+				t.Errorf("%d keyed messages handled, want %d", handled, wantKeyed)
+			}
+
+			mu.Lock()
+			defer mu.Unlock()
+			if peak["capped"] != capped {
+				t.Errorf("the capped tenant had at most %d messages handled at once, want its cap, %d", peak["capped"], capped)
+			}
+			if maxAll > concurrency {
+				t.Errorf("%d messages handled at once, over Concurrency %d", maxAll, concurrency)
+			}
+			if len(tc.tenants) > 1 {
+				if peak["free"] < concurrency-capped {
+					t.Errorf("the other tenant had at most %d messages handled at once; want the %d slots the cap leaves", peak["free"], concurrency-capped)
+				}
+				if fullBeside == 0 {
+					t.Error("no start found the capped tenant at its cap beside a full set of slots: the other tenant did not fill them")
+				}
+			} else if maxAll != capped {
+				t.Errorf("alone, the capped tenant had %d messages handled at once, want %d", maxAll, capped)
+			}
+		})
+	}
+}

@@ -4,13 +4,24 @@ import "sync"
 
 // slots bound the messages being handled, across generations: a handler abandoned at a drain
 // keeps its slot until it returns. The generation being served is told when one comes back.
+// With Fairness.MaxInFlight they also count each tenant's, for its cap.
 type slots struct {
 	mu      sync.Mutex
 	free    int
 	serving *run
+	// maxInFlight is Fairness.MaxInFlight, nil for no caps; busy counts the slots each tenant
+	// holds, kept only with it.
+	maxInFlight func(tenant string) int
+	busy        map[string]int
 }
 
-func newSlots(n int) *slots { return &slots{free: n} }
+func newSlots(n int, maxInFlight func(tenant string) int) *slots {
+	s := &slots{free: n, maxInFlight: maxInFlight}
+	if maxInFlight != nil {
+		s.busy = make(map[string]int)
+	}
+	return s
+}
 
 // serve makes r the generation that gets the slots given back from now on.
 func (s *slots) serve(r *run) {
@@ -19,29 +30,50 @@ func (s *slots) serve(r *run) {
 	s.serving = r
 }
 
-// take takes a slot if one is free.
-func (s *slots) take() bool {
+// take takes a slot, if one is free, for the message pick picks among the tenants that may
+// start one (under their cap), and reports whether it did: false when no slot is free, or
+// pick found nothing. pick runs with s.mu held.
+func (s *slots) take(pick func(mayStart func(tenant string) bool) (tenant string, ok bool)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.free == 0 {
 		return false
 	}
+	var mayStart func(string) bool
+	if s.maxInFlight != nil {
+		mayStart = s.underCapLocked
+	}
+	tenant, ok := pick(mayStart)
+	if !ok {
+		return false
+	}
 	s.free--
+	if s.busy != nil {
+		s.busy[tenant]++
+	}
 	return true
 }
 
-// none reports whether every slot is taken.
-func (s *slots) none() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.free == 0
+// underCapLocked says whether tenant may start another message: it holds fewer slots than
+// its cap, or has none (0 or less). The cap is read at each decision, so that a changed one
+// applies at once; a tenant over a lowered cap starts nothing until it is under it. s.mu is
+// held.
+func (s *slots) underCapLocked(tenant string) bool {
+	limit := s.maxInFlight(tenant)
+	return limit <= 0 || s.busy[tenant] < limit
 }
 
-// give gives a slot back and returns the generation being served, to start what waits.
-func (s *slots) give() *run {
+// give gives back a slot a message of tenant held and returns the generation being served,
+// to start what waits.
+func (s *slots) give(tenant string) *run {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.free++
+	if s.busy != nil {
+		if s.busy[tenant]--; s.busy[tenant] <= 0 {
+			delete(s.busy, tenant)
+		}
+	}
 	return s.serving
 }
 
@@ -106,20 +138,33 @@ func (r *run) schedule() {
 	r.scheduleLocked()
 }
 
-// scheduleLocked starts messages from ahead while slots are free, each tenant in its turn.
-// When messages still wait, no slot is free and every worker holding one waits for bytes,
-// those workers wait for the bytes the waiting messages hold, which cannot start before a
-// worker finishes: the waiting messages then lend their bytes (reservation.lend), to take
-// them back when they start. r.mu is held.
+// scheduleLocked starts messages from ahead while slots are free, each tenant in its turn,
+// passing over the tenants at their cap (Fairness.MaxInFlight). When messages still wait and
+// none of them can start (no slot is free, or their tenants are at their caps) while every
+// worker of this generation waits for bytes, those workers wait for the bytes the waiting
+// messages hold, which cannot start before a worker finishes: the waiting messages then lend
+// their bytes (reservation.lend), to take them back when they start. r.mu is held.
 func (r *run) scheduleLocked() {
-	for !r.stopped && r.ahead.len() > 0 && r.slots.take() {
-		p, _, _ := r.ahead.pop()
+	for !r.stopped && r.ahead.len() > 0 {
+		var p *pending
+		started := r.slots.take(func(mayStart func(string) bool) (string, bool) {
+			var ok bool
+			p, _, ok = r.ahead.popWhere(mayStart)
+			if !ok {
+				return "", false
+			}
+			return p.tenant, true
+		})
+		if !started {
+			break
+		}
 		r.atWork++
 		p.res.atWork = true
 		r.workers.Add(1)
 		go r.work(p)
 	}
-	if !r.stopped && r.ahead.len() > 0 && r.atWork > 0 && r.waiting == r.atWork && r.slots.none() {
+	// What waits could not start: the loop ended with messages in ahead.
+	if !r.stopped && r.ahead.len() > 0 && r.atWork > 0 && r.waiting == r.atWork {
 		r.ahead.each(func(p *pending) { p.res.lend() })
 	}
 }
@@ -146,6 +191,9 @@ func (r *run) waitingForBytes(res *reservation, waiting bool) {
 func (r *run) work(p *pending) {
 	defer r.workers.Done()
 	res := p.res
+	// The slot is counted as its first message's tenant's, whatever the key's later
+	// messages it handles in the drain name.
+	tenant := p.tenant
 	for {
 		ok := r.handle(p.m, res)
 		r.mu.Lock()
@@ -164,7 +212,7 @@ func (r *run) work(p *pending) {
 		if next != nil {
 			r.ahead.push(next.tenant, next.seq, next)
 		}
-		serving := r.slots.give()
+		serving := r.slots.give(tenant)
 		if serving == r {
 			r.scheduleLocked()
 		}
