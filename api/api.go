@@ -13,7 +13,8 @@
 // (POST /internal/execute-async, a job handle at once, the result posted to
 // a callback) with its status route.
 // Errors are JSON, {"error":{"code","message"}}, with the codes listed in
-// errors.go; 401 carries a Bearer challenge, 405 an Allow header.
+// errors.go; 401 carries a Bearer challenge, 405 an Allow header, 429 (a
+// tenant over its rate of submissions, Config.RateLimit) a Retry-After.
 //
 // Validations go to the requests topic through the Submitter; the serve
 // pipeline judges them and stores the result in a jobs.ObjectStore, or a
@@ -81,6 +82,13 @@ type CallbackChecker interface {
 	CheckURL(rawURL string) error
 }
 
+// RateLimiter admits a tenant's submissions at its rate (a *tenants.RateLimiter).
+type RateLimiter interface {
+	// Admit takes one submission of tenant. A refusal is an error whose message names the
+	// limit, with how long until a submission would be admitted.
+	Admit(tenant string) (retryAfter time.Duration, err error)
+}
+
 // Instrumenter counts and times requests per route (a *metrics.Metrics).
 type Instrumenter interface {
 	InstrumentHTTP(route string, h http.Handler) http.Handler
@@ -138,6 +146,11 @@ type Config struct {
 	// pipeline writes the callback to the callbacks topic, delivered from
 	// there (package outbox). Nil refuses requests that ask for a callback.
 	Callbacks CallbackChecker
+	// RateLimit, when set, admits each tenant's submissions (POST /v1/validations, for the
+	// token's tenant, and POST /internal/execute-async, for the tenant the request names)
+	// at its rate, answering 429 rate_limited with Retry-After past it. Every submission
+	// counts, one that repeats a request id included.
+	RateLimit RateLimiter
 	// Readiness lists what /readyz probes, each with ReadyTimeout (default 2s).
 	Readiness    []Check
 	ReadyTimeout time.Duration

@@ -17,6 +17,7 @@ const (
 	CodeConflict         = "conflict"            // 409: the resource's state refuses it (a review id taken by another review)
 	CodeUnreadable       = "unreadable_document" // 422: a document's file cannot be read; the message names it
 	CodeTooLarge         = "too_large"           // 413: body over the limit
+	CodeRateLimited      = "rate_limited"        // 429: the tenant is over its rate of submissions; see Retry-After, the message names the limit
 	CodeBusy             = "busy"                // 503: at capacity; see Retry-After (not answered now; kept, as codes are never withdrawn)
 	CodeUnavailable      = "unavailable"         // 503: a dependency (broker, storage) is down
 	CodeInternal         = "internal"            // 500: a bug; logged

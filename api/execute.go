@@ -78,6 +78,10 @@ func (s *Server) executeAsync(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "tenant_id "+err.Error())
 		return
 	}
+	// A request naming no tenant is refused by submit, with its other problems.
+	if req.TenantID != "" && !s.admitted(w, req.TenantID) {
+		return
+	}
 	s.submit(w, r, req, readErr, func(w http.ResponseWriter, job jobs.Job) {
 		w.Header().Set("Location", executeStatusURL(job.TenantID, job.RequestID))
 		writeJSON(w, http.StatusAccepted, newExecuteBody(job))

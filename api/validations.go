@@ -37,6 +37,10 @@ func (s *Server) submitValidation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such route")
 		return
 	}
+	// Before the body is read: a tenant over its rate costs little.
+	if !s.admitted(w, p.Tenant) {
+		return
+	}
 	body, ok := readBody(w, r)
 	if !ok {
 		return
