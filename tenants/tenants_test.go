@@ -2,6 +2,8 @@ package tenants
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -168,5 +170,25 @@ func TestParseErrorText(t *testing.T) {
 	two := &ParseError{Problems: []string{"a: bad", "b: worse"}}
 	if got, want := two.Error(), "2 problems: a: bad; b: worse"; got != want {
 		t.Errorf("two problems: %q, want %q", got, want)
+	}
+}
+
+// TestExampleFileParses: the example the operations docs point to is a valid tenants file.
+func TestExampleFileParses(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "ops", "tenants.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		t.Fatalf("ops/tenants.example.yaml: %v", err)
+	}
+	want := map[string]Limits{
+		"acme":  {Weight: 3, MaxInFlight: 8, RequestsPerMinute: 600},
+		"trial": {Weight: 1, MaxInFlight: 1, RequestsPerMinute: 10},
+		"batch": {Weight: 2},
+	}
+	if !reflect.DeepEqual(cfg.Tenants, want) || cfg.Default != (Limits{Weight: 1, RequestsPerMinute: 120}) {
+		t.Errorf("ops/tenants.example.yaml reads as %+v", cfg)
 	}
 }

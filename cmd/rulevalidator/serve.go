@@ -27,6 +27,7 @@ import (
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/tenants"
 )
 
 // serveConfig is everything `serve` needs, resolved from defaults, the config
@@ -49,7 +50,10 @@ type serveConfig struct {
 	concurrency     int
 	// readAhead is how many requests beyond --concurrency are read ahead so
 	// that the next one is picked fairly across tenants; 0: in fetch order.
-	readAhead         int
+	readAhead int
+	// tenantsFile is the tenants file: weights and caps for the fair share,
+	// rate limits for the API; empty: none.
+	tenantsFile       string
 	maxBytesInFlight  int
 	memoryLimit       int
 	drainTimeout      time.Duration
@@ -99,6 +103,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", strconv.Itoa(consumer.DefaultConcurrency), "requests judged at once by this process")
 	s.integer(&cfg.readAhead, "read-ahead", "RULEVALIDATOR_READ_AHEAD", strconv.Itoa(consumer.DefaultReadAhead), "requests read beyond --concurrency (within --max-bytes-in-flight) so that the next one judged is picked by fair share across tenants (deficit round robin over the rv-tenant-id header; a tenant alone still takes every slot); 0: judged in the order they are read, a flood of one tenant ahead of everyone else's")
+	s.str(&cfg.tenantsFile, "tenants-file", "RULEVALIDATOR_TENANTS_FILE", "", "YAML file of what each tenant is allowed, read again every 2s while serving (a version that does not parse is logged and the previous one kept; a file missing at start is an error): weight (its share of the requests judged, with --read-ahead above 0), max_in_flight (the most of its requests this replica judges at once) and requests_per_minute (the submissions this replica's API admits from it, in bursts of a tenth of the rate, at least 1; past it 429 rate_limited), default: giving what a tenant's entry leaves out and what the tenants it does not name get (ops/tenants.example.yaml); empty: every tenant weighs 1, uncapped and unlimited")
 	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", strconv.Itoa(consumer.DefaultMaxBytesInFlight), "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3.5x its record in quote mode (record, decoded request, prompt), 5x in cite mode (also the passages and their ids), as much of each claim-checked document's size from before it is downloaded, and of the text a file holds beyond its size once read (DOCX, compressed PDF); a larger request runs alone. 48 MiB keeps a process under 256 MB RSS with 1 MB documents in either mode (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", durationText(consumer.DefaultDrainTimeout), "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
@@ -363,6 +368,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	}()
 
 	g, gctx := errgroup.WithContext(ctx)
+	if svc.tenants != nil {
+		g.Go(func() error { return svc.tenants.Run(gctx) })
+	}
 	resolver, err := startRegistry(gctx, g, cfg, svc.kafka, logger)
 	if err != nil {
 		return err
@@ -424,7 +432,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		Cost:             pipeline.Cost(engine.EvidenceMode(cfg.llm.evidence)),
 		DrainTimeout:     cfg.drainTimeout,
 		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
-		Fairness:         cfg.fairness(),
+		Fairness:         cfg.fairness(svc.tenants),
 	}, handler)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
@@ -555,10 +563,32 @@ func (c *serveConfig) claimsApart() error {
 
 // fairness is the requests consumer's fair share across tenants, by the
 // tenant header the service's request writer sets (requests without it
-// share one queue), each tenant weighing the same; nil with --read-ahead 0.
-func (c *serveConfig) fairness() *consumer.Fairness {
+// share one queue), with the weights and caps of the tenants file, read at
+// each decision so that a reload applies at once (nil: each tenant weighing
+// the same, uncapped); nil with --read-ahead 0.
+func (c *serveConfig) fairness(file *tenants.File) *consumer.Fairness {
 	if c.readAhead == 0 {
 		return nil
 	}
-	return &consumer.Fairness{Tenant: consumer.TenantHeader(producer.HeaderTenant), ReadAhead: c.readAhead}
+	f := &consumer.Fairness{Tenant: consumer.TenantHeader(producer.HeaderTenant), ReadAhead: c.readAhead}
+	if file != nil {
+		f.Weight, f.MaxInFlight = file.Weight, file.MaxInFlight
+	}
+	return f
+}
+
+// openTenants reads the tenants file, nil without --tenants-file; one that
+// is missing or does not parse is a configuration error.
+func (c *serveConfig) openTenants(logger *slog.Logger) (*tenants.File, error) {
+	if c.tenantsFile == "" {
+		return nil, nil
+	}
+	file, err := tenants.Open(c.tenantsFile, tenants.FileOptions{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("%w: --tenants-file: %v", errConfig, err)
+	}
+	if c.readAhead == 0 {
+		logger.Warn("--read-ahead 0 judges requests in the order they are read: the tenants file's weights and max_in_flight do not apply, only its rate limits at the API")
+	}
+	return file, nil
 }

@@ -28,6 +28,7 @@ import (
 	"rulevalidator/reviewui"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/tenants"
 )
 
 // httpConfig holds the settings of the HTTP listeners, auth, reports and
@@ -150,6 +151,8 @@ type services struct {
 	reviews reviews.Store
 	// kafka is the one checked Kafka client every Kafka part is built on.
 	kafka *stream.Client
+	// tenants is the tenants file; nil without --tenants-file.
+	tenants *tenants.File
 }
 
 // newServices builds metrics, the callback notifier and the report writer.
@@ -160,6 +163,9 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 		return nil, err
 	}
 	s := &services{metrics: m, registry: reg}
+	if s.tenants, err = cfg.openTenants(logger); err != nil {
+		return nil, err
+	}
 	if s.kafka, err = cfg.kafka.client(cfg.brokers); err != nil {
 		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
@@ -236,6 +242,10 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 	}
 	if svc.notifier != nil {
 		acfg.Callbacks = svc.notifier
+	}
+	if svc.tenants != nil {
+		// Per replica: N replicas admit up to N times a tenant's rate.
+		acfg.RateLimit = tenants.NewRateLimiter(svc.tenants.RequestsPerMinute, tenants.RateLimiterOptions{})
 	}
 	// The review page shows PDF pages as a reader sees them, rendered by
 	// the engine that reads them.

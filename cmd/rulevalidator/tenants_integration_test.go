@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeTenantsFile writes the tenants file whole, by a rename, as the docs ask.
+func writeTenantsFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServeRateLimitsByTenantsFile: through the API of a serve on the real stack, a tenant
+// limited to 10 requests a minute (a burst of 1) is answered 429 rate_limited with Retry-After
+// past its first, nothing queued, while another tenant's requests go through and are judged.
+// Editing the tenants file while serve runs changes the limits without a restart: the first
+// tenant's is raised, the second is given one; a version that does not parse is logged, naming
+// the key, and the previous one stays in force.
+func TestServeRateLimitsByTenantsFile(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	tenantsFile := filepath.Join(t.TempDir(), "tenants.yaml")
+	writeTenantsFile(t, tenantsFile, "default: {weight: 1}\ntenants:\n  trial: {weight: 1, max_in_flight: 1, requests_per_minute: 10}\n")
+	p := e.startInProcess(t, append(e.serveArgs(), "--tenants-file", tenantsFile)...)
+	public := "http://" + e.httpAddr
+	waitForListener(t, public)
+
+	example, err := os.ReadFile(exampleRequestJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(tenant, id string) (int, http.Header, []byte) {
+		var submission map[string]any
+		if err := json.Unmarshal(example, &submission); err != nil {
+			t.Fatal(err)
+		}
+		delete(submission, "tenant_id") // the token's
+		submission["request_id"] = id
+		body, _ := json.Marshal(submission)
+		return httpDo(t, http.MethodPost, public+"/v1/validations", e.token(t, tenant), body)
+	}
+	// checkLimited checks a 429 for tenant at perMinute.
+	checkLimited := func(what string, code int, hdr http.Header, body []byte, tenant string, perMinute int) {
+		t.Helper()
+		var eb struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(body, &eb)
+		if code != http.StatusTooManyRequests || eb.Error.Code != "rate_limited" {
+			t.Fatalf("%s: %d %s, want 429 rate_limited", what, code, body)
+		}
+		wait := 60 / perMinute // a burst of 1 spent: a token every 60/perMinute seconds
+		if secs, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || secs < 1 || secs > wait {
+			t.Errorf("%s: Retry-After %q, want whole seconds from 1 to %d", what, hdr.Get("Retry-After"), wait)
+		}
+		if want := fmt.Sprintf("tenant %q is over its rate limit of %d requests per minute", tenant, perMinute); !strings.Contains(eb.Error.Message, want) {
+			t.Errorf("%s: message %q, want it to say %q", what, eb.Error.Message, want)
+		}
+	}
+
+	if code, _, body := submit("trial", "trial-1"); code != http.StatusAccepted {
+		t.Fatalf("trial's first request: %d %s", code, body)
+	}
+	code, hdr, body := submit("trial", "trial-2")
+	checkLimited("trial's second request", code, hdr, body, "trial", 10)
+	for i := range 5 {
+		if code, _, body := submit("acme", fmt.Sprint("acme-", i)); code != http.StatusAccepted {
+			t.Fatalf("acme's request %d, beside trial's limit: %d %s", i+1, code, body)
+		}
+	}
+	// The refused request was not queued; the admitted ones are judged.
+	if code, _, body := httpDo(t, http.MethodGet, public+"/v1/validations/trial-2", e.token(t, "trial"), nil); code != http.StatusNotFound {
+		t.Errorf("GET of the refused request: %d %s, want 404", code, body)
+	}
+	for _, job := range []struct{ tenant, id string }{{"trial", "trial-1"}, {"acme", "acme-4"}} {
+		waitUntil(t, waitLimit, job.id+" to be judged", func() bool {
+			code, _, body := httpDo(t, http.MethodGet, public+"/v1/validations/"+job.id, e.token(t, job.tenant), nil)
+			return code == http.StatusOK && strings.Contains(string(body), `"status":"completed"`)
+		})
+	}
+
+	// Raised for trial, given to acme, while serve runs.
+	writeTenantsFile(t, tenantsFile, "default: {weight: 1}\ntenants:\n  trial: {requests_per_minute: 6000}\n  acme: {weight: 3, requests_per_minute: 12}\n")
+	attempt := 0
+	waitUntil(t, 30*time.Second, "trial's raised limit to apply", func() bool {
+		attempt++
+		code, _, _ := submit("trial", fmt.Sprint("trial-after-", attempt))
+		return code == http.StatusAccepted
+	})
+	for i := range 20 {
+		if code, _, body := submit("trial", fmt.Sprint("trial-burst-", i)); code != http.StatusAccepted {
+			t.Fatalf("trial at 6000 a minute, request %d of a burst of 600: %d %s", i+1, code, body)
+		}
+	}
+	if code, _, body := submit("acme", "acme-limited-1"); code != http.StatusAccepted {
+		t.Fatalf("acme's first request at its new limit: %d %s", code, body)
+	}
+	code, hdr, body = submit("acme", "acme-limited-2")
+	checkLimited("acme's second request at its new limit", code, hdr, body, "acme", 12)
+
+	// A version that does not parse leaves the last good one in force, and says why.
+	writeTenantsFile(t, tenantsFile, "tenants:\n  acme: {requests_per_minute: 6000, tokens_per_day: 100000}\n")
+	waitUntil(t, 30*time.Second, "the refused version to be logged", func() bool {
+		return strings.Contains(p.log.String(), "tenants.acme.tokens_per_day: token budgets (tokens_per_hour, tokens_per_day, on_exceed) are not supported yet")
+	})
+	code, hdr, body = submit("acme", "acme-limited-3")
+	checkLimited("acme after a version that does not parse", code, hdr, body, "acme", 12)
+	if !strings.Contains(p.log.String(), "tenants file reloaded") {
+		t.Error("the service did not log the reload")
+	}
+}
