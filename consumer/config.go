@@ -88,7 +88,8 @@ type Fairness struct {
 	// place in the round, and its messages wait while the other tenants' start; a slot stays
 	// free only when every message waiting belongs to a tenant at its cap. It is read at
 	// every scheduling decision, under the consumer's lock, like Weight: a raised cap applies
-	// at the next slot given out, a lowered one holds the tenant back until it is under it.
+	// from the next message fetched or finished, a lowered one holds the tenant back until it
+	// is under it. Handlers of an ended generation still running count against it.
 	// It must be quick and safe for concurrent use. A capped tenant's messages read ahead
 	// still hold their room and bytes while they wait: a backlog of one capped tenant that
 	// fills ReadAhead stops the fetching, whatever the tenant of the messages behind it,

@@ -48,12 +48,12 @@
 //     at the head of its key waits for its tenant's turn.
 //   - Messages read ahead hold their bytes while they wait, so MaxBytesInFlight bounds them
 //     with the rest. One exception keeps the consumer from stalling: when every handler
-//     waits in Reserve for bytes and messages wait that cannot start (no slot is free, or
+//     waits in Reserve for bytes while messages wait that cannot start (no slot is free, or
 //     their tenants are at their caps), those messages cannot start before a handler
-//     finishes, so they lend their bytes to the waiting handlers (as
-//     a waiting handler gives back those of the messages queued behind it with its key) and
-//     take them back before they start, waiting if need be. The bytes in memory may then
-//     exceed the bound by those of the messages read ahead.
+//     finishes, so they lend their bytes to the waiting handlers (as a waiting handler gives
+//     back those of the messages queued behind it with its key) and take them back before
+//     they start, waiting if need be. The bytes in memory may then exceed the bound by those
+//     of the messages read ahead.
 //   - When the partitions are revoked, the messages read ahead and not started are let go
 //     uncommitted, with those queued behind them with their keys, and redelivered to the
 //     partitions' next owner; the messages being handled drain as always. Messages handled
