@@ -15,11 +15,15 @@ import (
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/gbnf"
 	"rulevalidator/internal/backoff"
 	"rulevalidator/internal/limit"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/verdict"
 )
 
@@ -34,6 +38,11 @@ type Client struct {
 	// it (BaseURL's host).
 	limiter  *limit.Limiter
 	endpoint string
+	// tracer makes one CLIENT span per attempt; host and port are
+	// server.address and server.port.
+	tracer trace.Tracer
+	host   string
+	port   int
 
 	mu sync.Mutex
 	// formats holds, per model, the strongest response format the server
@@ -68,6 +77,9 @@ func New(cfg Config) (*Client, error) {
 		log:        cfg.Logger,
 		retry:      backoff.Policy{Initial: cfg.BaseDelay, Max: cfg.MaxDelay, MaxAttempts: cfg.MaxAttempts, MaxElapsed: cfg.MaxElapsed},
 		endpoint:   u.Host,
+		tracer:     tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName),
+		host:       u.Hostname(),
+		port:       urlPort(u),
 		formats:    map[string]engine.ResponseFormat{},
 		noLogProbs: map[string]bool{},
 		told:       map[string]bool{},
@@ -356,14 +368,12 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 // one request; n numbers it among the attempts of its call in this format.
 // A failure with queued set says ctx ended before a slot was free: nothing
 // was sent.
-func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, n int, ext extensions) (goopenai.ChatCompletionResponse, *failure) {
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, n int, ext extensions) (resp goopenai.ChatCompletionResponse, f *failure) {
+	ctx, span := c.startSpan(ctx, model, format, n)
+	defer func() { endSpan(span, resp, f) }()
 	creq, contents := withPlaceholders(creq)
 	rec := &attemptRecord{extensions: ext, contents: contents}
-	var (
-		resp         goopenai.ChatCompletionResponse
-		f            *failure
-		queued, took time.Duration
-	)
+	var queued, took time.Duration
 	waitStart := time.Now()
 	err := c.limiter.Do(ctx, func() limit.Result {
 		queued = time.Since(waitStart)
@@ -374,6 +384,10 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 	if err != nil {
 		return resp, &failure{kind: transient, queued: true, cause: err,
 			reason: fmt.Sprintf("no slot to %s before the call ended: %v", c.endpoint, err)}
+	}
+	span.SetAttributes(attribute.Int64(attrQueuedMS, queued.Milliseconds()))
+	if rec.status != 0 {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(rec.status))
 	}
 	if c.cfg.OnAttempt != nil {
 		a := observed(model, format, n, took, rec.status, resp, f)

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/engine"
 	"rulevalidator/internal/backoff"
 	"rulevalidator/internal/limit"
@@ -73,6 +75,9 @@ type Config struct {
 	OmitSchemaHint bool
 	// Logger receives retry and fallback logs; nil uses slog.Default().
 	Logger *slog.Logger
+	// TracerProvider makes a CLIENT span per attempt (see trace.go); nil
+	// makes none.
+	TracerProvider trace.TracerProvider
 	// Sleep waits d or until ctx is done; nil uses backoff.Sleep. Tests
 	// inject it.
 	Sleep func(ctx context.Context, d time.Duration) error
