@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/stream"
 )
 
@@ -62,6 +64,9 @@ type Config struct {
 
 	// Hooks observe the consumer, for metrics. Optional.
 	Hooks Hooks
+	// TracerProvider, when set, makes a CONSUMER span per message handled (see Trace), the
+	// parent of the handler's spans, continuing the trace context the message carries.
+	TracerProvider trace.TracerProvider
 }
 
 // Fairness shares a consumer's handling slots among tenants by weighted fair queuing: the

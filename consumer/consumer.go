@@ -108,6 +108,9 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
+	if cfg.TracerProvider != nil {
+		h = Trace(cfg.TracerProvider, cfg.GroupID)(h)
+	}
 	return &Consumer{
 		cfg:     cfg,
 		handler: h,

@@ -21,8 +21,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/engine/anchor"
 	"rulevalidator/engine/plan"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/verdict"
 )
 
@@ -113,6 +116,9 @@ type Config struct {
 	// Logger receives the engine's rare notices, such as what a probe found
 	// (default slog.Default()).
 	Logger *slog.Logger
+	// TracerProvider makes the engine's internal spans (evaluate, plan,
+	// cache, calls; see trace.go); nil makes none.
+	TracerProvider trace.TracerProvider
 	// Now is the clock that dates cached verdicts (default time.Now).
 	Now func() time.Time
 	// Hooks observe the engine's work; every field is optional.
@@ -257,6 +263,7 @@ type Engine struct {
 	modes    *instructionModes
 	est      *plan.Estimator // token estimates, learned per model
 	windows  *contextWindows // context windows the server reported
+	tracer   trace.Tracer
 }
 
 // New returns an Engine asking llm, with cfg's defaults applied and checked.
@@ -269,7 +276,7 @@ func New(llm LLM, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256, cfg.Evidence), modes: newInstructionModes(),
-		est: plan.NewEstimator(), windows: newContextWindows()}, nil
+		est: plan.NewEstimator(), windows: newContextWindows(), tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
 }
 
 // Task is one request to judge, as the engine sees it: the ruleset, the inputs, and whose
@@ -295,7 +302,9 @@ type Task struct {
 // Evaluate judges req. Errors wrap ErrInvalidRuleset or ErrInvalidInput (no
 // model call was made), ErrLLMUnavailable or ErrLLMRejected (from the LLM), or
 // ErrInvalidOutput (the answer was still wrong when the retry budget ran out).
-func (e *Engine) Evaluate(ctx context.Context, req Task) (*Result, error) {
+func (e *Engine) Evaluate(ctx context.Context, req Task) (res *Result, err error) {
+	ctx, span := e.startEvaluate(ctx, req)
+	defer func() { endEvaluate(span, res, err) }()
 	rs, in := req.Ruleset, req.Inputs
 	if rs == nil {
 		return nil, fmt.Errorf("%w: no ruleset given", ErrInvalidRuleset)
@@ -330,7 +339,7 @@ func (e *Engine) Evaluate(ctx context.Context, req Task) (*Result, error) {
 		return nil, err
 	}
 	if cr != nil {
-		e.store(ctx, cr, model, in.Documents())
+		e.storeTraced(ctx, cr, model, in.Documents())
 	}
 	routeReviews(rs, rs.Rules, verdicts, e.cfg.ReviewBelowConfidence)
 	return &Result{
@@ -363,7 +372,7 @@ func (e *Engine) evaluateTree(ctx context.Context, req Task, model string) (*Res
 			return nil, err
 		}
 		if cr != nil {
-			e.store(ctx, cr, model, in.Documents())
+			e.storeTraced(ctx, cr, model, in.Documents())
 		}
 		for k, i := range d.model {
 			verdicts[i] = judged[k]

@@ -4,9 +4,12 @@ import (
 	"context"
 	"slices"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"rulevalidator/engine/plan"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/verdict"
 )
 
@@ -125,7 +128,12 @@ func (e *Engine) prepareCalls(ctx context.Context, model string, rs *Ruleset, in
 	if e.cfg.Evidence == EvidenceCite {
 		r.ps = an.passages()
 	}
+	_, span := e.tracer.Start(ctx, "plan")
 	p, whole, err := e.planCalls(rs, in, r, b)
+	if err == nil {
+		span.SetAttributes(attribute.Int(attrCalls, len(p.Calls)), attribute.Int(attrRules, len(rs.Rules)))
+	}
+	tracing.End(span, err)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +152,13 @@ func (e *Engine) prepareCalls(ctx context.Context, model string, rs *Ruleset, in
 		}
 		return rc, nil
 	}
-	if rc.mats, err = e.fromCache(ctx, cr, model, rs, rc.docs, p, r, whole, rc.bounds); err != nil {
+	cctx, span := e.tracer.Start(ctx, "cache lookup")
+	rc.mats, err = e.fromCache(cctx, cr, model, rs, rc.docs, p, r, whole, rc.bounds)
+	if err == nil {
+		span.SetAttributes(attribute.Int(attrRules, len(rs.Rules)), attribute.Int(attrCacheHits, cr.hitCount()))
+	}
+	tracing.End(span, err)
+	if err != nil {
 		return nil, err
 	}
 	for c, call := range p.Calls {
@@ -171,7 +185,9 @@ func (rc *requestCalls) toMake() int {
 // makeCalls converses with the model for each call that asks about a rule,
 // at most Config.CallConcurrency at once. The outcomes are by call; a call
 // not made has none.
-func (e *Engine) makeCalls(ctx context.Context, model string, mode Instructions, rs *Ruleset, an *anchoring, rc *requestCalls) ([]callOutcome, error) {
+func (e *Engine) makeCalls(ctx context.Context, model string, mode Instructions, rs *Ruleset, an *anchoring, rc *requestCalls) (_ []callOutcome, err error) {
+	ctx, span := e.tracer.Start(ctx, "calls", trace.WithAttributes(attribute.Int(attrCalls, rc.toMake())))
+	defer func() { tracing.End(span, err) }()
 	p := rc.p
 	outcomes := make([]callOutcome, len(p.Calls))
 	g, gctx := errgroup.WithContext(ctx)
@@ -198,7 +214,11 @@ func (e *Engine) makeCalls(ctx context.Context, model string, mode Instructions,
 			case call.Partial:
 				m = rc.r.excerpt(rc.docs, p, c, rc.bounds)
 			}
-			v, u, err := e.converse(gctx, model, mode, rs, rules, m, an)
+			cctx, span := e.tracer.Start(gctx, "call", trace.WithAttributes(
+				attribute.Int(attrCall, c), attribute.Int(attrRules, len(rules)), attribute.Bool(attrPartial, call.Partial)))
+			v, u, err := e.converse(cctx, model, mode, rs, rules, m, an)
+			span.SetAttributes(attribute.Int(attrLLMCalls, u.LLMCalls))
+			tracing.End(span, err)
 			outcomes[c] = callOutcome{v, u}
 			return err
 		})

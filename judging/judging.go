@@ -22,9 +22,12 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/internal/fault"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/request"
 	"rulevalidator/schemas"
 )
@@ -98,7 +101,10 @@ type Config struct {
 	Timeout time.Duration
 	// ReportFailed, when set, is called when a report could not be stored.
 	ReportFailed func()
-	Logger       *slog.Logger
+	// TracerProvider makes the spans of the stages (ruleset, documents,
+	// task, report; see trace.go); nil makes none. The engine makes its own.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -117,7 +123,10 @@ func (c *Config) Validate() error {
 }
 
 // Judge judges validation requests. It is safe for concurrent use.
-type Judge struct{ cfg Config }
+type Judge struct {
+	cfg    Config
+	tracer trace.Tracer
+}
 
 // New returns a Judge.
 func New(cfg Config) (*Judge, error) {
@@ -140,7 +149,7 @@ func New(cfg Config) (*Judge, error) {
 		}
 		cfg.Documents = r
 	}
-	return &Judge{cfg: cfg}, nil
+	return &Judge{cfg: cfg, tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
 }
 
 // ErrRequestTimeout marks an attempt that ran out of Config.Timeout: nobody's fault yet
@@ -179,10 +188,10 @@ func (j *Judge) Judge(ctx context.Context, req *schemas.Request, start time.Time
 // engine, the report, the events. Its errors are classified by Judge, through the failure
 // table; rs is the ruleset once resolved, for a failed summary to name.
 func (j *Judge) judge(ctx context.Context, req *schemas.Request, start time.Time, held *holds) (out Events, rs *engine.Ruleset, err error) {
-	if rs, err = j.ruleset(ctx, req); err != nil {
+	if rs, err = j.rulesetTraced(ctx, req); err != nil {
 		return Events{}, nil, err
 	}
-	read, err := j.readDocuments(ctx, req, held)
+	read, err := j.readDocumentsTraced(ctx, req, held)
 	if err != nil {
 		return Events{}, rs, err
 	}
@@ -194,7 +203,7 @@ func (j *Judge) judge(ctx context.Context, req *schemas.Request, start time.Time
 	if err != nil {
 		return Events{}, rs, err
 	}
-	report, err := j.report(ctx, req, rs, res)
+	report, err := j.reportTraced(ctx, req, rs, res)
 	if err != nil {
 		return Events{}, rs, err
 	}

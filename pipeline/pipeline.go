@@ -17,7 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/consumer"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/judging"
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
@@ -90,8 +93,11 @@ type Config struct {
 	// (producer.Result.Callback), so the callback is durable before the
 	// request's offset is committed. Nil publishes no callbacks.
 	CallbackPayload func(req *schemas.Request, out judging.Events) (payload, withoutVerdicts []byte, err error)
-	Logger          *slog.Logger
-	Hooks           Hooks
+	// TracerProvider makes the decode and store spans and is given to the
+	// use case (Judging.TracerProvider, when it has none); nil makes none.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
+	Hooks          Hooks
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -153,6 +159,7 @@ type Pipeline struct {
 	// the retry re-sends it instead of asking the model again.
 	unsent *resultCache
 	env    *environment
+	tracer trace.Tracer
 	// timeouts counts, per message in flight, the attempts that ran out of
 	// the request timeout; ReleaseHolds forgets a message's count when its
 	// handling ends.
@@ -174,6 +181,9 @@ func New(cfg Config) (*Pipeline, error) {
 	if jc.Now == nil {
 		jc.Now = cfg.Now
 	}
+	if jc.TracerProvider == nil {
+		jc.TracerProvider = cfg.TracerProvider
+	}
 	judge, err := judging.New(jc)
 	if err != nil {
 		return nil, err
@@ -185,6 +195,7 @@ func New(cfg Config) (*Pipeline, error) {
 		unsent:   newResultCache(max(cfg.CacheEntries, unsentEntries), max(cfg.CacheBytes, unsentBytes)),
 		env:      newEnvironment(cfg.Hooks.EnvironmentFault),
 		timeouts: map[string]int{},
+		tracer:   tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName),
 	}, nil
 }
 
@@ -213,21 +224,14 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 	if p.cfg.Serde == nil || p.cfg.Publisher == nil {
 		return "", errors.New("pipeline: Handle needs a Serde and a Publisher")
 	}
-	ev, err := p.cfg.Serde.Decode(ctx, m.Topic, m.Value, m.Headers)
+	req, err := p.decode(ctx, m)
 	if err != nil {
-		return "failed", fmt.Errorf("decoding %s: %w", position(m), err) // e.g. registry unavailable: held
-	}
-	req, ok := ev.(*schemas.Request)
-	if !ok {
-		return "failed", fmt.Errorf("%w: %s holds a %s, not a %s", schemas.ErrUndecodable, position(m), ev.SchemaName(), schemas.RequestSchema)
-	}
-	if err := req.Validate(); err != nil {
-		return "failed", consumer.Permanent(string(schemas.ReasonInvalidRequest), err)
+		return "failed", err
 	}
 	log := p.cfg.Logger.With("request_id", req.RequestID, "tenant_id", req.TenantID, "position", position(m))
 
 	if pub, ok := p.unsent.get(requestKey(req)); ok {
-		log.Info("re-sending the events built before storing or publishing failed; the model is not asked again")
+		log.InfoContext(ctx, "re-sending the events built before storing or publishing failed; the model is not asked again")
 		if err := p.storeResult(ctx, pub); err != nil {
 			return "", err
 		}
@@ -235,10 +239,10 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 			return "", &brokerError{err}
 		}
 		p.unsent.remove(requestKey(req))
-		return p.finished(log, pub)
+		return p.finished(ctx, log, pub)
 	}
 	if pub, ok := p.cache.get(requestKey(req)); ok {
-		log.Info("redelivered request answered from the result cache")
+		log.InfoContext(ctx, "redelivered request answered from the result cache")
 		if err := p.cfg.Publisher.Write(ctx, pub.msgs); err != nil {
 			return "", &brokerError{err}
 		}
@@ -285,7 +289,7 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		p.unsent.put(requestKey(req), pub)
 		return "", &brokerError{err}
 	}
-	return p.finished(log, pub)
+	return p.finished(ctx, log, pub)
 }
 
 // encode builds the records of a request's events, and of its callback.
@@ -299,11 +303,13 @@ func (p *Pipeline) encode(ctx context.Context, req *schemas.Request, out judging
 }
 
 // storeResult stores pub's result unless it is stored already.
-func (p *Pipeline) storeResult(ctx context.Context, pub *published) error {
+func (p *Pipeline) storeResult(ctx context.Context, pub *published) (err error) {
 	if p.cfg.Results == nil || pub.stored {
 		pub.out.Material, pub.out.Ruleset, pub.out.Files = nil, nil, nil
 		return nil
 	}
+	ctx, span := p.tracer.Start(ctx, "store result")
+	defer func() { tracing.End(span, err) }()
 	if err := p.cfg.Results.StoreResult(ctx, pub.req, pub.out); err != nil {
 		return &resultStoreError{fmt.Errorf("storing the result of request %q (tenant %q): %w", pub.req.RequestID, pub.req.TenantID, err)}
 	}
@@ -313,7 +319,7 @@ func (p *Pipeline) storeResult(ctx context.Context, pub *published) error {
 
 // finished reports a request whose events are written: completed results
 // are remembered so a redelivery yields the same bytes.
-func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
+func (p *Pipeline) finished(ctx context.Context, log *slog.Logger, pub *published) (string, error) {
 	if pub.judgeErr == nil {
 		p.cache.put(requestKey(pub.req), pub)
 	}
@@ -321,7 +327,7 @@ func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 		p.cfg.Hooks.Finished(pub.req, pub.out)
 	}
 	if pub.judgeErr != nil {
-		log.Warn("request failed", "reason", pub.out.Summary.Error.Code, "err", pub.judgeErr)
+		log.WarnContext(ctx, "request failed", "reason", pub.out.Summary.Error.Code, "err", pub.judgeErr)
 		return "failed", pub.judgeErr
 	}
 	if h := p.cfg.Hooks.VerdictsPublished; h != nil {
@@ -329,7 +335,7 @@ func (p *Pipeline) finished(log *slog.Logger, pub *published) (string, error) {
 			h(outcome, n)
 		}
 	}
-	log.Info("request judged", "rules", len(pub.out.Verdicts), "cached", pub.out.Summary.Counts.Cached, "llm_calls", pub.out.Summary.Usage.LLMCalls, "took", pub.out.Summary.CompletedAt.Sub(pub.out.Summary.StartedAt))
+	log.InfoContext(ctx, "request judged", "rules", len(pub.out.Verdicts), "cached", pub.out.Summary.Counts.Cached, "llm_calls", pub.out.Summary.Usage.LLMCalls, "took", pub.out.Summary.CompletedAt.Sub(pub.out.Summary.StartedAt))
 	return "completed", nil
 }
 
