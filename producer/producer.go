@@ -15,8 +15,11 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/bucket"
 	"rulevalidator/consumer"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -110,7 +113,10 @@ type Config struct {
 	Objects ObjectWriter
 	// ClaimTimeout bounds storing one such value (default 30s).
 	ClaimTimeout time.Duration
-	Logger       *slog.Logger
+	// TracerProvider makes a PRODUCER span per topic written (see send);
+	// nil makes none, and the events carry the trace context of ctx.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -165,10 +171,11 @@ func (c *Config) Validate() error {
 
 // Producer encodes and writes events. It is safe for concurrent use.
 type Producer struct {
-	cfg   Config
-	serde *schemas.Serde
-	w     *stream.Writer
-	log   *slog.Logger
+	cfg    Config
+	serde  *schemas.Serde
+	w      *stream.Writer
+	log    *slog.Logger
+	tracer trace.Tracer
 }
 
 // New returns a Producer writing with serde's wire format. It reads the
@@ -198,7 +205,8 @@ func New(ctx context.Context, cfg Config, serde *schemas.Serde) (*Producer, erro
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &Producer{cfg: cfg, serde: serde, w: w, log: cfg.Logger.With("component", "producer")}, nil
+	return &Producer{cfg: cfg, serde: serde, w: w, log: cfg.Logger.With("component", "producer"),
+		tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
 }
 
 // Close flushes and closes the writer.
@@ -359,7 +367,7 @@ func eventRecord(serde *schemas.Serde, source, topic, key, id, tenant, subject s
 // Write writes records and returns once every one is acknowledged by all
 // in-sync replicas.
 func (p *Producer) Write(ctx context.Context, msgs []stream.Record) error {
-	if err := p.w.Write(ctx, msgs...); err != nil {
+	if err := send(ctx, p.tracer, p.w, msgs); err != nil {
 		return fmt.Errorf("producer: writing %d events: %w", len(msgs), err)
 	}
 	return nil
@@ -387,7 +395,7 @@ func (p *Producer) PublishDeadLetter(ctx context.Context, m *consumer.Message, r
 		return fmt.Errorf("producer: dead letter for %s: %w", m.Where(), err)
 	}
 	if rec.Size() <= limit {
-		err = p.w.Write(ctx, rec)
+		err = send(ctx, p.tracer, p.w, []stream.Record{rec})
 		if !errors.Is(err, stream.ErrTooLarge) {
 			if err != nil {
 				return fmt.Errorf("producer: writing the dead letter for %s: %w", m.Where(), err)
@@ -401,7 +409,7 @@ func (p *Producer) PublishDeadLetter(ctx context.Context, m *consumer.Message, r
 	if err != nil {
 		return err
 	}
-	if err := p.w.Write(ctx, rec); err != nil {
+	if err := send(ctx, p.tracer, p.w, []stream.Record{rec}); err != nil {
 		return fmt.Errorf("producer: writing the dead letter for %s: %w", m.Where(), err)
 	}
 	return nil

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"rulevalidator/internal/tracing"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -22,6 +25,9 @@ type RequestWriterConfig struct {
 	// Completed, when set, is told the records of each acknowledged batch,
 	// their partitions and offsets filled in, before Write returns.
 	Completed func([]stream.Record)
+	// TracerProvider makes a PRODUCER span per write (see send), whose
+	// context the requests carry; nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // Submission is one validation request to write, with the W3C trace context
@@ -42,6 +48,7 @@ type RequestWriter struct {
 	serde  *schemas.Serde
 	writer *stream.Writer
 	topic  string
+	tracer trace.Tracer
 }
 
 // NewRequestWriter checks cfg and returns a writer encoding with serde. It
@@ -70,7 +77,7 @@ func NewRequestWriter(ctx context.Context, cfg RequestWriterConfig, serde *schem
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &RequestWriter{serde: serde, topic: cfg.Topic, writer: w}, nil
+	return &RequestWriter{serde: serde, topic: cfg.Topic, writer: w, tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
 }
 
 // Write encodes the requests and writes them in one call, returning once
@@ -84,7 +91,7 @@ func (w *RequestWriter) Write(ctx context.Context, subs ...Submission) error {
 		}
 		recs[i] = rec
 	}
-	if err := w.writer.Write(ctx, recs...); err != nil {
+	if err := send(ctx, w.tracer, w.writer, recs); err != nil {
 		if len(subs) == 1 {
 			return fmt.Errorf("producer: writing request %q to %s: %w", subs[0].Request.RequestID, w.topic, err)
 		}

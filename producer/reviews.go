@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"rulevalidator/internal/tracing"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -20,6 +23,9 @@ type ReviewWriterConfig struct {
 	Source string
 	// WriteTimeout bounds one write, acks included (default 10s).
 	WriteTimeout time.Duration
+	// TracerProvider makes a PRODUCER span per write (see send); nil makes
+	// none.
+	TracerProvider trace.TracerProvider
 }
 
 // ReviewWriter publishes reviews to the reviews topic, each with the
@@ -30,6 +36,7 @@ type ReviewWriter struct {
 	writer *stream.Writer
 	topic  string
 	source string
+	tracer trace.Tracer
 }
 
 // NewReviewWriter checks cfg and returns a writer encoding with serde.
@@ -55,7 +62,7 @@ func NewReviewWriter(ctx context.Context, cfg ReviewWriterConfig, serde *schemas
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &ReviewWriter{serde: serde, writer: w, topic: cfg.Topic, source: cfg.Source}, nil
+	return &ReviewWriter{serde: serde, writer: w, topic: cfg.Topic, source: cfg.Source, tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
 }
 
 // PublishReview writes r and returns once it is acknowledged.
@@ -64,7 +71,7 @@ func (w *ReviewWriter) PublishReview(ctx context.Context, r *schemas.ReviewEvent
 	if err != nil {
 		return err
 	}
-	if err := w.writer.Write(ctx, rec); err != nil {
+	if err := send(ctx, w.tracer, w.writer, []stream.Record{rec}); err != nil {
 		return fmt.Errorf("producer: writing review %q to %s: %w", r.EventID, w.topic, err)
 	}
 	return nil
