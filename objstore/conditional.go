@@ -27,7 +27,9 @@ func (s *Store) PutIfMatch(ctx context.Context, key, etag string, body []byte, c
 }
 
 // Delete removes the object under key; a missing object is not an error.
-func (s *Store) Delete(ctx context.Context, key string) error {
+func (s *Store) Delete(ctx context.Context, key string) (err error) {
+	ctx, span := s.startSpan(ctx, "delete", s.cfg.Bucket, key)
+	defer func() { endSpan(span, -1, err) }()
 	uri := s.URI(key)
 	if err := checkKey(key); err != nil {
 		return &OpError{Op: "delete", URI: uri, Err: err}

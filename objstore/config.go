@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7/pkg/s3utils"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults applied by New to the zero fields of Config.
@@ -63,6 +64,9 @@ type Config struct {
 	Transport http.RoundTripper
 	// Logger receives a warning for every retried failure (default: discard).
 	Logger *slog.Logger
+	// TracerProvider makes a CLIENT span per object operation (see trace.go);
+	// nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) setDefaults() {

@@ -17,8 +17,10 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"go.opentelemetry.io/otel/trace"
 
 	"rulevalidator/bucket"
+	"rulevalidator/internal/tracing"
 )
 
 // Store reads and writes objects in one bucket. It is safe for concurrent use.
@@ -26,6 +28,7 @@ type Store struct {
 	cfg    Config
 	client *minio.Client
 	log    *slog.Logger
+	tracer trace.Tracer
 }
 
 // ObjectInfo describes a stored object (bucket.ObjectInfo).
@@ -54,7 +57,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("objstore: client for %s: %w", cfg.Endpoint, err)
 	}
 	cfg.AllowedBuckets = slices.Clone(cfg.AllowedBuckets)
-	return &Store{cfg: cfg, client: client, log: cfg.Logger}, nil
+	return &Store{cfg: cfg, client: client, log: cfg.Logger, tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
 }
 
 // Bucket is the bucket the store writes to.
@@ -110,7 +113,9 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, contentType st
 
 // put stores body under key; condition, when not nil, adds its precondition header to the
 // request options.
-func (s *Store) put(ctx context.Context, op, key string, body []byte, contentType string, meta map[string]string, condition func(*minio.PutObjectOptions)) (ObjectInfo, error) {
+func (s *Store) put(ctx context.Context, op, key string, body []byte, contentType string, meta map[string]string, condition func(*minio.PutObjectOptions)) (_ ObjectInfo, err error) {
+	ctx, span := s.startSpan(ctx, op, s.cfg.Bucket, key)
+	defer func() { endSpan(span, int64(len(body)), err) }()
 	uri := s.URI(key)
 	if err := checkKey(key); err != nil {
 		return ObjectInfo{}, &OpError{Op: op, URI: uri, Err: err}
@@ -122,7 +127,7 @@ func (s *Store) put(ctx context.Context, op, key string, body []byte, contentTyp
 		contentType = "application/octet-stream"
 	}
 	var info minio.UploadInfo
-	err := s.retry(ctx, op, uri, func() (err error) {
+	err = s.retry(ctx, op, uri, func() (err error) {
 		opts := minio.PutObjectOptions{ContentType: contentType, UserMetadata: meta}
 		if condition != nil {
 			condition(&opts)
@@ -150,7 +155,9 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo,
 	return s.get(ctx, s.cfg.Bucket, key)
 }
 
-func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, ObjectInfo, error) {
+func (s *Store) get(ctx context.Context, bucket, key string) (_ io.ReadCloser, info ObjectInfo, err error) {
+	ctx, span := s.startSpan(ctx, "get", bucket, key)
+	defer func() { endSpan(span, info.Size, err) }()
 	uri := "s3://" + bucket + "/" + key
 	if err := checkKey(key); err != nil {
 		return nil, ObjectInfo{}, &OpError{Op: "get", URI: uri, Err: err}
@@ -161,7 +168,7 @@ func (s *Store) get(ctx context.Context, bucket, key string) (io.ReadCloser, Obj
 	core := minio.Core{Client: s.client}
 	var body io.ReadCloser
 	var stat minio.ObjectInfo
-	err := s.retry(ctx, "get", uri, func() error {
+	err = s.retry(ctx, "get", uri, func() error {
 		b, st, _, err := core.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
 		if err != nil {
 			return err
@@ -258,11 +265,13 @@ func (s *Store) GetClaim(ctx context.Context, tenant, uri string) ([]byte, error
 // without reading it (a HEAD), so that a caller can make room for it first. It refuses what
 // GetClaim refuses (ErrClaimRefused, before any request), a missing object (ErrNotFound) and
 // one bigger than MaxObjectBytes (ErrTooLarge).
-func (s *Store) StatClaim(ctx context.Context, tenant, uri string) (ObjectInfo, error) {
+func (s *Store) StatClaim(ctx context.Context, tenant, uri string) (info ObjectInfo, err error) {
 	bucket, key, err := s.claim("stat", tenant, uri)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
+	ctx, span := s.startSpan(ctx, "stat", bucket, key)
+	defer func() { endSpan(span, info.Size, err) }()
 	var stat minio.ObjectInfo
 	err = s.retry(ctx, "stat", uri, func() (err error) {
 		stat, err = s.client.StatObject(ctx, bucket, key, minio.StatObjectOptions{})
@@ -275,7 +284,7 @@ func (s *Store) StatClaim(ctx context.Context, tenant, uri string) (ObjectInfo, 
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	info := objectInfo(bucket, key, uri, stat)
+	info = objectInfo(bucket, key, uri, stat)
 	if info.Size > s.cfg.MaxObjectBytes {
 		err := s.tooLarge(uri, fmt.Sprintf("%d bytes", info.Size))
 		err.Op = "stat"
