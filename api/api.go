@@ -31,8 +31,11 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/auth"
 	"rulevalidator/docread"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/jobs"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
@@ -163,7 +166,10 @@ type Config struct {
 	// DownloadTimeout bounds a download, streaming included (default 5m,
 	// the WriteTimeout of NewHTTPServer).
 	DownloadTimeout time.Duration
-	Logger          *slog.Logger
+	// TracerProvider makes a SERVER span per request on a route, continuing
+	// the caller's traceparent (see trace.go); nil makes none.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -225,6 +231,7 @@ type Server struct {
 	pages *pageCache
 	// reviews records posted reviews; nil without cfg.Reviews.
 	reviews *reviews.Recorder
+	tracer  trace.Tracer
 }
 
 // New checks cfg (after filling in defaults) and returns a Server.
@@ -233,7 +240,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), pages: newPageCache(cfg.PageCacheSize)}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), pages: newPageCache(cfg.PageCacheSize),
+		tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}
 	if cfg.Reviews != nil {
 		s.reviews = &reviews.Recorder{Store: cfg.Reviews, Publisher: cfg.ReviewPublisher, Observer: cfg.ReviewMetrics, Now: cfg.Now}
 	}
@@ -289,7 +297,7 @@ func (s *Server) OpsHandler(metrics http.Handler) http.Handler {
 }
 
 func (s *Server) handle(mux *http.ServeMux, pattern string, timeout time.Duration, h http.Handler) {
-	mux.Handle(pattern, s.instrument(pattern, withTimeout(h, timeout)))
+	mux.Handle(pattern, s.traced(pattern, s.instrument(pattern, withTimeout(h, timeout))))
 }
 
 func (s *Server) instrument(route string, h http.Handler) http.Handler {
