@@ -116,13 +116,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 		CallbackURL: callbackURL,
 	})
 	if err != nil {
-		s.log.Warn("api: recording a validation's job failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "err", err)
+		s.log.WarnContext(r.Context(), "api: recording a validation's job failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "err", err)
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "job status storage is unavailable; try again shortly")
 		return
 	}
 	if !created {
-		s.log.Info("api: request id submitted again; answering with the existing job", "tenant_id", job.TenantID, "request_id", job.RequestID, "status", job.Status)
+		s.log.InfoContext(r.Context(), "api: request id submitted again; answering with the existing job", "tenant_id", job.TenantID, "request_id", job.RequestID, "status", job.Status)
 		respond(w, job)
 		return
 	}
@@ -135,7 +135,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "the request is larger than the requests topic takes as one message; send its documents by uri (claim checks) instead of inline")
 			return
 		}
-		s.log.Warn("api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "err", err)
+		s.log.WarnContext(r.Context(), "api: submitting a validation failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "err", err)
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the request could not be queued; try again shortly")
 		return
@@ -145,9 +145,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, req *schemas.Req
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RequestTimeout)
 	defer cancel()
 	if err := s.cfg.Jobs.Queued(ctx, job); err != nil {
-		s.log.Warn("api: the job could not be marked queued", "tenant_id", req.TenantID, "request_id", req.RequestID, "err", err)
+		s.log.WarnContext(ctx, "api: the job could not be marked queued", "tenant_id", req.TenantID, "request_id", req.RequestID, "err", err)
 	}
-	s.log.Info("api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "route", r.Pattern)
+	s.log.InfoContext(ctx, "api: validation accepted", "tenant_id", req.TenantID, "request_id", req.RequestID, "route", r.Pattern)
 	respond(w, job)
 }
 
@@ -186,7 +186,7 @@ func (s *Server) readable(w http.ResponseWriter, ctx context.Context, req *schem
 				writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("%s[%d] (%q): the document could not be read within the request's time; send it by uri, and the service reads it as it judges", group.field, i, d.Name))
 				return false
 			case err != nil:
-				s.log.Warn("api: reading a document failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "document", d.Name, "err", err)
+				s.log.WarnContext(ctx, "api: reading a document failed", "tenant_id", req.TenantID, "request_id", req.RequestID, "document", d.Name, "err", err)
 				w.Header().Set("Retry-After", "5")
 				writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the document reader is unavailable; try again shortly")
 				return false
@@ -222,7 +222,7 @@ func (s *Server) forget(ctx context.Context, req *schemas.Request) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
 	defer cancel()
 	if err := s.cfg.Jobs.Delete(ctx, req.TenantID, req.RequestID); err != nil {
-		s.log.Error("api: the job of a request that was not queued could not be deleted; its request id answers as pending until the job is removed",
+		s.log.ErrorContext(ctx, "api: the job of a request that was not queued could not be deleted; its request id answers as pending until the job is removed",
 			"tenant_id", req.TenantID, "request_id", req.RequestID, "err", err)
 	}
 }
@@ -305,7 +305,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, tenant, requestI
 	job, ok, err := s.cfg.Jobs.Get(r.Context(), tenant, requestID)
 	switch {
 	case err != nil:
-		s.log.Warn("api: reading a job failed", "tenant_id", tenant, "request_id", requestID, "err", err)
+		s.log.WarnContext(r.Context(), "api: reading a job failed", "tenant_id", tenant, "request_id", requestID, "err", err)
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "job status storage is unavailable; try again shortly")
 		return jobs.Job{}, false

@@ -188,7 +188,7 @@ func (e *Engine) store(ctx context.Context, cr *cacheRun, model string, docs []D
 		return
 	}
 	if err := cr.cache.Put(ctx, cr.scope, entries); err != nil {
-		e.cfg.Logger.Warn("engine: verdicts not stored in the verdict cache; they will be asked again",
+		e.cfg.Logger.WarnContext(ctx, "engine: verdicts not stored in the verdict cache; they will be asked again",
 			"request_id", cr.requestID, "tenant_id", cr.scope.Tenant, "verdicts", len(entries), "err", err)
 		if e.cfg.Hooks.CacheStoreFailed != nil {
 			e.cfg.Hooks.CacheStoreFailed()

@@ -75,7 +75,7 @@ func (e *Engine) converse(ctx context.Context, model string, mode Instructions, 
 			}
 			break
 		}
-		e.reasking(problems)
+		e.reasking(ctx, problems)
 		// A re-ask is a fresh call for the pending rules with the latest
 		// correction after them: it shares the instructions and material as
 		// a prefix, and re-asks don't grow without bound.
@@ -252,12 +252,12 @@ func rationaleRetries(outputRetries int) int {
 
 // reasking reports the problems a re-ask is made for: counted by reason,
 // and each logged at debug level as the model is told it.
-func (e *Engine) reasking(problems []Problem) {
+func (e *Engine) reasking(ctx context.Context, problems []Problem) {
 	for _, p := range problems {
 		if e.cfg.Hooks.OutputRetry != nil {
 			e.cfg.Hooks.OutputRetry(p.Reason)
 		}
-		e.cfg.Logger.Debug("engine: re-asking", "rule_id", p.RuleID, "reason", p.Reason, "problem", p.Detail)
+		e.cfg.Logger.DebugContext(ctx, "engine: re-asking", "rule_id", p.RuleID, "reason", p.Reason, "problem", p.Detail)
 	}
 }
 
@@ -310,7 +310,7 @@ func (e *Engine) explain(ctx context.Context, model string, mode Instructions, s
 		for _, r := range rules {
 			if c, ok := unexplained[r.RuleID]; ok {
 				pending = append(pending, r)
-				e.reasking(c.problems)
+				e.reasking(ctx, c.problems)
 			}
 		}
 		if len(pending) == 0 {

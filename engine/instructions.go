@@ -133,7 +133,7 @@ func (e *Engine) decideMode(ctx context.Context, model string) (mode Instruction
 	with, err := e.probeCall(ctx, model, buildPrompt(InstructionsSystem, countSystem, countUser), 1)
 	if err != nil {
 		if refusesSystem(ctx, err) {
-			log.Warn("the model server refuses system messages; sending instructions in the user message",
+			log.WarnContext(ctx, "the model server refuses system messages; sending instructions in the user message",
 				"instructions", InstructionsUser, "decided_by", "refusal", "err", err)
 			return InstructionsUser, true, nil
 		}
@@ -143,17 +143,17 @@ func (e *Engine) decideMode(ctx context.Context, model string) (mode Instruction
 	added := with.Usage.PromptTokens - bare.Usage.PromptTokens
 	switch {
 	case bare.Usage.PromptTokens <= 0 || with.Usage.PromptTokens <= 0:
-		log.Info("the model server reports no prompt tokens; asking the model a code word to find out whether it sees system messages", counts...)
+		log.InfoContext(ctx, "the model server reports no prompt tokens; asking the model a code word to find out whether it sees system messages", counts...)
 	case added >= systemTokensCounted():
-		log.Info("the chat template renders system messages; sending instructions as a system message",
+		log.InfoContext(ctx, "the chat template renders system messages; sending instructions as a system message",
 			append([]any{"instructions", InstructionsSystem, "decided_by", "prompt_tokens"}, counts...)...)
 		return InstructionsSystem, true, nil
 	case added == 0:
-		log.Info("the chat template drops system messages; sending instructions in the user message",
+		log.InfoContext(ctx, "the chat template drops system messages; sending instructions in the user message",
 			append([]any{"instructions", InstructionsUser, "decided_by", "prompt_tokens"}, counts...)...)
 		return InstructionsUser, true, nil
 	default:
-		log.Info("the prompt tokens do not show whether system messages are rendered; asking the model a code word", counts...)
+		log.InfoContext(ctx, "the prompt tokens do not show whether system messages are rendered; asking the model a code word", counts...)
 	}
 	return e.codeWordProbe(ctx, log, model)
 }
@@ -166,11 +166,11 @@ func (e *Engine) codeWordProbe(ctx context.Context, log *slog.Logger, model stri
 	case err != nil:
 		return e.undecided(ctx, log, model, err)
 	case strings.Contains(strings.ToUpper(resp.Content), probeCodeWord):
-		log.Info("the model sees system messages; sending instructions as a system message",
+		log.InfoContext(ctx, "the model sees system messages; sending instructions as a system message",
 			"instructions", InstructionsSystem, "decided_by", "code_word")
 		return InstructionsSystem, true, nil
 	default:
-		log.Info("the model did not follow a system message; sending instructions in the user message",
+		log.InfoContext(ctx, "the model did not follow a system message; sending instructions in the user message",
 			"instructions", InstructionsUser, "decided_by", "code_word", "probe_answer", clipLog(resp.Content))
 		return InstructionsUser, true, nil
 	}
@@ -188,13 +188,13 @@ func (e *Engine) codeWordProbe(ctx context.Context, log *slog.Logger, model stri
 func (e *Engine) undecided(ctx context.Context, log *slog.Logger, model string, err error) (Instructions, bool, error) {
 	switch {
 	case ctx.Err() == nil && errors.Is(err, ErrLLMRejected):
-		log.Warn("the server rejected the engine's question whether the model sees system messages; sending instructions in the user message",
+		log.WarnContext(ctx, "the server rejected the engine's question whether the model sees system messages; sending instructions in the user message",
 			"instructions", InstructionsUser, "decided_by", "rejected_question", "err", err)
 		return InstructionsUser, true, nil
 	case ctx.Err() == nil && isPermanent(err):
 		return "", false, fmt.Errorf("engine: asking model %q whether it sees system messages: %w", model, err)
 	}
-	log.Warn("could not find out whether the model sees system messages; sending instructions in the user message until it can be asked",
+	log.WarnContext(ctx, "could not find out whether the model sees system messages; sending instructions in the user message until it can be asked",
 		"instructions", InstructionsUser, "err", err)
 	return InstructionsUser, false, nil
 }

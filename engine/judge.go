@@ -35,7 +35,7 @@ func (e *Engine) judge(ctx context.Context, model string, rs *Ruleset, in *Input
 	if window, werr := e.contextTokens(ctx, model); werr != nil || n >= window {
 		return verdicts, usage, err
 	}
-	e.cfg.Logger.Warn("engine: the server's context window is smaller than assumed; judging again within it (set it with the context-tokens setting)",
+	e.cfg.Logger.WarnContext(ctx, "engine: the server's context window is smaller than assumed; judging again within it (set it with the context-tokens setting)",
 		"model", model, "context_tokens", n)
 	e.windows.learn(model, n)
 	verdicts, again, err := e.judgeWithin(ctx, model, rs, in, an, cr)

@@ -111,7 +111,7 @@ func (e *Engine) probeWindow(ctx context.Context, cw ContextWindower, model stri
 		}
 		n = 0
 		if !seen {
-			e.cfg.Logger.Info("engine: context window not reported by the server; assuming the default (set it with the context-tokens setting)",
+			e.cfg.Logger.InfoContext(ctx, "engine: context window not reported by the server; assuming the default (set it with the context-tokens setting)",
 				"model", model, "assumed", DefaultContextTokens, "err", err)
 		}
 	}

@@ -149,7 +149,7 @@ func (j *Judge) readDocument(ctx context.Context, tenant string, doc schemas.Doc
 		return nil, "", err
 	}
 	if len(read.ImageOnly) > 0 {
-		j.cfg.Logger.Warn("document read without the text of its pages that are only an image (OCR is not done)",
+		j.cfg.Logger.WarnContext(ctx, "document read without the text of its pages that are only an image (OCR is not done)",
 			"document", doc.Name, "media_type", read.MediaType, "pages", read.ImageOnly)
 	}
 	if read.MediaType == docread.PDF {

@@ -258,7 +258,7 @@ func (j *Judge) report(ctx context.Context, req *schemas.Request, rs *engine.Rul
 	if j.cfg.Reports == nil {
 		// The report is conditional on storage: the request completes, its
 		// summary without a report, and this line says why.
-		j.cfg.Logger.Warn("report skipped: a report was asked for but no report storage is configured (--s3-endpoint); the summary's validation_report is null",
+		j.cfg.Logger.WarnContext(ctx, "report skipped: a report was asked for but no report storage is configured (--s3-endpoint); the summary's validation_report is null",
 			"request_id", req.RequestID, "tenant_id", req.TenantID, "ruleset_id", rs.ID)
 		return nil, nil
 	}

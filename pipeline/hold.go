@@ -121,7 +121,7 @@ func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, 
 	if err != nil && ctx.Err() == nil && !errors.Is(err, judging.ErrRequestTimeout) && !errors.Is(err, consumer.ErrDraining) {
 		if f := judging.Classify(err); !f.Message {
 			if p.env.hold(position(m), f.Cause, err) {
-				p.cfg.Logger.Error("environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
+				p.cfg.Logger.ErrorContext(ctx, "environment fault: consumption is held until it is fixed; no message is dead-lettered for it",
 					"cause", f.Cause, "fix", f.Cause.Fix(), "position", position(m), "err", err)
 			}
 			return
@@ -130,7 +130,7 @@ func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, 
 	// A timeout is counted per message (TimeoutAttempts), and a cancelled attempt, or one
 	// that gave up waiting for memory at a drain, is the shutdown's or the rebalance's:
 	// none is the environment's fault.
-	p.releaseHold(m)
+	p.releaseHold(ctx, m)
 }
 
 // ReleaseHolds is the consumer middleware that forgets what the pipeline keeps about a
@@ -142,13 +142,13 @@ func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, 
 func (p *Pipeline) ReleaseHolds(next consumer.Handler) consumer.Handler {
 	return func(ctx context.Context, m *consumer.Message) error {
 		defer p.forgetTimeouts(m)
-		defer p.releaseHold(m)
+		defer p.releaseHold(ctx, m)
 		return next(ctx, m)
 	}
 }
 
-func (p *Pipeline) releaseHold(m *consumer.Message) {
+func (p *Pipeline) releaseHold(ctx context.Context, m *consumer.Message) {
 	if cleared := p.env.release(position(m)); len(cleared) > 0 {
-		p.cfg.Logger.Info("environment fault cleared: consumption resumed", "causes", cleared, "position", position(m))
+		p.cfg.Logger.InfoContext(ctx, "environment fault cleared: consumption resumed", "causes", cleared, "position", position(m))
 	}
 }

@@ -1,8 +1,10 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/kafkatest"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
@@ -62,6 +65,7 @@ func TestOneRequestSpanTree(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	quiet := slog.New(slog.DiscardHandler)
+	var logs bytes.Buffer // the pipeline's log, written by one goroutine here
 
 	fake := llmfake.New()
 	t.Cleanup(fake.Close)
@@ -94,7 +98,7 @@ func TestOneRequestSpanTree(t *testing.T) {
 	defer prod.Close()
 	p, err := pipeline.New(pipeline.Config{
 		Judging: judging.Config{Engine: eng, Rulesets: static}, Serde: serde, Publisher: prod,
-		CacheEntries: -1, TracerProvider: tp, Logger: quiet,
+		CacheEntries: -1, TracerProvider: tp, Logger: slog.New(tracing.LogHandler(slog.NewJSONHandler(&logs, nil))),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +180,18 @@ func TestOneRequestSpanTree(t *testing.T) {
 	}
 	if d := attrMap(byName["documents"]); d["rulevalidator.documents"] != "1" {
 		t.Errorf("documents span attributes %v", d)
+	}
+
+	// The line saying the request was judged names the span it was written in.
+	var line struct{ Msg, TraceID, SpanID string }
+	for l := range strings.SplitSeq(strings.TrimSpace(logs.String()), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err == nil && v["msg"] == "request judged" {
+			line.Msg, line.TraceID, line.SpanID = "request judged", fmt.Sprint(v["trace_id"]), fmt.Sprint(v["span_id"])
+		}
+	}
+	if line.Msg == "" || line.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || line.SpanID != byName["process requests"].SpanContext.SpanID().String() {
+		t.Errorf("the log line %+v does not carry the process span's trace and span ids (log: %s)", line, logs.String())
 	}
 
 	got := make(chan stream.Record, 1)

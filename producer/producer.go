@@ -326,7 +326,7 @@ func (p *Producer) callbackRecord(ctx context.Context, cb *Callback, s *schemas.
 	if rec.Size() <= limit {
 		return rec, nil
 	}
-	p.log.Warn("callback payload too large for the callback topic; sending it without the verdicts, which the status URL serves",
+	p.log.WarnContext(ctx, "callback payload too large for the callback topic; sending it without the verdicts, which the status URL serves",
 		"event_id", id, "bytes", rec.Size(), "limit", limit, "topic", p.cfg.CallbackTopic)
 	rec.Value = cb.Fallback
 	rec.Headers = append(rec.Headers, stream.Header{Key: HeaderCallbackVerdictsOmitted, Value: []byte("true")})
@@ -497,7 +497,7 @@ func (p *Producer) oversizedDeadLetter(ctx context.Context, m *consumer.Message,
 			return rec, nil
 		}
 	} else if p.cfg.Objects != nil {
-		p.log.Warn("cannot store the original value of an oversized dead letter; keeping a truncated copy", "position", m.Where(), "err", err)
+		p.log.WarnContext(ctx, "cannot store the original value of an oversized dead letter; keeping a truncated copy", "position", m.Where(), "err", err)
 	}
 
 	// Truncated: measure everything but the value, then keep what fits.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/engine"
 	"rulevalidator/objstore"
 	"rulevalidator/verdictcache"
@@ -16,6 +18,10 @@ import (
 
 // s3Config is how a command reaches object storage.
 type s3Config struct {
+	// tracer makes the object store's spans (not a setting: serve sets
+	// it); nil makes none.
+	tracer trace.TracerProvider
+
 	endpoint  string
 	accessKey string
 	secretKey string
@@ -53,6 +59,7 @@ func (c *s3Config) store(logger *slog.Logger) (*objstore.Store, error) {
 	return objstore.New(objstore.Config{
 		Endpoint: c.endpoint, AccessKey: c.accessKey, SecretKey: c.secretKey,
 		Bucket: c.bucket, UseTLS: c.tls, MaxObjectBytes: int64(c.maxObject), ClaimsPrefix: c.claimsPrefix, Logger: logger,
+		TracerProvider: c.tracer,
 	})
 }
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 )
@@ -13,6 +15,10 @@ import (
 // llmConfig is how a command reaches the model and judges with it: the
 // settings of llmSettings, the same on serve, validate and eval.
 type llmConfig struct {
+	// tracer makes the client's and the engine's spans (not a setting:
+	// serve sets it); nil makes none.
+	tracer trace.TracerProvider
+
 	baseURL       string
 	apiKey        string
 	model         string
@@ -150,6 +156,8 @@ func (f *llmConfig) clientConfig(logger *slog.Logger) openai.Config {
 		Format:  engine.ResponseFormat(f.format),
 		Logger:  logger,
 
+		TracerProvider: f.tracer,
+
 		MaxConcurrency:     f.maxConcurrency,
 		InitialConcurrency: f.initialConcurrency,
 		FixedConcurrency:   !f.adaptive,
@@ -182,5 +190,6 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		Hooks:                 hooks,
 		ReviewBelowConfidence: f.reviewBelow,
 		OverrulePassesBelow:   f.overruleBelow,
+		TracerProvider:        f.tracer,
 	}
 }

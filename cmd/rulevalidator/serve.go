@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/jobs"
 	"rulevalidator/judging"
 	"rulevalidator/objstore"
@@ -78,6 +80,9 @@ type serveConfig struct {
 	// gomemlimit is the GOMEMLIMIT environment variable, which the runtime
 	// has already applied.
 	gomemlimit string
+	// tracer makes the spans, from the OTEL_* variables (tracing.Setup);
+	// nil makes none.
+	tracer trace.TracerProvider
 }
 
 // serveSettings binds every setting of `serve` to cfg; those other commands
@@ -237,13 +242,32 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
+// newLogger is the logger of level and format on w; a line written with the context of a
+// span carries its trace_id and span_id (tracing.LogHandler).
 func newLogger(w io.Writer, level, format string) *slog.Logger {
 	l, _ := parseLevel(level)
 	opts := &slog.HandlerOptions{Level: l}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(tracing.LogHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, opts)))
+}
+
+// tracingShutdownTimeout bounds flushing the spans at exit.
+const tracingShutdownTimeout = 5 * time.Second
+
+// shutdownTracing flushes and stops the tracer provider, within tracingShutdownTimeout.
+func shutdownTracing(shutdown func(context.Context) error, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), tracingShutdownTimeout)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		logger.Warn("flushing the traces at exit", "err", err)
+	}
+}
+
+// setTracer gives tp to every part that makes spans.
+func (c *serveConfig) setTracer(tp trace.TracerProvider) {
+	c.tracer, c.llm.tracer, c.s3.tracer = tp, tp, tp
 }
 
 // serveDoc is serve's --help.
@@ -271,6 +295,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	cfg.gomemlimit = getenv("GOMEMLIMIT")
 	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	tp, shutdown, err := tracing.Setup(ctx, getenv)
+	if err != nil {
+		return cl.invalid(err)
+	}
+	defer shutdownTracing(shutdown, logger)
+	cfg.setTracer(tp)
 	if err := serve(ctx, cfg, logger); err != nil {
 		logger.Error("serve stopped", "err", err)
 		if errors.Is(err, errConfig) {
@@ -348,6 +378,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		VerdictTopic:    cfg.verdictsTopic,
 		SummaryTopic:    cfg.summariesTopic,
 		DeadLetterTopic: cfg.deadLetterTopic,
+		TracerProvider:  cfg.tracer,
 		Logger:          logger,
 	}
 	if store != nil {
@@ -388,6 +419,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		CacheEntries:    cfg.cacheEntries,
 		RequestTimeout:  cfg.requestTimeout,
 		TimeoutAttempts: cfg.timeoutAttempts,
+		TracerProvider:  cfg.tracer,
 		Logger:          logger,
 		Hooks:           svc.metrics.PipelineHooks(),
 	}
@@ -433,6 +465,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		DrainTimeout:     cfg.drainTimeout,
 		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
 		Fairness:         cfg.fairness(svc.tenants),
+		TracerProvider:   cfg.tracer,
 	}, handler)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
@@ -467,9 +500,10 @@ func callbackConsumer(cfg serveConfig, svc *services, deadLetters consumer.DeadL
 		GroupConfig: stream.GroupConfig{
 			Client: svc.kafka, GroupID: cfg.callbackGroupID(), Topic: cfg.callbacksTopic, SessionTimeout: cfg.sessionTimeout, Logger: logger,
 		},
-		Concurrency:  cfg.http.callbackConcurrency,
-		DrainTimeout: cfg.drainTimeout,
-		Hooks:        hooks,
+		Concurrency:    cfg.http.callbackConcurrency,
+		DrainTimeout:   cfg.drainTimeout,
+		Hooks:          hooks,
+		TracerProvider: cfg.tracer,
 	}, outbox.Handler(svc.notifier, deadLetters, retry, logger))
 	if err != nil {
 		return nil, fmt.Errorf("%w: callbacks: %v", errConfig, err)

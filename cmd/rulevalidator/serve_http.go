@@ -231,14 +231,15 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		jobStore = memJobs
 	}
 	acfg := api.Config{
-		Documents:     documents,
-		Jobs:          jobStore,
-		Reviews:       svc.reviews,
-		ReviewScope:   cfg.http.reviewScope,
-		ReviewMetrics: svc.metrics,
-		Readiness:     checks,
-		Metrics:       svc.metrics,
-		Logger:        logger,
+		Documents:      documents,
+		Jobs:           jobStore,
+		Reviews:        svc.reviews,
+		ReviewScope:    cfg.http.reviewScope,
+		ReviewMetrics:  svc.metrics,
+		Readiness:      checks,
+		Metrics:        svc.metrics,
+		Logger:         logger,
+		TracerProvider: cfg.tracer,
 	}
 	if svc.notifier != nil {
 		acfg.Callbacks = svc.notifier
@@ -277,7 +278,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			acfg.Reports = api.StoredReports{Store: store, Prefix: cfg.http.reportPrefix}
 			acfg.Claims = store
 		}
-		sub, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: svc.kafka, Topic: cfg.requestsTopic}, serde)
+		sub, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: svc.kafka, Topic: cfg.requestsTopic, TracerProvider: cfg.tracer}, serde)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errConfig, err)
 		}
@@ -287,7 +288,7 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 			return sub.Close()
 		})
 		if cfg.reviewsTopic != "" {
-			rw, err := producer.NewReviewWriter(ctx, producer.ReviewWriterConfig{Client: svc.kafka, Topic: cfg.reviewsTopic}, serde)
+			rw, err := producer.NewReviewWriter(ctx, producer.ReviewWriterConfig{Client: svc.kafka, Topic: cfg.reviewsTopic, TracerProvider: cfg.tracer}, serde)
 			if err != nil {
 				return fmt.Errorf("%w: --reviews-topic: %v (create the topic, e.g. with ops/kafka.sh topics, or set --reviews-topic empty to publish no reviews)", errConfig, err)
 			}

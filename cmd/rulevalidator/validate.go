@@ -14,6 +14,7 @@ import (
 
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/judging"
 	"rulevalidator/report"
 	"rulevalidator/request"
@@ -104,6 +105,13 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 		fmt.Fprintf(stderr, "validate: %s: %v\n", where, err)
 		return exitFailure
 	}
+	tp, shutdown, err := tracing.Setup(ctx, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "validate: %v\n", err)
+		return exitInvalid
+	}
+	defer shutdownTracing(shutdown, logger)
+	llm.tracer = tp
 	eng, err := llm.newEngine(logger, engine.Hooks{})
 	if err != nil {
 		fmt.Fprintf(stderr, "validate: %v\n", err)
