@@ -26,7 +26,7 @@ func (s *Server) traced(pattern string, h http.Handler) http.Handler {
 		method, route = "", pattern
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := tracing.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx := tracing.Propagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := s.tracer.Start(ctx, pattern, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 			semconv.HTTPRequestMethodKey.String(method),
 			semconv.HTTPRoute(route),

@@ -34,7 +34,7 @@ func Trace(tp trace.TracerProvider, group string) Middleware {
 
 func traced(tracer trace.Tracer, group string, h Handler) Handler {
 	return func(ctx context.Context, m *Message) error {
-		ctx = tracing.Propagator.Extract(ctx, headerCarrier(m.Headers))
+		ctx = tracing.Propagator().Extract(ctx, headerCarrier(m.Headers))
 		ctx, span := tracer.Start(ctx, "process "+m.Topic,
 			trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(

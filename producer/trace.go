@@ -43,7 +43,7 @@ func send(ctx context.Context, tracer trace.Tracer, w *stream.Writer, recs []str
 		spans[topic] = span
 		if span.SpanContext().IsValid() {
 			c := propagation.MapCarrier{}
-			tracing.Propagator.Inject(sctx, c)
+			tracing.Propagator().Inject(sctx, c)
 			carriers[topic] = c
 		}
 	}

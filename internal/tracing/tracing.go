@@ -34,8 +34,8 @@ const (
 )
 
 // Propagator is the W3C Trace Context propagator (traceparent, tracestate)
-// every transport uses; a value, not the global one.
-var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
+// every transport uses, passed explicitly rather than set globally.
+func Propagator() propagation.TextMapPropagator { return propagation.TraceContext{} }
 
 // Noop is the provider used when tracing is off: its spans record nothing
 // and cost a context lookup; a parent's span context passes through them, so
