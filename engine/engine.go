@@ -25,7 +25,6 @@ import (
 
 	"rulevalidator/engine/anchor"
 	"rulevalidator/engine/plan"
-	"rulevalidator/internal/tracing"
 	"rulevalidator/verdict"
 )
 
@@ -276,7 +275,7 @@ func New(llm LLM, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	return &Engine{llm: llm, cfg: cfg, compiled: newCompiledCache(256, cfg.Evidence), modes: newInstructionModes(),
-		est: plan.NewEstimator(), windows: newContextWindows(), tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
+		est: plan.NewEstimator(), windows: newContextWindows(), tracer: tracerOf(cfg.TracerProvider)}, nil
 }
 
 // Task is one request to judge, as the engine sees it: the ruleset, the inputs, and whose

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"rulevalidator/engine/plan"
@@ -128,10 +127,12 @@ func (e *Engine) prepareCalls(ctx context.Context, model string, rs *Ruleset, in
 	if e.cfg.Evidence == EvidenceCite {
 		r.ps = an.passages()
 	}
-	_, span := e.tracer.Start(ctx, "plan")
+	_, span := e.startSpan(ctx, "plan")
 	p, whole, err := e.planCalls(rs, in, r, b)
 	if err == nil {
-		span.SetAttributes(attribute.Int(attrCalls, len(p.Calls)), attribute.Int(attrRules, len(rs.Rules)))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int(attrCalls, len(p.Calls)), attribute.Int(attrRules, len(rs.Rules)))
+		}
 	}
 	tracing.End(span, err)
 	if err != nil {
@@ -152,10 +153,12 @@ func (e *Engine) prepareCalls(ctx context.Context, model string, rs *Ruleset, in
 		}
 		return rc, nil
 	}
-	cctx, span := e.tracer.Start(ctx, "cache lookup")
+	cctx, span := e.startSpan(ctx, "cache lookup")
 	rc.mats, err = e.fromCache(cctx, cr, model, rs, rc.docs, p, r, whole, rc.bounds)
 	if err == nil {
-		span.SetAttributes(attribute.Int(attrRules, len(rs.Rules)), attribute.Int(attrCacheHits, cr.hitCount()))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int(attrRules, len(rs.Rules)), attribute.Int(attrCacheHits, cr.hitCount()))
+		}
 	}
 	tracing.End(span, err)
 	if err != nil {
@@ -186,7 +189,10 @@ func (rc *requestCalls) toMake() int {
 // at most Config.CallConcurrency at once. The outcomes are by call; a call
 // not made has none.
 func (e *Engine) makeCalls(ctx context.Context, model string, mode Instructions, rs *Ruleset, an *anchoring, rc *requestCalls) (_ []callOutcome, err error) {
-	ctx, span := e.tracer.Start(ctx, "calls", trace.WithAttributes(attribute.Int(attrCalls, rc.toMake())))
+	ctx, span := e.startSpan(ctx, "calls")
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int(attrCalls, rc.toMake()))
+	}
 	defer func() { tracing.End(span, err) }()
 	p := rc.p
 	outcomes := make([]callOutcome, len(p.Calls))
@@ -214,10 +220,12 @@ func (e *Engine) makeCalls(ctx context.Context, model string, mode Instructions,
 			case call.Partial:
 				m = rc.r.excerpt(rc.docs, p, c, rc.bounds)
 			}
-			cctx, span := e.tracer.Start(gctx, "call", trace.WithAttributes(
-				attribute.Int(attrCall, c), attribute.Int(attrRules, len(rules)), attribute.Bool(attrPartial, call.Partial)))
+			cctx, span := e.startSpan(gctx, "call")
 			v, u, err := e.converse(cctx, model, mode, rs, rules, m, an)
-			span.SetAttributes(attribute.Int(attrLLMCalls, u.LLMCalls))
+			if span.IsRecording() {
+				span.SetAttributes(attribute.Int(attrCall, c), attribute.Int(attrRules, len(rules)),
+					attribute.Bool(attrPartial, call.Partial), attribute.Int(attrLLMCalls, u.LLMCalls))
+			}
 			tracing.End(span, err)
 			outcomes[c] = callOutcome{v, u}
 			return err

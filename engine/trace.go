@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"rulevalidator/internal/tracing"
 )
@@ -29,9 +30,22 @@ const (
 	attrVerdicts    = "rulevalidator.verdicts"
 )
 
+// startSpan starts an internal span named name, a child of ctx's. Without a
+// tracer (tracing off) it returns ctx as it is and a span that records
+// nothing, allocating nothing: the engine's hot path pays for no span.
+func (e *Engine) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+	if e.tracer == nil {
+		return ctx, noSpan
+	}
+	return e.tracer.Start(ctx, name)
+}
+
+// noSpan is the span of an engine that traces nothing.
+var noSpan trace.Span = noop.Span{}
+
 // startEvaluate starts the span of one Evaluate, "evaluate".
 func (e *Engine) startEvaluate(ctx context.Context, req Task) (context.Context, trace.Span) {
-	ctx, span := e.tracer.Start(ctx, "evaluate")
+	ctx, span := e.startSpan(ctx, "evaluate")
 	if !span.IsRecording() {
 		return ctx, span
 	}
@@ -65,7 +79,7 @@ func endEvaluate(span trace.Span, res *Result, err error) {
 
 // storeTraced is store in a span, "cache store".
 func (e *Engine) storeTraced(ctx context.Context, cr *cacheRun, model string, docs []Document) {
-	ctx, span := e.tracer.Start(ctx, "cache store")
+	ctx, span := e.startSpan(ctx, "cache store")
 	defer span.End()
 	e.store(ctx, cr, model, docs)
 	if span.IsRecording() {
@@ -88,4 +102,13 @@ func (cr *cacheRun) hitCount() int {
 		}
 	}
 	return n
+}
+
+// tracerOf is tp's tracer for the engine, nil when tracing is off (tp nil
+// or a no-op provider): see startSpan.
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if !tracing.Enabled(tp) {
+		return nil
+	}
+	return tp.Tracer(tracerName)
 }

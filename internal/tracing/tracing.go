@@ -269,3 +269,15 @@ func End(span trace.Span, err error) {
 	}
 	span.End()
 }
+
+// Enabled reports whether tp makes spans that may record: false for nil and
+// for the no-op provider Setup returns when tracing is off. A hot path may
+// skip its spans when it is false (an incoming parent still passes through
+// the context untouched).
+func Enabled(tp trace.TracerProvider) bool {
+	if tp == nil {
+		return false
+	}
+	_, off := tp.(noop.TracerProvider)
+	return !off
+}

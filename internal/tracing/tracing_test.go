@@ -33,6 +33,9 @@ func TestSetupOffWhenUnset(t *testing.T) {
 		if _, sdk := tp.(*sdktrace.TracerProvider); sdk {
 			t.Errorf("%v: an SDK provider, want the no-op one", kv)
 		}
+		if tracing.Enabled(tp) {
+			t.Errorf("%v: Enabled says the no-op provider traces", kv)
+		}
 		_, span := tp.Tracer("t").Start(context.Background(), "s")
 		if span.IsRecording() || span.SpanContext().IsValid() {
 			t.Errorf("%v: the no-op provider made a recording span", kv)
@@ -79,8 +82,8 @@ func TestSetupOTLPHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, sdk := tp.(*sdktrace.TracerProvider); !sdk {
-		t.Fatalf("%T, want the SDK's provider", tp)
+	if _, sdk := tp.(*sdktrace.TracerProvider); !sdk || !tracing.Enabled(tp) || tracing.Enabled(nil) {
+		t.Fatalf("%T (enabled %v), want the SDK's provider", tp, tracing.Enabled(tp))
 	}
 	_, span := tp.Tracer("t").Start(context.Background(), "one", trace.WithSpanKind(trace.SpanKindClient))
 	span.End()
