@@ -399,13 +399,17 @@ const (
 	// ReasonClaimRefused: a document's claim check names an object the
 	// request's tenant may not read (outside its claims prefix).
 	ReasonClaimRefused Reason = "claim_refused"
+	// ReasonQuotaExceeded: the request's tenant had used up a token budget of
+	// the tenants file (tokens_per_hour, tokens_per_day) when the request came
+	// to be judged; the model was not asked. Replay it once the window allows.
+	ReasonQuotaExceeded Reason = "quota_exceeded"
 )
 
 // Reasons are the symbols of the DeadLetterReason enum, in its order.
 var Reasons = []Reason{
 	ReasonUndecodable, ReasonInvalidRequest, ReasonInvalidRuleset, ReasonInvalidInput, ReasonUnknownRuleset,
 	ReasonOversized, ReasonModelRejected, ReasonInvalidOutput, ReasonInternal, ReasonReportFailed, ReasonTimeout,
-	ReasonUnreadableDocument, ReasonClaimRefused,
+	ReasonUnreadableDocument, ReasonClaimRefused, ReasonQuotaExceeded,
 }
 
 // Known reports whether r is a symbol of the DeadLetterReason enum; others
