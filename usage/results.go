@@ -1,0 +1,45 @@
+package usage
+
+import (
+	"context"
+	"time"
+
+	"rulevalidator/judging"
+	"rulevalidator/schemas"
+)
+
+// ResultStore is the serve pipeline's judging.ResultStore when usage is kept: it adds each
+// judged request's usage to its tenant's window (Store.Record), then stores the result in
+// Results. Both steps are idempotent, so the pipeline's retry of a failed store repeats them
+// harmlessly: a request is counted once.
+//
+// A request counts when it was judged: completed, or failed after calling the model (its
+// tokens were spent). A request that failed before any model call (refused by its budget,
+// undecodable, an unknown ruleset) is not counted.
+type ResultStore struct {
+	Results judging.ResultStore
+	Usage   *Store
+	// Now is the clock for a summary without a completion time (tests).
+	Now func() time.Time
+}
+
+// StoreResult records the request's usage, then stores its result.
+func (s ResultStore) StoreResult(ctx context.Context, req *schemas.Request, out judging.Events) error {
+	if sum := out.Summary; sum.Status == schemas.StatusCompleted || sum.Usage.LLMCalls > 0 {
+		at := sum.CompletedAt
+		if at.IsZero() {
+			now := time.Now
+			if s.Now != nil {
+				now = s.Now
+			}
+			at = now()
+		}
+		if err := s.Usage.Record(ctx, req.TenantID, req.RequestID, sum.Model, at, FromUsage(sum.Usage)); err != nil {
+			return err
+		}
+	}
+	if s.Results == nil {
+		return nil
+	}
+	return s.Results.StoreResult(ctx, req, out)
+}

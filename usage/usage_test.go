@@ -1,0 +1,189 @@
+package usage_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"rulevalidator/internal/s3test"
+	"rulevalidator/judging"
+	"rulevalidator/schemas"
+	"rulevalidator/usage"
+	"rulevalidator/verdict"
+)
+
+func newStore(t *testing.T, opts usage.Options) *usage.Store {
+	t.Helper()
+	s, err := usage.New(s3test.Store(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var noon = time.Date(2026, 3, 4, 12, 30, 0, 0, time.UTC)
+
+func TestTwoWritersRacingOnOneWindowAddUpExactly(t *testing.T) {
+	s := newStore(t, usage.Options{})
+	ctx := context.Background()
+	const writers, each = 2, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				c := usage.Counts{InputTokens: 100, OutputTokens: 10, ModelCalls: 2, Requests: 1}
+				if err := s.Record(ctx, "acme/eu", fmt.Sprintf("req-%d-%d", w, i), "m", noon, c); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r, err := s.Hours(ctx, "acme/eu", noon.Add(-time.Hour), noon.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := usage.Counts{InputTokens: 100 * writers * each, OutputTokens: 10 * writers * each, ModelCalls: 2 * writers * each, Requests: writers * each}
+	if len(r.Hours) != 1 || r.Hours[0].Counts != want || r.Total.Counts != want {
+		t.Fatalf("got %+v, want one hour and a total of %+v", r, want)
+	}
+	if !r.Hours[0].Hour.Equal(usage.Hour(noon)) {
+		t.Errorf("hour %v, want %v", r.Hours[0].Hour, usage.Hour(noon))
+	}
+}
+
+func TestARedeliveredRequestCountsOnce(t *testing.T) {
+	s := newStore(t, usage.Options{})
+	ctx := context.Background()
+	c := usage.Counts{InputTokens: 1000, OutputTokens: 500, ModelCalls: 1, Requests: 1}
+	for _, at := range []time.Time{noon, noon.Add(time.Minute), noon.Add(40 * time.Minute)} { // the last in the next hour
+		if err := s.Record(ctx, "acme", "req-1", "m", at, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Record(ctx, "other", "req-1", "m", noon, c); err != nil { // same id, another tenant
+		t.Fatal(err)
+	}
+	r, err := s.Hours(ctx, "acme", noon.Add(-24*time.Hour), noon.Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total.Counts != c || len(r.Hours) != 1 {
+		t.Fatalf("got %+v, want the request counted once: %+v", r, c)
+	}
+	hour, day, err := s.Spent(ctx, "other", noon, true)
+	if err != nil || hour != 1500 || day != 1500 {
+		t.Fatalf("Spent(other) = %d, %d, %v; want 1500, 1500", hour, day, err)
+	}
+}
+
+func TestCountedRequestIDsAreBounded(t *testing.T) {
+	s := newStore(t, usage.Options{MaxCounted: 2})
+	ctx := context.Background()
+	c := usage.Counts{InputTokens: 1, Requests: 1}
+	for _, id := range []string{"a", "b", "c", "a"} { // "a" has left the last two counted
+		if err := s.Record(ctx, "t", id, "m", noon, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Record(ctx, "t", "c", "m", noon, c); err != nil { // still remembered
+		t.Fatal(err)
+	}
+	hour, _, err := s.Spent(ctx, "t", noon, false)
+	if err != nil || hour != 4 {
+		t.Fatalf("Spent = %d, %v; want 4", hour, err)
+	}
+}
+
+func TestHoursRangeAndCost(t *testing.T) {
+	s := newStore(t, usage.Options{Prices: usage.PriceTable{"m": {Input: 2, Output: 10}}})
+	ctx := context.Background()
+	day := noon.Truncate(24 * time.Hour)
+	for i, at := range []time.Time{day.Add(-time.Minute), day.Add(time.Hour), day.Add(5 * time.Hour), day.Add(23 * time.Hour)} {
+		if err := s.Record(ctx, "t", fmt.Sprint(i), "m", at, usage.Counts{InputTokens: 1_000_000, OutputTokens: 100_000, ModelCalls: 1, Requests: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.Hours(ctx, "t", day, day.Add(6*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Hours) != 2 || r.Total.Requests != 2 || r.Total.Cost == nil || *r.Total.Cost != 6 {
+		t.Fatalf("got %+v, want the two windows of the range costing 6", r)
+	}
+	hour, dayTokens, err := s.Spent(ctx, "t", day.Add(23*time.Hour+time.Minute), true)
+	if err != nil || hour != 1_100_000 || dayTokens != 3_300_000 {
+		t.Fatalf("Spent = %d, %d, %v; want the hour's and the day's (not yesterday's)", hour, dayTokens, err)
+	}
+	for _, bad := range [][2]time.Time{{day, day}, {day, day.Add(-time.Hour)}, {day, day.Add(usage.MaxRange + time.Hour)}} {
+		if _, err := s.Hours(ctx, "t", bad[0], bad[1]); !errors.Is(err, usage.ErrRange) {
+			t.Errorf("Hours(%v, %v) = %v, want ErrRange", bad[0], bad[1], err)
+		}
+	}
+	if _, err := s.Hours(ctx, "t", day, day.Add(usage.MaxRange+time.Hour)); err == nil || !strings.Contains(err.Error(), "31 days") {
+		t.Errorf("the refusal should name the limit: %v", err)
+	}
+}
+
+func TestResultStoreCountsJudgedRequestsAndAdmissionRefusesPastTheBudget(t *testing.T) {
+	s := newStore(t, usage.Options{})
+	ctx := context.Background()
+	rs := usage.ResultStore{Usage: s}
+	req := &schemas.Request{RequestID: "r1", TenantID: "acme"}
+	judged := judging.Events{Summary: schemas.SummaryEvent{Status: schemas.StatusCompleted, Model: "m", CompletedAt: noon,
+		Usage: verdict.Usage{PromptTokens: 2500, CompletionTokens: 600, LLMCalls: 2}}}
+	refused := judging.Events{Summary: schemas.NewFailedSummary(&schemas.Request{RequestID: "r2", TenantID: "acme"}, schemas.ReasonQuotaExceeded, "over", noon, noon)}
+	if err := rs.StoreResult(ctx, req, judged); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.StoreResult(ctx, &schemas.Request{RequestID: "r2", TenantID: "acme"}, refused); err != nil {
+		t.Fatal(err)
+	}
+	a := &usage.Admission{Usage: s, Now: func() time.Time { return noon },
+		Budget: func(tenant string) usage.Budget {
+			if tenant == "acme" {
+				return usage.Budget{TokensPerHour: 3000}
+			}
+			return usage.Budget{}
+		}}
+	var qe *usage.QuotaError
+	if err := a.Admit(ctx, "acme"); !errors.As(err, &qe) || qe.Spent != 3100 || !strings.Contains(err.Error(), "tokens_per_hour is 3000") {
+		t.Fatalf("Admit(acme) = %v, want a QuotaError naming tokens_per_hour", err)
+	}
+	if err := a.Admit(ctx, "other"); err != nil {
+		t.Fatalf("Admit(other) = %v", err)
+	}
+	a.Now = func() time.Time { return noon.Add(time.Hour) }
+	if err := a.Admit(ctx, "acme"); err != nil {
+		t.Fatalf("the next hour should admit: %v", err)
+	}
+	r, err := s.Hours(ctx, "acme", noon.Add(-time.Hour), noon.Add(time.Hour))
+	if err != nil || r.Total.Requests != 1 {
+		t.Fatalf("got %+v, %v; want the judged request only", r, err)
+	}
+}
+
+func TestParsePriceTable(t *testing.T) {
+	tb, err := usage.ParsePriceTable([]byte("gpt-4o-mini: {input: 0.15, output: 0.6}\nlocal: {input: 0, output: 0}\n"))
+	if err != nil || tb["gpt-4o-mini"] != (usage.Price{Input: 0.15, Output: 0.6}) || len(tb) != 2 {
+		t.Fatalf("got %v, %v", tb, err)
+	}
+	_, err = usage.ParsePriceTable([]byte("a: {input: -1}\nb: {inptu: 1}\nc: 3\n"))
+	for _, want := range []string{"a.input", `unknown key "inptu"`, "c: must be a mapping"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v should name %q", err, want)
+		}
+	}
+	if c := (usage.PriceTable{"a": {}}).Cost(map[string]usage.Counts{"b": {InputTokens: 1}}); c != nil {
+		t.Errorf("a model without a price should leave the cost out, got %v", *c)
+	}
+}
