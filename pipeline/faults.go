@@ -13,9 +13,9 @@ func (e *brokerError) Unwrap() error      { return e.err }
 func (e *brokerError) MessageFault() bool { return false }
 func (e *brokerError) FaultCause() string { return string(judging.CauseBroker) }
 
-// resultStoreError marks a failure to store a request's result: never the message's fault,
-// whatever the store says, so the request is held rather than dead-lettered. The cause is
-// the store's own (storage_auth, storage_bucket, ...) when it names one.
+// resultStoreError marks a failure to store a request's result, or to read the usage a
+// request's admission needs: never the message's fault, whatever the store says, so the
+// request is held rather than dead-lettered. The cause is the store's own (storage_auth, storage_bucket, ...) when it names one.
 type resultStoreError struct{ err error }
 
 func (e *resultStoreError) Error() string      { return e.err.Error() }

@@ -75,6 +75,13 @@ type Config struct {
 	// the events are out; nil stores nothing. A failure to store is an
 	// environment fault: the request is held and retried.
 	Results judging.ResultStore
+	// Admit, when set, is asked before a request is judged whether its tenant may have it
+	// judged now (the token budgets: usage.Admission). An error that the failure table makes
+	// the message's fault (consumer.Permanent with reason quota_exceeded) fails the request
+	// with that reason, the model not asked: its failed summary is stored and published and
+	// the message dead-lettered. Any other error (the usage could not be read) is the
+	// environment's, a storage fault: the request is held and retried.
+	Admit func(ctx context.Context, tenant string) error
 	// CacheEntries and CacheBytes bound the cache of recent results
 	// (defaults 1024 and 64 MiB; CacheEntries < 0 disables it).
 	CacheEntries int
@@ -249,10 +256,23 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		return "cached", nil
 	}
 
-	// What is reserved for the documents is held until the request is let go
-	// of: its pages are in req until then.
-	out, release, judgeErr := p.judge.Judge(ctx, req, start)
-	defer release()
+	var (
+		out      judging.Events
+		judgeErr error
+	)
+	if err := p.admit(ctx, req); err != nil {
+		if _, messageFault := judging.MessageFault(err); !messageFault {
+			return "", err
+		}
+		judgeErr = err
+		out = judging.Events{Summary: schemas.NewFailedSummary(req, judging.Classify(err).Reason, err.Error(), start, p.cfg.Now())}
+	} else {
+		// What is reserved for the documents is held until the request is let go
+		// of: its pages are in req until then.
+		var release func()
+		out, release, judgeErr = p.judge.Judge(ctx, req, start)
+		defer release()
+	}
 	if judgeErr != nil {
 		if _, messageFault := judging.MessageFault(judgeErr); !messageFault {
 			if !errors.Is(judgeErr, judging.ErrRequestTimeout) || !p.timedOutForGood(m) {
@@ -300,6 +320,21 @@ func (p *Pipeline) encode(ctx context.Context, req *schemas.Request, out judging
 		return nil, err
 	}
 	return p.cfg.Publisher.Encode(ctx, result)
+}
+
+// admit asks Config.Admit whether req's tenant may have it judged now.
+func (p *Pipeline) admit(ctx context.Context, req *schemas.Request) error {
+	if p.cfg.Admit == nil {
+		return nil
+	}
+	err := p.cfg.Admit(ctx, req.TenantID)
+	if err == nil {
+		return nil
+	}
+	if _, messageFault := judging.MessageFault(err); messageFault {
+		return err
+	}
+	return &resultStoreError{fmt.Errorf("reading the usage of tenant %q for its token budget: %w", req.TenantID, err)}
 }
 
 // storeResult stores pub's result unless it is stored already.

@@ -21,9 +21,13 @@
 //   - requests_per_minute: the submissions one replica's API admits from the tenant each
 //     minute, from 1, in bursts of up to a tenth of it (at least 1: see Burst); null or left
 //     out: no limit.
-//
-// The token budgets (tokens_per_hour, tokens_per_day, on_exceed) are refused as not supported
-// yet: a file that sets them would otherwise look enforced when it is not.
+//   - tokens_per_hour, tokens_per_day: the tenant's token budgets (tokens in and out, summed
+//     over every replica by package usage) in the hour and the day (UTC) under way, from 1;
+//     null or left out: no budget.
+//   - on_exceed: what happens to a request of a tenant past a budget: reject (the default)
+//     fails it with reason quota_exceeded, to be replayed later. delay (hold the tenant's
+//     requests until the window allows) is refused as not supported yet: a file that sets it
+//     would otherwise look enforced when it is not.
 package tenants
 
 import (
@@ -46,6 +50,8 @@ const (
 	// MaxLimit bounds max_in_flight and requests_per_minute, against typos more than
 	// anything.
 	MaxLimit = 1_000_000
+	// MaxTokens bounds tokens_per_hour and tokens_per_day.
+	MaxTokens = 1_000_000_000_000
 	// maxTenantBytes matches what the token verifier accepts in the tenant claim.
 	maxTenantBytes = 256
 )
@@ -60,7 +66,28 @@ type Limits struct {
 	// RequestsPerMinute is the rate of submissions one replica's API admits from the tenant;
 	// 0: no limit.
 	RequestsPerMinute int
+	// TokensPerHour and TokensPerDay are the tenant's token budgets across replicas in the
+	// hour and the day (UTC) under way; 0: none.
+	TokensPerHour int64
+	TokensPerDay  int64
+	// OnExceed is what happens past a budget: OnExceedReject, also when empty (the only one
+	// supported).
+	OnExceed OnExceed
 }
+
+// HasBudget reports whether a token budget applies.
+func (l Limits) HasBudget() bool { return l.TokensPerHour > 0 || l.TokensPerDay > 0 }
+
+// OnExceed is what happens to a request of a tenant past its token budget.
+type OnExceed string
+
+const (
+	// OnExceedReject fails the request (reason quota_exceeded), the model not asked.
+	OnExceedReject OnExceed = "reject"
+	// OnExceedDelay would hold the tenant's requests until the window allows; refused as
+	// not supported yet.
+	OnExceedDelay OnExceed = "delay"
+)
 
 // Config is a tenants file as read: the default and each tenant named, its entry completed
 // from the default. It is not changed once made; a reload makes a new one.
@@ -90,13 +117,14 @@ const (
 	keyWeight            = "weight"
 	keyMaxInFlight       = "max_in_flight"
 	keyRequestsPerMinute = "requests_per_minute"
+	keyTokensPerHour     = "tokens_per_hour"
+	keyTokensPerDay      = "tokens_per_day"
+	keyOnExceed          = "on_exceed"
 )
 
 var (
 	topKeys    = []string{keyDefault, keyTenants}
-	limitsKeys = []string{keyWeight, keyMaxInFlight, keyRequestsPerMinute}
-	// notYet are the keys of the token budgets, a later step of the same work.
-	notYet = []string{"tokens_per_hour", "tokens_per_day", "on_exceed"}
+	limitsKeys = []string{keyWeight, keyMaxInFlight, keyRequestsPerMinute, keyTokensPerHour, keyTokensPerDay, keyOnExceed}
 )
 
 // ParseError lists every problem found in a tenants file, each naming the key where it lies
@@ -203,11 +231,22 @@ func (p *parser) limits(field string, v any, base Limits) Limits {
 			l.MaxInFlight = p.limit(at, val, l.MaxInFlight)
 		case keyRequestsPerMinute:
 			l.RequestsPerMinute = p.limit(at, val, l.RequestsPerMinute)
-		default:
-			if slices.Contains(notYet, key) {
-				p.add(at, "token budgets (%s) are not supported yet; remove the key", strings.Join(notYet, ", "))
-				continue
+		case keyTokensPerHour:
+			l.TokensPerHour = p.tokens(at, val, l.TokensPerHour)
+		case keyTokensPerDay:
+			l.TokensPerDay = p.tokens(at, val, l.TokensPerDay)
+		case keyOnExceed:
+			switch val {
+			case nil:
+				l.OnExceed = ""
+			case string(OnExceedReject):
+				l.OnExceed = OnExceedReject
+			case string(OnExceedDelay):
+				p.add(at, "delay is not supported yet (it would hold the tenant's requests until the window allows); use reject")
+			default:
+				p.add(at, "must be reject (got %v)", val)
 			}
+		default:
 			p.add(field, "unknown key %q (known: %s)", key, strings.Join(limitsKeys, ", "))
 		}
 	}
@@ -224,6 +263,18 @@ func (p *parser) limit(field string, v any, old int) int {
 		return old
 	}
 	return n
+}
+
+// tokens reads a token budget: a number from 1 to MaxTokens, or null for none.
+func (p *parser) tokens(field string, v any, old int64) int64 {
+	if v == nil {
+		return 0
+	}
+	n, ok := p.number(field, v, MaxTokens)
+	if !ok {
+		return old
+	}
+	return int64(n)
 }
 
 // number reads a whole number from 1 to most.

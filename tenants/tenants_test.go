@@ -49,6 +49,19 @@ tenants:
 			want: &Config{Default: Limits{Weight: 1}, Tenants: map[string]Limits{"acme": {Weight: 1, RequestsPerMinute: 6}}},
 		},
 		{
+			name: "token budgets, from the default; null lifts one",
+			file: `
+default: {tokens_per_day: 1000000, on_exceed: reject}
+tenants:
+  acme:  {tokens_per_hour: 3000}
+  big:   {tokens_per_day: null}
+`,
+			want: &Config{Default: Limits{Weight: 1, TokensPerDay: 1_000_000, OnExceed: OnExceedReject}, Tenants: map[string]Limits{
+				"acme": {Weight: 1, TokensPerHour: 3000, TokensPerDay: 1_000_000, OnExceed: OnExceedReject},
+				"big":  {Weight: 1, OnExceed: OnExceedReject},
+			}},
+		},
+		{
 			name: "an empty mapping",
 			file: "{}",
 			want: DefaultConfig(),
@@ -99,22 +112,23 @@ func TestParseRefuses(t *testing.T) {
 		{"not a mapping", "- acme", []string{"the file must be a mapping with the keys default and tenants (got an array)"}},
 		{"unknown top-level key", "defaults: {weight: 2}", []string{`unknown key "defaults" (known: default, tenants)`}},
 		{"tenants not a mapping", "tenants: [acme]", []string{"tenants: must be a mapping of tenant ids to their limits (got an array)"}},
-		{"an entry not a mapping", "tenants: {acme: 3}", []string{"tenants.acme: must be a mapping of weight, max_in_flight, requests_per_minute (got a number)"}},
+		{"an entry not a mapping", "tenants: {acme: 3}", []string{"tenants.acme: must be a mapping of weight, max_in_flight, requests_per_minute, tokens_per_hour, tokens_per_day, on_exceed (got a number)"}},
 		{
 			"unknown keys, named",
 			"tenants: {acme: {weight: 2, max_inflight: 3, rpm: 4}}",
 			[]string{
-				`tenants.acme: unknown key "max_inflight" (known: weight, max_in_flight, requests_per_minute)`,
-				`tenants.acme: unknown key "rpm" (known: weight, max_in_flight, requests_per_minute)`,
+				`tenants.acme: unknown key "max_inflight" (known: weight, max_in_flight, requests_per_minute, tokens_per_hour, tokens_per_day, on_exceed)`,
+				`tenants.acme: unknown key "rpm" (known: weight, max_in_flight, requests_per_minute, tokens_per_hour, tokens_per_day, on_exceed)`,
 			},
 		},
 		{
-			"token budgets are not supported yet",
-			"default: {tokens_per_day: 100000}\ntenants: {acme: {tokens_per_hour: 5000, on_exceed: reject}}",
+			"delay is not supported yet; budgets are whole numbers from 1",
+			"default: {tokens_per_day: 0, on_exceed: delay}\ntenants: {acme: {tokens_per_hour: 1.5, on_exceed: wait}}",
 			[]string{
-				"default.tokens_per_day: token budgets (tokens_per_hour, tokens_per_day, on_exceed) are not supported yet; remove the key",
-				"tenants.acme.on_exceed: token budgets",
-				"tenants.acme.tokens_per_hour: token budgets",
+				"default.on_exceed: delay is not supported yet (it would hold the tenant's requests until the window allows); use reject",
+				"default.tokens_per_day: must be a whole number from 1 to 1000000000000 (got 0); for no limit, leave the key out or give null",
+				"tenants.acme.on_exceed: must be reject (got wait)",
+				"tenants.acme.tokens_per_hour: must be a whole number from 1 to 1000000000000 (got 1.5)",
 			},
 		},
 		{
@@ -185,7 +199,7 @@ func TestExampleFileParses(t *testing.T) {
 	}
 	want := map[string]Limits{
 		"acme":  {Weight: 3, MaxInFlight: 8, RequestsPerMinute: 600},
-		"trial": {Weight: 1, MaxInFlight: 1, RequestsPerMinute: 10},
+		"trial": {Weight: 1, MaxInFlight: 1, RequestsPerMinute: 10, TokensPerDay: 200_000, OnExceed: OnExceedReject},
 		"batch": {Weight: 2},
 	}
 	if !reflect.DeepEqual(cfg.Tenants, want) || cfg.Default != (Limits{Weight: 1, RequestsPerMinute: 120}) {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"rulevalidator/internal/fault"
+	"rulevalidator/schemas"
 )
 
 // Budget is a tenant's token budget: the most tokens (in and out) its judged requests may
@@ -38,8 +41,9 @@ type Admission struct {
 	Now    func() time.Time
 }
 
-// Admit returns a *QuotaError when tenant has used up its hour's or its day's budget, an
-// error reading the usage when it cannot tell, and nil when the tenant may have a request
+// Admit returns a *QuotaError, marked permanent with reason quota_exceeded (the failure
+// table's message fault: the request fails, dead-lettered), when tenant has used up its
+// hour's or its day's budget; an error reading the usage when it cannot tell; and nil when the tenant may have a request
 // judged. A tenant under its budget is admitted whatever the request will use: a budget is
 // overshot by the requests admitted before the usage of the others is recorded.
 func (a *Admission) Admit(ctx context.Context, tenant string) error {
@@ -57,10 +61,12 @@ func (a *Admission) Admit(ctx context.Context, tenant string) error {
 		return err
 	}
 	if b.TokensPerHour > 0 && hour >= b.TokensPerHour {
-		return &QuotaError{Tenant: tenant, Window: "hour", Limit: b.TokensPerHour, Spent: hour, Until: Hour(at).Add(time.Hour)}
+		return refuse(&QuotaError{Tenant: tenant, Window: "hour", Limit: b.TokensPerHour, Spent: hour, Until: Hour(at).Add(time.Hour)})
 	}
 	if b.TokensPerDay > 0 && day >= b.TokensPerDay {
-		return &QuotaError{Tenant: tenant, Window: "day", Limit: b.TokensPerDay, Spent: day, Until: Hour(at).Truncate(24 * time.Hour).Add(24 * time.Hour)}
+		return refuse(&QuotaError{Tenant: tenant, Window: "day", Limit: b.TokensPerDay, Spent: day, Until: Hour(at).Truncate(24 * time.Hour).Add(24 * time.Hour)})
 	}
 	return nil
 }
+
+func refuse(e *QuotaError) error { return fault.Permanent(string(schemas.ReasonQuotaExceeded), e) }

@@ -113,9 +113,9 @@ func TestServeRateLimitsByTenantsFile(t *testing.T) {
 	checkLimited("acme's second request at its new limit", code, hdr, body, "acme", 12)
 
 	// A version that does not parse leaves the last good one in force, and says why.
-	writeTenantsFile(t, tenantsFile, "tenants:\n  acme: {requests_per_minute: 6000, tokens_per_day: 100000}\n")
+	writeTenantsFile(t, tenantsFile, "tenants:\n  acme: {requests_per_minute: 6000, on_exceed: delay}\n")
 	waitUntil(t, 30*time.Second, "the refused version to be logged", func() bool {
-		return strings.Contains(p.log.String(), "tenants.acme.tokens_per_day: token budgets (tokens_per_hour, tokens_per_day, on_exceed) are not supported yet")
+		return strings.Contains(p.log.String(), "tenants.acme.on_exceed: delay is not supported yet")
 	})
 	code, hdr, body = submit("acme", "acme-limited-3")
 	checkLimited("acme after a version that does not parse", code, hdr, body, "acme", 12)
