@@ -39,6 +39,7 @@ import (
 	"rulevalidator/jobs"
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
+	"rulevalidator/usage"
 )
 
 // TokenVerifier checks public bearer tokens (an *auth.Verifier).
@@ -90,6 +91,12 @@ type RateLimiter interface {
 	// Admit takes one submission of tenant. A refusal is an error whose message names the
 	// limit, with how long until a submission would be admitted.
 	Admit(tenant string) (retryAfter time.Duration, err error)
+}
+
+// UsageSource reads a tenant's usage by hour (a *usage.Store). A range it refuses wraps
+// usage.ErrRange.
+type UsageSource interface {
+	Hours(ctx context.Context, tenant string, from, to time.Time) (usage.Report, error)
 }
 
 // Instrumenter counts and times requests per route (a *metrics.Metrics).
@@ -154,6 +161,9 @@ type Config struct {
 	// at its rate, answering 429 rate_limited with Retry-After past it. Every submission
 	// counts, one that repeats a request id included.
 	RateLimit RateLimiter
+	// Usage serves GET /v1/usage, the token's tenant's usage by hour (a *usage.Store); nil
+	// disables the route (404).
+	Usage UsageSource
 	// Readiness lists what /readyz probes, each with ReadyTimeout (default 2s).
 	Readiness    []Check
 	ReadyTimeout time.Duration
@@ -254,6 +264,7 @@ const (
 	RouteInternalReport = "GET /internal/rule-validation-reports/{reference_id}"
 	RouteSubmit         = "POST /v1/validations"
 	RouteValidation     = "GET " + jobs.StatusPath + "{request_id}"
+	RouteUsage          = "GET /v1/usage"
 	RouteHealth         = "GET /healthz"
 	RouteReady          = "GET /readyz"
 	RouteMetrics        = "GET /metrics"
@@ -269,6 +280,9 @@ func (s *Server) Handler() http.Handler {
 		s.handle(mux, RouteReport, s.cfg.DownloadTimeout, http.HandlerFunc(s.getReport))
 		s.handle(mux, RouteSubmit, s.cfg.RequestTimeout, http.HandlerFunc(s.submitValidation))
 		s.handle(mux, RouteValidation, s.cfg.RequestTimeout, http.HandlerFunc(s.getValidation))
+		if s.cfg.Usage != nil {
+			s.handle(mux, RouteUsage, s.cfg.RequestTimeout, http.HandlerFunc(s.getUsage))
+		}
 		if s.cfg.Reviews != nil {
 			s.handle(mux, RoutePostReview, s.cfg.RequestTimeout, http.HandlerFunc(s.postReview))
 			s.handle(mux, RouteQueue, s.cfg.RequestTimeout, http.HandlerFunc(s.getQueue))

@@ -78,15 +78,20 @@ func FromUsage(u verdict.Usage) Counts {
 	return Counts{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens), ModelCalls: int64(u.LLMCalls), Requests: 1}
 }
 
-// Row is one hour window of a tenant.
-type Row struct {
-	Hour time.Time `json:"hour"`
+// Sum is the usage of a window, or of a range.
+type Sum struct {
 	Counts
 	// Models splits the counts by the model that judged the requests.
 	Models map[string]Counts `json:"models,omitempty"`
 	// Cost is the price of the tokens, from the price table; nil without one, or when a
-	// model of the window is not in it.
+	// model is not in it.
 	Cost *float64 `json:"cost,omitempty"`
+}
+
+// Row is one hour window of a tenant.
+type Row struct {
+	Hour time.Time `json:"hour"`
+	Sum
 }
 
 // window is a window's document.
@@ -242,7 +247,7 @@ type Report struct {
 	From  time.Time `json:"from"`
 	To    time.Time `json:"to"`
 	Hours []Row     `json:"hours"`
-	Total Row       `json:"total"`
+	Total Sum       `json:"total"`
 }
 
 // Hours reads tenant's windows from the hour of from up to to (exclusive; a window is in
@@ -272,18 +277,18 @@ func (s *Store) Hours(ctx context.Context, tenant string, from, to time.Time) (R
 		if w == nil {
 			continue
 		}
-		r.Hours = append(r.Hours, s.row(hour, w.Total, w.Models))
+		r.Hours = append(r.Hours, Row{Hour: hour, Sum: s.sum(w.Total, w.Models)})
 		for m, c := range w.Models {
 			total[m] = total[m].add(c)
 		}
 		r.Total.Counts = r.Total.add(w.Total)
 	}
-	r.Total = s.row(time.Time{}, r.Total.Counts, total)
+	r.Total = s.sum(r.Total.Counts, total)
 	return r, nil
 }
 
-func (s *Store) row(hour time.Time, c Counts, models map[string]Counts) Row {
-	row := Row{Hour: hour, Counts: c}
+func (s *Store) sum(c Counts, models map[string]Counts) Sum {
+	row := Sum{Counts: c}
 	if len(models) > 0 {
 		row.Models = models
 	}

@@ -30,6 +30,7 @@ import (
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 	"rulevalidator/tenants"
+	tenantusage "rulevalidator/usage"
 )
 
 // serveConfig is everything `serve` needs, resolved from defaults, the config
@@ -55,7 +56,9 @@ type serveConfig struct {
 	readAhead int
 	// tenantsFile is the tenants file: weights and caps for the fair share,
 	// rate limits for the API; empty: none.
-	tenantsFile       string
+	tenantsFile string
+	// priceTable is the --price-table file, pricing the usage rows.
+	priceTable        string
 	maxBytesInFlight  int
 	memoryLimit       int
 	drainTimeout      time.Duration
@@ -108,7 +111,8 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", strconv.Itoa(consumer.DefaultConcurrency), "requests judged at once by this process")
 	s.integer(&cfg.readAhead, "read-ahead", "RULEVALIDATOR_READ_AHEAD", strconv.Itoa(consumer.DefaultReadAhead), "requests read beyond --concurrency (within --max-bytes-in-flight) so that the next one judged is picked by fair share across tenants (deficit round robin over the rv-tenant-id header; a tenant alone still takes every slot); 0: judged in the order they are read, a flood of one tenant ahead of everyone else's")
-	s.str(&cfg.tenantsFile, "tenants-file", "RULEVALIDATOR_TENANTS_FILE", "", "YAML file of what each tenant is allowed, read again every 2s while serving (a version that does not parse is logged and the previous one kept; a file missing at start is an error): weight (its share of the requests judged, with --read-ahead above 0), max_in_flight (the most of its requests this replica judges at once) and requests_per_minute (the submissions this replica's API admits from it, in bursts of a tenth of the rate, at least 1; past it 429 rate_limited), default: giving what a tenant's entry leaves out and what the tenants it does not name get (ops/tenants.example.yaml); empty: every tenant weighs 1, uncapped and unlimited")
+	s.str(&cfg.priceTable, "price-table", "RULEVALIDATOR_PRICE_TABLE", "", "YAML file of each model's prices per million tokens (model: {input: 0.15, output: 0.60}), adding cost to GET /v1/usage's rows; a file missing or invalid at start is an error; empty: no cost")
+	s.str(&cfg.tenantsFile, "tenants-file", "RULEVALIDATOR_TENANTS_FILE", "", "YAML file of what each tenant is allowed, read again every 2s while serving (a version that does not parse is logged and the previous one kept; a file missing at start is an error): weight (its share of the requests judged, with --read-ahead above 0), max_in_flight (the most of its requests this replica judges at once) and requests_per_minute (the submissions this replica's API admits from it, in bursts of a tenth of the rate, at least 1; past it 429 rate_limited), tokens_per_hour and tokens_per_day (token budgets across replicas, checked against the usage kept in object storage before a request is judged; on_exceed: reject, the only one so far, fails a request past them as quota_exceeded), default: giving what a tenant's entry leaves out and what the tenants it does not name get (ops/tenants.example.yaml); empty: every tenant weighs 1, uncapped and unlimited")
 	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", strconv.Itoa(consumer.DefaultMaxBytesInFlight), "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3.5x its record in quote mode (record, decoded request, prompt), 5x in cite mode (also the passages and their ids), as much of each claim-checked document's size from before it is downloaded, and of the text a file holds beyond its size once read (DOCX, compressed PDF); a larger request runs alone. 48 MiB keeps a process under 256 MB RSS with 1 MB documents in either mode (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", durationText(consumer.DefaultDrainTimeout), "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
@@ -436,6 +440,18 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		// with what was judged and the verdicts routed to the review queue.
 		pipeCfg.Results = reviews.ResultStore{Results: svc.jobs, Reviews: svc.reviews}
 	}
+	if svc.usage != nil {
+		// Each judged request's usage is added to its tenant's window before its result is
+		// stored; the token budgets of the tenants file are checked against it before a
+		// request is judged.
+		pipeCfg.Results = tenantusage.ResultStore{Results: pipeCfg.Results, Usage: svc.usage}
+		if svc.tenants != nil {
+			admission := &tenantusage.Admission{Usage: svc.usage, Budget: budgetOf(svc.tenants)}
+			pipeCfg.Admit = admission.Admit
+		}
+	} else if svc.tenants != nil && hasBudgets(svc.tenants.Config()) {
+		logger.Warn("the tenants file sets token budgets, which are not enforced without object storage (--s3-endpoint): usage is kept there")
+	}
 	if cfg.cacheEntries == 0 {
 		pipeCfg.CacheEntries = -1
 	}
@@ -584,6 +600,7 @@ func (c *serveConfig) claimsApart() error {
 		{"--review-prefix (its -material keys)", review + "-material"},
 		{"--verdict-cache-prefix", c.cache.prefix},
 		{"the dead letters' stored values", producer.DeadLetterPrefix},
+		{"the usage windows", tenantusage.DefaultPrefix},
 	}
 	claims := strings.TrimSuffix(c.s3.claimsPrefix, "/")
 	for _, o := range own {
@@ -609,6 +626,27 @@ func (c *serveConfig) fairness(file *tenants.File) *consumer.Fairness {
 		f.Weight, f.MaxInFlight = file.Weight, file.MaxInFlight
 	}
 	return f
+}
+
+// budgetOf is each tenant's token budget in the tenants file's version in force.
+func budgetOf(file *tenants.File) func(tenant string) tenantusage.Budget {
+	return func(tenant string) tenantusage.Budget {
+		l := file.Config().For(tenant)
+		return tenantusage.Budget{TokensPerHour: l.TokensPerHour, TokensPerDay: l.TokensPerDay}
+	}
+}
+
+// hasBudgets reports whether cfg sets a token budget.
+func hasBudgets(cfg *tenants.Config) bool {
+	if cfg.Default.HasBudget() {
+		return true
+	}
+	for _, l := range cfg.Tenants {
+		if l.HasBudget() {
+			return true
+		}
+	}
+	return false
 }
 
 // openTenants reads the tenants file, nil without --tenants-file; one that

@@ -29,6 +29,7 @@ import (
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 	"rulevalidator/tenants"
+	tenantusage "rulevalidator/usage"
 )
 
 // httpConfig holds the settings of the HTTP listeners, auth, reports and
@@ -153,6 +154,8 @@ type services struct {
 	kafka *stream.Client
 	// tenants is the tenants file; nil without --tenants-file.
 	tenants *tenants.File
+	// usage keeps each tenant's usage in object storage; nil without it.
+	usage *tenantusage.Store
 }
 
 // newServices builds metrics, the callback notifier and the report writer.
@@ -194,6 +197,15 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 		}
 		if s.reviews, err = reviews.NewObjectStore(store, reviews.ObjectStoreConfig{Prefix: cfg.http.reviewPrefix}); err != nil {
 			return nil, fmt.Errorf("%w: --review-prefix: %v", errConfig, err)
+		}
+		var prices tenantusage.PriceTable
+		if cfg.priceTable != "" {
+			if prices, err = tenantusage.ReadPriceTable(cfg.priceTable); err != nil {
+				return nil, fmt.Errorf("%w: --price-table: %v", errConfig, err)
+			}
+		}
+		if s.usage, err = tenantusage.New(store, tenantusage.Options{Prices: prices}); err != nil {
+			return nil, err
 		}
 	} else {
 		s.reviews = reviews.NewMemoryStore(reviews.MemoryStoreConfig{})
@@ -247,6 +259,9 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 	if svc.tenants != nil {
 		// Per replica: N replicas admit up to N times a tenant's rate.
 		acfg.RateLimit = tenants.NewRateLimiter(svc.tenants.RequestsPerMinute, tenants.RateLimiterOptions{})
+	}
+	if svc.usage != nil {
+		acfg.Usage = svc.usage
 	}
 	// The review page shows PDF pages as a reader sees them, rendered by
 	// the engine that reads them.
