@@ -69,10 +69,12 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
-// Fairness shares a consumer's handling slots among tenants by weighted fair queuing: the
+// Fairness shares a consumer's handling slots among tenants, the least recent user first: the
 // consumer reads up to ReadAhead messages ahead of those it handles, queues each under its
-// tenant, and starts them tenant by tenant in deficit round robin, each tenant's turn as long
-// as its weight. A tenant alone still gets every slot. What is read ahead holds its bytes of
+// tenant, and gives each slot that comes free to the tenant that has held the slots least
+// lately, per weight (the package doc says how usage is counted). A tenant that has used
+// little lately is served ahead of a flooding one until its usage catches up; a tenant alone
+// still gets every slot. What is read ahead holds its bytes of
 // MaxBytesInFlight like a message being handled (the package doc says when it lends them);
 // the order of each key within a partition and the order of commits are kept. The wiring is
 // one field:
@@ -83,14 +85,15 @@ type Fairness struct {
 	// "" is a tenant like the others (messages that name none). Required. It is called once
 	// per message, from the fetching goroutine. TenantHeader reads it from a header.
 	Tenant func(m *Message) string
-	// Weight is a tenant's share of the turns (default 1 for every tenant); values below 1
-	// count as 1. It is read at every scheduling decision, under the consumer's lock, so
-	// weights may change while the consumer runs; it must be quick and safe for concurrent
-	// use.
+	// Weight divides a tenant's usage when tenants are compared for a free slot, so that
+	// tenants that all have messages waiting get slot time in proportion to their weights
+	// (default 1 for every tenant); values below 1 count as 1. It is read at every scheduling
+	// decision, under the consumer's lock, so weights may change while the consumer runs; it
+	// must be quick and safe for concurrent use.
 	Weight func(tenant string) int
 	// MaxInFlight caps how many of a tenant's messages are handled at once (nil, or 0 or less
-	// for a tenant: no cap). A tenant at its cap is passed over for a free slot, keeping its
-	// place in the round, and its messages wait while the other tenants' start; a slot stays
+	// for a tenant: no cap). A tenant at its cap is passed over for a free slot, whatever its
+	// usage, and its messages wait while the other tenants' start; a slot stays
 	// free only when every message waiting belongs to a tenant at its cap. It is read at
 	// every scheduling decision, under the consumer's lock, like Weight: a raised cap applies
 	// from the next message fetched or finished, a lowered one holds the tenant back until it
@@ -190,22 +193,6 @@ func (c *Config) tenantOf(m *Message) string {
 		return ""
 	}
 	return c.Fairness.Tenant(m)
-}
-
-// weightFunc is Fairness.Weight, nil (equal weights) without it.
-func (c *Config) weightFunc() func(tenant string) int {
-	if c.Fairness == nil {
-		return nil
-	}
-	return c.Fairness.Weight
-}
-
-// maxInFlightFunc is Fairness.MaxInFlight, nil (no caps) without it.
-func (c *Config) maxInFlightFunc() func(tenant string) int {
-	if c.Fairness == nil {
-		return nil
-	}
-	return c.Fairness.MaxInFlight
 }
 
 // setDefaults fills the zero fields with their defaults, the group's with stream's.

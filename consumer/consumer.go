@@ -26,26 +26,40 @@
 // Many tenants may share one topic: in fetch order a tenant's messages wait behind every
 // message fetched before them, however many another tenant queued. With Config.Fairness the
 // consumer reads up to Fairness.ReadAhead messages ahead of those it handles and queues each
-// under its tenant (Fairness.Tenant). A slot that comes free goes to the tenant whose turn it
-// is, by deficit round robin: the tenants with messages ready take turns in the order they
-// came, each turn as many messages as the tenant's weight (Fairness.Weight, read at each
-// pick, 1 by default); a tenant that runs out leaves the round, its turn forgotten, and
-// joins at its end when it has messages again. So a tenant arriving behind a flood waits
-// for one turn of each tenant ahead of it, not for the flood, and a tenant alone still gets
-// every slot. A message behind more than ReadAhead messages of its partition still waits
-// for the excess: the partition is read in order.
+// under its tenant (Fairness.Tenant). A slot that comes free goes to the tenant with the least
+// recent usage per weight among those with a message ready, ties going to the one whose
+// message came first. A tenant's usage is the slot-seconds its messages held, counted while
+// they hold their slots (how long a message will take is not known when it starts), each
+// second weighing half as much a minute later; it is divided by the tenant's weight
+// (Fairness.Weight, read at each pick, 1 by default). So:
+//   - A tenant arriving behind a flood, having used little lately, takes the next free slots,
+//     ahead of the flood, until its usage reaches the flood's; the flood takes the slots it
+//     leaves, and a tenant alone gets every slot.
+//   - Tenants that all have messages waiting get slot time in proportion to their weights over
+//     a long stretch, messages that hold a slot twice as long counting twice. The decay
+//     forgives the tenant picked last part of its lead, which favours the lighter weights by
+//     at most λd/2 of the slot time (λ = ln 2 a minute, d a message's time): 0.6% for
+//     messages of a second, 6% for messages of ten seconds on one slot, less on more slots
+//     (1% for those on eight).
+//   - A tenant that starts flooding catches up within about a minute with one of the same
+//     weight that has flooded all along, which may start nothing meanwhile; a tenant's past
+//     flood weighs against it for minutes.
+//
+// The usage is kept across generations, so that a rebalance does not forget who has been
+// flooding. A message behind more than ReadAhead messages of its partition still waits for
+// the excess: the partition is read in order.
 //
 // Fairness.MaxInFlight caps a tenant's messages being handled at once: a tenant at its cap
-// is passed over for a free slot, keeping its place in the round, while the others start
-// theirs; a slot stays free only while every message waiting is of a tenant at its cap. Its
-// messages read ahead wait with their room and bytes, so a capped tenant's backlog that
-// fills ReadAhead holds the fetching back to its cap's pace.
+// is passed over for a free slot, whatever its usage, while the others start theirs; a slot
+// stays free only while every message waiting is of a tenant at its cap. Its messages read
+// ahead wait with their room and bytes, so a capped tenant's backlog that fills ReadAhead
+// holds the fetching back to its cap's pace.
 //
 // What holds without it holds with it:
 //   - A partition's commit point is its lowest offset fetched and not handled, read ahead or
 //     not: messages handled out of order are committed once everything before them is.
 //   - A key's messages keep their order and never hold two slots, as above; only the one
-//     at the head of its key waits for its tenant's turn.
+//     at the head of its key waits to be picked.
 //   - Messages read ahead hold their bytes while they wait, so MaxBytesInFlight bounds them
 //     with the rest. One exception keeps the consumer from stalling: when every handler
 //     waits in Reserve for bytes while messages wait that cannot start (no slot is free, or
@@ -134,7 +148,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// The bounds hold across generations: a handler abandoned at a drain keeps its slot, and
 	// its message its room, until it returns.
 	room := make(chan struct{}, c.cfg.Concurrency+c.cfg.readAhead())
-	slots := newSlots(c.cfg.Concurrency, c.cfg.maxInFlightFunc())
+	slots := newSlots(c.cfg.Concurrency, c.cfg.Fairness)
 	inFlightBytes := semaphore.NewWeighted(c.cfg.MaxBytesInFlight)
 	c.log.Info("consumer started", "brokers", c.cfg.Client.Brokers(), "concurrency", c.cfg.Concurrency,
 		"fair", c.cfg.Fairness != nil, "read_ahead", c.cfg.readAhead())
@@ -150,7 +164,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			stop:      stop,
 			offsets:   newOffsetTracker(),
 			keyQueues: make(map[keyRef]*keyQueue),
-			ahead:     newDRR[*pending](c.cfg.weightFunc()),
+			ahead:     newTenantQueues[*pending](),
 		}
 		// Handlers outlive the generation by up to DrainTimeout, keeping ctx's values.
 		r.draining = make(chan struct{})
@@ -252,7 +266,7 @@ type run struct {
 	// ahead holds the messages fetched and waiting for a slot, by tenant: keyless ones, and
 	// the first of each key (see keyQueues). Without Fairness there is one tenant, so it is
 	// the order of fetching.
-	ahead *drr[*pending]
+	ahead *tenantQueues[*pending]
 	// seq numbers the messages in the order they were fetched: the last one's.
 	seq uint64
 	// atWork is this generation's workers, each holding a slot; waiting is those of them

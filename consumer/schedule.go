@@ -1,24 +1,33 @@
 package consumer
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // slots bound the messages being handled, across generations: a handler abandoned at a drain
 // keeps its slot until it returns. The generation being served is told when one comes back.
-// With Fairness.MaxInFlight they also count each tenant's, for its cap.
+// With Fairness they also rank the tenants for a free slot, by their recent usage of the
+// slots per weight, and count each tenant's slots, for its cap.
 type slots struct {
 	mu      sync.Mutex
 	free    int
 	serving *run
-	// maxInFlight is Fairness.MaxInFlight, nil for no caps; busy counts the slots each tenant
-	// holds, kept only with it.
+	// usage is each tenant's recent use of the slots and the slots it holds, kept across
+	// generations so that a rebalance does not wipe out who has been flooding; nil without
+	// Fairness. weight and maxInFlight are Fairness's (nil: 1 each, no caps).
+	usage       *usage
+	weight      func(tenant string) int
 	maxInFlight func(tenant string) int
-	busy        map[string]int
+	now         func() time.Time
 }
 
-func newSlots(n int, maxInFlight func(tenant string) int) *slots {
-	s := &slots{free: n, maxInFlight: maxInFlight}
-	if maxInFlight != nil {
-		s.busy = make(map[string]int)
+// newSlots returns n slots, shared by fairness (nil: first come first served).
+func newSlots(n int, fairness *Fairness) *slots {
+	s := &slots{free: n, now: time.Now}
+	if fairness != nil {
+		s.usage = newUsage(usageHalfLife)
+		s.weight, s.maxInFlight = fairness.Weight, fairness.MaxInFlight
 	}
 	return s
 }
@@ -30,37 +39,47 @@ func (s *slots) serve(r *run) {
 	s.serving = r
 }
 
-// take takes a slot, if one is free, for the message pick picks among the tenants that may
-// start one (under their cap), and reports whether it did: false when no slot is free, or
-// pick found nothing. pick runs with s.mu held.
-func (s *slots) take(pick func(mayStart func(tenant string) bool) (tenant string, ok bool)) bool {
+// take takes a slot, if one is free, for the message pick picks by the rank of each tenant
+// (rankLocked, the moment of the take), and reports whether it did: false when no slot is
+// free, or pick found nothing. pick runs with s.mu held.
+func (s *slots) take(pick func(rank func(tenant string) (float64, bool)) (tenant string, ok bool)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.free == 0 {
 		return false
 	}
-	var mayStart func(string) bool
-	if s.maxInFlight != nil {
-		mayStart = s.underCapLocked
-	}
-	tenant, ok := pick(mayStart)
+	now := s.now()
+	tenant, ok := pick(func(tenant string) (float64, bool) { return s.rankLocked(tenant, now) })
 	if !ok {
 		return false
 	}
 	s.free--
-	if s.busy != nil {
-		s.busy[tenant]++
+	if s.usage != nil {
+		s.usage.start(tenant, now)
 	}
 	return true
 }
 
-// underCapLocked says whether tenant may start another message: it holds fewer slots than
-// its cap, or has none (0 or less). The cap is read at each decision, so that a changed one
-// applies at once; a tenant over a lowered cap starts nothing until it is under it. s.mu is
-// held.
-func (s *slots) underCapLocked(tenant string) bool {
-	limit := s.maxInFlight(tenant)
-	return limit <= 0 || s.busy[tenant] < limit
+// rankLocked ranks tenant for a free slot at now: its recent usage of the slots per weight,
+// the lowest first; mayStart is false when it is at its cap. Without Fairness every tenant
+// ranks 0 and may start. The weight and the cap are read at each decision, so that changed
+// ones apply at once; a tenant over a lowered cap starts nothing until it is under it. Weights
+// below 1 count as 1: a tenant is never stopped, or its messages would hold the consumer's
+// read-ahead room forever. s.mu is held.
+func (s *slots) rankLocked(tenant string, now time.Time) (rank float64, mayStart bool) {
+	if s.usage == nil {
+		return 0, true
+	}
+	if s.maxInFlight != nil {
+		if limit := s.maxInFlight(tenant); limit > 0 && s.usage.holding(tenant) >= limit {
+			return 0, false
+		}
+	}
+	weight := 1
+	if s.weight != nil {
+		weight = max(s.weight(tenant), 1)
+	}
+	return s.usage.of(tenant, now) / float64(weight), true
 }
 
 // give gives back a slot a message of tenant held and returns the generation being served,
@@ -69,10 +88,8 @@ func (s *slots) give(tenant string) *run {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.free++
-	if s.busy != nil {
-		if s.busy[tenant]--; s.busy[tenant] <= 0 {
-			delete(s.busy, tenant)
-		}
+	if s.usage != nil {
+		s.usage.end(tenant, s.now())
 	}
 	return s.serving
 }
@@ -138,18 +155,19 @@ func (r *run) schedule() {
 	r.scheduleLocked()
 }
 
-// scheduleLocked starts messages from ahead while slots are free, each tenant in its turn,
-// passing over the tenants at their cap (Fairness.MaxInFlight). When messages still wait and
-// none of them can start (no slot is free, or their tenants are at their caps) while every
-// worker of this generation waits for bytes, those workers wait for the bytes the waiting
-// messages hold, which cannot start before a worker finishes: the waiting messages then lend
-// their bytes (reservation.lend), to take them back when they start. r.mu is held.
+// scheduleLocked starts messages from ahead while slots are free, each the first of the
+// tenant with the least recent usage of the slots per weight, passing over the tenants at
+// their cap (Fairness.MaxInFlight). When messages still wait and none of them can start (no
+// slot is free, or their tenants are at their caps) while every worker of this generation
+// waits for bytes, those workers wait for the bytes the waiting messages hold, which cannot
+// start before a worker finishes: the waiting messages then lend their bytes
+// (reservation.lend), to take them back when they start. r.mu is held.
 func (r *run) scheduleLocked() {
 	for !r.stopped && r.ahead.len() > 0 {
 		var p *pending
-		started := r.slots.take(func(mayStart func(string) bool) (string, bool) {
+		started := r.slots.take(func(rank func(string) (float64, bool)) (string, bool) {
 			var ok bool
-			p, _, ok = r.ahead.popWhere(mayStart)
+			p, _, ok = r.ahead.pop(rank)
 			if !ok {
 				return "", false
 			}
@@ -184,8 +202,8 @@ func (r *run) waitingForBytes(res *reservation, waiting bool) {
 	}
 }
 
-// work handles p's message holding a slot. A key's next message then waits in ahead for its
-// tenant's turn, like any other, and the slot is given back; once nothing more starts (the
+// work handles p's message holding a slot. A key's next message then waits in ahead to be
+// picked, like any other, and the slot is given back; once nothing more starts (the
 // drain), the worker goes on with the key's messages itself instead, as long as the handlers'
 // context lasts.
 func (r *run) work(p *pending) {
