@@ -1,8 +1,9 @@
 // Package tenants is what the service allows each tenant, from the tenants file: its share of
-// the requests consumer's handling slots (Weight, deficit round robin), a cap on its requests
-// judged at once (MaxInFlight), and the rate of submissions the API admits (RequestsPerMinute,
-// a token bucket per tenant: RateLimiter). File reads the file and reloads it while the
-// service runs, serving a snapshot that readers take without a lock.
+// the requests consumer's handling slots (Weight, dividing its recent use of them when the
+// consumer picks whom to serve), a cap on its requests judged at once (MaxInFlight), and the
+// rate of submissions the API admits (RequestsPerMinute, a token bucket per tenant:
+// RateLimiter). File reads the file and reloads it while the service runs, serving a snapshot
+// that readers take without a lock.
 //
 // The file is YAML (or JSON), every key checked:
 //
@@ -15,7 +16,8 @@
 // entry leaves out; a key given as null in a tenant's entry lifts the default's limit for that
 // tenant. Without default, a tenant weighs 1 and has neither cap nor rate limit. The keys:
 //
-//   - weight: the tenant's share of the turns, a whole number from 1 to 1000 (default 1).
+//   - weight: the tenant's share of the time requests are judged while tenants wait, a whole
+//     number from 1 to 1000 (default 1).
 //   - max_in_flight: the most of the tenant's requests judged at once by one replica, from 1;
 //     null or left out: no cap.
 //   - requests_per_minute: the submissions one replica's API admits from the tenant each
