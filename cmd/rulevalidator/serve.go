@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"rulevalidator/consumer"
+	"rulevalidator/docread"
 	"rulevalidator/engine"
 	"rulevalidator/internal/tracing"
 	"rulevalidator/jobs"
@@ -411,6 +412,55 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		return err
 	}
 
+	pipeCfg := pipelineConfig(cfg, svc, eng, documents, resolver, prod, serde, store, logger)
+	pipe, err := pipeline.New(pipeCfg)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+
+	retry := consumer.RetryPolicy{Initial: cfg.retryBackoff, Max: cfg.retryBackoffMax}
+	deadLetters := svc.metrics.CountDeadLetters(prod)
+	handler := consumer.Chain(pipe.Handle,
+		pipe.ReleaseHolds,
+		consumer.RetryWithFilter(retry, judging.MessageFault, logger),
+		consumer.DeadLetterWithFilter(deadLetters, judging.MessageFault, logger),
+		consumer.Recover(logger),
+	)
+	cons, err := consumer.New(consumer.Config{
+		GroupConfig: stream.GroupConfig{
+			Client: svc.kafka, GroupID: cfg.groupID, Topic: cfg.requestsTopic, SessionTimeout: cfg.sessionTimeout, Logger: logger,
+		},
+		Concurrency:      cfg.concurrency,
+		MaxBytesInFlight: int64(cfg.maxBytesInFlight),
+		Cost:             pipeline.Cost(engine.EvidenceMode(cfg.llm.evidence)),
+		DrainTimeout:     cfg.drainTimeout,
+		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
+		Fairness:         cfg.fairness(svc.tenants),
+		TracerProvider:   cfg.tracer,
+	}, handler)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
+		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
+	if err := startHTTP(gctx, g, cfg, svc, serde, store, documents, pipe.EnvironmentCheck, logger); err != nil {
+		return err
+	}
+	g.Go(func() error { return cons.Run(gctx) })
+	if svc.notifier != nil {
+		callbacks, err := callbackConsumer(cfg, svc, deadLetters, retry, logger)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return callbacks.Run(gctx) })
+	}
+	return g.Wait()
+}
+
+// pipelineConfig is the request pipeline serve runs: judging with the
+// engine, the documents, the rulesets and object storage; results stored with
+// what reviews and usage keep of them; budgets checked before judging.
+func pipelineConfig(cfg serveConfig, svc *services, eng *engine.Engine, documents *docread.Reader, resolver registry.Resolver, prod *producer.Producer, serde *schemas.Serde, store *objstore.Store, logger *slog.Logger) pipeline.Config {
 	pipeCfg := pipeline.Config{
 		Judging: judging.Config{
 			Engine:    eng,
@@ -458,48 +508,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 	if store != nil {
 		pipeCfg.Judging.Objects = store
 	}
-	pipe, err := pipeline.New(pipeCfg)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errConfig, err)
-	}
-
-	retry := consumer.RetryPolicy{Initial: cfg.retryBackoff, Max: cfg.retryBackoffMax}
-	deadLetters := svc.metrics.CountDeadLetters(prod)
-	handler := consumer.Chain(pipe.Handle,
-		pipe.ReleaseHolds,
-		consumer.RetryWithFilter(retry, judging.MessageFault, logger),
-		consumer.DeadLetterWithFilter(deadLetters, judging.MessageFault, logger),
-		consumer.Recover(logger),
-	)
-	cons, err := consumer.New(consumer.Config{
-		GroupConfig: stream.GroupConfig{
-			Client: svc.kafka, GroupID: cfg.groupID, Topic: cfg.requestsTopic, SessionTimeout: cfg.sessionTimeout, Logger: logger,
-		},
-		Concurrency:      cfg.concurrency,
-		MaxBytesInFlight: int64(cfg.maxBytesInFlight),
-		Cost:             pipeline.Cost(engine.EvidenceMode(cfg.llm.evidence)),
-		DrainTimeout:     cfg.drainTimeout,
-		Hooks:            svc.metrics.ConsumerHooks(cfg.requestsTopic),
-		Fairness:         cfg.fairness(svc.tenants),
-		TracerProvider:   cfg.tracer,
-	}, handler)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errConfig, err)
-	}
-	logger.Info("serving", "brokers", strings.Join(cfg.brokers, ","), "group", cfg.groupID, "requests_topic", cfg.requestsTopic,
-		"concurrency", cfg.concurrency, "model", cfg.llm.model, "llm", cfg.llm.baseURL, "wire_format", cfg.wireFormat)
-	if err := startHTTP(gctx, g, cfg, svc, serde, store, documents, pipe.EnvironmentCheck, logger); err != nil {
-		return err
-	}
-	g.Go(func() error { return cons.Run(gctx) })
-	if svc.notifier != nil {
-		callbacks, err := callbackConsumer(cfg, svc, deadLetters, retry, logger)
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return callbacks.Run(gctx) })
-	}
-	return g.Wait()
+	return pipeCfg
 }
 
 // callbackConsumer reads the callback topic in its own group and delivers each

@@ -269,68 +269,8 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		acfg.Pages = pages
 	}
 	if cfg.http.httpAddr != "" {
-		verifier, err := auth.NewVerifier(ctx, auth.Config{
-			JWKSURL:     cfg.http.jwksURL,
-			PEMFiles:    cfg.http.jwtPEMFiles,
-			Algorithms:  cfg.http.jwtAlgorithms,
-			Issuer:      cfg.http.jwtIssuer,
-			Audience:    cfg.http.jwtAudience,
-			TenantClaim: cfg.http.jwtTenantClaim,
-			Logger:      logger,
-		})
-		if err != nil {
-			return fmt.Errorf("%w: API token keys: %v", errConfig, err)
-		}
-		acfg.Verifier = verifier
-		if cfg.http.internalToken != "" {
-			tok, err := auth.NewStaticToken(cfg.http.internalToken)
-			if err != nil {
-				return fmt.Errorf("%w: --internal-token: %v", errConfig, err)
-			}
-			acfg.Internal = tok
-		}
-		if store != nil {
-			acfg.Reports = api.StoredReports{Store: store, Prefix: cfg.http.reportPrefix}
-			acfg.Claims = store
-		}
-		sub, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: svc.kafka, Topic: cfg.requestsTopic, TracerProvider: cfg.tracer}, serde)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errConfig, err)
-		}
-		acfg.Submitter = requestSubmitter{sub}
-		g.Go(func() error {
-			<-ctx.Done()
-			return sub.Close()
-		})
-		if cfg.reviewsTopic != "" {
-			rw, err := producer.NewReviewWriter(ctx, producer.ReviewWriterConfig{Client: svc.kafka, Topic: cfg.reviewsTopic, TracerProvider: cfg.tracer}, serde)
-			if err != nil {
-				return fmt.Errorf("%w: --reviews-topic: %v (create the topic, e.g. with ops/kafka.sh topics, or set --reviews-topic empty to publish no reviews)", errConfig, err)
-			}
-			acfg.ReviewPublisher = rw
-			g.Go(func() error {
-				<-ctx.Done()
-				return rw.Close()
-			})
-		}
-		if memJobs == nil {
-			logger.Info("job status is kept in object storage, shared by every replica and durable", "bucket", store.Bucket(), "prefix", cfg.http.jobPrefix)
-		} else {
-			logger.Warn("job status is kept in memory: it is per replica (a replica answers GET for a request once it has read its events) and lost on restart; set --s3-endpoint to keep it in object storage, shared and durable")
-			feed, err := jobfeed.New(jobfeed.Config{
-				Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
-				Serde: serde, Store: memJobs, Logger: logger,
-				// Verdicts that need review join the queue as they arrive.
-				OnVerdict: func(ctx context.Context, v schemas.VerdictEvent) {
-					if err := reviews.RouteForReview(ctx, svc.reviews, v.TenantID, v.RequestID, []schemas.VerdictEvent{v}); err != nil {
-						logger.Warn("a verdict needing review was not queued", "request_id", v.RequestID, "rule_id", v.RuleID, "err", err)
-					}
-				},
-			})
-			if err != nil {
-				return fmt.Errorf("%w: %v", errConfig, err)
-			}
-			g.Go(func() error { return feed.Run(ctx) })
+		if err := publicPorts(ctx, g, cfg, svc, serde, store, memJobs, &acfg, logger); err != nil {
+			return err
 		}
 	}
 	server, err := api.New(acfg)
@@ -351,6 +291,82 @@ func startHTTP(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *ser
 		ops = withProfiles(ops)
 	}
 	return listen(ctx, g, cfg.http.opsAddr, ops, "operations", logger)
+}
+
+// publicPorts fills in what the public API needs beyond the operations
+// routes: token verification, the internal token, report downloads and
+// claim checks, the writers of submissions and reviews, and job status.
+func publicPorts(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, memJobs *jobs.MemoryStore, acfg *api.Config, logger *slog.Logger) error {
+	verifier, err := auth.NewVerifier(ctx, auth.Config{
+		JWKSURL:     cfg.http.jwksURL,
+		PEMFiles:    cfg.http.jwtPEMFiles,
+		Algorithms:  cfg.http.jwtAlgorithms,
+		Issuer:      cfg.http.jwtIssuer,
+		Audience:    cfg.http.jwtAudience,
+		TenantClaim: cfg.http.jwtTenantClaim,
+		Logger:      logger,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: API token keys: %v", errConfig, err)
+	}
+	acfg.Verifier = verifier
+	if cfg.http.internalToken != "" {
+		tok, err := auth.NewStaticToken(cfg.http.internalToken)
+		if err != nil {
+			return fmt.Errorf("%w: --internal-token: %v", errConfig, err)
+		}
+		acfg.Internal = tok
+	}
+	if store != nil {
+		acfg.Reports = api.StoredReports{Store: store, Prefix: cfg.http.reportPrefix}
+		acfg.Claims = store
+	}
+	sub, err := producer.NewRequestWriter(ctx, producer.RequestWriterConfig{Client: svc.kafka, Topic: cfg.requestsTopic, TracerProvider: cfg.tracer}, serde)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	acfg.Submitter = requestSubmitter{sub}
+	g.Go(func() error {
+		<-ctx.Done()
+		return sub.Close()
+	})
+	if cfg.reviewsTopic != "" {
+		rw, err := producer.NewReviewWriter(ctx, producer.ReviewWriterConfig{Client: svc.kafka, Topic: cfg.reviewsTopic, TracerProvider: cfg.tracer}, serde)
+		if err != nil {
+			return fmt.Errorf("%w: --reviews-topic: %v (create the topic, e.g. with ops/kafka.sh topics, or set --reviews-topic empty to publish no reviews)", errConfig, err)
+		}
+		acfg.ReviewPublisher = rw
+		g.Go(func() error {
+			<-ctx.Done()
+			return rw.Close()
+		})
+	}
+	return startJobFeed(ctx, g, cfg, svc, serde, store, memJobs, logger)
+}
+
+// startJobFeed says where job status is kept and, when it is in memory,
+// starts the feed that fills it from the event topics.
+func startJobFeed(ctx context.Context, g *errgroup.Group, cfg serveConfig, svc *services, serde *schemas.Serde, store *objstore.Store, memJobs *jobs.MemoryStore, logger *slog.Logger) error {
+	if memJobs == nil {
+		logger.Info("job status is kept in object storage, shared by every replica and durable", "bucket", store.Bucket(), "prefix", cfg.http.jobPrefix)
+		return nil
+	}
+	logger.Warn("job status is kept in memory: it is per replica (a replica answers GET for a request once it has read its events) and lost on restart; set --s3-endpoint to keep it in object storage, shared and durable")
+	feed, err := jobfeed.New(jobfeed.Config{
+		Client: svc.kafka, SummaryTopic: cfg.summariesTopic, VerdictTopic: cfg.verdictsTopic,
+		Serde: serde, Store: memJobs, Logger: logger,
+		// Verdicts that need review join the queue as they arrive.
+		OnVerdict: func(ctx context.Context, v schemas.VerdictEvent) {
+			if err := reviews.RouteForReview(ctx, svc.reviews, v.TenantID, v.RequestID, []schemas.VerdictEvent{v}); err != nil {
+				logger.Warn("a verdict needing review was not queued", "request_id", v.RequestID, "rule_id", v.RuleID, "err", err)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	g.Go(func() error { return feed.Run(ctx) })
+	return nil
 }
 
 // requestSubmitter is the API's Submitter on the requests topic: each
