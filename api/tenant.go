@@ -5,31 +5,22 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"rulevalidator/auth"
 )
 
 // Internal callers name the tenant they act for: in the tenant_id query
 // parameter of the internal routes that read (queryTenant), in the body of
 // an execution request. Both are checked by checkTenant.
 
-// maxTenantBytes matches what the JWT verifier accepts in the tenant claim.
-const maxTenantBytes = 256
-
 // checkTenant refuses tenant ids an internal caller may not name: what the
-// token verifier refuses in a tenant claim, and ids holding a path
-// separator or "..".
+// token verifier refuses in a tenant claim (auth.CheckTenant), and ids
+// holding a path separator or "..".
 func checkTenant(t string) error {
-	switch {
-	case t == "":
-		return errors.New("is empty")
-	case len(t) > maxTenantBytes:
-		return fmt.Errorf("is %d bytes, over the limit of %d", len(t), maxTenantBytes)
-	case !utf8.ValidString(t):
-		return errors.New("is not valid UTF-8")
-	case strings.ContainsFunc(t, unicode.IsControl):
-		return errors.New("holds control characters")
-	case t == "." || strings.Contains(t, "..") || strings.ContainsAny(t, `/\`):
+	if err := auth.CheckTenant(t); err != nil {
+		return err
+	}
+	if t == "." || strings.Contains(t, "..") || strings.ContainsAny(t, `/\`) {
 		return errors.New(`holds "/", "\" or ".."`)
 	}
 	return nil

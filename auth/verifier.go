@@ -21,8 +21,25 @@ import (
 // ErrUnauthorized is wrapped by every verification failure.
 var ErrUnauthorized = errors.New("unauthorized")
 
-// maxTenantBytes bounds the tenant id; it ends up in object keys and log lines.
-const maxTenantBytes = 256
+// MaxTenantBytes bounds a tenant id; it ends up in object keys and log lines.
+const MaxTenantBytes = 256
+
+// CheckTenant says why a tenant id cannot be one (empty, over MaxTenantBytes,
+// not UTF-8, control characters), or nil: the one rule of what a tenant id
+// may be, for the tenant claim of a token and for whoever names tenants.
+func CheckTenant(tenant string) error {
+	switch {
+	case tenant == "":
+		return errors.New("is empty")
+	case len(tenant) > MaxTenantBytes:
+		return fmt.Errorf("is %d bytes, over the limit of %d", len(tenant), MaxTenantBytes)
+	case !utf8.ValidString(tenant):
+		return errors.New("is not valid UTF-8")
+	case strings.ContainsFunc(tenant, unicode.IsControl):
+		return errors.New("holds control characters")
+	}
+	return nil
+}
 
 // Principal is who a verified token speaks for.
 type Principal struct {
@@ -255,15 +272,8 @@ func tenantFrom(claims jwt.MapClaims, name string) (string, error) {
 	if !ok {
 		return "", unauthorized("tenant claim %q is a %T, not a string", name, raw)
 	}
-	switch {
-	case tenant == "":
-		return "", unauthorized("tenant claim %q is empty", name)
-	case len(tenant) > maxTenantBytes:
-		return "", unauthorized("tenant claim %q is %d bytes, more than %d", name, len(tenant), maxTenantBytes)
-	case !utf8.ValidString(tenant):
-		return "", unauthorized("tenant claim %q is not valid UTF-8", name)
-	case strings.ContainsFunc(tenant, unicode.IsControl):
-		return "", unauthorized("tenant claim %q holds control characters", name)
+	if err := CheckTenant(tenant); err != nil {
+		return "", unauthorized("tenant claim %q %v", name, err)
 	}
 	return tenant, nil
 }

@@ -35,14 +35,12 @@ package tenants
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"rulevalidator/auth"
 	"rulevalidator/internal/jsonyaml"
 )
 
@@ -54,8 +52,6 @@ const (
 	MaxLimit = 1_000_000
 	// MaxTokens bounds tokens_per_hour and tokens_per_day.
 	MaxTokens = 1_000_000_000_000
-	// maxTenantBytes matches what the token verifier accepts in the tenant claim.
-	maxTenantBytes = 256
 )
 
 // Limits are what applies to one tenant.
@@ -314,18 +310,6 @@ func asFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// checkTenant refuses what the token verifier refuses in a tenant claim: such an entry could
-// never apply.
-func checkTenant(t string) error {
-	switch {
-	case t == "":
-		return errors.New("is empty")
-	case len(t) > maxTenantBytes:
-		return fmt.Errorf("is %d bytes, over the limit of %d", len(t), maxTenantBytes)
-	case !utf8.ValidString(t):
-		return errors.New("is not valid UTF-8")
-	case strings.ContainsFunc(t, unicode.IsControl):
-		return errors.New("holds control characters")
-	}
-	return nil
-}
+// checkTenant refuses what the token verifier refuses in a tenant claim
+// (auth.CheckTenant): such an entry could never apply.
+func checkTenant(t string) error { return auth.CheckTenant(t) }
