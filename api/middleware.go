@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// statusWriter remembers whether the response has started, so that a
-// recovered panic only writes an error when nothing was sent yet.
+// statusWriter remembers the response's status: whether it has started, so
+// that a recovered panic only writes an error when nothing was sent yet, and
+// which status the request's span reports.
 type statusWriter struct {
 	http.ResponseWriter
 	status int

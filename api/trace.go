@@ -37,7 +37,7 @@ func (s *Server) traced(pattern string, h http.Handler) http.Handler {
 			h.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
-		sw := &spanStatusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r.WithContext(ctx))
 		status := sw.status
 		if status == 0 {
@@ -57,26 +57,3 @@ func scheme(r *http.Request) string {
 	}
 	return "http"
 }
-
-// spanStatusWriter remembers the response's status for the span.
-type spanStatusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *spanStatusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *spanStatusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (flush, deadlines).
-func (w *spanStatusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
