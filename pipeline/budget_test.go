@@ -37,7 +37,7 @@ func TestTokenBudgetRejectsPastIt(t *testing.T) {
 	pub := &resultPublisher{}
 	p, _, _ := handleFixture(t, eng, func(c *Config) {
 		c.Publisher = pub
-		c.Results = usage.ResultStore{Usage: store}
+		c.Results = usage.ResultStore{Usage: store, Budgets: admission}
 		c.Admit = admission.Admit
 		c.Now = func() time.Time { return now }
 	})
@@ -89,7 +89,9 @@ func TestTokenBudgetRejectsPastIt(t *testing.T) {
 func TestAdmissionErrorHolds(t *testing.T) {
 	eng := &scriptedEngine{res: passResult()}
 	p, _, m := handleFixture(t, eng, func(c *Config) {
-		c.Admit = func(context.Context, string) error { return errors.New("usage: reading window: connection refused") }
+		c.Admit = func(context.Context, string, string) error {
+			return errors.New("usage: reading window: connection refused")
+		}
 	})
 	err := p.Handle(context.Background(), m)
 	if _, messageFault := judging.MessageFault(err); err == nil || messageFault {

@@ -81,7 +81,7 @@ type Config struct {
 	// with that reason, the model not asked: its failed summary is stored and published and
 	// the message dead-lettered. Any other error (the usage could not be read) is the
 	// environment's, a storage fault: the request is held and retried.
-	Admit func(ctx context.Context, tenant string) error
+	Admit func(ctx context.Context, tenant, requestID string) error
 	// CacheEntries and CacheBytes bound the cache of recent results
 	// (defaults 1024 and 64 MiB; CacheEntries < 0 disables it).
 	CacheEntries int
@@ -327,7 +327,7 @@ func (p *Pipeline) admit(ctx context.Context, req *schemas.Request) error {
 	if p.cfg.Admit == nil {
 		return nil
 	}
-	err := p.cfg.Admit(ctx, req.TenantID)
+	err := p.cfg.Admit(ctx, req.TenantID, req.RequestID)
 	if err == nil {
 		return nil
 	}

@@ -15,10 +15,13 @@ import (
 //
 // A request counts when it was judged: completed, or failed after calling the model (its
 // tokens were spent). A request that failed before any model call (refused by its budget,
-// undecodable, an unknown ruleset) is not counted.
+// undecodable, an unknown ruleset) is not counted, and what it reserved of its budget is
+// let go (Admission.Release).
 type ResultStore struct {
 	Results judging.ResultStore
 	Usage   *Store
+	// Budgets, when set, admitted the requests under their tenants' budgets.
+	Budgets *Admission
 	// Now is the clock for a summary without a completion time (tests).
 	Now func() time.Time
 }
@@ -35,6 +38,10 @@ func (s ResultStore) StoreResult(ctx context.Context, req *schemas.Request, out 
 			at = now()
 		}
 		if err := s.Usage.Record(ctx, req.TenantID, req.RequestID, sum.Model, at, FromUsage(sum.Usage)); err != nil {
+			return err
+		}
+	} else if s.Budgets != nil {
+		if err := s.Budgets.Release(ctx, req.TenantID, req.RequestID); err != nil {
 			return err
 		}
 	}

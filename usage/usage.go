@@ -1,8 +1,8 @@
 // Package usage records what each tenant's judged requests cost, per hour window (UTC):
 // tokens in and out, model calls and requests judged, kept in object storage so that every
 // replica adds to, and reads, the same counts. Store.Record adds one request's usage; Hours
-// reads a range of windows for GET /v1/usage; Spent is what a tenant has used in the
-// current hour and day, for the token budgets of the tenants file (package tenants).
+// reads a range of windows for GET /v1/usage; Reserve admits a request under a token budget
+// of the tenants file (package tenants), and Admission waits for it.
 //
 // One window is one object, <prefix>/<tenant>/<yyyy-mm-ddThh>.json (both escaped with
 // bucket.TenantKey), updated by a read, then a conditional write: PutNew for a window's
@@ -102,6 +102,12 @@ type window struct {
 	Models map[string]Counts `json:"models,omitempty"`
 	// Counted holds the hashes of the request ids counted, oldest first.
 	Counted []string `json:"counted"`
+	// Largest is the most tokens one request counted in the window used: what a budget
+	// reserves for a request admitted in the next one (Reserve).
+	Largest int64 `json:"largest,omitempty"`
+	// Reserved holds the reservations of the requests admitted under a token budget in
+	// the window and not yet counted, by request id hash.
+	Reserved map[string]reservation `json:"reserved,omitempty"`
 }
 
 // Options configure a Store; zero values take the defaults.
@@ -151,16 +157,75 @@ func requestHash(requestID string) string {
 }
 
 // Record adds one judged request's counts to its tenant's window of at (the hour it was
-// judged), unless the request was counted already in that window or the one before.
+// judged), unless the request was counted already in that window or the one before, and
+// lets go of the request's reservation (Reserve), in that window or the one before.
 func (s *Store) Record(ctx context.Context, tenant, requestID, model string, at time.Time, c Counts) error {
 	hour, id := Hour(at), requestHash(requestID)
 	prev, _, err := s.read(ctx, tenant, hour.Add(-time.Hour))
 	if err != nil {
 		return err
 	}
-	if prev != nil && slices.Contains(prev.Counted, id) {
+	counted := prev != nil && slices.Contains(prev.Counted, id)
+	err = s.update(ctx, tenant, hour, func(w *window) (bool, error) {
+		_, reserved := w.Reserved[id]
+		delete(w.Reserved, id)
+		if counted || slices.Contains(w.Counted, id) {
+			return reserved, nil
+		}
+		w.Total = w.Total.add(c)
+		if w.Models == nil {
+			w.Models = map[string]Counts{}
+		}
+		w.Models[model] = w.Models[model].add(c)
+		w.Largest = max(w.Largest, c.Tokens())
+		w.Counted = append(w.Counted, id)
+		if over := len(w.Counted) - s.maxCounted; over > 0 {
+			w.Counted = slices.Delete(w.Counted, 0, over)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.unreserve(ctx, tenant, hour.Add(-time.Hour), prev, id)
+}
+
+// Release lets go of the reservation of a request that ends without being counted (it
+// failed before calling the model), in the window of at or the one before.
+func (s *Store) Release(ctx context.Context, tenant, requestID string, at time.Time) error {
+	hour, id := Hour(at), requestHash(requestID)
+	for _, h := range []time.Time{hour, hour.Add(-time.Hour)} {
+		w, _, err := s.read(ctx, tenant, h)
+		if err != nil {
+			return err
+		}
+		if err := s.unreserve(ctx, tenant, h, w, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unreserve removes the reservation id from tenant's window of hour, w as last read (nil:
+// none), when it holds one.
+func (s *Store) unreserve(ctx context.Context, tenant string, hour time.Time, w *window, id string) error {
+	if w == nil {
 		return nil
 	}
+	if _, ok := w.Reserved[id]; !ok {
+		return nil
+	}
+	return s.update(ctx, tenant, hour, func(w *window) (bool, error) {
+		_, ok := w.Reserved[id]
+		delete(w.Reserved, id)
+		return ok, nil
+	})
+}
+
+// update applies change to tenant's window of hour (a new one when there is none) and
+// writes it when change says it changed it, by a conditional write on what was read: when
+// another writer got there first, the window is read again and change applied to that.
+func (s *Store) update(ctx context.Context, tenant string, hour time.Time, change func(w *window) (bool, error)) error {
 	key, err := s.key(tenant, hour)
 	if err != nil {
 		return err
@@ -173,17 +238,9 @@ func (s *Store) Record(ctx context.Context, tenant, requestID, model string, at 
 		if w == nil {
 			w = &window{Tenant: tenant, Hour: hour}
 		}
-		if slices.Contains(w.Counted, id) {
-			return nil
-		}
-		w.Total = w.Total.add(c)
-		if w.Models == nil {
-			w.Models = map[string]Counts{}
-		}
-		w.Models[model] = w.Models[model].add(c)
-		w.Counted = append(w.Counted, id)
-		if over := len(w.Counted) - s.maxCounted; over > 0 {
-			w.Counted = slices.Delete(w.Counted, 0, over)
+		changed, err := change(w)
+		if err != nil || !changed {
+			return err
 		}
 		body, err := json.Marshal(w)
 		if err != nil {
@@ -198,7 +255,7 @@ func (s *Store) Record(ctx context.Context, tenant, requestID, model string, at 
 		case err == nil:
 			return nil
 		case errors.Is(err, bucket.ErrConditionFailed), errors.Is(err, bucket.ErrNotFound):
-			// Another writer got there first: read what it wrote and add to that.
+			// Another writer got there first: read what it wrote and change that.
 			if err := sleep(ctx, attempt); err != nil {
 				return err
 			}
@@ -296,40 +353,6 @@ func (s *Store) sum(c Counts, models map[string]Counts) Sum {
 		row.Cost = s.prices.Cost(models)
 	}
 	return row
-}
-
-// Spent is the tokens tenant has used in the hour and in the day (UTC) of now. The day is
-// read only when day is true (it reads every window of the day so far).
-func (s *Store) Spent(ctx context.Context, tenant string, now time.Time, day bool) (hourTokens, dayTokens int64, err error) {
-	hour := Hour(now)
-	w, _, err := s.read(ctx, tenant, hour)
-	if err != nil {
-		return 0, 0, err
-	}
-	if w != nil {
-		hourTokens = w.Total.Tokens()
-	}
-	if !day {
-		return hourTokens, 0, nil
-	}
-	hours, err := s.windows(ctx, tenant, hour.Format(time.DateOnly))
-	if err != nil {
-		return 0, 0, err
-	}
-	dayTokens = hourTokens
-	for _, h := range hours {
-		if !h.Before(hour) {
-			continue
-		}
-		w, _, err := s.read(ctx, tenant, h)
-		if err != nil {
-			return 0, 0, err
-		}
-		if w != nil {
-			dayTokens += w.Total.Tokens()
-		}
-	}
-	return hourTokens, dayTokens, nil
 }
 
 // windows lists the hours of tenant's windows whose names start with name (all of them for

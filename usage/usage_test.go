@@ -80,9 +80,9 @@ func TestARedeliveredRequestCountsOnce(t *testing.T) {
 	if r.Total.Counts != c || len(r.Hours) != 1 {
 		t.Fatalf("got %+v, want the request counted once: %+v", r, c)
 	}
-	hour, day, err := s.Spent(ctx, "other", noon, true)
-	if err != nil || hour != 1500 || day != 1500 {
-		t.Fatalf("Spent(other) = %d, %d, %v; want 1500, 1500", hour, day, err)
+	other, err := s.Hours(ctx, "other", noon, noon.Add(time.Hour))
+	if err != nil || other.Total.Tokens() != 1500 {
+		t.Fatalf("Hours(other) = %+v, %v; want 1500 tokens", other, err)
 	}
 }
 
@@ -98,9 +98,9 @@ func TestCountedRequestIDsAreBounded(t *testing.T) {
 	if err := s.Record(ctx, "t", "c", "m", noon, c); err != nil { // still remembered
 		t.Fatal(err)
 	}
-	hour, _, err := s.Spent(ctx, "t", noon, false)
-	if err != nil || hour != 4 {
-		t.Fatalf("Spent = %d, %v; want 4", hour, err)
+	r, err := s.Hours(ctx, "t", noon, noon.Add(time.Hour))
+	if err != nil || r.Total.Tokens() != 4 {
+		t.Fatalf("Hours = %+v, %v; want 4 tokens", r, err)
 	}
 }
 
@@ -120,9 +120,14 @@ func TestHoursRangeAndCost(t *testing.T) {
 	if len(r.Hours) != 2 || r.Total.Requests != 2 || r.Total.Cost == nil || *r.Total.Cost != 6 {
 		t.Fatalf("got %+v, want the two windows of the range costing 6", r)
 	}
-	hour, dayTokens, err := s.Spent(ctx, "t", day.Add(23*time.Hour+time.Minute), true)
-	if err != nil || hour != 1_100_000 || dayTokens != 3_300_000 {
-		t.Fatalf("Spent = %d, %d, %v; want the hour's and the day's (not yesterday's)", hour, dayTokens, err)
+	// The day's budget counts the day's windows, not yesterday's.
+	late := day.Add(23*time.Hour + time.Minute)
+	var qe *usage.QuotaError
+	if err := s.Reserve(ctx, "t", "x", usage.Budget{TokensPerDay: 3_300_000}, late, time.Minute); !errors.As(err, &qe) || qe.Window != "day" || qe.Spent != 3_300_000 {
+		t.Fatalf("Reserve under a day's budget of 3,300,000 = %v, want the day's budget used up", err)
+	}
+	if err := s.Reserve(ctx, "t", "x", usage.Budget{TokensPerDay: 3_300_001, TokensPerHour: 1_100_001}, late, time.Minute); err != nil {
+		t.Fatalf("Reserve a token under both budgets = %v", err)
 	}
 	for _, bad := range [][2]time.Time{{day, day}, {day, day.Add(-time.Hour)}, {day, day.Add(usage.MaxRange + time.Hour)}} {
 		if _, err := s.Hours(ctx, "t", bad[0], bad[1]); !errors.Is(err, usage.ErrRange) {
@@ -156,14 +161,14 @@ func TestResultStoreCountsJudgedRequestsAndAdmissionRefusesPastTheBudget(t *test
 			return usage.Budget{}
 		}}
 	var qe *usage.QuotaError
-	if err := a.Admit(ctx, "acme"); !errors.As(err, &qe) || qe.Spent != 3100 || !strings.Contains(err.Error(), "tokens_per_hour is 3000") {
+	if err := a.Admit(ctx, "acme", "r3"); !errors.As(err, &qe) || qe.Spent != 3100 || !strings.Contains(err.Error(), "tokens_per_hour is 3000") {
 		t.Fatalf("Admit(acme) = %v, want a QuotaError naming tokens_per_hour", err)
 	}
-	if err := a.Admit(ctx, "other"); err != nil {
+	if err := a.Admit(ctx, "other", "o1"); err != nil {
 		t.Fatalf("Admit(other) = %v", err)
 	}
 	a.Now = func() time.Time { return noon.Add(time.Hour) }
-	if err := a.Admit(ctx, "acme"); err != nil {
+	if err := a.Admit(ctx, "acme", "r3"); err != nil {
 		t.Fatalf("the next hour should admit: %v", err)
 	}
 	r, err := s.Hours(ctx, "acme", noon.Add(-time.Hour), noon.Add(time.Hour))
@@ -185,5 +190,132 @@ func TestParsePriceTable(t *testing.T) {
 	}
 	if c := (usage.PriceTable{"a": {}}).Cost(map[string]usage.Counts{"b": {InputTokens: 1}}); c != nil {
 		t.Errorf("a model without a price should leave the cost out, got %v", *c)
+	}
+}
+
+// admitWithin is Admit with a deadline: a request that waits for the budget held by
+// others' reservations runs into it.
+func admitWithin(a *usage.Admission, tenant, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	return a.Admit(ctx, tenant, id)
+}
+
+func TestABudgetAdmitsWhileTokensUsedAndReservedAreUnderIt(t *testing.T) {
+	s := newStore(t, usage.Options{})
+	ctx := context.Background()
+	a := &usage.Admission{Usage: s, Now: func() time.Time { return noon }, Poll: 10 * time.Millisecond,
+		Budget: func(string) usage.Budget { return usage.Budget{TokensPerHour: 3000} }}
+	record := func(id string, tokens int64) {
+		t.Helper()
+		if err := s.Record(ctx, "acme", id, "m", noon, usage.Counts{InputTokens: tokens, Requests: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		do   func()
+		id   string
+		want string // "", "waits" or "quota"
+	}{
+		// Nothing counted yet: the first request reserves the whole budget.
+		{id: "r1"},
+		{id: "r2", want: "waits"},
+		{id: "r1"}, // a redelivery holds its reservation
+		// 1000 counted: each request now reserves 1000, the largest so far.
+		{do: func() { record("r1", 1000) }, id: "r2"},
+		{id: "r3"},
+		{id: "r4", want: "waits"},
+		{do: func() { record("r2", 1000) }, id: "r4", want: "waits"},
+		// A request that ends uncounted lets its reservation go.
+		{do: func() {
+			if err := a.Release(ctx, "acme", "r3"); err != nil {
+				t.Fatal(err)
+			}
+		}, id: "r4"},
+		{do: func() { record("r4", 1200) }, id: "r5", want: "quota"},
+		{id: "r1"}, // counted already: admitted, to count nothing again
+	}
+	for i, st := range steps {
+		if st.do != nil {
+			st.do()
+		}
+		err := admitWithin(a, "acme", st.id)
+		var qe *usage.QuotaError
+		got := ""
+		switch {
+		case errors.As(err, &qe):
+			got = "quota"
+		case errors.Is(err, context.DeadlineExceeded):
+			got = "waits"
+		case err != nil:
+			t.Fatalf("step %d (%s): %v", i, st.id, err)
+		}
+		if got != st.want {
+			t.Fatalf("step %d: Admit(%s) = %q (%v), want %q", i, st.id, got, err, st.want)
+		}
+	}
+}
+
+func TestAReservationExpires(t *testing.T) {
+	s := newStore(t, usage.Options{})
+	now := noon
+	a := &usage.Admission{Usage: s, Now: func() time.Time { return now }, Hold: time.Minute, Poll: 10 * time.Millisecond,
+		Budget: func(string) usage.Budget { return usage.Budget{TokensPerHour: 3000} }}
+	if err := admitWithin(a, "acme", "killed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admitWithin(a, "acme", "next"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Admit = %v, want it to wait for the first request's reservation", err)
+	}
+	now = now.Add(time.Minute)
+	if err := admitWithin(a, "acme", "next"); err != nil {
+		t.Fatalf("the reservation of a replica gone should expire: %v", err)
+	}
+}
+
+// TestTwoReplicasOvershootABudgetByOneRequestAtMost: replicas admitting and counting the
+// requests of one tenant side by side stop within the budget plus one request.
+func TestTwoReplicasOvershootABudgetByOneRequestAtMost(t *testing.T) {
+	s := newStore(t, usage.Options{})
+	const budget, tokens = 3000, 700
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for r := range 2 {
+		a := &usage.Admission{Usage: s, Poll: 5 * time.Millisecond,
+			Budget: func(string) usage.Budget { return usage.Budget{TokensPerHour: budget} }}
+		for w := range 2 { // two slots a replica
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					id := fmt.Sprintf("r%d-w%d-%d", r, w, i)
+					err := a.Admit(context.Background(), "acme", id)
+					var qe *usage.QuotaError
+					if errors.As(err, &qe) {
+						return
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					time.Sleep(time.Duration(1+i%3) * 5 * time.Millisecond) // judging
+					if err := s.Record(context.Background(), "acme", id, "m", time.Now(), usage.Counts{InputTokens: tokens, Requests: 1}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	r, err := s.Hours(context.Background(), "acme", now.Add(-2*time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Total.Tokens(); got < budget || got >= budget+tokens {
+		t.Fatalf("%d tokens admitted (%d requests), want at least the budget %d and under one request more", got, r.Total.Requests, budget)
 	}
 }

@@ -494,11 +494,14 @@ func pipelineConfig(cfg serveConfig, svc *services, eng *engine.Engine, document
 		// Each judged request's usage is added to its tenant's window before its result is
 		// stored; the token budgets of the tenants file are checked against it before a
 		// request is judged.
-		pipeCfg.Results = tenantusage.ResultStore{Results: pipeCfg.Results, Usage: svc.usage}
+		results := tenantusage.ResultStore{Results: pipeCfg.Results, Usage: svc.usage}
 		if svc.tenants != nil {
-			admission := &tenantusage.Admission{Usage: svc.usage, Budget: budgetOf(svc.tenants)}
-			pipeCfg.Admit = admission.Admit
+			// A reservation outlives a replica killed while judging by the longest a
+			// request may take.
+			results.Budgets = &tenantusage.Admission{Usage: svc.usage, Budget: budgetOf(svc.tenants), Hold: pipeCfg.RequestTimeout + time.Minute}
+			pipeCfg.Admit = results.Budgets.Admit
 		}
+		pipeCfg.Results = results
 	} else if svc.tenants != nil && hasBudgets(svc.tenants.Config()) {
 		logger.Warn("the tenants file sets token budgets, which are not enforced without object storage (--s3-endpoint): usage is kept there")
 	}

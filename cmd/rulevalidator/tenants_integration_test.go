@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rulevalidator/schemas"
+	tenantusage "rulevalidator/usage"
 )
 
 // writeTenantsFile writes the tenants file whole, by a rename, as the docs ask.
@@ -122,4 +125,110 @@ func TestServeRateLimitsByTenantsFile(t *testing.T) {
 	if !strings.Contains(p.log.String(), "tenants file reloaded") {
 		t.Error("the service did not log the reload")
 	}
+}
+
+// TestServeTokenBudgetHoldsAcrossTwoReplicas: two serve replicas on the real stack share a
+// requests topic of two partitions and a tenants file giving trial a budget of 3000 tokens an
+// hour (on_exceed: reject). Of trial's requests, posted to both replicas' APIs, the first are
+// judged and the later ones fail naming the quota (dead-lettered, reason quota_exceeded);
+// what the replicas together admitted stays within the budget plus one request. Another
+// tenant's requests, interleaved, are all judged.
+func TestServeTokenBudgetHoldsAcrossTwoReplicas(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	tenantsFile := filepath.Join(t.TempDir(), "tenants.yaml")
+	writeTenantsFile(t, tenantsFile, "tenants:\n  trial: {tokens_per_hour: 3000, on_exceed: reject}\n")
+	deadLetters := e.watch(t, e.deadLetters, 1)
+	secondHTTP := freeAddr(t)
+	// Without the verdict cache, every request of the same example calls the model.
+	args := append(e.serveArgs(), "--tenants-file", tenantsFile, "--verdict-cache=false")
+	e.startInProcess(t, args...)
+	e.startInProcess(t, append(args, "--http-addr", secondHTTP, "--ops-addr", freeAddr(t))...)
+	replicas := []string{"http://" + e.httpAddr, "http://" + secondHTTP}
+	for _, base := range replicas {
+		waitForListener(t, base)
+	}
+
+	example, err := os.ReadFile(exampleRequestJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trial, acme []string
+	for i := range 8 {
+		for _, tenant := range []string{"trial", "acme"} {
+			if tenant == "acme" && i >= 4 {
+				continue
+			}
+			var submission map[string]any
+			if err := json.Unmarshal(example, &submission); err != nil {
+				t.Fatal(err)
+			}
+			delete(submission, "tenant_id")
+			id := fmt.Sprintf("%s-%d", tenant, i)
+			submission["request_id"] = id
+			body, _ := json.Marshal(submission)
+			if code, _, body := httpDo(t, http.MethodPost, replicas[i%2]+"/v1/validations", e.token(t, tenant), body); code != http.StatusAccepted {
+				t.Fatalf("POST %s: %d %s", id, code, body)
+			}
+			if tenant == "trial" {
+				trial = append(trial, id)
+			} else {
+				acme = append(acme, id)
+			}
+		}
+	}
+
+	// final waits for a request's final status and returns its job body.
+	final := func(tenant, id string) string {
+		var job string
+		waitUntil(t, waitLimit, id+" to end", func() bool {
+			code, _, body := httpDo(t, http.MethodGet, replicas[0]+"/v1/validations/"+id, e.token(t, tenant), nil)
+			job = string(body)
+			return code == http.StatusOK && (strings.Contains(job, `"status":"completed"`) || strings.Contains(job, `"status":"failed"`))
+		})
+		return job
+	}
+	judged, refused := 0, 0
+	for _, id := range trial {
+		job := final("trial", id)
+		switch {
+		case strings.Contains(job, `"status":"completed"`):
+			judged++
+		case strings.Contains(job, "quota_exceeded") && strings.Contains(job, "tokens_per_hour is 3000"):
+			refused++
+		default:
+			t.Errorf("%s ended neither judged nor refused by its quota: %s", id, job)
+		}
+	}
+	for _, id := range acme {
+		if job := final("acme", id); !strings.Contains(job, `"status":"completed"`) {
+			t.Errorf("acme's %s, beside trial's budget: %s", id, job)
+		}
+	}
+	if judged == 0 || refused == 0 {
+		t.Fatalf("trial: %d judged, %d refused; want its first requests judged and its later ones refused", judged, refused)
+	}
+	waitUntil(t, waitLimit, "the refused requests to be dead-lettered", func() bool {
+		n := 0
+		for _, m := range deadLetters.snapshot() {
+			if d := e.deadLetter(t, m); d.Reason == schemas.ReasonQuotaExceeded {
+				n++
+			}
+		}
+		return n == refused
+	})
+
+	// What the replicas admitted: within the budget plus one request.
+	now := time.Now().UTC()
+	q := "?from=" + now.Add(-2*time.Hour).Format(time.RFC3339) + "&to=" + now.Add(time.Hour).Format(time.RFC3339)
+	code, _, body := httpDo(t, http.MethodGet, replicas[1]+"/v1/usage"+q, e.token(t, "trial"), nil)
+	var report tenantusage.Report
+	if code != http.StatusOK || json.Unmarshal(body, &report) != nil {
+		t.Fatalf("GET /v1/usage: %d %s", code, body)
+	}
+	perRequest := report.Total.Tokens() / report.Total.Requests
+	if report.Total.Requests != int64(judged) || report.Total.Tokens() >= 3000+perRequest {
+		t.Errorf("trial's usage %+v: want %d requests judged, under %d tokens (the budget plus one request)", report.Total, judged, 3000+perRequest)
+	}
+	t.Logf("trial: %d judged (%d tokens, %d a request), %d refused by its budget of 3000", judged, report.Total.Tokens(), perRequest, refused)
 }
