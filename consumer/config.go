@@ -111,6 +111,10 @@ type Fairness struct {
 	// past them are handled again by the partition's next owner: the larger ReadAhead, the
 	// more a rebalance may redo. MaxBytesInFlight bounds their bytes.
 	ReadAhead int
+	// MaxHeld is how many messages of a tenant held by a deferral (Defer) may wait read
+	// ahead before its oldest is started anyway, not to be deferred again (default
+	// ReadAhead/4, at least 1): a tenant over its budget holds no more of the read-ahead.
+	MaxHeld int
 }
 
 // TenantHeader is a Fairness.Tenant naming the tenant in the header key: the value of the
@@ -132,6 +136,8 @@ const (
 	// OutcomeInterrupted: the handler returned after its context was cancelled at the end of
 	// the drain; the offset is not committed and the message will be redelivered.
 	OutcomeInterrupted = "interrupted"
+	// OutcomeDeferred: the handler deferred the message (Defer); it waits to be handled again.
+	OutcomeDeferred = "deferred"
 )
 
 // Hooks are optional observers, called from the consumer's goroutines; they must be safe for
@@ -187,6 +193,14 @@ func (c *Config) readAhead() int {
 	return c.Fairness.ReadAhead
 }
 
+// maxHeld is Fairness.MaxHeld, 0 without Fairness.
+func (c *Config) maxHeld() int {
+	if c.Fairness == nil {
+		return 0
+	}
+	return c.Fairness.MaxHeld
+}
+
 // tenantOf is m's tenant: Fairness.Tenant's, "" for every message without Fairness.
 func (c *Config) tenantOf(m *Message) string {
 	if c.Fairness == nil {
@@ -219,6 +233,9 @@ func (c *Config) setDefaults() {
 		f := *c.Fairness // the caller's stays as it was
 		if f.ReadAhead == 0 {
 			f.ReadAhead = DefaultReadAhead
+		}
+		if f.MaxHeld == 0 {
+			f.MaxHeld = max(f.ReadAhead/4, 1)
 		}
 		c.Fairness = &f
 	}
@@ -259,6 +276,9 @@ func (c *Config) Validate() error {
 	if f := c.Fairness; f != nil {
 		if f.Tenant == nil {
 			bad("Fairness.Tenant is nil; it names each message's tenant")
+		}
+		if f.MaxHeld < 0 {
+			bad("Fairness.MaxHeld must not be negative, got %d", f.MaxHeld)
 		}
 		if f.ReadAhead < 0 {
 			bad("Fairness.ReadAhead must not be negative, got %d", f.ReadAhead)

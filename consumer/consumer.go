@@ -165,6 +165,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			offsets:   newOffsetTracker(),
 			keyQueues: make(map[keyRef]*keyQueue),
 			ahead:     newTenantQueues[*pending](),
+			waitingOf: map[string]int{},
 		}
 		// Handlers outlive the generation by up to DrainTimeout, keeping ctx's values.
 		r.draining = make(chan struct{})
@@ -267,6 +268,8 @@ type run struct {
 	// the first of each key (see keyQueues). Without Fairness there is one tenant, so it is
 	// the order of fetching.
 	ahead *tenantQueues[*pending]
+	// waitingOf counts each tenant's messages waiting, in ahead or behind their keys.
+	waitingOf map[string]int
 	// seq numbers the messages in the order they were fetched: the last one's.
 	seq uint64
 	// atWork is this generation's workers, each holding a slot; waiting is those of them
@@ -308,20 +311,27 @@ func (r *run) fetchLoop(ctx context.Context) {
 	}
 }
 
-// handle runs the handler on m, records the outcome and gives m's slot and its share of
-// res back. It reports whether the handler succeeded.
-func (r *run) handle(m *Message, res *reservation) bool {
+// handle runs the handler on p's message, records the outcome and gives its slot and its
+// share of res back. It reports whether the handler succeeded, or deferred the message: a
+// deferred message keeps its room, to wait again (run.work).
+func (r *run) handle(p *pending, res *reservation) (ok bool, deferral *DeferredError) {
+	m := p.m
 	start := time.Now()
 	share := &messageReservation{res: res, weight: r.messageWeight(m)}
 	// What the message's reservation lent while it waited is taken back first.
 	settled := res.settle(r.handlerCtx)
 	err := settled
 	if err == nil {
-		err = r.call(WithReserver(r.handlerCtx, share), m)
+		ctx := WithReserver(r.handlerCtx, share)
+		if r.cfg.Fairness != nil && !p.overHeld {
+			ctx = withMayDefer(ctx)
+		}
+		err = r.call(ctx, m)
 	}
 	took := time.Since(start)
 
 	outcome := OutcomeOK
+	d, isDeferred := deferred(err)
 	switch {
 	case settled != nil:
 		outcome = OutcomeInterrupted
@@ -339,6 +349,9 @@ func (r *run) handle(m *Message, res *reservation) bool {
 			// Cannot happen: dispatch recorded it. Say so loudly rather than guess.
 			r.log.Error("handled an offset the tracker does not hold", logAttrs(m)...)
 		}
+	case isDeferred && r.cfg.Fairness != nil && !p.overHeld:
+		outcome = OutcomeDeferred
+		r.log.Info("deferred: its tenant is held back until then", append(logAttrs(m), "until", d.Until, "why", d.Why)...)
 	case errors.Is(err, ErrDraining):
 		outcome = OutcomeInterrupted
 		r.log.Info("retry given up at the drain; not committed, it will be redelivered",
@@ -352,11 +365,15 @@ func (r *run) handle(m *Message, res *reservation) bool {
 		r.fail(fmt.Errorf("consumer: handling %s: %w", where(m), err))
 	}
 	r.cfg.Hooks.handled(outcome, took)
+	if outcome == OutcomeDeferred {
+		share.endHandler(false)
+		return false, d // still in flight: it keeps its room and its weight
+	}
+	share.end()
 	// The hook goes first, so that the next message's +1 cannot be observed before this -1.
 	r.cfg.Hooks.inFlight(-1)
-	share.end()
 	<-r.room
-	return err == nil
+	return err == nil, nil
 }
 
 // call runs the handler with ctx, turning a panic that no Recover middleware caught into an

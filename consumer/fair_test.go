@@ -697,3 +697,105 @@ func TestFairMaxInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestFairDeferral: a handler defers the messages of a tenant over its budget until a time.
+// The tenant is held until then, its messages waiting without a slot while the other
+// tenant's are handled; past Fairness.MaxHeld waiting, its oldest are started not to be
+// deferred (MayDefer false), and the handler ends them. At the time, the rest are handled,
+// in key order; no commit passes a message not handled.
+func TestFairDeferral(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2)
+	const each, maxHeld = 12, 3
+	var recs []record
+	next := make([]int64, e.partitions)
+	for i := range each {
+		for _, tenant := range []string{"held", "free"} {
+			p := i % e.partitions
+			recs = append(recs, record{partition: p, key: fmt.Sprint(tenant, "-", i%4), value: fmt.Sprint(tenant, i), tenant: tenant})
+			next[p]++
+		}
+	}
+	e.produce(t, recs...)
+
+	var (
+		mu                                  sync.Mutex
+		until                               time.Time
+		deferrals, ended, heldEarly, freeAt int
+		heldHandled                         []time.Time
+		freeLast                            time.Time
+	)
+	order := newKeyOrder()
+	commits := newCommitCheck()
+	cfg := e.config(t)
+	cfg.Concurrency = 3
+	cfg.Fairness = &Fairness{Tenant: TenantHeader(tenantHeader), MaxHeld: maxHeld}
+	cfg.Hooks.Committed = commits.hook
+	r := start(t, cfg, func(ctx context.Context, m *Message) error {
+		tenant := TenantHeader(tenantHeader)(m)
+		mu.Lock()
+		if until.IsZero() {
+			until = time.Now().Add(time.Second)
+		}
+		now := time.Now()
+		if tenant == "held" && now.Before(until) {
+			if MayDefer(ctx) {
+				deferrals++
+				mu.Unlock()
+				return Defer(until, fmt.Errorf("tenant %q is over its budget", tenant))
+			}
+			ended++ // what a handler does with a message it may not defer: ends it
+		}
+		mu.Unlock()
+		order.start(m)
+		time.Sleep(20 * time.Millisecond)
+		order.end(m)
+		commits.done(m)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case tenant == "free":
+			freeAt++
+			freeLast = time.Now()
+		case now.Before(until):
+			heldEarly++
+		default:
+			heldHandled = append(heldHandled, now)
+		}
+		return nil
+	})
+	waitFor(t, "every message is committed", func() bool {
+		for p := range e.partitions {
+			if commits.commits.get(p) != next[p] {
+				return false
+			}
+		}
+		return true
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	order.check(t)
+	commits.check(t)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if deferrals == 0 {
+		t.Fatal("nothing was deferred")
+	}
+	if freeAt != each || !freeLast.Before(until) {
+		t.Errorf("the other tenant: %d of %d handled, the last at %v, want all before the held tenant's time %v",
+			freeAt, each, freeLast.Format(time.StampMilli), until.Format(time.StampMilli))
+	}
+	if ended == 0 || ended != heldEarly {
+		t.Errorf("%d of the held tenant's messages ended before its time (%d started so), want some: %d were waiting at most", heldEarly, ended, maxHeld)
+	}
+	if ended+len(heldHandled) != each {
+		t.Errorf("held tenant: %d ended and %d handled after its time, want %d in all", ended, len(heldHandled), each)
+	}
+	if len(heldHandled) == 0 || len(heldHandled) > maxHeld+cfg.Concurrency {
+		t.Errorf("%d of the held tenant's messages waited for its time, want 1 to %d (MaxHeld, and those deferred from the slots)", len(heldHandled), maxHeld+cfg.Concurrency)
+	}
+	t.Logf("held tenant: %d deferrals, %d ended, %d handled after its time; the other's last at %v before it",
+		deferrals, ended, len(heldHandled), until.Sub(freeLast).Round(time.Millisecond))
+}

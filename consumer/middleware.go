@@ -102,6 +102,9 @@ func RetryWithFilter(p RetryPolicy, fault FaultFunc, logger *slog.Logger) Middle
 				if _, permanent := fault(err); err != nil && permanent || errors.Is(err, ErrDraining) {
 					return backoff.Permanent(err)
 				}
+				if _, ok := deferred(err); ok {
+					return backoff.Permanent(err) // the consumer holds it, not the retries
+				}
 				return err
 			},
 				backoff.Stop(Draining(ctx), ErrDraining),

@@ -246,14 +246,21 @@ func (v *messageReservation) isLetGo() bool {
 }
 
 // end gives back the message's weight and all its handler still holds.
-func (v *messageReservation) end() {
+func (v *messageReservation) end() { v.endHandler(true) }
+
+// endHandler gives back all the handler still holds, and the message's weight with
+// message true; a deferred message keeps its weight while it waits to be handled again.
+func (v *messageReservation) endHandler(message bool) {
 	v.mu.Lock()
 	if v.letGo {
 		v.mu.Unlock()
 		return
 	}
 	v.letGo = true
-	n := v.weight + v.outstanding
+	n := v.outstanding
+	if message {
+		n += v.weight
+	}
 	v.mu.Unlock()
 	v.res.shrink(n)
 }

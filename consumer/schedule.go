@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -20,11 +21,15 @@ type slots struct {
 	weight      func(tenant string) int
 	maxInFlight func(tenant string) int
 	now         func() time.Time
+	// held holds tenants back until a deferral's time (Defer), with a timer each that
+	// wakes the generation being served then.
+	held   map[string]time.Time
+	timers map[string]*time.Timer
 }
 
 // newSlots returns n slots, shared by fairness (nil: first come first served).
 func newSlots(n int, fairness *Fairness) *slots {
-	s := &slots{free: n, now: time.Now}
+	s := &slots{free: n, now: time.Now, held: map[string]time.Time{}, timers: map[string]*time.Timer{}}
 	if fairness != nil {
 		s.usage = newUsage(usageHalfLife)
 		s.weight, s.maxInFlight = fairness.Weight, fairness.MaxInFlight
@@ -39,17 +44,25 @@ func (s *slots) serve(r *run) {
 	s.serving = r
 }
 
-// take takes a slot, if one is free, for the message pick picks by the rank of each tenant
-// (rankLocked, the moment of the take), and reports whether it did: false when no slot is
-// free, or pick found nothing. pick runs with s.mu held.
-func (s *slots) take(pick func(rank func(tenant string) (float64, bool)) (tenant string, ok bool)) bool {
+// standing is a tenant's place for a free slot: its rank, the lowest first, whether it may
+// start a message, and whether it is held by a deferral (then it may not).
+type standing struct {
+	rank     float64
+	mayStart bool
+	held     bool
+}
+
+// take takes a slot, if one is free, for the message pick picks by the standing of each
+// tenant (standingLocked, the moment of the take), and reports whether it did: false when
+// no slot is free, or pick found nothing. pick runs with s.mu held.
+func (s *slots) take(pick func(standing func(tenant string) standing) (tenant string, ok bool)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.free == 0 {
 		return false
 	}
 	now := s.now()
-	tenant, ok := pick(func(tenant string) (float64, bool) { return s.rankLocked(tenant, now) })
+	tenant, ok := pick(func(tenant string) standing { return s.standingLocked(tenant, now) })
 	if !ok {
 		return false
 	}
@@ -60,26 +73,58 @@ func (s *slots) take(pick func(rank func(tenant string) (float64, bool)) (tenant
 	return true
 }
 
-// rankLocked ranks tenant for a free slot at now: its recent usage of the slots per weight,
-// the lowest first; mayStart is false when it is at its cap. Without Fairness every tenant
-// ranks 0 and may start. The weight and the cap are read at each decision, so that changed
-// ones apply at once; a tenant over a lowered cap starts nothing until it is under it. Weights
+// standingLocked is tenant's standing for a free slot at now: its recent usage of the slots
+// per weight; it may not start at its cap, nor while it is held. Without Fairness every
+// tenant ranks 0. The weight and the cap are read at each decision, so that changed ones
+// apply at once; a tenant over a lowered cap starts nothing until it is under it. Weights
 // below 1 count as 1: a tenant is never stopped, or its messages would hold the consumer's
 // read-ahead room forever. s.mu is held.
-func (s *slots) rankLocked(tenant string, now time.Time) (rank float64, mayStart bool) {
+func (s *slots) standingLocked(tenant string, now time.Time) standing {
+	if until, held := s.held[tenant]; held {
+		if now.Before(until) {
+			return standing{held: true}
+		}
+		delete(s.held, tenant)
+	}
 	if s.usage == nil {
-		return 0, true
+		return standing{mayStart: true}
 	}
 	if s.maxInFlight != nil {
 		if limit := s.maxInFlight(tenant); limit > 0 && s.usage.holding(tenant) >= limit {
-			return 0, false
+			return standing{}
 		}
 	}
 	weight := 1
 	if s.weight != nil {
 		weight = max(s.weight(tenant), 1)
 	}
-	return s.usage.of(tenant, now) / float64(weight), true
+	return standing{rank: s.usage.of(tenant, now) / float64(weight), mayStart: true}
+}
+
+// hold holds tenant back until until (a deferral), and wakes the generation being served
+// then, to start what waits.
+func (s *slots) hold(tenant string, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, held := s.held[tenant]; held && !until.After(prev) {
+		return
+	}
+	s.held[tenant] = until
+	if t, ok := s.timers[tenant]; ok {
+		t.Stop()
+	}
+	s.timers[tenant] = time.AfterFunc(time.Until(until), func() { s.wake(tenant) })
+}
+
+// wake starts what waits once tenant's hold has ended.
+func (s *slots) wake(tenant string) {
+	s.mu.Lock()
+	delete(s.timers, tenant)
+	serving := s.serving
+	s.mu.Unlock()
+	if serving != nil {
+		serving.schedule()
+	}
 }
 
 // give gives back a slot a message of tenant held and returns the generation being served,
@@ -103,6 +148,9 @@ type pending struct {
 	// seq numbers the messages in the order they were fetched.
 	seq uint64
 	res *reservation
+	// overHeld is set when its tenant, held, had too many messages waiting (Fairness.MaxHeld):
+	// it is started to be ended, not deferred again.
+	overHeld bool
 }
 
 func keyOf(m *Message) keyRef { return keyRef{partition: m.Partition, key: string(m.Key)} }
@@ -120,6 +168,7 @@ func (r *run) take(m *Message) {
 		return
 	}
 	r.cfg.Hooks.inFlight(+1)
+	r.waitingOf[p.tenant]++
 	r.seq++
 	p.seq = r.seq
 	if len(m.Key) > 0 {
@@ -157,7 +206,9 @@ func (r *run) schedule() {
 
 // scheduleLocked starts messages from ahead while slots are free, each the first of the
 // tenant with the least recent usage of the slots per weight, passing over the tenants at
-// their cap (Fairness.MaxInFlight). When messages still wait and none of them can start (no
+// their cap (Fairness.MaxInFlight) and those held by a deferral, but for a held tenant with
+// more than Fairness.MaxHeld messages waiting: its oldest goes first, not to be deferred
+// again (pending.overHeld). When messages still wait and none of them can start (no
 // slot is free, or their tenants are at their caps) while every worker of this generation
 // waits for bytes, those workers wait for the bytes the waiting messages hold, which cannot
 // start before a worker finishes: the waiting messages then lend their bytes
@@ -165,17 +216,25 @@ func (r *run) schedule() {
 func (r *run) scheduleLocked() {
 	for !r.stopped && r.ahead.len() > 0 {
 		var p *pending
-		started := r.slots.take(func(rank func(string) (float64, bool)) (string, bool) {
+		started := r.slots.take(func(standingOf func(string) standing) (string, bool) {
 			var ok bool
-			p, _, ok = r.ahead.pop(rank)
+			p, _, ok = r.ahead.pop(func(tenant string) (float64, bool) {
+				st := standingOf(tenant)
+				if st.held {
+					return math.Inf(-1), r.waitingOf[tenant] > r.cfg.maxHeld()
+				}
+				return st.rank, st.mayStart
+			})
 			if !ok {
 				return "", false
 			}
+			p.overHeld = standingOf(p.tenant).held
 			return p.tenant, true
 		})
 		if !started {
 			break
 		}
+		r.stopWaiting(p)
 		r.atWork++
 		p.res.atWork = true
 		r.workers.Add(1)
@@ -213,33 +272,72 @@ func (r *run) work(p *pending) {
 	// messages it handles in the drain name.
 	tenant := p.tenant
 	for {
-		ok := r.handle(p.m, res)
+		ok, deferral := r.handle(p, res)
 		r.mu.Lock()
+		if deferral != nil {
+			r.deferAndUnlock(p, tenant, deferral.Until)
+			return
+		}
 		next := r.nextOfKeyLocked(p, ok)
 		if next != nil && r.stopped {
+			r.stopWaiting(next)
 			r.mu.Unlock()
 			p = next
 			continue
 		}
-		r.atWork--
-		res.atWork = false
-		if res.counted { // a Reserve the handler left running
-			res.counted = false
-			r.waiting--
-		}
+		r.endWorkLocked(res)
 		if next != nil {
 			r.ahead.push(next.tenant, next.seq, next)
 		}
-		serving := r.slots.give(tenant)
-		if serving == r {
-			r.scheduleLocked()
-		}
-		r.mu.Unlock()
-		if serving != nil && serving != r {
-			serving.schedule()
-		}
+		r.giveSlotAndUnlock(tenant)
 		return
 	}
+}
+
+// endWorkLocked counts a worker of this generation out. r.mu is held.
+func (r *run) endWorkLocked(res *reservation) {
+	r.atWork--
+	res.atWork = false
+	if res.counted { // a Reserve the handler left running
+		res.counted = false
+		r.waiting--
+	}
+}
+
+// giveSlotAndUnlock gives back the slot a message of tenant held and starts what waits, here
+// or in the generation being served (after releasing r.mu, which is held when called).
+func (r *run) giveSlotAndUnlock(tenant string) {
+	serving := r.slots.give(tenant)
+	if serving == r {
+		r.scheduleLocked()
+	}
+	r.mu.Unlock()
+	if serving != nil && serving != r {
+		serving.schedule()
+	}
+}
+
+// deferAndUnlock puts p, deferred by its handler until until, back in ahead at its place,
+// holds its tenant until then and gives back the slot tenant held (r.mu is held when
+// called, and released). Once nothing more starts (the drain), p and what follows it with
+// its key are let go instead, to be redelivered.
+func (r *run) deferAndUnlock(p *pending, tenant string, until time.Time) {
+	r.endWorkLocked(p.res)
+	r.waitingOf[p.tenant]++
+	if r.stopped {
+		r.letGoLocked(p)
+		if len(p.m.Key) > 0 {
+			k := keyOf(p.m)
+			for _, q := range r.keyQueues[k].queue {
+				r.letGoLocked(q)
+			}
+			delete(r.keyQueues, k)
+		}
+	} else {
+		r.ahead.push(p.tenant, p.seq, p)
+	}
+	r.slots.hold(p.tenant, until)
+	r.giveSlotAndUnlock(tenant)
 }
 
 // nextOfKeyLocked is the message that follows p's with its key, now that p's was handled (ok:
@@ -293,8 +391,17 @@ func (r *run) stopStarting() {
 	}
 }
 
-// letGoLocked lets p's message go unhandled: its offset stays uncommitted. r.mu is held.
+// stopWaiting counts p out of its tenant's messages waiting: it starts, or is let go. r.mu is held.
+func (r *run) stopWaiting(p *pending) {
+	if r.waitingOf[p.tenant]--; r.waitingOf[p.tenant] <= 0 {
+		delete(r.waitingOf, p.tenant)
+	}
+}
+
+// letGoLocked lets p's message, not being handled, go unhandled: its offset stays
+// uncommitted. r.mu is held.
 func (r *run) letGoLocked(p *pending) {
+	r.stopWaiting(p)
 	r.cfg.Hooks.inFlight(-1)
 	p.res.shrink(p.weight)
 	<-r.room

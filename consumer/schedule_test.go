@@ -59,9 +59,12 @@ func (s *sim) arrive(tenant string, n int, takes time.Duration) {
 func (s *sim) startWhatMay() {
 	for {
 		var m *simMessage
-		if !s.slots.take(func(rank func(string) (float64, bool)) (string, bool) {
+		if !s.slots.take(func(standingOf func(string) standing) (string, bool) {
 			var ok bool
-			m, _, ok = s.queue.pop(rank)
+			m, _, ok = s.queue.pop(func(tenant string) (float64, bool) {
+				st := standingOf(tenant)
+				return st.rank, st.mayStart
+			})
 			if !ok {
 				return "", false
 			}

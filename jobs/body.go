@@ -25,7 +25,9 @@ type Body struct {
 	Status      Status  `json:"status"`
 	SubmittedAt *string `json:"submitted_at"`
 	StatusURL   string  `json:"status_url"`
-	Result      *Result `json:"result"`
+	// Delay is set while the job is delayed.
+	Delay  *Delay  `json:"delay,omitempty"`
+	Result *Result `json:"result"`
 }
 
 // Result is a finished validation's summary and verdicts.
@@ -37,6 +39,9 @@ type Result struct {
 // NewBody is the body of j.
 func NewBody(j Job) Body {
 	b := Body{RequestID: j.RequestID, Status: j.Status, StatusURL: StatusURL(j.RequestID)}
+	if j.Status == Delayed {
+		b.Delay = j.Delay
+	}
 	if !j.SubmittedAt.IsZero() {
 		at := j.SubmittedAt.UTC().Format(schemas.TimeLayout)
 		b.SubmittedAt = &at

@@ -1,5 +1,5 @@
 // Package jobs keeps the status of validations: where a request stands
-// (pending, running, completed, failed) and, once done, its summary and
+// (pending, running, delayed, completed, failed) and, once done, its summary and
 // verdicts, keyed by (tenant, request id) so that one tenant can never
 // address another's job.
 //
@@ -28,6 +28,9 @@ const (
 	Pending Status = "pending"
 	// Running: some of its events have arrived (MemoryStore).
 	Running Status = "running"
+	// Delayed: its tenant is over a token budget with on_exceed: delay; it waits for the
+	// window to allow it (ObjectStore).
+	Delayed Status = "delayed"
 	// Completed: the summary and every verdict are in.
 	Completed Status = "completed"
 	// Failed: the request could not be judged; the summary says why.
@@ -44,12 +47,20 @@ type Job struct {
 	SubmittedAt time.Time
 	// CallbackURL is the request's options.callback_url, "" when none.
 	CallbackURL string
+	// Delay says, for a Delayed job, until when and why.
+	Delay *Delay
 	// Summary is set once the summary is known.
 	Summary *schemas.SummaryEvent
 	// Verdicts are in rule order, de-duplicated by event id.
 	Verdicts []schemas.VerdictEvent
 	// version is the stored document's ETag as ObjectStore.Create wrote it.
 	version string
+}
+
+// Delay is why a job waits, and until when.
+type Delay struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
 }
 
 // Done reports whether the job has its final result.

@@ -86,8 +86,9 @@ type jobDocument struct {
 	Status      Status    `json:"status"`
 	SubmittedAt time.Time `json:"submitted_at,omitzero"`
 	CallbackURL string    `json:"callback_url,omitempty"`
-	// Queued: the broker acknowledged the request (pending jobs only).
+	// Queued: the broker acknowledged the request (pending and delayed jobs only).
 	Queued bool    `json:"queued,omitempty"`
+	Delay  *Delay  `json:"delay,omitempty"`
 	Result *Result `json:"result,omitempty"`
 	// Token is the creating writer's random mark, so that a write whose
 	// answer was lost is told from another replica's.
@@ -96,7 +97,7 @@ type jobDocument struct {
 
 func newJobDocument(j Job) jobDocument {
 	d := jobDocument{TenantID: j.TenantID, RequestID: j.RequestID, Status: j.Status, SubmittedAt: j.SubmittedAt,
-		CallbackURL: j.CallbackURL}
+		CallbackURL: j.CallbackURL, Delay: j.Delay}
 	if j.Summary != nil {
 		verdicts := j.Verdicts
 		if verdicts == nil {
@@ -109,7 +110,7 @@ func newJobDocument(j Job) jobDocument {
 
 func (d jobDocument) job() Job {
 	j := Job{TenantID: d.TenantID, RequestID: d.RequestID, Status: d.Status, SubmittedAt: d.SubmittedAt,
-		CallbackURL: d.CallbackURL}
+		CallbackURL: d.CallbackURL, Delay: d.Delay}
 	if d.Result != nil {
 		summary := d.Result.Summary
 		j.Summary = &summary
@@ -210,6 +211,46 @@ func (s *ObjectStore) Queued(ctx context.Context, job Job) error {
 		return fmt.Errorf("jobs: marking job %q of tenant %q queued: %w", job.RequestID, job.TenantID, err)
 	}
 	return nil
+}
+
+// Delayed marks a request's job delayed until until, saying why, unless it is done: a
+// write conditional on the version read, so that a result stored meanwhile (by another
+// replica, after a rebalance) is never replaced. A request with no job yet (published to
+// the requests topic directly) gets one.
+func (s *ObjectStore) Delayed(ctx context.Context, req *schemas.Request, until time.Time, why string) error {
+	key, err := s.Key(req.TenantID, req.RequestID)
+	if err != nil {
+		return err
+	}
+	for range 3 {
+		doc, etag, found, err := s.read(ctx, req.TenantID, req.RequestID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			doc = jobDocument{TenantID: req.TenantID, RequestID: req.RequestID, SubmittedAt: req.SubmittedAt, Queued: true}
+		}
+		if doc.Status == Completed || doc.Status == Failed {
+			return nil
+		}
+		doc.Status, doc.Delay = Delayed, &Delay{Until: until.UTC(), Reason: why}
+		body, err := json.Marshal(doc)
+		if err != nil {
+			return fmt.Errorf("jobs: encoding job %q: %w", req.RequestID, err)
+		}
+		if found {
+			_, err = s.objects.PutIfMatch(ctx, key, etag, body, jobContentType, nil)
+		} else {
+			_, err = s.objects.PutNew(ctx, key, body, jobContentType, nil)
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, bucket.ErrConditionFailed) && !errors.Is(err, bucket.ErrNotFound) {
+			return fmt.Errorf("jobs: marking job %q of tenant %q delayed: %w", req.RequestID, req.TenantID, err)
+		}
+	}
+	return fmt.Errorf("jobs: job %q of tenant %q changed under every attempt to mark it delayed", req.RequestID, req.TenantID)
 }
 
 // Get reads the tenant's job.

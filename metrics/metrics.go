@@ -47,7 +47,7 @@ var (
 // The known values of each label, pre-initialised to zero so that dashboards
 // and alerts see a zero rather than no series.
 var (
-	requestOutcomes = newLabelSet("completed", "failed", "cached", "retry")
+	requestOutcomes = newLabelSet("completed", "failed", "cached", "retry", "delayed")
 	verdictOutcomes = newLabelSet(string(engine.OutcomePass), string(engine.OutcomeFail), string(engine.OutcomeScore),
 		string(engine.OutcomeNotApplicable), string(engine.OutcomeNoVerdict))
 	deadLetterReasons  = newLabelSet(reasonLabels()...)
@@ -63,7 +63,7 @@ var (
 		engine.ReasonUnknownPassage, engine.ReasonUnfocusedEvidence,
 	)
 	anchorOutcomes   = newLabelSet("exact", "normalized", "fuzzy", "elided", "passage", "unanchored", "not_document")
-	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted)
+	handlerOutcomes  = newLabelSet(consumer.OutcomeOK, consumer.OutcomeFailed, consumer.OutcomeInterrupted, consumer.OutcomeDeferred)
 	callbackOutcomes = newLabelSet(CallbackDelivered, CallbackGivenUp, CallbackInterrupted)
 	cacheOutcomes    = newLabelSet(engine.CacheHit, engine.CacheMiss, engine.CacheStale)
 	ruleTypes        = newLabelSet(string(verdict.Boolean), string(verdict.Numerical))
@@ -169,7 +169,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		cacheFailures: b.counter("verdict_cache_store_failures_total",
 			"Requests whose judged verdicts could not be stored in the verdict cache (they are asked again next time)."),
 		handlerTimings: b.histogramVec("handler_duration_seconds",
-			"Time the consumer's handler took for one message, middleware included, by outcome: ok, failed or interrupted.",
+			"Time the consumer's handler took for one message, middleware included, by outcome: ok, failed, interrupted or deferred (its tenant over a budget with on_exceed: delay).",
 			requestBuckets, "outcome"),
 		inFlight: b.gauge("requests_in_flight",
 			"Messages taken on by the consumer and not yet let go."),

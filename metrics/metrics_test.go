@@ -151,14 +151,14 @@ func TestKnownLabelValuesStartAtZero(t *testing.T) {
 		vec    prometheus.Collector
 		series int
 	}{
-		{"requests_consumed_total", m.requestsConsumed, 4},
-		{"request_duration_seconds", m.requestDuration, 4},
+		{"requests_consumed_total", m.requestsConsumed, 5},
+		{"request_duration_seconds", m.requestDuration, 5},
 		{"verdicts_published_total", m.verdictsPublished, 5},
 		{"dead_letters_total", m.deadLetters, len(schemas.Reasons)},
 		{"environment_fault", m.envFault, len(judging.Causes)},
 		{"llm_output_retries_total", m.llmRetries, 20},
 		{"evidence_anchoring_total", m.anchoring, 7},
-		{"handler_duration_seconds", m.handlerTimings, 3},
+		{"handler_duration_seconds", m.handlerTimings, 4},
 		{"rules_decided_without_model_total", m.rulesDecided, 2},
 	}
 	for _, tt := range tests {

@@ -101,3 +101,43 @@ func TestAdmissionErrorHolds(t *testing.T) {
 		t.Errorf("the model was asked %d times", eng.calls)
 	}
 }
+
+// TestTokenBudgetDelayFailsWhenItMayNotWait: a tenant with on_exceed delay whose request the
+// consumer does not let wait (consumer.MayDefer false: it holds as many of the tenant's as it
+// may) has it failed as with reject, saying why it was not delayed, its status not marked.
+func TestTokenBudgetDelayFailsWhenItMayNotWait(t *testing.T) {
+	store, err := usage.New(s3test.Store(t), usage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	res := passResult()
+	res.Usage = verdict.Usage{PromptTokens: 2500, CompletionTokens: 600, LLMCalls: 1}
+	admission := &usage.Admission{Usage: store, Now: func() time.Time { return now },
+		Budget: func(string) usage.Budget { return usage.Budget{TokensPerHour: 3000, Delay: true} }}
+	marked := 0
+	p, _, _ := handleFixture(t, &scriptedEngine{res: res}, func(c *Config) {
+		c.Publisher = &resultPublisher{}
+		c.Results = usage.ResultStore{Usage: store, Budgets: admission}
+		c.Admit = admission.Admit
+		c.Delayed = func(context.Context, *schemas.Request, time.Time, string) error { marked++; return nil }
+		c.Now = func() time.Time { return now }
+	})
+	for i, id := range []string{"a1", "a2"} {
+		req := &schemas.Request{RequestID: id, TenantID: "acme", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: now}
+		err := p.Handle(context.Background(), requestMessage(t, p.cfg.Serde, req))
+		if i == 0 {
+			if err != nil {
+				t.Fatalf("the first request: %v", err)
+			}
+			continue
+		}
+		if reason, messageFault := judging.MessageFault(err); !messageFault || reason != string(schemas.ReasonQuotaExceeded) ||
+			!strings.Contains(err.Error(), "it is not delayed") {
+			t.Fatalf("past the budget, not let wait: %v; want quota_exceeded saying it is not delayed", err)
+		}
+	}
+	if marked != 0 {
+		t.Errorf("the status was marked delayed %d times, want none", marked)
+	}
+}

@@ -118,7 +118,8 @@ func (e *environment) check(context.Context) error {
 // the table puts on the environment holds it (readiness fails, the metric and the log name the
 // cause) until the message's handling ends; any other end of an attempt releases the message.
 func (p *Pipeline) observeEnvironment(ctx context.Context, m *consumer.Message, err error) {
-	if err != nil && ctx.Err() == nil && !errors.Is(err, judging.ErrRequestTimeout) && !errors.Is(err, consumer.ErrDraining) {
+	_, deferred := errors.AsType[*consumer.DeferredError](err)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, judging.ErrRequestTimeout) && !errors.Is(err, consumer.ErrDraining) && !deferred {
 		if f := judging.Classify(err); !f.Message {
 			if p.env.hold(position(m), f.Cause, err) {
 				p.cfg.Logger.ErrorContext(ctx, "environment fault: consumption is held until it is fixed; no message is dead-lettered for it",

@@ -81,7 +81,18 @@ type Config struct {
 	// with that reason, the model not asked: its failed summary is stored and published and
 	// the message dead-lettered. Any other error (the usage could not be read) is the
 	// environment's, a storage fault: the request is held and retried.
+	// An error that says its request may wait (DelayUntil, on_exceed: delay) defers the
+	// message until then (consumer.Defer), its status marked by Delayed, when the consumer
+	// lets it; otherwise it fails as above.
 	Admit func(ctx context.Context, tenant, requestID string) error
+	// Delayed, when set, records that a request waits for its tenant's budget until until,
+	// saying why (its job status). A failure to record it is logged, and the request waits
+	// all the same.
+	Delayed func(ctx context.Context, req *schemas.Request, until time.Time, why string) error
+	// DelayRecheck is the longest a delayed request waits before its tenant's budget is
+	// checked again, before its window ends: a raised budget applies within it (default
+	// 30s).
+	DelayRecheck time.Duration
 	// CacheEntries and CacheBytes bound the cache of recent results
 	// (defaults 1024 and 64 MiB; CacheEntries < 0 disables it).
 	CacheEntries int
@@ -115,6 +126,7 @@ const (
 	DefaultCacheBytes      = 64 << 20
 	DefaultRequestTimeout  = 10 * time.Minute
 	DefaultTimeoutAttempts = 3
+	DefaultDelayRecheck    = 30 * time.Second
 )
 
 func (c *Config) setDefaults() {
@@ -129,6 +141,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.TimeoutAttempts == 0 {
 		c.TimeoutAttempts = DefaultTimeoutAttempts
+	}
+	if c.DelayRecheck == 0 {
+		c.DelayRecheck = DefaultDelayRecheck
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -218,6 +233,9 @@ func (p *Pipeline) Handle(ctx context.Context, m *consumer.Message) error {
 	if err != nil {
 		if _, messageFault := judging.MessageFault(err); !messageFault {
 			outcome = "retry"
+		}
+		if _, deferred := errors.AsType[*consumer.DeferredError](err); deferred {
+			outcome = "delayed"
 		}
 	}
 	p.observeEnvironment(ctx, m, err)
@@ -331,10 +349,41 @@ func (p *Pipeline) admit(ctx context.Context, req *schemas.Request) error {
 	if err == nil {
 		return nil
 	}
+	if delayed, ok := p.delay(ctx, req, err); ok {
+		return delayed
+	}
 	if _, messageFault := judging.MessageFault(err); messageFault {
 		return err
 	}
 	return &resultStoreError{fmt.Errorf("reading the usage of tenant %q for its token budget: %w", req.TenantID, err)}
+}
+
+// delay is what becomes of a request refused by Admit with an error that says it may wait
+// (DelayUntil): deferred until its window ends, or DelayRecheck if sooner, its status
+// marked delayed; failed, saying why it did not wait, when the consumer does not let it
+// wait (its tenant holds as many waiting as it may). ok is false for any other error.
+func (p *Pipeline) delay(ctx context.Context, req *schemas.Request, err error) (_ error, ok bool) {
+	var wait interface{ DelayUntil() (time.Time, bool) }
+	if !errors.As(err, &wait) {
+		return nil, false
+	}
+	until, delay := wait.DelayUntil()
+	if !delay {
+		return nil, false
+	}
+	if !consumer.MayDefer(ctx) {
+		return fmt.Errorf("%w; it is not delayed: as many of the tenant's requests wait already as a replica holds for one tenant", err), true
+	}
+	if p.cfg.Delayed != nil {
+		if derr := p.cfg.Delayed(ctx, req, until, err.Error()); derr != nil {
+			p.cfg.Logger.WarnContext(ctx, "the request waits for its tenant's budget; its status could not say so", "request_id", req.RequestID, "err", derr)
+		}
+	}
+	recheck := p.cfg.Now().Add(p.cfg.DelayRecheck)
+	if until.Before(recheck) {
+		recheck = until
+	}
+	return consumer.Defer(recheck, err), true
 }
 
 // storeResult stores pub's result unless it is stored already.

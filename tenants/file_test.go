@@ -92,7 +92,7 @@ func TestFileReload(t *testing.T) {
 		t.Fatalf("after the edit: weight %d, rate %d; want 5, 0", f.Weight("acme"), f.RequestsPerMinute("acme"))
 	}
 
-	writeFile(t, path, "tenants: {acme: {weight: 7, on_exceed: delay}}")
+	writeFile(t, path, "tenants: {acme: {weight: 7, on_exceed: wait}}")
 	for range 3 {
 		if f.Reload() {
 			t.Error("a version that does not parse was served")
@@ -101,7 +101,7 @@ func TestFileReload(t *testing.T) {
 	if f.Weight("acme") != 5 {
 		t.Errorf("weight %d after a bad version, want the previous 5", f.Weight("acme"))
 	}
-	if n := logs.count("tenants.acme.on_exceed: delay is not supported yet"); n != 1 {
+	if n := logs.count("tenants.acme.on_exceed: must be reject or delay (got wait)"); n != 1 {
 		t.Errorf("the bad version was logged %d times, want once, naming the field:\n%s", n, logs)
 	}
 

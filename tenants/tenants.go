@@ -27,9 +27,9 @@
 //     over every replica by package usage) in the hour and the day (UTC) under way, from 1;
 //     null or left out: no budget.
 //   - on_exceed: what happens to a request of a tenant past a budget: reject (the default)
-//     fails it with reason quota_exceeded, to be replayed later. delay (hold the tenant's
-//     requests until the window allows) is refused as not supported yet: a file that sets it
-//     would otherwise look enforced when it is not.
+//     fails it with reason quota_exceeded, to be replayed later; delay holds the tenant's
+//     requests until the window allows (its status says delayed, and until when), up to a
+//     share of each replica's read-ahead, past which they are failed as with reject.
 package tenants
 
 import (
@@ -68,8 +68,8 @@ type Limits struct {
 	// hour and the day (UTC) under way; 0: none.
 	TokensPerHour int64
 	TokensPerDay  int64
-	// OnExceed is what happens past a budget: OnExceedReject, also when empty (the only one
-	// supported).
+	// OnExceed is what happens past a budget: OnExceedReject, also when empty, or
+	// OnExceedDelay.
 	OnExceed OnExceed
 }
 
@@ -82,8 +82,7 @@ type OnExceed string
 const (
 	// OnExceedReject fails the request (reason quota_exceeded), the model not asked.
 	OnExceedReject OnExceed = "reject"
-	// OnExceedDelay would hold the tenant's requests until the window allows; refused as
-	// not supported yet.
+	// OnExceedDelay holds the tenant's requests until the window allows.
 	OnExceedDelay OnExceed = "delay"
 )
 
@@ -240,9 +239,9 @@ func (p *parser) limits(field string, v any, base Limits) Limits {
 			case string(OnExceedReject):
 				l.OnExceed = OnExceedReject
 			case string(OnExceedDelay):
-				p.add(at, "delay is not supported yet (it would hold the tenant's requests until the window allows); use reject")
+				l.OnExceed = OnExceedDelay
 			default:
-				p.add(at, "must be reject (got %v)", val)
+				p.add(at, "must be reject or delay (got %v)", val)
 			}
 		default:
 			p.add(field, "unknown key %q (known: %s)", key, strings.Join(limitsKeys, ", "))

@@ -122,12 +122,11 @@ func TestParseRefuses(t *testing.T) {
 			},
 		},
 		{
-			"delay is not supported yet; budgets are whole numbers from 1",
+			"on_exceed is reject or delay; budgets are whole numbers from 1",
 			"default: {tokens_per_day: 0, on_exceed: delay}\ntenants: {acme: {tokens_per_hour: 1.5, on_exceed: wait}}",
 			[]string{
-				"default.on_exceed: delay is not supported yet (it would hold the tenant's requests until the window allows); use reject",
 				"default.tokens_per_day: must be a whole number from 1 to 1000000000000 (got 0); for no limit, leave the key out or give null",
-				"tenants.acme.on_exceed: must be reject (got wait)",
+				"tenants.acme.on_exceed: must be reject or delay (got wait)",
 				"tenants.acme.tokens_per_hour: must be a whole number from 1 to 1000000000000 (got 1.5)",
 			},
 		},
@@ -198,9 +197,10 @@ func TestExampleFileParses(t *testing.T) {
 		t.Fatalf("ops/tenants.example.yaml: %v", err)
 	}
 	want := map[string]Limits{
-		"acme":  {Weight: 3, MaxInFlight: 8, RequestsPerMinute: 600},
-		"trial": {Weight: 1, MaxInFlight: 1, RequestsPerMinute: 10, TokensPerDay: 200_000, OnExceed: OnExceedReject},
-		"batch": {Weight: 2},
+		"acme":   {Weight: 3, MaxInFlight: 8, RequestsPerMinute: 600},
+		"trial":  {Weight: 1, MaxInFlight: 1, RequestsPerMinute: 10, TokensPerDay: 200_000, OnExceed: OnExceedReject},
+		"batch":  {Weight: 2},
+		"steady": {Weight: 1, RequestsPerMinute: 120, TokensPerHour: 2_000_000, OnExceed: OnExceedDelay},
 	}
 	if !reflect.DeepEqual(cfg.Tenants, want) || cfg.Default != (Limits{Weight: 1, RequestsPerMinute: 120}) {
 		t.Errorf("ops/tenants.example.yaml reads as %+v", cfg)

@@ -17,6 +17,9 @@ import (
 type Budget struct {
 	TokensPerHour int64
 	TokensPerDay  int64
+	// Delay: a request past the budget waits for its window to end (on_exceed: delay)
+	// rather than fail (reject).
+	Delay bool
 }
 
 // set reports whether b bounds anything.
@@ -31,7 +34,13 @@ type QuotaError struct {
 	Spent  int64
 	// Until is when the window ends.
 	Until time.Time
+	// Delay: the tenant's requests past the budget wait for Until.
+	Delay bool
 }
+
+// DelayUntil is when the request refused may be judged, and whether its tenant's requests
+// wait for it (on_exceed: delay).
+func (e *QuotaError) DelayUntil() (time.Time, bool) { return e.Until, e.Delay }
 
 func (e *QuotaError) Error() string {
 	key := "tokens_per_" + e.Window
@@ -109,7 +118,7 @@ func (s *Store) Reserve(ctx context.Context, tenant, requestID string, b Budget,
 				continue
 			}
 			if c.spent >= c.limit {
-				return false, refuse(&QuotaError{Tenant: tenant, Window: c.window, Limit: c.limit, Spent: c.spent, Until: c.until})
+				return false, refuse(&QuotaError{Tenant: tenant, Window: c.window, Limit: c.limit, Spent: c.spent, Until: c.until, Delay: b.Delay})
 			}
 			if c.spent+reserved >= c.limit {
 				return false, errBusy

@@ -68,6 +68,7 @@ type serveConfig struct {
 	retryBackoffMax   time.Duration
 	requestTimeout    time.Duration
 	timeoutAttempts   int
+	delayRecheck      time.Duration
 	cacheEntries      int
 	rulesetsReadyWait time.Duration
 
@@ -113,7 +114,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", strconv.Itoa(consumer.DefaultConcurrency), "requests judged at once by this process")
 	s.integer(&cfg.readAhead, "read-ahead", "RULEVALIDATOR_READ_AHEAD", strconv.Itoa(consumer.DefaultReadAhead), "requests read beyond --concurrency (within --max-bytes-in-flight) so that the next one judged is picked by fair share across tenants (the tenant of the rv-tenant-id header that has held the slots least lately, per weight: a tenant behind another's flood goes first until its use catches up; a tenant alone still takes every slot); 0: judged in the order they are read, a flood of one tenant ahead of everyone else's")
 	s.str(&cfg.priceTable, "price-table", "RULEVALIDATOR_PRICE_TABLE", "", "YAML file of each model's prices per million tokens (model: {input: 0.15, output: 0.60}), adding cost to GET /v1/usage's rows; a file missing or invalid at start is an error; empty: no cost")
-	s.str(&cfg.tenantsFile, "tenants-file", "RULEVALIDATOR_TENANTS_FILE", "", "YAML file of what each tenant is allowed, read again every 2s while serving (a version that does not parse is logged and the previous one kept; a file missing at start is an error): weight (its share of the time requests are judged while tenants wait, with --read-ahead above 0), max_in_flight (the most of its requests this replica judges at once) and requests_per_minute (the submissions this replica's API admits from it, in bursts of a tenth of the rate, at least 1; past it 429 rate_limited), tokens_per_hour and tokens_per_day (token budgets across replicas, checked against the usage kept in object storage before a request is judged; on_exceed: reject, the only one so far, fails a request past them as quota_exceeded), default: giving what a tenant's entry leaves out and what the tenants it does not name get (ops/tenants.example.yaml); empty: every tenant weighs 1, uncapped and unlimited")
+	s.str(&cfg.tenantsFile, "tenants-file", "RULEVALIDATOR_TENANTS_FILE", "", "YAML file of what each tenant is allowed, read again every 2s while serving (a version that does not parse is logged and the previous one kept; a file missing at start is an error): weight (its share of the time requests are judged while tenants wait, with --read-ahead above 0), max_in_flight (the most of its requests this replica judges at once) and requests_per_minute (the submissions this replica's API admits from it, in bursts of a tenth of the rate, at least 1; past it 429 rate_limited), tokens_per_hour and tokens_per_day (token budgets across replicas, checked against the usage kept in object storage before a request is judged; on_exceed: reject, the default, fails a request past them as quota_exceeded, delay holds it until the window allows, its status delayed), default: giving what a tenant's entry leaves out and what the tenants it does not name get (ops/tenants.example.yaml); empty: every tenant weighs 1, uncapped and unlimited")
 	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", strconv.Itoa(consumer.DefaultMaxBytesInFlight), "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3.5x its record in quote mode (record, decoded request, prompt), 5x in cite mode (also the passages and their ids), as much of each claim-checked document's size from before it is downloaded, and of the text a file holds beyond its size once read (DOCX, compressed PDF); a larger request runs alone. 48 MiB keeps a process under 256 MB RSS with 1 MB documents in either mode (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
 	s.duration(&cfg.drainTimeout, "drain-timeout", "RULEVALIDATOR_DRAIN_TIMEOUT", durationText(consumer.DefaultDrainTimeout), "on SIGTERM or when a rebalance moves partitions away, how long in-flight requests may finish before the partitions are given up")
@@ -122,6 +123,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.duration(&cfg.retryBackoffMax, "retry-backoff-max", "RULEVALIDATOR_RETRY_BACKOFF_MAX", consumer.DefaultRetryMax.String(), "longest pause between two attempts at a request that fails transiently")
 	s.duration(&cfg.requestTimeout, "request-timeout", "RULEVALIDATOR_REQUEST_TIMEOUT", durationText(pipeline.DefaultRequestTimeout), "bound on one request's work, model retries included")
 	s.integer(&cfg.timeoutAttempts, "request-timeout-attempts", "RULEVALIDATOR_REQUEST_TIMEOUT_ATTEMPTS", strconv.Itoa(pipeline.DefaultTimeoutAttempts), "attempts a request may run out of --request-timeout before it is dead-lettered with reason timeout")
+	s.duration(&cfg.delayRecheck, "delay-recheck", "RULEVALIDATOR_DELAY_RECHECK", durationText(pipeline.DefaultDelayRecheck), "how often the budget of a tenant whose requests wait for it (on_exceed: delay in --tenants-file) is checked again before its window ends, so that a raised budget applies")
 	s.integer(&cfg.cacheEntries, "result-cache", "RULEVALIDATOR_RESULT_CACHE", strconv.Itoa(pipeline.DefaultCacheEntries), "recent results kept to answer redeliveries without the model (0 disables)")
 
 	llmSettings(s, &cfg.llm)
@@ -177,6 +179,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.requestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout: %s must be positive", c.requestTimeout))
+	}
+	if c.delayRecheck <= 0 {
+		errs = append(errs, fmt.Errorf("--delay-recheck: %s must be positive", c.delayRecheck))
 	}
 	if c.timeoutAttempts <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout-attempts: %d must be positive", c.timeoutAttempts))
@@ -473,6 +478,7 @@ func pipelineConfig(cfg serveConfig, svc *services, eng *engine.Engine, document
 		CacheEntries:    cfg.cacheEntries,
 		RequestTimeout:  cfg.requestTimeout,
 		TimeoutAttempts: cfg.timeoutAttempts,
+		DelayRecheck:    cfg.delayRecheck,
 		TracerProvider:  cfg.tracer,
 		Logger:          logger,
 		Hooks:           svc.metrics.PipelineHooks(),
@@ -500,6 +506,9 @@ func pipelineConfig(cfg serveConfig, svc *services, eng *engine.Engine, document
 			// request may take.
 			results.Budgets = &tenantusage.Admission{Usage: svc.usage, Budget: budgetOf(svc.tenants), Hold: pipeCfg.RequestTimeout + time.Minute}
 			pipeCfg.Admit = results.Budgets.Admit
+			if svc.jobs != nil {
+				pipeCfg.Delayed = svc.jobs.Delayed
+			}
 		}
 		pipeCfg.Results = results
 	} else if svc.tenants != nil && hasBudgets(svc.tenants.Config()) {
@@ -644,7 +653,7 @@ func (c *serveConfig) fairness(file *tenants.File) *consumer.Fairness {
 func budgetOf(file *tenants.File) func(tenant string) tenantusage.Budget {
 	return func(tenant string) tenantusage.Budget {
 		l := file.Config().For(tenant)
-		return tenantusage.Budget{TokensPerHour: l.TokensPerHour, TokensPerDay: l.TokensPerDay}
+		return tenantusage.Budget{TokensPerHour: l.TokensPerHour, TokensPerDay: l.TokensPerDay, Delay: l.OnExceed == tenants.OnExceedDelay}
 	}
 }
 

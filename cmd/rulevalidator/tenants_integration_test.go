@@ -116,9 +116,9 @@ func TestServeRateLimitsByTenantsFile(t *testing.T) {
 	checkLimited("acme's second request at its new limit", code, hdr, body, "acme", 12)
 
 	// A version that does not parse leaves the last good one in force, and says why.
-	writeTenantsFile(t, tenantsFile, "tenants:\n  acme: {requests_per_minute: 6000, on_exceed: delay}\n")
+	writeTenantsFile(t, tenantsFile, "tenants:\n  acme: {requests_per_minute: 6000, on_exceed: wait}\n")
 	waitUntil(t, 30*time.Second, "the refused version to be logged", func() bool {
-		return strings.Contains(p.log.String(), "tenants.acme.on_exceed: delay is not supported yet")
+		return strings.Contains(p.log.String(), "tenants.acme.on_exceed: must be reject or delay (got wait)")
 	})
 	code, hdr, body = submit("acme", "acme-limited-3")
 	checkLimited("acme after a version that does not parse", code, hdr, body, "acme", 12)
@@ -231,4 +231,88 @@ func TestServeTokenBudgetHoldsAcrossTwoReplicas(t *testing.T) {
 		t.Errorf("trial's usage %+v: want %d requests judged, under %d tokens (the budget plus one request)", report.Total, judged, 3000+perRequest)
 	}
 	t.Logf("trial: %d judged (%d tokens, %d a request), %d refused by its budget of 3000", judged, report.Total.Tokens(), perRequest, refused)
+}
+
+// TestServeDelaysRequestsPastATokenBudget: a tenant with a budget of 1000 tokens an hour and
+// on_exceed: delay, on the real stack, gets its first request judged (1200 tokens) and its
+// later ones held: their status says delayed, until the hour's end and why, none is
+// dead-lettered, and another tenant's requests, posted after them, are all judged
+// meanwhile. Raising the budget in the tenants file lets the held ones through within
+// --delay-recheck, without a restart.
+func TestServeDelaysRequestsPastATokenBudget(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	tenantsFile := filepath.Join(t.TempDir(), "tenants.yaml")
+	writeTenantsFile(t, tenantsFile, "tenants:\n  steady: {tokens_per_hour: 1000, on_exceed: delay}\n")
+	deadLetters := e.watch(t, e.deadLetters, 1)
+	e.startInProcess(t, append(e.serveArgs(), "--tenants-file", tenantsFile, "--verdict-cache=false", "--delay-recheck", "1s")...)
+	public := "http://" + e.httpAddr
+	waitForListener(t, public)
+	example, err := os.ReadFile(exampleRequestJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(tenant, id string) {
+		var submission map[string]any
+		if err := json.Unmarshal(example, &submission); err != nil {
+			t.Fatal(err)
+		}
+		delete(submission, "tenant_id")
+		submission["request_id"] = id
+		body, _ := json.Marshal(submission)
+		if code, _, body := httpDo(t, http.MethodPost, public+"/v1/validations", e.token(t, tenant), body); code != http.StatusAccepted {
+			t.Fatalf("POST %s: %d %s", id, code, body)
+		}
+	}
+	status := func(tenant, id string) (string, []byte) {
+		code, _, body := httpDo(t, http.MethodGet, public+"/v1/validations/"+id, e.token(t, tenant), nil)
+		var job struct{ Status string }
+		if code != http.StatusOK || json.Unmarshal(body, &job) != nil {
+			return "", body
+		}
+		return job.Status, body
+	}
+	waitFor := func(tenant, id, want string) []byte {
+		var body []byte
+		waitUntil(t, waitLimit, id+" to be "+want, func() bool {
+			var got string
+			got, body = status(tenant, id)
+			return got == want
+		})
+		return body
+	}
+
+	submit("steady", "steady-0")
+	waitFor("steady", "steady-0", "completed")
+	for i := 1; i <= 3; i++ {
+		submit("steady", fmt.Sprint("steady-", i))
+	}
+	for i := range 4 {
+		submit("acme", fmt.Sprint("acme-", i))
+	}
+	windowEnd := time.Now().UTC().Truncate(time.Hour).Add(time.Hour).Format(time.RFC3339)
+	for i := 1; i <= 3; i++ {
+		body := waitFor("steady", fmt.Sprint("steady-", i), "delayed")
+		var job struct {
+			Delay struct{ Until, Reason string }
+		}
+		if err := json.Unmarshal(body, &job); err != nil || !strings.HasPrefix(job.Delay.Until, windowEnd[:13]) ||
+			!strings.Contains(job.Delay.Reason, "its budget tokens_per_hour is 1000") {
+			t.Errorf("steady-%d's status should say until when (%s) and why: %s", i, windowEnd, body)
+		}
+	}
+	for i := range 4 {
+		waitFor("acme", fmt.Sprint("acme-", i), "completed")
+	}
+	if got, body := status("steady", "steady-3"); got != "delayed" {
+		t.Fatalf("steady-3 after the other tenant's requests: %s", body)
+	}
+
+	writeTenantsFile(t, tenantsFile, "tenants:\n  steady: {tokens_per_hour: 100000, on_exceed: delay}\n")
+	for i := 1; i <= 3; i++ {
+		waitFor("steady", fmt.Sprint("steady-", i), "completed")
+	}
+	if n := len(deadLetters.snapshot()); n != 0 {
+		t.Errorf("%d dead letters, want none: delayed requests wait", n)
+	}
 }
