@@ -141,3 +141,36 @@ func TestTokenBudgetDelayFailsWhenItMayNotWait(t *testing.T) {
 		t.Errorf("the status was marked delayed %d times, want none", marked)
 	}
 }
+
+// TestSummaryCarriesTheRequestsCost: with a price table, a judged request's summary carries
+// the price of its tokens; without one, none.
+func TestSummaryCarriesTheRequestsCost(t *testing.T) {
+	res := passResult()
+	res.Usage = verdict.Usage{PromptTokens: 2_000_000, CompletionTokens: 100_000, LLMCalls: 1}
+	for _, tc := range []struct {
+		name  string
+		price func(string, verdict.Usage) *float64
+		want  *float64
+	}{
+		{"priced", func(model string, u verdict.Usage) *float64 {
+			c := float64(u.PromptTokens)/1e6*0.5 + float64(u.CompletionTokens)/1e6*2
+			return &c
+		}, ptr(1.2)},
+		{"no price table", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := &resultPublisher{}
+			p, _, m := handleFixture(t, &scriptedEngine{res: res}, func(c *Config) {
+				c.Publisher = pub
+				c.Price = tc.price
+			})
+			if err := p.Handle(context.Background(), m); err != nil {
+				t.Fatal(err)
+			}
+			got := pub.results[len(pub.results)-1].Summary.Usage.Cost
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("summary cost %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

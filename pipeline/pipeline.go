@@ -25,6 +25,7 @@ import (
 	"rulevalidator/producer"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
+	"rulevalidator/verdict"
 )
 
 // Publisher encodes and writes events (a *producer.Producer).
@@ -89,6 +90,9 @@ type Config struct {
 	// saying why (its job status). A failure to record it is logged, and the request waits
 	// all the same.
 	Delayed func(ctx context.Context, req *schemas.Request, until time.Time, why string) error
+	// Price, when set, prices a request's usage by the model that judged it (nil: not
+	// priced), for its summary's usage.cost.
+	Price func(model string, u verdict.Usage) *float64
 	// DelayRecheck is the longest a delayed request waits before its tenant's budget is
 	// checked again, before its window ends: a raised budget applies within it (default
 	// 30s).
@@ -304,6 +308,9 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		}
 	}
 	p.forgetTimeouts(m)
+	if p.cfg.Price != nil && out.Summary.Usage.LLMCalls > 0 {
+		out.Summary.Usage.Cost = p.cfg.Price(out.Summary.Model, out.Summary.Usage)
+	}
 	// A request that cannot succeed still gets its (failed) summary, so the
 	// dashboards hear of it; the consumer then dead-letters the message.
 	msgs, err := p.encode(ctx, req, out, m.Headers)

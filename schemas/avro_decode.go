@@ -209,6 +209,7 @@ func summaryFromNative(r nativeReader) *SummaryEvent {
 			PlannedCalls:     usage.defaultedInt("planned_calls"),
 			RulesFiltered:    usage.defaultedInt("rules_filtered"),
 			RulesChecked:     usage.defaultedInt("rules_checked"),
+			Cost:             usage.optDouble("cost"),
 		},
 		StartedAt:   r.time("started_at"),
 		CompletedAt: r.time("completed_at"),

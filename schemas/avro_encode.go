@@ -249,6 +249,7 @@ func (s *SummaryEvent) native() (map[string]any, error) {
 			"planned_calls":     int64(s.Usage.PlannedCalls),
 			"rules_filtered":    int64(s.Usage.RulesFiltered),
 			"rules_checked":     int64(s.Usage.RulesChecked),
+			"cost":              opt("double", s.Usage.Cost),
 		},
 		"error":             optRecord("SummaryError", failure),
 		"validation_report": optRecord("ReportDescriptor", report),

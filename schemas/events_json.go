@@ -361,13 +361,14 @@ type sourceJSON struct {
 }
 
 type usageJSON struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	CachedTokens     int `json:"cached_tokens"`
-	LLMCalls         int `json:"llm_calls"`
-	PlannedCalls     int `json:"planned_calls"`
-	RulesFiltered    int `json:"rules_filtered"`
-	RulesChecked     int `json:"rules_checked"`
+	PromptTokens     int      `json:"prompt_tokens"`
+	CompletionTokens int      `json:"completion_tokens"`
+	CachedTokens     int      `json:"cached_tokens"`
+	LLMCalls         int      `json:"llm_calls"`
+	PlannedCalls     int      `json:"planned_calls"`
+	RulesFiltered    int      `json:"rules_filtered"`
+	RulesChecked     int      `json:"rules_checked"`
+	Cost             *float64 `json:"cost"`
 }
 
 type summaryErrorJSON struct {

@@ -185,6 +185,9 @@ type Usage struct {
 	// rules no model was asked about.
 	RulesFiltered int `json:"rules_filtered"`
 	RulesChecked  int `json:"rules_checked"`
+	// Cost is the price of the request's tokens from a price table; nil without one. It is
+	// priced once for the whole request, never summed from its parts (Add leaves it out).
+	Cost *float64 `json:"cost,omitempty"`
 }
 
 // Add sums u and o.

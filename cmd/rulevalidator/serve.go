@@ -32,6 +32,7 @@ import (
 	"rulevalidator/stream"
 	"rulevalidator/tenants"
 	tenantusage "rulevalidator/usage"
+	"rulevalidator/verdict"
 )
 
 // serveConfig is everything `serve` needs, resolved from defaults, the config
@@ -113,7 +114,7 @@ func serveSettings(cfg *serveConfig) *settings {
 	s.str(&cfg.groupID, "group-id", "RULEVALIDATOR_GROUP_ID", "rulevalidator", "consumer group; replicas in one group share the request partitions")
 	s.integer(&cfg.concurrency, "concurrency", "RULEVALIDATOR_CONCURRENCY", strconv.Itoa(consumer.DefaultConcurrency), "requests judged at once by this process")
 	s.integer(&cfg.readAhead, "read-ahead", "RULEVALIDATOR_READ_AHEAD", strconv.Itoa(consumer.DefaultReadAhead), "requests read beyond --concurrency (within --max-bytes-in-flight) so that the next one judged is picked by fair share across tenants (the tenant of the rv-tenant-id header that has held the slots least lately, per weight: a tenant behind another's flood goes first until its use catches up; a tenant alone still takes every slot); 0: judged in the order they are read, a flood of one tenant ahead of everyone else's")
-	s.str(&cfg.priceTable, "price-table", "RULEVALIDATOR_PRICE_TABLE", "", "YAML file of each model's prices per million tokens (model: {input: 0.15, output: 0.60}), adding cost to GET /v1/usage's rows; a file missing or invalid at start is an error; empty: no cost")
+	s.str(&cfg.priceTable, "price-table", "RULEVALIDATOR_PRICE_TABLE", "", "YAML file of each model's prices per million tokens (model: {input: 0.15, output: 0.60}), adding cost to each summary's usage and to GET /v1/usage's rows; a file missing or invalid at start is an error; empty: no cost")
 	s.str(&cfg.tenantsFile, "tenants-file", "RULEVALIDATOR_TENANTS_FILE", "", "YAML file of what each tenant is allowed, read again every 2s while serving (a version that does not parse is logged and the previous one kept; a file missing at start is an error): weight (its share of the time requests are judged while tenants wait, with --read-ahead above 0), max_in_flight (the most of its requests this replica judges at once) and requests_per_minute (the submissions this replica's API admits from it, in bursts of a tenth of the rate, at least 1; past it 429 rate_limited), tokens_per_hour and tokens_per_day (token budgets across replicas, checked against the usage kept in object storage before a request is judged; on_exceed: reject, the default, fails a request past them as quota_exceeded, delay holds it until the window allows, its status delayed), default: giving what a tenant's entry leaves out and what the tenants it does not name get (ops/tenants.example.yaml); empty: every tenant weighs 1, uncapped and unlimited")
 	s.integer(&cfg.maxBytesInFlight, "max-bytes-in-flight", "RULEVALIDATOR_MAX_BYTES_IN_FLIGHT", strconv.Itoa(consumer.DefaultMaxBytesInFlight), "cap on the memory of the requests taken on at once, besides --concurrency: each counts 3.5x its record in quote mode (record, decoded request, prompt), 5x in cite mode (also the passages and their ids), as much of each claim-checked document's size from before it is downloaded, and of the text a file holds beyond its size once read (DOCX, compressed PDF); a larger request runs alone. 48 MiB keeps a process under 256 MB RSS with 1 MB documents in either mode (ops/membench.sh)")
 	s.integer(&cfg.memoryLimit, "memory-limit", "RULEVALIDATOR_MEMORY_LIMIT", "0", "soft memory limit in bytes for the Go runtime (as GOMEMLIMIT); 0: GOMEMLIMIT when set, else 90% of the container's memory limit when there is one, else none")
@@ -513,6 +514,11 @@ func pipelineConfig(cfg serveConfig, svc *services, eng *engine.Engine, document
 		pipeCfg.Results = results
 	} else if svc.tenants != nil && hasBudgets(svc.tenants.Config()) {
 		logger.Warn("the tenants file sets token budgets, which are not enforced without object storage (--s3-endpoint): usage is kept there")
+	}
+	if svc.prices != nil {
+		pipeCfg.Price = func(model string, u verdict.Usage) *float64 {
+			return svc.prices.Cost(map[string]tenantusage.Counts{model: tenantusage.FromUsage(u)})
+		}
 	}
 	if cfg.cacheEntries == 0 {
 		pipeCfg.CacheEntries = -1

@@ -156,6 +156,8 @@ type services struct {
 	tenants *tenants.File
 	// usage keeps each tenant's usage in object storage; nil without it.
 	usage *tenantusage.Store
+	// prices is the --price-table, pricing the usage rows and each summary; nil without it.
+	prices tenantusage.PriceTable
 }
 
 // newServices builds metrics, the callback notifier and the report writer.
@@ -171,6 +173,11 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 	}
 	if s.kafka, err = cfg.kafka.client(cfg.brokers); err != nil {
 		return nil, fmt.Errorf("%w: %v", errConfig, err)
+	}
+	if cfg.priceTable != "" {
+		if s.prices, err = tenantusage.ReadPriceTable(cfg.priceTable); err != nil {
+			return nil, fmt.Errorf("%w: --price-table: %v", errConfig, err)
+		}
 	}
 	if cfg.http.callbackSecret != "" {
 		s.notifier, err = callback.New(callback.Config{
@@ -198,13 +205,7 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 		if s.reviews, err = reviews.NewObjectStore(store, reviews.ObjectStoreConfig{Prefix: cfg.http.reviewPrefix}); err != nil {
 			return nil, fmt.Errorf("%w: --review-prefix: %v", errConfig, err)
 		}
-		var prices tenantusage.PriceTable
-		if cfg.priceTable != "" {
-			if prices, err = tenantusage.ReadPriceTable(cfg.priceTable); err != nil {
-				return nil, fmt.Errorf("%w: --price-table: %v", errConfig, err)
-			}
-		}
-		if s.usage, err = tenantusage.New(store, tenantusage.Options{Prices: prices}); err != nil {
+		if s.usage, err = tenantusage.New(store, tenantusage.Options{Prices: s.prices}); err != nil {
 			return nil, err
 		}
 	} else {
