@@ -10,4 +10,6 @@ const (
 	TopicCallbacks  = "rulevalidator.callbacks"
 	TopicReviews    = "rulevalidator.reviews"
 	TopicRulesets   = "rulevalidator.rulesets"
+	// TopicReplays is compacted: one record per dead letter replayed.
+	TopicReplays = "rulevalidator.replays"
 )
