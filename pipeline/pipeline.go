@@ -258,6 +258,12 @@ func (p *Pipeline) handle(ctx context.Context, m *consumer.Message, start time.T
 		return "failed", err
 	}
 	log := p.cfg.Logger.With("request_id", req.RequestID, "tenant_id", req.TenantID, "position", position(m))
+	// A replayed dead letter is judged as any request; its count only keeps its usage
+	// apart from that of the attempt that failed. A count that cannot be read is no replay.
+	if n, err := schemas.ReplayCount(m.Headers); err == nil && n > 0 {
+		ctx = judging.WithReplay(ctx, n)
+		log = log.With("replay", n)
+	}
 
 	if pub, ok := p.unsent.get(requestKey(req)); ok {
 		log.InfoContext(ctx, "re-sending the events built before storing or publishing failed; the model is not asked again")

@@ -3,12 +3,14 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 
+	"rulevalidator/engine"
 	"rulevalidator/judging"
 	"rulevalidator/objstore"
 	"rulevalidator/schemas"
@@ -117,5 +119,56 @@ func TestResultStoredBeforePublishing(t *testing.T) {
 				t.Error("the fault still holds after the request got through")
 			}
 		})
+	}
+}
+
+// replayResults records the replay count each result was stored under.
+type replayResults struct {
+	mu      sync.Mutex
+	replays []int
+	status  []schemas.Status
+}
+
+func (r *replayResults) StoreResult(ctx context.Context, _ *schemas.Request, out judging.Events) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.replays = append(r.replays, judging.Replay(ctx))
+	r.status = append(r.status, out.Summary.Status)
+	return nil
+}
+
+// TestAReplayedRequestIsJudgedAgain: a request that failed for its own fault, sent again from
+// its dead letter with rv-replay-count 1, is judged again (not answered as a redelivery), its
+// completed result stored under replay 1; a redelivery of the replay is answered from the
+// result cache.
+func TestAReplayedRequestIsJudgedAgain(t *testing.T) {
+	static, ok, serde := oneRuleFixture(t)
+	eng := &countingEngine{err: &engine.OutputError{}}
+	pub := &flakyPublisher{}
+	results := &replayResults{}
+	p, err := New(Config{Judging: judging.Config{Engine: eng, Rulesets: static}, Serde: serde, Publisher: pub, Results: results})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &schemas.Request{RequestID: "req-1", TenantID: "t", RulesetRef: &schemas.RulesetRef{ID: "rs"}, TextInput: ptr("hello"), SubmittedAt: time.Now()}
+	m := requestMessage(t, serde, req)
+	if _, permanent := judging.MessageFault(p.Handle(context.Background(), m)); !permanent {
+		t.Fatal("the first attempt should fail for the message's fault")
+	}
+
+	eng.err, eng.res = nil, ok
+	replayed := *m
+	replayed.Offset = 7
+	replayed.Headers = append(slices.Clone(m.Headers), stream.Header{Key: schemas.HeaderReplayCount, Value: []byte("1")})
+	for range 2 { // the replay, then a redelivery of it
+		if err := p.Handle(context.Background(), &replayed); err != nil {
+			t.Fatalf("the replay: %v", err)
+		}
+	}
+	if eng.calls != 2 {
+		t.Errorf("the engine was asked %d times, want twice (the failed attempt and the replay)", eng.calls)
+	}
+	if want := []int{0, 1}; !slices.Equal(results.replays, want) || results.status[1] != schemas.StatusCompleted {
+		t.Errorf("stored under replays %v with status %v, want %v and completed", results.replays, results.status, want)
 	}
 }

@@ -218,6 +218,9 @@ func (a *Admission) Admit(ctx context.Context, tenant, requestID string) error {
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
+	// A replay reserves under the id it is counted by (countedID), so that counting it lets
+	// its reservation go.
+	requestID = countedID(ctx, requestID)
 	for {
 		err := a.Usage.Reserve(ctx, tenant, requestID, b, a.now(), hold)
 		if !errors.Is(err, errBusy) {
@@ -239,7 +242,7 @@ func (a *Admission) Release(ctx context.Context, tenant, requestID string) error
 	if !a.Budget(tenant).set() {
 		return nil
 	}
-	return a.Usage.Release(ctx, tenant, requestID, a.now())
+	return a.Usage.Release(ctx, tenant, countedID(ctx, requestID), a.now())
 }
 
 func (a *Admission) now() time.Time {

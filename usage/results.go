@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"rulevalidator/judging"
@@ -16,7 +17,8 @@ import (
 // A request counts when it was judged: completed, or failed after calling the model (its
 // tokens were spent). A request that failed before any model call (refused by its budget,
 // undecodable, an unknown ruleset) is not counted, and what it reserved of its budget is
-// let go (Admission.Release).
+// let go (Admission.Release). A replay of a dead-lettered request (judging.Replay) counts
+// apart from the attempt that failed: its tokens are spent again.
 type ResultStore struct {
 	Results judging.ResultStore
 	Usage   *Store
@@ -37,7 +39,7 @@ func (s ResultStore) StoreResult(ctx context.Context, req *schemas.Request, out 
 			}
 			at = now()
 		}
-		if err := s.Usage.Record(ctx, req.TenantID, req.RequestID, sum.Model, at, FromUsage(sum.Usage)); err != nil {
+		if err := s.Usage.Record(ctx, req.TenantID, countedID(ctx, req.RequestID), sum.Model, at, FromUsage(sum.Usage)); err != nil {
 			return err
 		}
 	} else if s.Budgets != nil {
@@ -49,4 +51,13 @@ func (s ResultStore) StoreResult(ctx context.Context, req *schemas.Request, out 
 		return nil
 	}
 	return s.Results.StoreResult(ctx, req, out)
+}
+
+// countedID is what a request is counted once under: its id, and for a replay of a
+// dead-lettered request the replay's count too.
+func countedID(ctx context.Context, requestID string) string {
+	if n := judging.Replay(ctx); n > 0 {
+		return requestID + "#replay-" + strconv.Itoa(n)
+	}
+	return requestID
 }

@@ -177,6 +177,36 @@ func TestResultStoreCountsJudgedRequestsAndAdmissionRefusesPastTheBudget(t *test
 	}
 }
 
+// TestAReplayCountsApartFromItsFailedAttempt: a request that failed after calling the model
+// (its tokens counted), dead-lettered and replayed within the hour, counts again when the
+// replay is judged, once however often the replay is redelivered.
+func TestAReplayCountsApartFromItsFailedAttempt(t *testing.T) {
+	s := newStore(t, usage.Options{})
+	ctx := context.Background()
+	rs := usage.ResultStore{Usage: s}
+	req := &schemas.Request{RequestID: "r1", TenantID: "acme"}
+	failed := judging.Events{Summary: schemas.NewFailedSummary(req, schemas.ReasonInvalidOutput, "no valid answer", noon, noon)}
+	failed.Summary.Usage = verdict.Usage{PromptTokens: 1000, CompletionTokens: 200, LLMCalls: 2}
+	judged := judging.Events{Summary: schemas.SummaryEvent{Status: schemas.StatusCompleted, Model: "m", CompletedAt: noon.Add(10 * time.Minute),
+		Usage: verdict.Usage{PromptTokens: 500, CompletionTokens: 100, LLMCalls: 1}}}
+	if err := rs.StoreResult(ctx, req, failed); err != nil {
+		t.Fatal(err)
+	}
+	replay := judging.WithReplay(ctx, 1)
+	for range 2 { // the replay, then a redelivery of it
+		if err := rs.StoreResult(replay, req, judged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rs.StoreResult(ctx, req, judged); err != nil { // a redelivery of the original
+		t.Fatal(err)
+	}
+	r, err := s.Hours(ctx, "acme", noon.Add(-time.Hour), noon.Add(time.Hour))
+	if err != nil || r.Total.Requests != 2 || r.Total.Tokens() != 1800 {
+		t.Fatalf("got %+v, %v; want the failed attempt and the replay, 1800 tokens", r, err)
+	}
+}
+
 func TestParsePriceTable(t *testing.T) {
 	tb, err := usage.ParsePriceTable([]byte("gpt-4o-mini: {input: 0.15, output: 0.6}\nlocal: {input: 0, output: 0}\n"))
 	if err != nil || tb["gpt-4o-mini"] != (usage.Price{Input: 0.15, Output: 0.6}) || len(tb) != 2 {
