@@ -14,7 +14,7 @@
 #
 # Env: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), KAFKA_VERSION (4.4.0),
 #      KAFKA_HEAP_OPTS (-Xms256m -Xmx512m), KAFKA_START_TIMEOUT (180 s), KAFKA_STOP_TIMEOUT (60 s),
-#      RULEVALIDATOR_TOPIC_{REQUESTS,VERDICTS,SUMMARIES,DEADLETTER,CALLBACKS,REVIEWS,RULESETS}, RULEVALIDATOR_CACHE.
+#      RULEVALIDATOR_TOPIC_{REQUESTS,VERDICTS,SUMMARIES,DEADLETTER,CALLBACKS,REVIEWS,RULESETS,REPLAYS}, RULEVALIDATOR_CACHE.
 # Jars: $RV_CACHE/kafka/<version>/libs (Maven repository: $RV_CACHE/m2).
 # Data: $RV_RUN/kafka-data. Log: $RV_RUN/kafka.log.
 set -euo pipefail
@@ -35,6 +35,7 @@ TOPIC_DEADLETTER="${RULEVALIDATOR_TOPIC_DEADLETTER:-rulevalidator.deadletter}"
 TOPIC_CALLBACKS="${RULEVALIDATOR_TOPIC_CALLBACKS:-rulevalidator.callbacks}"
 TOPIC_REVIEWS="${RULEVALIDATOR_TOPIC_REVIEWS:-rulevalidator.reviews}"
 TOPIC_RULESETS="${RULEVALIDATOR_TOPIC_RULESETS:-rulevalidator.rulesets}"
+TOPIC_REPLAYS="${RULEVALIDATOR_TOPIC_REPLAYS:-rulevalidator.replays}"
 
 KAFKA_HOME="$RV_CACHE/kafka/$KAFKA_VERSION"
 LIBS="$KAFKA_HOME/libs"
@@ -274,9 +275,11 @@ topics() {
   local existing spec name
   existing=$(tool org.apache.kafka.tools.TopicCommand --list) || die "listing topics on $BOOTSTRAP failed"
   # A callback carries every verdict of its request: its topic takes records of up to 8 MiB
-  # (a larger one is sent without the verdicts, see docs/http-api.md).
+  # (a larger one is sent without the verdicts, see docs/http-api.md). The replays topic
+  # records each dead letter `rulevalidator deadletter replay` sent, one record a key.
   for spec in "$TOPIC_REQUESTS 6" "$TOPIC_VERDICTS 6" "$TOPIC_SUMMARIES 6" "$TOPIC_DEADLETTER 3" \
-    "$TOPIC_CALLBACKS 6 max.message.bytes=8388608" "$TOPIC_REVIEWS 6" "$TOPIC_RULESETS 3 cleanup.policy=compact"; do
+    "$TOPIC_CALLBACKS 6 max.message.bytes=8388608" "$TOPIC_REVIEWS 6" "$TOPIC_RULESETS 3 cleanup.policy=compact" \
+    "$TOPIC_REPLAYS 3 cleanup.policy=compact"; do
     name=${spec%% *}
     if grep -qxF "$name" <<<"$existing"; then
       log "topic $name: exists"

@@ -59,6 +59,10 @@ func callbacksTopicSetting(s *settings, p *string) {
 	s.str(p, "callbacks-topic", "RULEVALIDATOR_TOPIC_CALLBACKS", schemas.TopicCallbacks, "topic of callbacks waiting for delivery (an outbox with its own consumer group); used when --callback-secret is set")
 }
 
+func replaysTopicSetting(s *settings, p *string) {
+	s.str(p, "replays-topic", "RULEVALIDATOR_TOPIC_REPLAYS", schemas.TopicReplays, "compacted topic recording each dead letter replayed (keyed by its topic/partition/offset), so that none is replayed twice")
+}
+
 func rulesetsTopicSetting(s *settings, p *string) {
 	s.str(p, "rulesets-topic", "RULEVALIDATOR_TOPIC_RULESETS", schemas.TopicRulesets, "compacted topic of published rulesets; empty: serve reads none")
 }
@@ -162,6 +166,20 @@ func tailSettings(k *kafkaConfig, t *tailTopicNames) *settings {
 	return s
 }
 
+// deadLetterSettings are the settings of deadletter list and replay: they decode both wire
+// formats and send the originals as they were, framed as they were.
+func deadLetterSettings(k *kafkaConfig, t *deadLetterTopics) *settings {
+	s := &settings{}
+	kafkaSettings(s, &k.brokers, &k.conn)
+	s.section("Topics")
+	requestsTopicSetting(s, &t.requests)
+	deadLetterTopicSetting(s, &t.deadLetter)
+	replaysTopicSetting(s, &t.replays)
+	s.section("Wire format")
+	schemaRegistrySetting(s, &k.schemaRegistry)
+	return s
+}
+
 // rulesetsTopicSettings are the settings of rulesets publish and list.
 func rulesetsTopicSettings(k *kafkaConfig, topic *string) *settings {
 	s := &settings{}
@@ -189,6 +207,8 @@ func commandSettings() []commandSettingsEntry {
 		{"eval", judgeSettings(&llmConfig{}, &documentConfig{})},
 		{"produce", produceSettings(&kafkaConfig{}, new(string), new(int))},
 		{"tail", tailSettings(&kafkaConfig{}, &tailTopicNames{})},
+		{"deadletter list", deadLetterSettings(&kafkaConfig{}, &deadLetterTopics{})},
+		{"deadletter replay", deadLetterSettings(&kafkaConfig{}, &deadLetterTopics{})},
 		{"rulesets publish", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"rulesets list", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"cache purge", cachePurgeSettings(&s3Config{}, new(string))},
