@@ -40,8 +40,8 @@ type VerdictCache interface {
 }
 
 // CacheScope is whose entries a lookup or a store reads and writes: a
-// tenant's, for one ruleset id. Stores keep scopes apart (and the tenant is
-// part of every key besides).
+// tenant's, for one ruleset id (the ruleset's ID, whatever its version).
+// Stores keep scopes apart (and the tenant is part of every key besides).
 type CacheScope struct {
 	Tenant    string
 	RulesetID string
@@ -88,10 +88,15 @@ type cacheRun struct {
 	tokens []int
 }
 
+// CachesVerdicts says whether requests on rs take verdicts from the
+// verdict cache and store theirs in it: true unless the ruleset opts out
+// (cache: false).
+func (rs *Ruleset) CachesVerdicts() bool { return rs.Cache == nil || *rs.Cache }
+
 // cacheRunFor is req's use of the cache; nil when there is none, or when
 // the request or its ruleset opts out.
 func (e *Engine) cacheRunFor(req Task) *cacheRun {
-	if e.cfg.Cache == nil || req.NoCache || (req.Ruleset.Cache != nil && !*req.Ruleset.Cache) {
+	if e.cfg.Cache == nil || req.NoCache || !req.Ruleset.CachesVerdicts() {
 		return nil
 	}
 	return &cacheRun{cache: e.cfg.Cache, scope: CacheScope{Tenant: req.Tenant, RulesetID: req.Ruleset.ID}, requestID: req.RequestID, now: e.cfg.now()}

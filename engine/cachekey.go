@@ -19,9 +19,9 @@ type VerdictKey struct {
 	// Settings are the engine settings that change what the model sees or
 	// how its answer is checked (Config.cacheSettings).
 	Settings string
-	// Rule is the rule as the prompt shows it (RulesPrompt of the rule
-	// alone): id, type, allowed scores, text and not-applicable text; not
-	// its display name, weight or position, which no model sees.
+	// Rule is the rule as the prompt shows it (VerdictKeyRule): id, type,
+	// allowed scores, text and not-applicable text; not its display name,
+	// weight or position, which no model sees.
 	Rule string
 	// Material is the digest of exactly the material the rule was judged on
 	// (materialDigest): the whole input for a call that holds all of it,
@@ -44,8 +44,15 @@ func (k VerdictKey) String() string {
 // verdictKey is the cache key of rule's verdict on the material whose digest
 // is material, for tenant and model.
 func (e *Engine) verdictKey(tenant, model string, rule Rule, material string) string {
-	return VerdictKey{Tenant: tenant, Model: model, Settings: e.cfg.cacheSettings(), Rule: RulesPrompt([]Rule{rule}), Material: material}.String()
+	return VerdictKey{Tenant: tenant, Model: model, Settings: e.cfg.cacheSettings(), Rule: VerdictKeyRule(rule), Material: material}.String()
 }
+
+// VerdictKeyRule is a validated rule's part of its verdict-cache key
+// (VerdictKey.Rule): the rule as the prompt shows it. Two versions of a rule
+// with the same VerdictKeyRule share their cached verdicts; any other
+// change to the rule leaves them where they are. Exported so that what
+// compares ruleset versions (package rulesetdiff) asks the key itself.
+func VerdictKeyRule(r Rule) string { return RulesPrompt([]Rule{r}) }
 
 // cacheSettings writes the settings that change what the model sees or how
 // its answer is checked: the prompt version, how the instructions reach the
