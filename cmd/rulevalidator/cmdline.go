@@ -27,6 +27,9 @@ type commandLine struct {
 	set       *settings
 	stderr    io.Writer
 	allowArgs bool // positional arguments are the command's to read
+	// args are the positional arguments, when allowed: flags may come
+	// before, between and after them; "--" ends the flags.
+	args []string
 }
 
 func newCommandLine(name string, doc commandDoc, set *settings, stderr io.Writer) *commandLine {
@@ -44,11 +47,22 @@ func newCommandLine(name string, doc commandDoc, set *settings, stderr io.Writer
 // --help, 2 for a bad flag or setting, whose reason has been written.
 func (c *commandLine) parse(args []string, getenv env) (code int, ok bool) {
 	src := c.set.register(c.fs)
-	if err := c.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
+	for rest := args; ; {
+		if err := c.fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK, false
+			}
+			return exitInvalid, false // the flag package has said why
 		}
-		return exitInvalid, false // the flag package has said why
+		if !c.allowArgs || c.fs.NArg() == 0 {
+			break
+		}
+		if used := len(rest) - c.fs.NArg(); used > 0 && rest[used-1] == "--" {
+			c.args = append(c.args, c.fs.Args()...)
+			break
+		}
+		c.args = append(c.args, c.fs.Arg(0))
+		rest = c.fs.Args()[1:]
 	}
 	if !c.allowArgs && c.fs.NArg() > 0 {
 		fmt.Fprintf(c.stderr, "%s: unexpected arguments: %s\n", c.name, strings.Join(c.fs.Args(), " "))

@@ -38,7 +38,7 @@ func commands() []command {
 		{"produce", "send a validation request to the requests topic", runProduce},
 		{"tail", "print the verdicts, summaries and dead letters on the topics", runTail},
 		{"deadletter", "list dead letters and replay their requests (deadletter --help)", runDeadLetter},
-		{"rulesets", "publish, list and check rulesets (see rulesets --help)", runRulesets},
+		{"rulesets", "publish, list, check and compare rulesets (see rulesets --help)", runRulesets},
 		{"eval", "score verdicts against a labelled dataset, optionally beside a naive baseline", runEval},
 		{"cache", "purge a tenant's or a ruleset's entries from the verdict cache (cache purge --help)", runCache},
 		{"reviews", "export a tenant's reviewed validations as an evaluation dataset (reviews export --help)", runReviews},

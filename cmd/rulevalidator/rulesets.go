@@ -23,12 +23,13 @@ func rulesetsCommands() []command {
 		{"publish", "check a ruleset file and publish it to the rulesets topic", runRulesetsPublish},
 		{"list", "list the rulesets held by the rulesets topic", runRulesetsList},
 		{"check", "check ruleset files offline (no Kafka), for CI", runRulesetsCheck},
+		{"diff", "compare two ruleset versions: rules changed, cached verdicts kept", runRulesetsDiff},
 	}
 }
 
 func runRulesets(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
 	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: rulevalidator rulesets <publish|list|check> [flags]")
+		fmt.Fprintln(w, "usage: rulevalidator rulesets <publish|list|check|diff> [flags]")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Manages the rulesets the service resolves by reference: a compacted topic keyed by")
 		fmt.Fprintln(w, "ruleset id (--rulesets-topic).")
@@ -204,27 +205,11 @@ type rulesetRow struct {
 func listRulesets(ctx context.Context, client *stream.Client, topic string, timeout time.Duration, logTo io.Writer) ([]rulesetRow, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if _, err := client.Partitions(ctx, topic); err != nil {
-		return nil, err
-	}
-	logger := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t, err := registry.NewTopic(registry.TopicConfig{Client: client, Topic: topic, Logger: logger})
+	t, stop, err := readRulesetsTopic(ctx, client, topic, logTo)
 	if err != nil {
 		return nil, err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = t.Run(runCtx) // returns nil when runCtx ends
-	}()
-	defer func() {
-		stop()
-		<-done
-	}()
-	if err := t.WaitReady(ctx); err != nil {
-		return nil, err
-	}
+	defer stop()
 	var rows []rulesetRow
 	latest := map[string]string{}
 	for _, e := range t.List() {
@@ -239,6 +224,36 @@ func listRulesets(ctx context.Context, client *stream.Client, topic string, time
 		})
 	}
 	return rows, nil
+}
+
+// readRulesetsTopic reads topic to its end, as the service does at
+// start-up, and returns what it holds with the function that stops reading
+// it; records the service would skip are logged on logTo. ctx bounds the
+// wait.
+func readRulesetsTopic(ctx context.Context, client *stream.Client, topic string, logTo io.Writer) (*registry.Topic, func(), error) {
+	if _, err := client.Partitions(ctx, topic); err != nil {
+		return nil, nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	t, err := registry.NewTopic(registry.TopicConfig{Client: client, Topic: topic, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = t.Run(runCtx) // returns nil when runCtx ends
+	}()
+	stop := func() {
+		cancel()
+		<-done
+	}
+	if err := t.WaitReady(ctx); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return t, stop, nil
 }
 
 func printRulesetRows(w io.Writer, rows []rulesetRow, topic string) {
@@ -286,7 +301,7 @@ func runRulesetsCheck(_ context.Context, args []string, stdout, stderr io.Writer
 	if code, ok := cl.parse(args, getenv); !ok {
 		return code
 	}
-	files = append(files, fs.Args()...)
+	files = append(files, cl.args...)
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "rulesets check: give at least one file (--file or arguments)")
 		fs.Usage()

@@ -94,7 +94,7 @@ func TestRulesetsUsage(t *testing.T) {
 		code   int
 		output string
 	}{
-		{[]string{"rulesets"}, exitInvalid, "usage: rulevalidator rulesets <publish|list|check>"},
+		{[]string{"rulesets"}, exitInvalid, "usage: rulevalidator rulesets <publish|list|check|diff>"},
 		{[]string{"rulesets", "--help"}, exitOK, "list the rulesets held by the rulesets topic"},
 		{[]string{"rulesets", "drop"}, exitInvalid, `rulesets: unknown command "drop"`},
 		{[]string{"rulesets", "publish", "--help"}, exitOK, "RULEVALIDATOR_TOPIC_RULESETS"},
@@ -103,7 +103,7 @@ func TestRulesetsUsage(t *testing.T) {
 		{[]string{"rulesets", "publish", "--file", exampleRuleset, "--timeout", "0s"}, exitInvalid, "--timeout: 0s must be positive"},
 		{[]string{"rulesets", "list", "--kafka-brokers", " , "}, exitInvalid, "--kafka-brokers: at least one broker is required"},
 		{[]string{"rulesets", "list", "--kafka-brokers", "127.0.0.1:1"}, exitFailure, "127.0.0.1:1"},
-		{[]string{"help"}, exitOK, "rulesets   publish, list and check rulesets"},
+		{[]string{"help"}, exitOK, "rulesets   publish, list, check and compare rulesets"},
 	} {
 		code, stdout, stderr := opRun(t, tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.output) {
@@ -197,6 +197,30 @@ func TestRulesetsPublishAndList(t *testing.T) {
 		if !regexp.MustCompile(`(?m)` + pattern).MatchString(stdout) {
 			t.Errorf("no line of the table matches %s:\n%s", pattern, stdout)
 		}
+	}
+
+	// Versions on the topic compare as files do; ID@ is the latest.
+	code, stdout, stderr = opRun(t, append([]string{"rulesets", "diff", "contract-review@1.0.0", "contract-review@"}, conn...)...)
+	if code != exitOK {
+		t.Fatalf("diff: exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, pattern := range []string{
+		`^ruleset contract-review version 1\.0\.0 \(` + regexp.QuoteMeta(topic) + `/\d/\d+\) → contract-review version 1\.1\.0 \(` + regexp.QuoteMeta(topic) + `/\d/\d+\)$`,
+		`^rules: 0 changed, 0 added, 0 removed, 8 unchanged; cached verdicts: 7 stay valid, 0 invalidated$`,
+		`^unchanged, no cached verdicts to keep \(the old version decides the rule by its check, without the model: nothing is cached\): approval-limit-given$`,
+		`^  version: "1\.0\.0" → "1\.1\.0"$`,
+	} {
+		if !regexp.MustCompile(`(?m)` + pattern).MatchString(stdout) {
+			t.Errorf("diff: no line matches %s:\n%s", pattern, stdout)
+		}
+	}
+	code, stdout, stderr = opRun(t, append([]string{"rulesets", "diff", exampleRuleset, "contract-review@1.1.0"}, conn...)...)
+	if code != exitOK || !strings.Contains(stdout, "8 unchanged") {
+		t.Errorf("diff of a file and a version: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	code, _, stderr = opRun(t, append([]string{"rulesets", "diff", "contract-review@1.0.0", "contract-review@9"}, conn...)...)
+	if code != exitInvalid || !strings.Contains(stderr, `rulesets diff: contract-review@9: `) || !strings.Contains(stderr, `version "9"`) {
+		t.Errorf("diff with an unknown version: exit %d, stderr:\n%s", code, stderr)
 	}
 
 	code, _, stderr = opRun(t, "rulesets", "list", "--kafka-brokers", bootstrap, "--rulesets-topic", topic+"-missing")

@@ -211,6 +211,7 @@ func commandSettings() []commandSettingsEntry {
 		{"deadletter replay", deadLetterSettings(&kafkaConfig{}, &deadLetterTopics{})},
 		{"rulesets publish", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"rulesets list", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
+		{"rulesets diff", rulesetsTopicSettings(&kafkaConfig{}, new(string))},
 		{"cache purge", cachePurgeSettings(&s3Config{}, new(string))},
 		{"reviews export", reviewsExportSettings(&s3Config{}, new(string), new(string))},
 		{"healthcheck", healthcheckSettings(new(string))},

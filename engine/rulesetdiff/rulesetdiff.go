@@ -149,6 +149,7 @@ func Compare(old, new *engine.Ruleset) (*Diff, error) {
 		New:     Version{ID: new.ID, Version: new.Version},
 		Ruleset: fieldChanges(reflect.ValueOf(*old), reflect.ValueOf(*new), "", rulesetStructure),
 		Groups:  compareGroups(groups(old), groups(new)),
+		Rules:   []RuleDiff{},
 	}
 	oldRules, newRules := placedRules(old), placedRules(new)
 	if c, ok := orderChange(oldRules, newRules); ok {
@@ -185,6 +186,13 @@ func Compare(old, new *engine.Ruleset) (*Diff, error) {
 			d.Rules = append(d.Rules, RuleDiff{RuleID: or.RuleID, Status: Removed, Group: or.group,
 				Cache: CacheEffect{CacheNone, "removed: its cached verdicts are no longer read (they expire with the cache's time to live)"}})
 		}
+	}
+	// Lists, never null, in the JSON form.
+	if d.Ruleset == nil {
+		d.Ruleset = []Change{}
+	}
+	if d.Groups == nil {
+		d.Groups = []GroupDiff{}
 	}
 	for _, r := range d.Rules {
 		switch r.Status {

@@ -56,10 +56,10 @@ func (d *Diff) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(ew)
 		writeChanges(ew, r.Changes)
-		fmt.Fprintf(ew, "  cached verdicts: %s\n", effect(r.Cache))
+		fmt.Fprintf(ew, "  %s\n", effect(r.Cache))
 	}
 	for _, g := range unchanged {
-		fmt.Fprintf(ew, "\nunchanged, cached verdicts %s: %s\n", effect(g.effect), strings.Join(g.ids, ", "))
+		fmt.Fprintf(ew, "\nunchanged, %s: %s\n", effect(g.effect), strings.Join(g.ids, ", "))
 	}
 	return ew.err
 }
@@ -81,11 +81,11 @@ func describe(v Version) string {
 func effect(e CacheEffect) string {
 	switch e.Status {
 	case CacheValid:
-		return "stay valid"
+		return "cached verdicts stay valid"
 	case CacheInvalidated:
-		return "invalidated (" + e.Reason + ")"
+		return "cached verdicts invalidated (" + e.Reason + ")"
 	}
-	return "none (" + e.Reason + ")"
+	return "no cached verdicts to keep (" + e.Reason + ")"
 }
 
 func writeChanges(w io.Writer, cs []Change) {
