@@ -49,6 +49,10 @@ type Outcome struct {
 	// answers beside their scores.
 	Rationale       string `json:"rationale,omitempty"`
 	DataSufficiency bool   `json:"data_sufficiency"`
+	// Cached says the verdict was taken from the verdict cache (a run that
+	// shares one with an earlier run: --revalidate-ruleset,
+	// --compare-ruleset).
+	Cached bool `json:"cached,omitempty"`
 
 	Evidence EvidenceCounts `json:"evidence"`
 	// Citations are the verdict's evidences in the model's order, each
@@ -133,6 +137,7 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o.ReviewReasons = v.ReviewReasons
 	o.Rationale = v.Rationale
 	o.DataSufficiency = v.DataSufficiency
+	o.Cached = v.Cached != nil
 	o.Boolean, o.Numerical, o.NotApplicable = v.BooleanOutput, v.NumericalOutput, v.NotApplicable
 	switch lab.Type {
 	case verdict.Numerical:

@@ -13,6 +13,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
+	"rulevalidator/engine/rulesetdiff"
 	"rulevalidator/eval"
 	"rulevalidator/verdictcache"
 )
@@ -22,10 +23,15 @@ const exitBelowMinimum = 3
 
 // evalDoc is eval's --help.
 var evalDoc = commandDoc{
-	synopsis: "eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--min-accuracy X] [settings]",
+	synopsis: "eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--min-accuracy X] [--compare-ruleset FILE] [settings]",
 	about: []string{
 		"Judges every case of a labelled dataset with the model and scores the verdicts and their " +
 			"evidence against the labels; with --baseline per-rule, also a naive judge on the same model.",
+		"With --compare-ruleset FILE, judges the dataset with its own ruleset and then with FILE, a new " +
+			"version of it, through one verdict cache (the rules whose cached verdicts stay valid are not " +
+			"asked again), and reports what changed (as `rulesets diff` does) and, rule by rule, each " +
+			"version's accuracy against the labels and the verdicts that flip, case by case; --min-accuracy " +
+			"then gates the new version.",
 	},
 	exit: "0 done, 2 invalid flags, settings or dataset (no model call made), 1 the model could not be " +
 		"reached, 3 accuracy below --min-accuracy.",
@@ -33,6 +39,7 @@ var evalDoc = commandDoc{
 		"rulevalidator eval --dataset examples/eval/edgar-nda --baseline per-rule",
 		"rulevalidator eval --dataset DIR --min-accuracy 0.9",
 		"rulevalidator eval --dataset examples/eval/edgar-nda --inputs pdf",
+		"rulevalidator eval --dataset examples/eval/edgar-nda --compare-ruleset examples/eval/edgar-nda/ruleset-revised.yaml",
 	},
 }
 
@@ -54,6 +61,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		inputsDir   = fs.String("inputs", "", "read each case's input from this directory of the dataset instead, by file name: the same labels on other renderings of the documents (the shipped dataset's pdf: its agreements as PDFs)")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
 		revalidate  = fs.String("revalidate-ruleset", "", "judge the dataset, then judge it again with this ruleset (the dataset's with some rules changed) through a verdict cache both share, and report what the second run cost against the first")
+		compareRS   = fs.String("compare-ruleset", "", "judge the dataset with its ruleset, then with this new version of it through a verdict cache both share, and report the changes, each version's accuracy and the verdicts that flip")
 	)
 	fs.Var(&minAccuracy, "min-accuracy", "exit 3 when the engine's verdict accuracy is below this `share` (0 to 1; 0.9 for 90%); unset, no gate")
 	if code, ok := cl.parse(args, getenv); !ok {
@@ -78,6 +86,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitInvalid
 	case *revalidate != "" && (*runs != 1 || *baseline != "" || *compare != ""):
 		fmt.Fprintln(stderr, "eval: --revalidate-ruleset measures one run of the engine: it takes no --runs, --baseline or --compare-evidence-mode")
+		return exitInvalid
+	case *compareRS != "" && (*runs != 1 || *baseline != "" || *compare != "" || *revalidate != ""):
+		fmt.Fprintln(stderr, "eval: --compare-ruleset compares one run of the engine per version: it takes no --runs, --baseline, --compare-evidence-mode or --revalidate-ruleset")
 		return exitInvalid
 	case minAccuracy.set && !(minAccuracy.v >= 0 && minAccuracy.v <= 1): // NaN too
 		fmt.Fprintf(stderr, "eval: --min-accuracy %s: accuracy is a share between 0 and 1 (0.9 for 90%%)\n", minAccuracy.raw)
@@ -108,10 +119,19 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		}
 	}
 
-	var variant *eval.Dataset
+	var (
+		variant *eval.Dataset
+		diffs   []*rulesetdiff.Diff
+	)
 	if *revalidate != "" {
 		if variant, err = withRuleset(ds, *revalidate); err != nil {
 			fmt.Fprintf(stderr, "eval: --revalidate-ruleset: %v\n", err)
+			return exitInvalid
+		}
+	}
+	if *compareRS != "" {
+		if variant, diffs, err = revisedDataset(ds, *compareRS); err != nil {
+			fmt.Fprintf(stderr, "eval: --compare-ruleset: %v\n", err)
 			return exitInvalid
 		}
 	}
@@ -166,25 +186,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitFailure
 	}
 
-	if again != nil {
-		if err := writeRevalidation(stdout, *asJSON, rep, again); err != nil {
-			fmt.Fprintf(stderr, "eval: writing the report: %v\n", err)
-			return exitFailure
-		}
-	} else if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "eval: writing the report: %v\n", err)
-			return exitFailure
-		}
-	} else if err := rep.WriteTable(stdout); err != nil {
+	gated, err := writeEvalReports(stdout, *asJSON, rep, again, *compareRS != "", diffs)
+	if err != nil {
 		fmt.Fprintf(stderr, "eval: writing the report: %v\n", err)
 		return exitFailure
 	}
 
 	if minAccuracy.set {
-		acc := rep.System(eval.SystemEngine).Overall.Accuracy
+		acc := gated.System(eval.SystemEngine).Overall.Accuracy
 		if acc == nil || *acc < minAccuracy.v {
 			got := "none"
 			if acc != nil {
@@ -195,6 +204,28 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		}
 	}
 	return exitOK
+}
+
+// writeEvalReports writes what the run measured: one report, a
+// re-validation (again judged after rep through the cache) or, when
+// comparing, the comparison of again's ruleset with rep's. It returns the
+// report --min-accuracy gates: the new version's when comparing.
+func writeEvalReports(w io.Writer, asJSON bool, rep, again *eval.Report, comparing bool, diffs []*rulesetdiff.Diff) (*eval.Report, error) {
+	switch {
+	case comparing:
+		cmp, err := eval.Compare(rep, again)
+		if err != nil {
+			return nil, err
+		}
+		return again, writeComparison(w, asJSON, diffs, cmp, rep, again)
+	case again != nil:
+		return rep, writeRevalidation(w, asJSON, rep, again)
+	case asJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return rep, enc.Encode(rep)
+	}
+	return rep, rep.WriteTable(w)
 }
 
 // share is a flag holding a number, remembering whether it was given; its
@@ -310,5 +341,67 @@ func writeRevalidation(w io.Writer, asJSON bool, first, again *eval.Report) erro
 	_, err := fmt.Fprintf(w, "\nre-validation against the first run: model tokens %d of %d (%.3f), model calls %d of %d (%.3f), wall time %s of %s (%.3f)\n",
 		b.PromptTokens+b.CompletionTokens, a.PromptTokens+a.CompletionTokens, r.TokensShare,
 		b.Calls, a.Calls, r.CallsShare, b.Wall.Round(100*time.Millisecond), a.Wall.Round(100*time.Millisecond), r.WallShare)
+	return err
+}
+
+// revisedDataset is ds judged with the ruleset in file, a new version of
+// its cases' ruleset (eval.Revised), and the diff of each ruleset its
+// cases use against it.
+func revisedDataset(ds *eval.Dataset, file string) (*eval.Dataset, []*rulesetdiff.Diff, error) {
+	rs, err := readFile(file, engine.ParseRuleset)
+	if err != nil {
+		return nil, nil, err
+	}
+	revised, err := eval.Revised(ds, rs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var (
+		diffs []*rulesetdiff.Diff
+		seen  []*engine.Ruleset
+	)
+	for _, c := range ds.Cases {
+		if slices.Contains(seen, c.Ruleset) {
+			continue
+		}
+		seen = append(seen, c.Ruleset)
+		d, err := rulesetdiff.Compare(c.Ruleset, rs)
+		if err != nil {
+			return nil, nil, err
+		}
+		d.Old.Source, d.New.Source = "dataset "+ds.Dir, file
+		diffs = append(diffs, d)
+	}
+	return revised, diffs, nil
+}
+
+// comparison is what --compare-ruleset reports: what changed between the
+// versions (a diff for each ruleset the dataset's cases use, one for most
+// datasets), the verdicts compared, and both runs' reports.
+type comparison struct {
+	Diffs      []*rulesetdiff.Diff `json:"diffs"`
+	Comparison *eval.Comparison    `json:"comparison"`
+	Old        *eval.Report        `json:"old"`
+	New        *eval.Report        `json:"new"`
+}
+
+func writeComparison(w io.Writer, asJSON bool, diffs []*rulesetdiff.Diff, cmp *eval.Comparison, old, new *eval.Report) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(comparison{Diffs: diffs, Comparison: cmp, Old: old, New: new})
+	}
+	for _, d := range diffs {
+		if err := d.WriteText(w); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	if err := cmp.WriteTable(w); err != nil {
+		return err
+	}
+	a, b := old.System(eval.SystemEngine).Cost, new.System(eval.SystemEngine).Cost
+	_, err := fmt.Fprintf(w, "\nmodel calls: old %d, new %d (through the cache the old run filled); model tokens: old %d, new %d\n",
+		a.Calls, b.Calls, a.PromptTokens+a.CompletionTokens, b.PromptTokens+b.CompletionTokens)
 	return err
 }

@@ -121,6 +121,7 @@ func TestRulesetsDiffRefusals(t *testing.T) {
 		{[]string{ndaRuleset, "nda-review@2", "--rulesets-topic", ""}, exitInvalid, "--rulesets-topic is required to read ID@VERSION"},
 		{[]string{ndaRuleset, "nda-review@2", "--kafka-brokers", "127.0.0.1:1", "--timeout", "2s"}, exitFailure, "rulesets diff: "},
 		{[]string{"--timeout", "0s", ndaRuleset, ndaRuleset}, exitInvalid, "--timeout: 0s must be positive"},
+		{[]string{ndaRuleset, "--", "--json"}, exitInvalid, "--json: no such file"}, // "--" ends the flags
 	} {
 		code, stdout, stderr := opRun(t, append([]string{"rulesets", "diff"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(stderr, tc.said) {

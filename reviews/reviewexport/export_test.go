@@ -17,6 +17,7 @@ import (
 	"rulevalidator/reviews"
 	"rulevalidator/schemas"
 	"rulevalidator/verdict"
+	"rulevalidator/verdictcache"
 )
 
 const exportRuleset = `{"id": "nda", "rules": [
@@ -153,6 +154,37 @@ func TestExportLoadsInEvalAndAnOracleScoresAll(t *testing.T) {
 	}
 	if o := rep.System(eval.SystemEngine).Overall; o.Correct != o.Verdicts || o.Verdicts != 6 {
 		t.Errorf("the oracle scored %d of %d", o.Correct, o.Verdicts)
+	}
+
+	// A new version of the ruleset compared on the export: the rules it
+	// leaves alone are taken from the cache the first run filled.
+	revised, err := engine.ParseRuleset([]byte(strings.Replace(exportRuleset, "Is the governing law named?", "Does the agreement name its governing law?", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := eval.Revised(ds, revised)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := verdictcache.NewMemory(verdictcache.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := eval.Options{LLM: oracle{ds}, Engine: engine.Config{Model: "oracle", OutputRetries: -1, ContextTokens: 8192, Cache: cache}}
+	before, err := eval.Run(ctx, ds, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := eval.Run(ctx, next, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := eval.Compare(before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cmp.Overall; o.Flips != 0 || o.Reused != 4 || o.New.Correct != 6 || o.Old.Correct != 6 {
+		t.Errorf("the export compared: %+v; want no flips, 4 verdicts reused (two rules of two cases), all right", o)
 	}
 }
 
