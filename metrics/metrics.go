@@ -12,8 +12,6 @@ package metrics
 import (
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -22,6 +20,7 @@ import (
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
+	"rulevalidator/internal/buildinfo"
 	"rulevalidator/judging"
 	"rulevalidator/schemas"
 	"rulevalidator/verdict"
@@ -211,8 +210,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.models = newModelLabels(MaxModels, m.initModel)
 
-	version, revision := buildVersion()
-	m.buildInfo.WithLabelValues(version, runtime.Version(), revision).Set(1)
+	// A stamp that does not parse is for `rulevalidator version` to report;
+	// the metric shows what could be read.
+	info, _ := buildinfo.Read()
+	labels := buildLabels(info)
+	m.buildInfo.WithLabelValues(labels[:]...).Set(1)
 	m.preinitialise()
 
 	if err := b.register(reg); err != nil {
@@ -341,30 +343,10 @@ func (b *builder) register(reg prometheus.Registerer) error {
 	return nil
 }
 
-// buildVersion reads the main module's version and VCS revision from the
-// binary, "unknown" where they were not stamped.
-func buildVersion() (version, revision string) {
-	version, revision = "unknown", "unknown"
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return version, revision
-	}
-	if bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	modified := false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	if modified && revision != "unknown" {
-		revision += "-dirty"
-	}
-	return version, revision
+// buildLabels are the build_info metric's label values for a build, in the
+// order version, go_version, revision: what `rulevalidator version` prints.
+func buildLabels(info buildinfo.Info) [3]string {
+	return [3]string{info.Version, info.GoVersion, info.LabelRevision()}
 }
 
 // labelSet is the known values of one label.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -22,6 +23,7 @@ import (
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
+	"rulevalidator/internal/buildinfo"
 	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/schemas"
@@ -560,14 +562,51 @@ func TestHTTPRouteLabelIsThePatternNotThePath(t *testing.T) {
 	}
 }
 
+// TestBuildInfo: the metric's one series carries what `rulevalidator
+// version` prints for the running binary.
 func TestBuildInfo(t *testing.T) {
 	m, _ := newMetrics(t)
 	if got := testutil.CollectAndCount(m.buildInfo); got != 1 {
 		t.Fatalf("build_info has %d series, want 1", got)
 	}
-	version, revision := buildVersion()
-	if got := testutil.ToFloat64(m.buildInfo.WithLabelValues(version, runtime.Version(), revision)); got != 1 {
-		t.Errorf("build_info{version=%q,go_version=%q,revision=%q} = %v, want 1", version, runtime.Version(), revision, got)
+	info, err := buildinfo.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"version": info.Version, "go_version": runtime.Version(), "revision": info.LabelRevision()}
+	ch := make(chan prometheus.Metric, 1)
+	m.buildInfo.Collect(ch)
+	var pb dto.Metric
+	if err := (<-ch).Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range pb.GetLabel() {
+		got[l.GetName()] = l.GetValue()
+	}
+	if !maps.Equal(got, want) || pb.GetGauge().GetValue() != 1 {
+		t.Errorf("build_info%v = %v, want build_info%v = 1", got, pb.GetGauge().GetValue(), want)
+	}
+}
+
+func TestBuildLabels(t *testing.T) {
+	const rev = "9e17170d3c1f4b0a8e2d5c6b7a8f9e0d1c2b3a4f"
+	tests := []struct {
+		name string
+		info buildinfo.Info
+		want [3]string // version, go_version, revision
+	}{
+		{"a development build", buildinfo.Info{Version: buildinfo.Devel, GoVersion: "go1.26.8"},
+			[3]string{"(devel)", "go1.26.8", "unknown"}},
+		{"a stamped image", buildinfo.Info{Version: "v0.1.0", Revision: rev, GoVersion: "go1.26.8"},
+			[3]string{"v0.1.0", "go1.26.8", rev}},
+		{"a modified tree", buildinfo.Info{Version: "v0.1.0", Revision: rev, Modified: true, GoVersion: "go1.26.8"},
+			[3]string{"v0.1.0", "go1.26.8", rev + "-dirty"}},
+	}
+	for _, tt := range tests {
+		if got := buildLabels(tt.info); got != tt.want {
+			t.Errorf("%s: labels %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"rulevalidator/internal/buildinfo"
 )
 
 // Exit codes shared by the subcommands.
@@ -43,6 +45,7 @@ func commands() []command {
 		{"cache", "purge a tenant's or a ruleset's entries from the verdict cache (cache purge --help)", runCache},
 		{"reviews", "export a tenant's reviewed validations as an evaluation dataset (reviews export --help)", runReviews},
 		{"healthcheck", "probe a running service's readiness endpoint (for container health checks)", runHealthcheck},
+		{"version", "print the version and the revision this binary was built from", runVersion},
 	}
 }
 
@@ -60,6 +63,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv en
 			return exitInvalid
 		}
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return runVersion(ctx, args[1:], stdout, stderr, getenv)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -80,4 +86,7 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "rulevalidator <command> --help" for a command's flags.`)
+	// A bad stamp is for `version` to report; usage shows what could be read.
+	info, _ := buildinfo.Read()
+	fmt.Fprintf(w, "\nrulevalidator %s\n", info)
 }
