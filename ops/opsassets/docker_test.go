@@ -1,6 +1,9 @@
 package opsassets
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -105,6 +108,83 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("the image exposes %q, not the %s port %s", expose, env, port)
 		}
 	}
+}
+
+var stampFlag = regexp.MustCompile(`-X ([a-z/]+)\.([A-Za-z]+)=\$\{([A-Z_]+)\}`)
+
+// TestDockerfileStampsTheBuild: the build stage stamps the version, revision
+// and time from build arguments into variables that internal/buildinfo
+// declares (a name the linker does not find stamps nothing, silently), and
+// runs the binary's version command so that a stamp that does not parse
+// fails the build.
+func TestDockerfileStampsTheBuild(t *testing.T) {
+	stages := readDockerfile(t)
+	build := stages[0]
+	args := map[string]bool{}
+	for _, in := range build.instructions {
+		if in[0] == "ARG" {
+			name, _, _ := strings.Cut(in[1], "=")
+			args[name] = true
+		}
+	}
+	run, _ := build.last("RUN")
+	declared := buildinfoStampVariables(t)
+	stamped := map[string]string{} // variable -> build argument
+	for _, m := range stampFlag.FindAllStringSubmatch(run, -1) {
+		pkg, variable, arg := m[1], m[2], m[3]
+		if pkg != "rulevalidator/internal/buildinfo" {
+			t.Errorf("the build stamps %s.%s; the build's values live in rulevalidator/internal/buildinfo", pkg, variable)
+			continue
+		}
+		if !declared[variable] {
+			t.Errorf("the build stamps buildinfo.%s, which internal/buildinfo does not declare as a string variable (it declares %v)", variable, sorted(declared))
+		}
+		if !args[arg] {
+			t.Errorf("the build stamps buildinfo.%s from ${%s}, which is no ARG of the build stage", variable, arg)
+		}
+		stamped[variable] = arg
+	}
+	for variable, arg := range map[string]string{"version": "VERSION", "revision": "REVISION", "revisionTime": "BUILD_TIME"} {
+		if stamped[variable] != arg {
+			t.Errorf("the build does not stamp buildinfo.%s from the build argument %s (stamps %v)", variable, arg, stamped)
+		}
+	}
+	if !strings.Contains(run, "-buildvcs=false") {
+		t.Error("the build does not say -buildvcs=false; without .git in the context the toolchain has nothing to record")
+	}
+	if !regexp.MustCompile(`&& /out/rulevalidator version\s*$`).MatchString(run) {
+		t.Errorf("the build stage's last RUN does not end by running `/out/rulevalidator version`: %q", run)
+	}
+}
+
+// buildinfoStampVariables are the package-level string variables of
+// internal/buildinfo, which -ldflags -X can set.
+func buildinfoStampVariables(t *testing.T) map[string]bool {
+	t.Helper()
+	const file = "internal/buildinfo/buildinfo.go"
+	f, err := parser.ParseFile(token.NewFileSet(), file, repoFile(t, file), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]bool{}
+	for _, decl := range f.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.VAR {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "string" && len(vs.Values) == 0 {
+				for _, n := range vs.Names {
+					vars[n.Name] = true
+				}
+			}
+		}
+	}
+	if len(vars) == 0 {
+		t.Fatalf("%s declares no string variables for the linker to set", file)
+	}
+	return vars
 }
 
 // dockerignore matches paths against .dockerignore's patterns the way Docker
