@@ -66,9 +66,11 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 go vet ./...
 
 # Tools the integration tests drive: kcat and the Python Kafka/Avro clients
-# (interop), promtool (metrics and alert rules), LibreOffice (reports open).
+# (interop), promtool (metrics and alert rules), LibreOffice (reports open),
+# helm (the chart linted and rendered; built once from the Go module proxy).
 bash ops/tools.sh install all
 bash ops/pyclients.sh install
+bash ops/helm.sh install
 
 start_service kafka
 start_service s3
