@@ -1,7 +1,6 @@
 package opsassets
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -42,27 +41,39 @@ func readManifests(t *testing.T) []k8sObject {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		dec := yaml.NewDecoder(bytes.NewReader([]byte(repoFile(t, rel))))
-		for i := 0; ; i++ {
-			var node yaml.Node
-			if err := dec.Decode(&node); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s, document %d: %v", rel, i+1, err)
-			}
-			obj := k8sObject{file: rel, node: node}
-			if err := node.Decode(&obj); err != nil {
-				t.Fatalf("%s, document %d: %v", rel, i+1, err)
-			}
-			if obj.Kind == "" || obj.APIVersion == "" || obj.Metadata.Name == "" {
-				t.Fatalf("%s, document %d: apiVersion, kind and metadata.name are required", rel, i+1)
-			}
-			objs = append(objs, obj)
-		}
+		objs = append(objs, decodeManifests(t, rel, repoFile(t, rel))...)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return objs
+}
+
+// decodeManifests decodes the objects of a multi-document YAML text, named
+// file in messages; documents holding nothing (comments alone) are skipped.
+func decodeManifests(t *testing.T, file, text string) []k8sObject {
+	t.Helper()
+	var objs []k8sObject
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	for i := 0; ; i++ {
+		var node yaml.Node
+		if err := dec.Decode(&node); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%s, document %d: %v", file, i+1, err)
+		}
+		if len(node.Content) == 0 || node.Content[0].Kind == yaml.ScalarNode && node.Content[0].Tag == "!!null" {
+			continue
+		}
+		obj := k8sObject{file: file, node: node}
+		if err := node.Decode(&obj); err != nil {
+			t.Fatalf("%s, document %d: %v", file, i+1, err)
+		}
+		if obj.Kind == "" || obj.APIVersion == "" || obj.Metadata.Name == "" {
+			t.Fatalf("%s, document %d: apiVersion, kind and metadata.name are required", file, i+1)
+		}
+		objs = append(objs, obj)
 	}
 	return objs
 }
