@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Helm (Apache-2.0), built once from the Go module proxy with `go install` and cached: the tests
-# lint and render the chart in deploy/helm/rulevalidator with it.
+# lint and render the chart in ops/helm/rulevalidator with it.
 #
 #   ops/helm.sh install   build helm into the cache (once per version)
 #   ops/helm.sh path      print the cached binary's path (exit 1 when it is not installed)
 #
-# Env: HELM_VERSION (v4.3.2; a v3 release works too, say v3.21.4), RULEVALIDATOR_CACHE.
+# Env: HELM_VERSION (v4.3.2; the module path follows its major version, so a v3 release such as
+#      v3.21.4 can be named too), RULEVALIDATOR_CACHE.
 # Binary: $RV_CACHE/helm/<version>/helm. Build log: $RV_CACHE/helm/install.log.
 set -euo pipefail
 OPS="$(cd "$(dirname "$0")" && pwd)"
