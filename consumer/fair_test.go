@@ -60,7 +60,7 @@ type floodResult struct {
 	// before the calm message did, and of those how many after it was fetched.
 	floodsBefore, floodsAfterFetch int
 	// floodsAmidCalm is how many of the flooding tenant's messages started between the calm
-	// tenant's first start and its last.
+	// tenant's first start and its last, once all of its messages were read ahead.
 	floodsAmidCalm int
 	starts         []string // tenants in the order their messages started
 }
@@ -183,12 +183,18 @@ func runFlood(t *testing.T, fairness *Fairness, sc floodScenario) floodResult {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	allFetched := 0 // how many messages had started when the last calm one was fetched
+	for _, n := range startsAt {
+		allFetched = max(allFetched, n)
+	}
 	return floodResult{calmWorst: calmWorst, floodLast: floodLast, floodsBefore: floodsBefore, floodsAfterFetch: afterFetch,
-		floodsAmidCalm: floodsAmid(starts), starts: slices.Clone(starts)}
+		floodsAmidCalm: floodsAmid(starts, allFetched), starts: slices.Clone(starts)}
 }
 
-// floodsAmid counts the flood's starts between the calm tenant's first and its last.
-func floodsAmid(starts []string) int {
+// floodsAmid counts the flood's starts between the calm tenant's first and its last, from
+// the from-th start on: once every calm message is read ahead (one fetched later cannot go
+// before the flood messages that started meanwhile).
+func floodsAmid(starts []string, from int) int {
 	first, last := slices.Index(starts, "calm"), -1
 	for i, s := range starts {
 		if s == "calm" {
@@ -196,7 +202,7 @@ func floodsAmid(starts []string) int {
 		}
 	}
 	n := 0
-	for _, s := range starts[max(first, 0) : last+1] {
+	for _, s := range starts[max(first, from, 0) : last+1] {
 		if s == "flood" {
 			n++
 		}
@@ -251,7 +257,7 @@ func TestFairShareCalmTenantAtScale(t *testing.T) {
 // at most Concurrency flood messages started between a calm message's fetch and its start,
 // those already holding the slots when it was queued, and one more that a slot taken
 // alongside its own went to; at most one between the calm tenant's first start and its
-// last, that one. Equal turns would put a flood message between each two calm ones.
+// last once all of them are read ahead, that one. Equal turns would put a flood message between each two calm ones.
 func checkCalmFirst(t *testing.T, sc floodScenario, on floodResult) {
 	t.Helper()
 	if most := sc.concurrency + 1; on.floodsAfterFetch > most {

@@ -385,7 +385,7 @@ func summaryRecord(s *schemas.SummaryEvent) map[string]any {
 		"sources":   sources,
 		"usage": map[string]any{"prompt_tokens": s.Usage.PromptTokens, "completion_tokens": s.Usage.CompletionTokens,
 			"cached_tokens": s.Usage.CachedTokens, "llm_calls": s.Usage.LLMCalls, "planned_calls": s.Usage.PlannedCalls,
-			"rules_filtered": s.Usage.RulesFiltered, "rules_checked": s.Usage.RulesChecked},
+			"rules_filtered": s.Usage.RulesFiltered, "rules_checked": s.Usage.RulesChecked, "cost": s.Usage.Cost},
 		"groups":            groups,
 		"error":             failure,
 		"validation_report": report,
