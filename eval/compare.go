@@ -39,6 +39,7 @@ func Revised(ds *Dataset, rs *engine.Ruleset) (*Dataset, error) {
 				return nil, fmt.Errorf("case %q: rule %q is labelled as %s, the new ruleset makes it %s: the labels cannot score it", c.ID, l.RuleID, l.Type, r.Type)
 			}
 			l.Allowed = r.AllowedScores()
+			l.RuleWords = ruleWords(r)
 			cc.Labels = append(cc.Labels, l)
 		}
 		if len(cc.Labels) == 0 && len(c.Labels) > 0 {

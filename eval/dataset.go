@@ -79,9 +79,17 @@ type Label struct {
 	Boolean       *bool
 	Numerical     *int
 	NotApplicable bool
+	// Insufficient says the material does not hold what is needed to judge
+	// the rule (the label's data_sufficiency is false: ContractNLI's "not
+	// mentioned"). The expected output is still given; a verdict that says
+	// so (data_sufficiency false or not applicable) is counted as saying it.
+	Insufficient bool
 	// Allowed is the rule's resolved score set (numerical rules).
 	Allowed []int
 	Gold    []Span
+	// RuleWords are the words of the rule's text and of its not-applicable
+	// text, for telling a rationale that restates the rule.
+	RuleWords map[string]bool
 }
 
 // Span is a passage of a document, located: offsets count Unicode code points

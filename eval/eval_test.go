@@ -338,29 +338,29 @@ func TestScoreEvidenceSpans(t *testing.T) {
 		evs  []verdict.Evidence
 		want EvidenceCounts
 	}{
-		{"none", nil, EvidenceCounts{Gold: 3, GoldChars: 30}},
+		{"none", nil, EvidenceCounts{Gold: 3, GoldChars: 30, WithGold: 1}},
 		{"inside", []verdict.Evidence{anchored("d", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 1,
-			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
+			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3, WithGold: 1, WithGoldHit: 1}},
 		{"overlaps two", []verdict.Evidence{anchored("d", 2, 55, 75)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesRight: 1, Gold: 3, GoldFound: 2,
-			QuotedChars: 20, QuotedCharsInGold: 10, GoldChars: 30, GoldCharsCovered: 10}},
+			QuotedChars: 20, QuotedCharsInGold: 10, GoldChars: 30, GoldCharsCovered: 10, WithGold: 1, WithGoldHit: 1}},
 		{"touching is not overlapping", []verdict.Evidence{anchored("d", 1, 20, 30), anchored("d", 1, 0, 10)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, PagesRight: 2, Gold: 3,
-			QuotedChars: 20, GoldChars: 30}},
+			QuotedChars: 20, GoldChars: 30, WithGold: 1}},
 		{"wrong page", []verdict.Evidence{anchored("d", 3, 90, 95)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3,
-			QuotedChars: 5, GoldChars: 30}},
+			QuotedChars: 5, GoldChars: 30, WithGold: 1}},
 		{"page corrected by anchoring", []verdict.Evidence{cited(anchored("d", 1, 12, 15), 9)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesCorrected: 1, Gold: 3, GoldFound: 1,
-			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
+			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3, WithGold: 1, WithGoldHit: 1}},
 		{"cited on a gold page, found on another", []verdict.Evidence{cited(anchored("d", 3, 90, 95), 2)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, PagesRight: 1, PagesCorrected: 1, Gold: 3,
-			QuotedChars: 5, GoldChars: 30}},
+			QuotedChars: 5, GoldChars: 30, WithGold: 1}},
 		{"no page cited", []verdict.Evidence{cited(anchored("d", 1, 12, 15), 0)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Hits: 1, PagesCorrected: 1, Gold: 3, GoldFound: 1,
-			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3}},
+			QuotedChars: 3, QuotedCharsInGold: 3, GoldChars: 30, GoldCharsCovered: 3, WithGold: 1, WithGoldHit: 1}},
 		{"other document", []verdict.Evidence{anchored("e", 1, 12, 15)}, EvidenceCounts{Quotes: 1, Anchored: 1, Judged: 1, JudgedAnchored: 1, Gold: 3,
-			QuotedChars: 3, GoldChars: 30}},
+			QuotedChars: 3, GoldChars: 30, WithGold: 1}},
 		{"unanchored", []verdict.Evidence{{Text: "naïve", SourceOrigin: "d", SourcePageNumber: 1, Match: verdict.MatchNone}}, EvidenceCounts{Quotes: 1, Judged: 1, Gold: 3,
-			QuotedChars: 5, GoldChars: 30}},
+			QuotedChars: 5, GoldChars: 30, WithGold: 1}},
 		{"same span twice", []verdict.Evidence{anchored("d", 1, 10, 20), anchored("d", 1, 15, 25)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 1,
-			QuotedChars: 20, QuotedCharsInGold: 15, GoldChars: 30, GoldCharsCovered: 10}},
+			QuotedChars: 20, QuotedCharsInGold: 15, GoldChars: 30, GoldCharsCovered: 10, WithGold: 1, WithGoldHit: 1}},
 		{"whole pages", []verdict.Evidence{anchored("d", 1, 0, 40), anchored("d", 2, 41, 100)}, EvidenceCounts{Quotes: 2, Anchored: 2, Judged: 2, JudgedAnchored: 2, Hits: 2, PagesRight: 2, Gold: 3, GoldFound: 3,
-			QuotedChars: 99, QuotedCharsInGold: 30, GoldChars: 30, GoldCharsCovered: 30}},
+			QuotedChars: 99, QuotedCharsInGold: 30, GoldChars: 30, GoldCharsCovered: 30, WithGold: 1, WithGoldHit: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -551,6 +551,12 @@ func TestMalformedDatasetsNameTheField(t *testing.T) {
 		{"case without input (schema)", func(f map[string]string) {
 			f["dataset.yaml"] = strings.Replace(f["dataset.yaml"], "    input: b.yaml\n", "", 1)
 		}, []string{`case "b": `, "input"}},
+		{"not applicable and data insufficient at once", func(f map[string]string) {
+			f["dataset.yaml"] = strings.Replace(f["dataset.yaml"], "        not_applicable: true\n", "        not_applicable: true\n        data_sufficiency: false\n", 1)
+		}, []string{`case "b": rule "years": labels[2].data_sufficiency: false with not_applicable true`}},
+		{"data sufficiency not a boolean (schema)", func(f map[string]string) {
+			f["dataset.yaml"] = strings.Replace(f["dataset.yaml"], "boolean_output: false", "boolean_output: false\n        data_sufficiency: no-data", 1)
+		}, []string{`case "b": rule "law": labels[0].data_sufficiency: `, "boolean"}},
 		{"duplicate case id", func(f map[string]string) {
 			f["dataset.yaml"] = strings.Replace(f["dataset.yaml"], "id: b", "id: a", 1)
 		}, []string{`case "a": cases[1].id: duplicate case id (cases[0] has it too)`}},

@@ -147,7 +147,11 @@ func (l *loader) loadCase(defaultRuleset string, mc ManifestCase) *Case {
 			l.add(mc.ID, ml.RuleID, fieldOf("rule_id"), "no such rule in the case's ruleset")
 			continue
 		}
-		lab := Label{RuleID: rule.RuleID, Type: rule.Type, NotApplicable: ml.NotApplicable, Allowed: rule.AllowedScores()}
+		lab := Label{RuleID: rule.RuleID, Type: rule.Type, NotApplicable: ml.NotApplicable, Allowed: rule.AllowedScores(),
+			Insufficient: ml.DataSufficiency != nil && !*ml.DataSufficiency, RuleWords: ruleWords(rule)}
+		if lab.Insufficient && lab.NotApplicable {
+			l.add(mc.ID, ml.RuleID, fieldOf("data_sufficiency"), "false with not_applicable true: a rule that does not apply needs no data; give one of the two")
+		}
 		switch rule.Type {
 		case verdict.Numerical:
 			if ml.BooleanOutput != nil {

@@ -41,10 +41,13 @@ type ManifestCase struct {
 }
 
 type ManifestLabel struct {
-	RuleID          string         `json:"rule_id"`
-	BooleanOutput   *bool          `json:"boolean_output,omitempty"`
-	NumericalOutput *int           `json:"numerical_output,omitempty"`
-	NotApplicable   bool           `json:"not_applicable,omitempty"`
+	RuleID          string `json:"rule_id"`
+	BooleanOutput   *bool  `json:"boolean_output,omitempty"`
+	NumericalOutput *int   `json:"numerical_output,omitempty"`
+	NotApplicable   bool   `json:"not_applicable,omitempty"`
+	// DataSufficiency false says the material does not hold what is
+	// needed to judge the rule; nil is true.
+	DataSufficiency *bool          `json:"data_sufficiency,omitempty"`
 	Evidence        []ManifestSpan `json:"evidence,omitempty"`
 	// Note is for reviewers; it is read and ignored.
 	Note string `json:"note,omitempty"`

@@ -18,6 +18,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	ew := &errWriter{w: w}
 	r.writeTitle(ew)
 	r.writeSystems(ew)
+	r.writeMargins(ew)
 	r.writeConfusion(ew)
 	r.writePerRule(ew)
 	r.writePerCase(ew)
@@ -67,6 +68,9 @@ func (r *Report) writeSystems(w io.Writer) {
 	}
 	fmt.Fprintln(t.tw, header)
 	accuracyRows(t)
+	if r.hasNotMentioned() {
+		notMentionedRows(t)
+	}
 	if r.hasConfidence() {
 		confidenceRows(t)
 	}
@@ -74,10 +78,11 @@ func (r *Report) writeSystems(w io.Writer) {
 		routingRows(t)
 	}
 	answerRows(t)
+	rationaleRows(t)
 	evidenceRows(t)
 	costRows(t)
 	if r.Runs > 1 {
-		spreadRows(t)
+		spreadRows(t, r.hasNotMentioned())
 	}
 	t.tw.Flush()
 }
@@ -90,6 +95,15 @@ func accuracyRows(t metricTable) {
 		return frac(m.Correct-m.KeptCorrect, m.Verdicts-m.KeptWithProblems)
 	})
 	t.row("  boolean", func(s *SystemReport) string { return frac(s.Overall.Boolean.Correct, s.Overall.Boolean.Verdicts) })
+	t.row("  boolean balanced (pass, fail recall)", func(s *SystemReport) string {
+		b := s.Overall.Boolean
+		if b.BalancedAccuracy == nil {
+			return "-"
+		}
+		c := b.Confusion
+		return fmt.Sprintf("%s (%s, %s)", pct(*b.BalancedAccuracy),
+			fracShort(c.TruePass, c.TruePass+c.FalseFail+c.NoAnswerPass), fracShort(c.TrueFail, c.TrueFail+c.FalsePass+c.NoAnswerFail))
+	})
 	t.row("  numerical exact", func(s *SystemReport) string {
 		return frac(s.Overall.Numerical.Exact, s.Overall.Numerical.Verdicts)
 	})
@@ -105,6 +119,28 @@ func accuracyRows(t metricTable) {
 	t.row("  not-applicable precision", func(s *SystemReport) string {
 		return frac(s.Overall.NotApplicable.Flagged, s.Overall.NotApplicable.FlaggedTotal)
 	})
+}
+
+// notMentionedRows: where the material does not say, how often the judge
+// said so, and how often it said so where the material does say.
+func notMentionedRows(t metricTable) {
+	t.row("not mentioned said", func(s *SystemReport) string {
+		return frac(s.Overall.NotMentioned.Said, s.Overall.NotMentioned.Labelled)
+	})
+	t.row("  not mentioned precision", func(s *SystemReport) string {
+		return frac(s.Overall.NotMentioned.Said, s.Overall.NotMentioned.SaidTotal)
+	})
+}
+
+// rationaleRows: rationales that restate the rule or do not end a sentence.
+func rationaleRows(t metricTable) {
+	t.row("rationales restating the rule", func(s *SystemReport) string {
+		return frac(s.Overall.Rationales.Restating, s.Overall.Rationales.Rationales)
+	})
+	t.row("  not ending a sentence", func(s *SystemReport) string {
+		return frac(s.Overall.Rationales.Unended, s.Overall.Rationales.Rationales)
+	})
+	t.row("  none given", func(s *SystemReport) string { return strconv.Itoa(s.Overall.Rationales.Empty) })
 }
 
 // confidenceRows: how well the confidence separates right verdicts from
@@ -160,6 +196,9 @@ func evidenceRows(t metricTable) {
 	t.row("  gold spans overlapped", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.GoldFound, s.Overall.Evidence.Gold)
 	})
+	t.row("  verdicts with gold overlapping it", func(s *SystemReport) string {
+		return frac(s.Overall.Evidence.WithGoldHit, s.Overall.Evidence.WithGold)
+	})
 	t.row("quotes anchored", func(s *SystemReport) string {
 		return frac(s.Overall.Evidence.Anchored, s.Overall.Evidence.Quotes)
 	})
@@ -211,8 +250,10 @@ func costRows(t metricTable) {
 	t.row("wall time", func(s *SystemReport) string { return s.Cost.Wall.Round(100 * time.Millisecond).String() })
 }
 
-// spreadRows: how much the runs agreed, and how far their accuracy varied.
-func spreadRows(t metricTable) {
+// spreadRows: how much the runs agreed, and how far their accuracy and the
+// other headline figures varied ("not mentioned" only where the dataset
+// has labels for it).
+func spreadRows(t metricTable, notMentioned bool) {
 	t.row("runs agreeing", func(s *SystemReport) string {
 		if s.Spread == nil {
 			return "-"
@@ -224,6 +265,35 @@ func spreadRows(t metricTable) {
 			return "-"
 		}
 		return fmt.Sprintf("%s–%s (%.1f pp)", pct(s.Spread.Min), pct(s.Spread.Max), 100*s.Spread.SampleStdDev)
+	})
+	for _, f := range []struct {
+		name string
+		of   func(*Spread) *Series
+		show bool
+	}{
+		{"balanced accuracy min–max (sample sd)", func(sp *Spread) *Series { return sp.BalancedAccuracy }, true},
+		{"not mentioned said min–max (sample sd)", func(sp *Spread) *Series { return sp.NotMentionedSaid }, notMentioned},
+		{"verdicts with gold overlapping min–max (sample sd)", func(sp *Spread) *Series { return sp.VerdictsOverlapping }, true},
+		{"rationales restating min–max (sample sd)", func(sp *Spread) *Series { return sp.RationalesRestating }, true},
+		{"rationales unended min–max (sample sd)", func(sp *Spread) *Series { return sp.RationalesUnended }, true},
+	} {
+		if !f.show {
+			continue
+		}
+		t.row(f.name, func(s *SystemReport) string {
+			if s.Spread == nil || f.of(s.Spread) == nil {
+				return "-"
+			}
+			x := f.of(s.Spread)
+			return fmt.Sprintf("%s–%s (%.1f pp)", pct(x.Min), pct(x.Max), 100*x.SampleStdDev)
+		})
+	}
+	t.row("wall time min–max (sample sd)", func(s *SystemReport) string {
+		if s.Spread == nil || s.Spread.WallSeconds == nil {
+			return "-"
+		}
+		x := s.Spread.WallSeconds
+		return fmt.Sprintf("%.1fs–%.1fs (%.1fs)", x.Min, x.Max, x.SampleStdDev)
 	})
 }
 
@@ -352,6 +422,12 @@ func (r *Report) hasRouting() bool {
 	return false
 }
 
+// hasNotMentioned says whether the dataset has labels whose material does
+// not say (data_sufficiency false).
+func (r *Report) hasNotMentioned() bool {
+	return len(r.Systems) > 0 && r.Systems[0].Overall.NotMentioned.Labelled > 0
+}
+
 // hasConfidence says whether any system's verdicts had a confidence.
 func (r *Report) hasConfidence() bool {
 	for _, s := range r.Systems {
@@ -369,6 +445,14 @@ func frac(num, den int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%s (%d/%d)", pct(float64(num)/float64(den)), num, den)
+}
+
+// fracShort writes a ratio as a percentage, or "-" when nothing was counted.
+func fracShort(num, den int) string {
+	if den == 0 {
+		return "-"
+	}
+	return pct(float64(num) / float64(den))
 }
 
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 1, 64) + "%" }

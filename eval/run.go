@@ -56,6 +56,9 @@ type Report struct {
 	// Rules is the number of labelled verdicts per run.
 	Rules   int            `json:"labelled_rules"`
 	Systems []SystemReport `json:"systems"`
+	// Margins are each other system's margin over the baseline; absent
+	// without one.
+	Margins []Margin `json:"margins_over_baseline,omitempty"`
 }
 
 // System returns the named system's report, or nil.
@@ -171,6 +174,53 @@ type Spread struct {
 	AnsweredPairs int      `json:"answered_pairs"`
 	AgreeingPairs int      `json:"agreeing_pairs"`
 	Agreement     *float64 `json:"agreement"`
+
+	// The other headline figures run by run: balanced accuracy, "not
+	// mentioned" said, verdicts with gold spans overlapped, rationales
+	// restating the rule and not ending a sentence (shares), and wall time
+	// (seconds). Each is nil when some run had nothing to count.
+	BalancedAccuracy    *Series `json:"balanced_accuracy,omitempty"`
+	NotMentionedSaid    *Series `json:"not_mentioned_said,omitempty"`
+	VerdictsOverlapping *Series `json:"verdicts_overlapping_gold,omitempty"`
+	RationalesRestating *Series `json:"rationales_restating,omitempty"`
+	RationalesUnended   *Series `json:"rationales_unended,omitempty"`
+	WallSeconds         *Series `json:"wall_seconds,omitempty"`
+}
+
+// Series is one figure run by run, and its spread.
+type Series struct {
+	Runs []float64 `json:"runs"`
+	Min  float64   `json:"min"`
+	Max  float64   `json:"max"`
+	Mean float64   `json:"mean"`
+	// SampleStdDev divides by runs − 1 (0 with one run).
+	SampleStdDev float64 `json:"sample_stddev"`
+}
+
+// newSeries is the spread of values; nil when any is nil.
+func newSeries(values []*float64) *Series {
+	if len(values) == 0 {
+		return nil
+	}
+	s := &Series{Min: math.Inf(1), Max: math.Inf(-1)}
+	for _, v := range values {
+		if v == nil {
+			return nil
+		}
+		s.Runs = append(s.Runs, *v)
+		s.Min, s.Max = math.Min(s.Min, *v), math.Max(s.Max, *v)
+		s.Mean += *v
+	}
+	n := float64(len(s.Runs))
+	s.Mean /= n
+	if n > 1 {
+		squares := 0.0
+		for _, v := range s.Runs {
+			squares += (v - s.Mean) * (v - s.Mean)
+		}
+		s.SampleStdDev = math.Sqrt(squares / (n - 1))
+	}
+	return s
 }
 
 // meter counts the calls and tokens going through an LLM, and the HTTP
@@ -339,26 +389,31 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	// or cold server), case by case.
 	srs := make([]*SystemReport, len(systems))
 	caseCosts := make([]map[string]Cost, len(systems))
+	runWalls := make([][]time.Duration, len(systems))
 	for i, s := range systems {
 		srs[i] = &SystemReport{Name: s.name}
 		caseCosts[i] = map[string]Cost{}
+		runWalls[i] = make([]time.Duration, opts.Runs)
 	}
 	for run := 1; run <= opts.Runs; run++ {
 		for _, c := range ds.Cases {
 			for i, s := range systems {
-				if err := judgeCase(ctx, c, run, s.name, s.judge, m, opts, srs[i], caseCosts[i]); err != nil {
+				took, err := judgeCase(ctx, c, run, s.name, s.judge, m, opts, srs[i], caseCosts[i])
+				if err != nil {
 					return nil, err
 				}
+				runWalls[i][run-1] += took
 			}
 		}
 	}
 	for i, sr := range srs {
-		summariseSystem(ds, sr, caseCosts[i], opts.Runs)
+		summariseSystem(ds, sr, caseCosts[i], opts.Runs, runWalls[i])
 		if i < len(reasks) {
 			sr.Reasks = reasks[i]
 		}
 		rep.Systems = append(rep.Systems, *sr)
 	}
+	rep.Margins = margins(rep, runWalls)
 	return rep, nil
 }
 
@@ -379,10 +434,10 @@ func engineJudge(eng *engine.Engine) judge {
 }
 
 // judgeCase has system name judge case c once (run run), adding the cost
-// and the scored outcomes to sr and caseCost.
-func judgeCase(ctx context.Context, c *Case, run int, name string, j judge, m *meter, opts Options, sr *SystemReport, caseCost map[string]Cost) error {
+// and the scored outcomes to sr and caseCost, and returns the time it took.
+func judgeCase(ctx context.Context, c *Case, run int, name string, j judge, m *meter, opts Options, sr *SystemReport, caseCost map[string]Cost) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	m.take()
 	start := time.Now()
@@ -398,19 +453,19 @@ func judgeCase(ctx context.Context, c *Case, run int, name string, j judge, m *m
 	}
 	if err != nil {
 		if errors.Is(err, engine.ErrLLMUnavailable) || ctx.Err() != nil {
-			return fmt.Errorf("%s: case %q: %w", name, c.ID, err)
+			return took, fmt.Errorf("%s: case %q: %w", name, c.ID, err)
 		}
 		sr.Errors = append(sr.Errors, CaseFailure{Case: c.ID, Run: run, Error: err.Error()})
 	}
 	for _, lab := range c.Labels {
 		sr.Outcomes = append(sr.Outcomes, scoreVerdict(c.ID, run, lab, verdicts[lab.RuleID]))
 	}
-	return nil
+	return took, nil
 }
 
 // summariseSystem fills sr's overall, per-rule, per-case and spread figures
-// from its outcomes.
-func summariseSystem(ds *Dataset, sr *SystemReport, caseCost map[string]Cost, runs int) {
+// from its outcomes; runWalls is the wall time of each run.
+func summariseSystem(ds *Dataset, sr *SystemReport, caseCost map[string]Cost, runs int, runWalls []time.Duration) {
 	sr.Overall = summarise(sr.Outcomes)
 	for _, id := range ruleOrder(ds) {
 		outs := filter(sr.Outcomes, func(o Outcome) bool { return o.RuleID == id.id })
@@ -421,7 +476,7 @@ func summariseSystem(ds *Dataset, sr *SystemReport, caseCost map[string]Cost, ru
 		sr.PerCase = append(sr.PerCase, CaseReport{Case: c.ID, Metrics: summarise(outs), Cost: caseCost[c.ID]})
 	}
 	if runs > 1 {
-		sr.Spread = spread(sr.Outcomes, runs)
+		sr.Spread = spread(sr.Outcomes, runs, runWalls)
 	}
 }
 
@@ -455,8 +510,9 @@ func filter(outs []Outcome, keep func(Outcome) bool) []Outcome {
 	return kept
 }
 
-func spread(outs []Outcome, runs int) *Spread {
+func spread(outs []Outcome, runs int, runWalls []time.Duration) *Spread {
 	s := &Spread{}
+	var balanced, said, overlapping, restating, unended, wall []*float64
 	for run := 1; run <= runs; run++ {
 		m := summarise(filter(outs, func(o Outcome) bool { return o.Run == run }))
 		acc := 0.0
@@ -464,7 +520,18 @@ func spread(outs []Outcome, runs int) *Spread {
 			acc = *m.Accuracy
 		}
 		s.RunAccuracy = append(s.RunAccuracy, acc)
+		balanced = append(balanced, m.Boolean.BalancedAccuracy)
+		said = append(said, m.NotMentioned.Recall)
+		overlapping = append(overlapping, m.Evidence.VerdictsOverlapping)
+		restating = append(restating, m.Rationales.RestatingShare)
+		unended = append(unended, m.Rationales.UnendedShare)
+		if run <= len(runWalls) {
+			secs := runWalls[run-1].Seconds()
+			wall = append(wall, &secs)
+		}
 	}
+	s.BalancedAccuracy, s.NotMentionedSaid, s.VerdictsOverlapping = newSeries(balanced), newSeries(said), newSeries(overlapping)
+	s.RationalesRestating, s.RationalesUnended, s.WallSeconds = newSeries(restating), newSeries(unended), newSeries(wall)
 	s.Min, s.Max = math.Inf(1), math.Inf(-1)
 	for _, a := range s.RunAccuracy {
 		s.Min, s.Max = math.Min(s.Min, a), math.Max(s.Max, a)

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"rulevalidator/engine"
@@ -18,9 +19,14 @@ type Outcome struct {
 	ExpectedBoolean       *bool `json:"expected_boolean_output,omitempty"`
 	ExpectedNumerical     *int  `json:"expected_numerical_output,omitempty"`
 	ExpectedNotApplicable bool  `json:"expected_not_applicable"`
+	// ExpectedDataSufficiency is false where the label says the material
+	// does not say (Label.Insufficient).
+	ExpectedDataSufficiency bool `json:"expected_data_sufficiency"`
 
 	// Answered is false when no verdict came back for the rule (the call
 	// failed, or the answer could not be read); the verdict counts as wrong.
+	// Boolean is the verdict's, or false where a boolean rule's verdict gave
+	// none because it said the material does not say (givenBoolean).
 	Answered      bool  `json:"answered"`
 	Boolean       *bool `json:"boolean_output,omitempty"`
 	Numerical     *int  `json:"numerical_output,omitempty"`
@@ -49,6 +55,11 @@ type Outcome struct {
 	// answers beside their scores.
 	Rationale       string `json:"rationale,omitempty"`
 	DataSufficiency bool   `json:"data_sufficiency"`
+	// RationaleRestates says most of the rationale's words are the rule's
+	// (restatesRule); RationaleUnended that it does not end a sentence.
+	// Both are false for a verdict with no rationale.
+	RationaleRestates bool `json:"rationale_restates_rule,omitempty"`
+	RationaleUnended  bool `json:"rationale_unended,omitempty"`
 	// Cached says the verdict was taken from the verdict cache (a run that
 	// shares one with an earlier run: --revalidate-ruleset,
 	// --compare-ruleset).
@@ -75,6 +86,23 @@ type Citation struct {
 // KeptWithProblems says the engine kept the verdict with content problems.
 func (o Outcome) KeptWithProblems() bool { return len(o.Problems) > 0 }
 
+// SaysNotMentioned says the verdict said the material does not say what
+// the rule asks about: data_sufficiency false, or not applicable.
+func (o Outcome) SaysNotMentioned() bool {
+	return o.Answered && (!o.DataSufficiency || o.NotApplicable)
+}
+
+// givenBoolean is the boolean a verdict gave; a verdict that gives none
+// because it says the material does not say reads as false: it does not
+// say the rule holds.
+func givenBoolean(v *engine.Verdict) *bool {
+	if v.BooleanOutput == nil && (v.NotApplicable || !v.DataSufficiency) {
+		f := false
+		return &f
+	}
+	return v.BooleanOutput
+}
+
 // EvidenceCounts are the evidence tallies of one or more verdicts.
 type EvidenceCounts struct {
 	// Quotes and Anchored count every quote; Anchored ones were found in a
@@ -94,6 +122,10 @@ type EvidenceCounts struct {
 	// Gold counts gold spans; GoldFound those overlapped by at least one quote.
 	Gold      int `json:"gold"`
 	GoldFound int `json:"gold_found"`
+	// WithGold counts the verdicts whose label has gold spans, answered or
+	// not; WithGoldHit those among them with a quote overlapping one.
+	WithGold    int `json:"verdicts_with_gold"`
+	WithGoldHit int `json:"verdicts_with_gold_hit"`
 	// QuotedChars counts the characters (code points) of the judged quotes:
 	// an anchored quote its span, any other its own text;
 	// QuotedCharsInGold those at a position of the same document that a
@@ -115,6 +147,7 @@ func (a EvidenceCounts) add(b EvidenceCounts) EvidenceCounts {
 		Judged: a.Judged + b.Judged, JudgedAnchored: a.JudgedAnchored + b.JudgedAnchored, Hits: a.Hits + b.Hits,
 		PagesRight: a.PagesRight + b.PagesRight, PagesCorrected: a.PagesCorrected + b.PagesCorrected,
 		Gold: a.Gold + b.Gold, GoldFound: a.GoldFound + b.GoldFound,
+		WithGold: a.WithGold + b.WithGold, WithGoldHit: a.WithGoldHit + b.WithGoldHit,
 		QuotedChars: a.QuotedChars + b.QuotedChars, QuotedCharsInGold: a.QuotedCharsInGold + b.QuotedCharsInGold,
 		GoldChars: a.GoldChars + b.GoldChars, GoldCharsCovered: a.GoldCharsCovered + b.GoldCharsCovered,
 	}
@@ -126,6 +159,7 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o := Outcome{
 		Case: caseID, RuleID: lab.RuleID, Run: run, Type: lab.Type,
 		ExpectedBoolean: lab.Boolean, ExpectedNumerical: lab.Numerical, ExpectedNotApplicable: lab.NotApplicable,
+		ExpectedDataSufficiency: !lab.Insufficient,
 	}
 	if v == nil {
 		o.Evidence = scoreEvidence(lab.Gold, nil)
@@ -137,18 +171,24 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o.ReviewReasons = v.ReviewReasons
 	o.Rationale = v.Rationale
 	o.DataSufficiency = v.DataSufficiency
+	o.RationaleRestates = restatesRule(v.Rationale, lab.RuleWords)
+	o.RationaleUnended = strings.TrimSpace(v.Rationale) != "" && !endsSentence(v.Rationale)
 	o.Cached = v.Cached != nil
-	o.Boolean, o.Numerical, o.NotApplicable = v.BooleanOutput, v.NumericalOutput, v.NotApplicable
+	o.Numerical, o.NotApplicable = v.NumericalOutput, v.NotApplicable
 	switch lab.Type {
 	case verdict.Numerical:
+		o.Boolean = v.BooleanOutput
 		if v.NumericalOutput != nil && lab.Numerical != nil {
 			o.OutputCorrect = *v.NumericalOutput == *lab.Numerical
 			o.WithinOneStep = stepDistance(lab.Allowed, *lab.Numerical, *v.NumericalOutput) <= 1
 		}
 	default:
-		o.OutputCorrect = v.BooleanOutput != nil && lab.Boolean != nil && *v.BooleanOutput == *lab.Boolean
+		o.Boolean = givenBoolean(v)
+		o.OutputCorrect = o.Boolean != nil && lab.Boolean != nil && *o.Boolean == *lab.Boolean
 	}
-	o.NotApplicableCorrect = v.NotApplicable == lab.NotApplicable
+	// Where the material does not say, "not applicable" says so as well as
+	// data_sufficiency false does: neither flag is wrong there.
+	o.NotApplicableCorrect = v.NotApplicable == lab.NotApplicable || lab.Insufficient
 	o.Correct = o.OutputCorrect && o.NotApplicableCorrect
 	o.Evidence = scoreEvidence(lab.Gold, v.Evidences)
 	for _, ev := range v.Evidences {
@@ -242,6 +282,12 @@ func scoreEvidence(gold []Span, evs []verdict.Evidence) EvidenceCounts {
 			c.GoldFound++
 		}
 	}
+	if len(gold) > 0 {
+		c.WithGold = 1
+		if c.Hits > 0 {
+			c.WithGoldHit = 1
+		}
+	}
 	for doc, quoted := range quotedByDoc {
 		quoted = union(quoted)
 		for _, g := range goldByDoc[doc] {
@@ -310,7 +356,9 @@ type Metrics struct {
 	Boolean       BooleanMetrics       `json:"boolean"`
 	Numerical     NumericalMetrics     `json:"numerical"`
 	NotApplicable NotApplicableMetrics `json:"not_applicable"`
+	NotMentioned  NotMentionedMetrics  `json:"not_mentioned"`
 	Evidence      EvidenceMetrics      `json:"evidence"`
+	Rationales    RationaleMetrics     `json:"rationales"`
 	// Confidence is what the verdicts' confidence is worth; absent when no
 	// verdict has one.
 	Confidence *ConfidenceMetrics `json:"confidence,omitempty"`
@@ -325,6 +373,14 @@ type BooleanMetrics struct {
 	Correct   int       `json:"correct"`
 	Accuracy  *float64  `json:"accuracy"`
 	Confusion Confusion `json:"confusion"`
+	// PassRecall is the share of the verdicts expected to pass that passed,
+	// FailRecall that of those expected to fail that failed (a verdict
+	// with no boolean is wrong for either); BalancedAccuracy is their mean,
+	// nil unless both classes were expected: accuracy that a judge answering
+	// one class every time cannot raise above one half.
+	PassRecall       *float64 `json:"pass_recall"`
+	FailRecall       *float64 `json:"fail_recall"`
+	BalancedAccuracy *float64 `json:"balanced_accuracy"`
 }
 
 // Confusion is the confusion table of boolean outputs: rows expected, columns
@@ -363,6 +419,34 @@ type NotApplicableMetrics struct {
 	Precision    *float64 `json:"precision"`
 }
 
+// NotMentionedMetrics score whether a judge says so where the material does
+// not say (labels with data_sufficiency false): recall is the share of those
+// labels whose verdict said the material does not say (data_sufficiency
+// false or not applicable), precision the share of the verdicts that said
+// so whose label has data_sufficiency false.
+type NotMentionedMetrics struct {
+	Labelled  int      `json:"labelled"`
+	Said      int      `json:"said"`
+	SaidTotal int      `json:"said_total"`
+	Recall    *float64 `json:"recall"`
+	Precision *float64 `json:"precision"`
+}
+
+// RationaleMetrics say how the rationales read. Over the answered verdicts
+// with a rationale: Restating are those at least RestatingShare of whose
+// words are the rule's (its text and its not-applicable text; words are
+// runs of letters and digits, lower-cased), Unended those that do not end a
+// sentence (a full stop, question or exclamation mark, closing quotes and
+// brackets aside). Empty counts the answered verdicts without one.
+type RationaleMetrics struct {
+	Rationales     int      `json:"rationales"`
+	Empty          int      `json:"empty"`
+	Restating      int      `json:"restating_rule"`
+	Unended        int      `json:"unended"`
+	RestatingShare *float64 `json:"restating_share"`
+	UnendedShare   *float64 `json:"unended_share"`
+}
+
 // EvidenceMetrics are the evidence tallies with their ratios. Precision and
 // Recall count quotes and spans that overlap (a quote of a whole page that
 // holds a gold span is a hit); CharPrecision and CharRecall count
@@ -379,6 +463,9 @@ type EvidenceMetrics struct {
 	AnchoredShare *float64 `json:"anchored_share"`
 	// PagesRightShare is PagesRight over JudgedAnchored.
 	PagesRightShare *float64 `json:"pages_right_share"`
+	// VerdictsOverlapping is WithGoldHit over WithGold: the share of the
+	// verdicts with gold spans that quote one of them at least in part.
+	VerdictsOverlapping *float64 `json:"verdicts_overlapping_gold"`
 }
 
 func ratio(num, den int) *float64 {
@@ -438,6 +525,29 @@ func summarise(outs []Outcome) Metrics {
 				b.Confusion.TrueFail++
 			}
 		}
+		if o.SaysNotMentioned() {
+			m.NotMentioned.SaidTotal++
+		}
+		if !o.ExpectedDataSufficiency {
+			m.NotMentioned.Labelled++
+			if o.SaysNotMentioned() {
+				m.NotMentioned.Said++
+			}
+		}
+		if o.Answered {
+			switch {
+			case strings.TrimSpace(o.Rationale) == "":
+				m.Rationales.Empty++
+			default:
+				m.Rationales.Rationales++
+				if o.RationaleRestates {
+					m.Rationales.Restating++
+				}
+				if o.RationaleUnended {
+					m.Rationales.Unended++
+				}
+			}
+		}
 		m.NotApplicable.Verdicts++
 		if o.Answered && o.NotApplicableCorrect {
 			m.NotApplicable.Correct++
@@ -459,6 +569,17 @@ func summarise(outs []Outcome) Metrics {
 	m.Routing = routingMetrics(outs)
 	m.AccuracyWithoutProblems = ratio(m.Correct-m.KeptCorrect, m.Verdicts-m.KeptWithProblems)
 	m.Boolean.Accuracy = ratio(m.Boolean.Correct, m.Boolean.Verdicts)
+	c := m.Boolean.Confusion
+	m.Boolean.PassRecall = ratio(c.TruePass, c.TruePass+c.FalseFail+c.NoAnswerPass)
+	m.Boolean.FailRecall = ratio(c.TrueFail, c.TrueFail+c.FalsePass+c.NoAnswerFail)
+	if m.Boolean.PassRecall != nil && m.Boolean.FailRecall != nil {
+		b := (*m.Boolean.PassRecall + *m.Boolean.FailRecall) / 2
+		m.Boolean.BalancedAccuracy = &b
+	}
+	m.NotMentioned.Recall = ratio(m.NotMentioned.Said, m.NotMentioned.Labelled)
+	m.NotMentioned.Precision = ratio(m.NotMentioned.Said, m.NotMentioned.SaidTotal)
+	m.Rationales.RestatingShare = ratio(m.Rationales.Restating, m.Rationales.Rationales)
+	m.Rationales.UnendedShare = ratio(m.Rationales.Unended, m.Rationales.Rationales)
 	m.Numerical.ExactAccuracy = ratio(m.Numerical.Exact, m.Numerical.Verdicts)
 	m.Numerical.WithinOneAccuracy = ratio(m.Numerical.WithinOne, m.Numerical.Verdicts)
 	m.NotApplicable.Accuracy = ratio(m.NotApplicable.Correct, m.NotApplicable.Verdicts)
@@ -472,6 +593,8 @@ func summarise(outs []Outcome) Metrics {
 		CharRecall:      ratio(ev.GoldCharsCovered, ev.GoldChars),
 		AnchoredShare:   ratio(ev.Anchored, ev.Quotes),
 		PagesRightShare: ratio(ev.PagesRight, ev.JudgedAnchored),
+
+		VerdictsOverlapping: ratio(ev.WithGoldHit, ev.WithGold),
 	}
 	return m
 }
