@@ -402,3 +402,44 @@ func TestHeadlineFiguresReported(t *testing.T) {
 		}
 	}
 }
+
+// The baseline asks as promptfoo's llm-rubric does: one call per rule, at
+// temperature 0, promptfoo's grading instruction as the system message, the
+// input as <Output> and the rule as <Rubric>.
+func TestBaselineAsksAsPromptfooDoes(t *testing.T) {
+	ds := loadTest(t)
+	engine := allCorrect()
+	replies := []llmfake.Reply{engine[0]}
+	replies = append(replies, rubricAnswers(true, true, 3)...)
+	replies = append(replies, engine[1])
+	replies = append(replies, rubricAnswers(false, false, 0)...)
+	fake, llm := newFake(t, replies...)
+	run(t, ds, llm, 1, BaselinePerRule)
+	reqs := fake.Requests()
+	if len(reqs) != 8 {
+		t.Fatalf("%d calls, want 2 of the engine and 3 of the baseline per case", len(reqs))
+	}
+	rules := ds.Cases[0].Ruleset.AllRules()
+	for i, req := range []llmfake.Call{reqs[1], reqs[2], reqs[3]} {
+		system, user := req.Messages[0].Content, req.Messages[1].Content
+		if !strings.HasPrefix(system, "You are grading output according to a user-specified rubric. If the statement in the rubric is true, then the output passes the test. You respond with a JSON object with this structure: {reason: string, pass: boolean, score: number}\n\nExamples:\n\n<Output>Hello world</Output>\n<Rubric>Content contains a greeting</Rubric>\n") {
+			t.Errorf("call %d: the system message is not promptfoo's grading prompt:\n%s", i, system)
+		}
+		if req.Temperature == nil || *req.Temperature != 0 {
+			t.Errorf("call %d: temperature %v, want 0 sent", i, req.Temperature)
+		}
+		if !strings.HasPrefix(user, "<Output>\n<------- Start of Document: a.txt") {
+			t.Errorf("call %d: the material is not the <Output>:\n%s", i, user)
+		}
+		rubric := "\n</Output>\n<Rubric>\n" + rules[i].RuleText + "\n</Rubric>"
+		if !strings.Contains(user, rubric) {
+			t.Errorf("call %d: the user message lacks %q:\n%s", i, rubric, user)
+		}
+	}
+	if user := reqs[1].Messages[1].Content; !strings.HasSuffix(user, "</Rubric>") {
+		t.Errorf("a boolean rule's rubric is the rule alone:\n%s", user)
+	}
+	if user := reqs[3].Messages[1].Content; !strings.Contains(user, "exactly one of: 0, 1, 2, 3, 4, 5") || !strings.Contains(user, `"not_applicable"`) {
+		t.Errorf("a numerical rule with an alternate names its scores and the alternate:\n%s", user)
+	}
+}
