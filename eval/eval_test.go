@@ -108,13 +108,15 @@ func loadTest(t *testing.T) *Dataset {
 	return ds
 }
 
-// rule is one scripted rule of an engine answer.
+// rule is one scripted rule of an engine answer; Insufficient answers
+// data_sufficiency false.
 type rule struct {
-	ID        string
-	Boolean   *bool
-	Numerical *int
-	NA        bool
-	Quotes    []quote
+	ID           string
+	Boolean      *bool
+	Numerical    *int
+	NA           bool
+	Quotes       []quote
+	Insufficient bool
 }
 
 type quote struct {
@@ -148,7 +150,7 @@ func engineReply(rules ...rule) llmfake.Reply {
 		for _, q := range x.Quotes {
 			evs = append(evs, ev(q))
 		}
-		out.Rules = append(out.Rules, r{x.ID, true, "The quoted clause of the agreement decides this rule.", x.Boolean, x.Numerical, x.NA, evs})
+		out.Rules = append(out.Rules, r{x.ID, !x.Insufficient, "The quoted clause of the agreement decides this rule.", x.Boolean, x.Numerical, x.NA, evs})
 	}
 	data, _ := json.Marshal(out)
 	return llmfake.Reply{Content: string(data), PromptTokens: 1000, CompletionTokens: 100, CachedTokens: 200}
