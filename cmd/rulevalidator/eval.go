@@ -23,7 +23,7 @@ const exitBelowMinimum = 3
 
 // evalDoc is eval's --help.
 var evalDoc = commandDoc{
-	synopsis: "eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--min-accuracy X] [--compare-ruleset FILE] [settings]",
+	synopsis: "eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--cases A,B | --first N] [--min-accuracy X] [--compare-ruleset FILE] [settings]",
 	about: []string{
 		"Judges every case of a labelled dataset with the model and scores the verdicts and their " +
 			"evidence against the labels; with --baseline per-rule, also a naive judge on the same model.",
@@ -37,6 +37,7 @@ var evalDoc = commandDoc{
 		"reached, 3 accuracy below --min-accuracy.",
 	examples: []string{
 		"rulevalidator eval --dataset examples/eval/edgar-nda --baseline per-rule",
+		"rulevalidator eval --dataset examples/eval/contractnli-dev --baseline per-rule --runs 2 --first 5",
 		"rulevalidator eval --dataset DIR --min-accuracy 0.9",
 		"rulevalidator eval --dataset examples/eval/edgar-nda --inputs pdf",
 		"rulevalidator eval --dataset examples/eval/edgar-nda --compare-ruleset examples/eval/edgar-nda/ruleset-revised.yaml",
@@ -57,6 +58,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		runs        = fs.Int("runs", 1, "judge every case this many times and report the spread")
 		minAccuracy share
 		cases       = fs.String("cases", "", "comma-separated case ids to judge (default: all)")
+		first       = fs.Int("first", 0, "judge only the first N cases of the dataset (after --cases), for a quick run; 0: all")
 		compare     = fs.String("compare-evidence-mode", "", "also judge with the engine in this evidence mode (cite or quote), reported beside the engine as engine:MODE")
 		inputsDir   = fs.String("inputs", "", "read each case's input from this directory of the dataset instead, by file name: the same labels on other renderings of the documents (the shipped dataset's pdf: its agreements as PDFs)")
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
@@ -83,6 +85,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitInvalid
 	case *runs < 1:
 		fmt.Fprintf(stderr, "eval: --runs %d: must be at least 1\n", *runs)
+		return exitInvalid
+	case *first < 0:
+		fmt.Fprintf(stderr, "eval: --first %d: must be 0 (all cases) or more\n", *first)
 		return exitInvalid
 	case *revalidate != "" && (*runs != 1 || *baseline != "" || *compare != ""):
 		fmt.Fprintln(stderr, "eval: --revalidate-ruleset measures one run of the engine: it takes no --runs, --baseline or --compare-evidence-mode")
@@ -117,6 +122,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 			fmt.Fprintf(stderr, "eval: --cases: %v\n", err)
 			return exitInvalid
 		}
+	}
+	if *first > 0 && *first < len(ds.Cases) {
+		kept := *ds
+		kept.Cases = ds.Cases[:*first]
+		ds = &kept
 	}
 
 	var (

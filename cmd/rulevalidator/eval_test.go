@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,49 @@ func TestEvalCLICountsEveryHTTPAttempt(t *testing.T) {
 	}
 }
 
+// --first N judges the first N cases of the dataset, after --cases: a quick
+// run of a large dataset.
+func TestEvalCLIFirstCases(t *testing.T) {
+	t.Parallel()
+	ds, err := eval.Load(evalDataset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ds.Cases[0].ID
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"first of the dataset", []string{"--first", "1"}, []string{first}},
+		{"first of those named", []string{"--cases", strings.Join(evalCases, ","), "--first", "1"}, evalCases[:1]},
+		{"more than there are", []string{"--cases", strings.Join(evalCases, ","), "--first", "9"}, evalCases},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := llmfake.New()
+			defer fake.Close()
+			fake.Enqueue(labelledReplies(t, tt.want, false)...)
+			args := append([]string{"--dataset", evalDataset, "--json", "--output-retries", "0"}, tt.args...)
+			code, stdout, stderr := runEvalCLI(t, fake, args...)
+			if code != exitOK {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			var rep eval.Report
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+			var judged []string
+			for _, c := range rep.System(eval.SystemEngine).PerCase {
+				judged = append(judged, c.Case)
+			}
+			if strings.Join(judged, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("judged %v, want %v", judged, tt.want)
+			}
+		})
+	}
+}
+
 func TestEvalCLIRejectsBadArguments(t *testing.T) {
 	t.Parallel()
 	bad := t.TempDir()
@@ -194,6 +238,7 @@ func TestEvalCLIRejectsBadArguments(t *testing.T) {
 		{"infinite accuracy", []string{"--dataset", evalDataset, "--min-accuracy=-Inf"}, "--min-accuracy -Inf: accuracy is a share between 0 and 1"},
 		{"accuracy not a number", []string{"--dataset", evalDataset, "--min-accuracy", "90%"}, `invalid value "90%" for flag -min-accuracy: not a number`},
 		{"unknown case", []string{"--dataset", evalDataset, "--cases", "nebs-premium-wear,nope"}, "no case nope"},
+		{"negative first", []string{"--dataset", evalDataset, "--first", "-1"}, "--first -1: must be 0 (all cases) or more"},
 		{"malformed dataset", []string{"--dataset", bad}, `case "c": ruleset: no ruleset`},
 	}
 	for _, tt := range tests {
@@ -307,5 +352,59 @@ func TestEvalCLIFromPDFInputs(t *testing.T) {
 	// The model was shown the text PDFium read from the PDFs: page by page, as a viewer numbers them.
 	if sent := fake.Requests(); len(sent) != len(ids) || !strings.Contains(sent[0].Messages[len(sent[0].Messages)-1].Content, "MUTUAL CONFIDENTIALITY AGREEMENT") {
 		t.Errorf("%d requests; the first does not show the first agreement", len(sent))
+	}
+}
+
+// The ContractNLI dev split runs through the command with the baseline:
+// the table shows "not mentioned" said and the engine's margin over the
+// plain judge.
+func TestEvalCLIContractNLIDev(t *testing.T) {
+	t.Parallel()
+	const dir = "../../examples/eval/contractnli-dev"
+	ds, err := eval.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"doc-003", "doc-012"}
+	labels := map[string][]eval.Label{} // by document name
+	for _, c := range ds.Cases {
+		labels[c.Inputs.PrimaryDocs[0].Name] = c.Labels
+	}
+	fake := llmfake.New()
+	defer fake.Close()
+	// The engine answers as labelled, saying where the agreement does not
+	// say; the plain judge passes every rule.
+	fake.Answer(func(req llmfake.Call) llmfake.Reply {
+		if strings.HasPrefix(req.Messages[0].Content, "You are grading output") {
+			return llmfake.Reply{Content: `{"reason": "It does.", "pass": true, "score": 1}`}
+		}
+		user := req.Messages[len(req.Messages)-1].Content
+		var rules []map[string]any
+		for name, ls := range labels {
+			if !strings.Contains(user, name) {
+				continue
+			}
+			for _, m := range askedRuleText.FindAllStringSubmatch(user, -1) {
+				id, _ := strconv.Unquote(m[1])
+				for _, l := range ls {
+					if l.RuleID == id {
+						rules = append(rules, map[string]any{"rule_id": id, "data_sufficiency": !l.Insufficient, "not_applicable": false,
+							"evidences": []any{}, "rationale": "Section 2 of the agreement decides it.", "boolean_output": *l.Boolean})
+					}
+				}
+			}
+		}
+		data, _ := json.Marshal(map[string]any{"rules": rules})
+		return llmfake.Reply{Content: string(data)}
+	})
+	code, stdout, stderr := runEvalCLI(t, fake, "--dataset", dir, "--cases", strings.Join(ids, ","), "--baseline", "per-rule", "--output-retries", "0")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"2 cases, 34 labelled verdicts per run", "not mentioned said", "boolean balanced (pass, fail recall)",
+		"engine over the baseline: balanced accuracy +50.0 pp", "rationales restating the rule"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
 	}
 }
