@@ -15,6 +15,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"rulevalidator/internal/tlserr"
+	"rulevalidator/internal/tracing"
 )
 
 // failureKind says what to do about a failed attempt.
@@ -96,6 +97,7 @@ type attemptKey struct{}
 
 // recordingDoer notes whether a request went out and the status and headers
 // of its response; go-openai's errors do not carry the headers (Retry-After).
+// It sends the attempt's trace context in traceparent.
 type recordingDoer struct{ next *http.Client }
 
 func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
@@ -111,6 +113,7 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		}
 	}
 	releaseBody(req)
+	tracing.InjectHTTP(req.Context(), req.Header) // the attempt's span
 	resp, err := d.next.Do(req)
 	if rec != nil {
 		rec.sent = true

@@ -12,6 +12,7 @@ import (
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/tlserr"
+	"rulevalidator/internal/tracing"
 )
 
 // ErrContextUnknown: the server does not say how large the model's context
@@ -62,6 +63,7 @@ func (c *Client) getContextField(ctx context.Context, url string, field func([]b
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
+	tracing.InjectHTTP(ctx, req.Header)
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		if tlserr.IsSetup(err) {

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -65,6 +66,18 @@ func TestChatSpans(t *testing.T) {
 			}
 		}
 	}
+	// Each request carries its own attempt's span as the parent of the
+	// server's work.
+	calls := fake.Requests()
+	if len(calls) != len(attempts) {
+		t.Fatalf("%d requests, want %d", len(calls), len(attempts))
+	}
+	for i, s := range attempts {
+		want := "00-" + s.SpanContext.TraceID().String() + "-" + s.SpanContext.SpanID().String() + "-01"
+		if got := calls[i].Header.Get("traceparent"); got != want {
+			t.Errorf("request %d: traceparent %q, want the attempt's %q", i, got, want)
+		}
+	}
 	failed, answered := attempts[0], attempts[1]
 	if failed.Status.Code != codes.Error || attrs(failed)["error.type"].AsString() != "503" || attrs(failed)["http.response.status_code"].AsInt64() != 503 {
 		t.Errorf("failed attempt: status %v, attributes %v", failed.Status, failed.Attributes)
@@ -73,5 +86,30 @@ func TestChatSpans(t *testing.T) {
 	if answered.Status.Code == codes.Error || a["gen_ai.response.model"].AsString() != "test-model-2024" ||
 		a["gen_ai.usage.input_tokens"].AsInt64() != 120 || a["gen_ai.usage.output_tokens"].AsInt64() != 9 {
 		t.Errorf("answered attempt: status %v, attributes %v", answered.Status, answered.Attributes)
+	}
+}
+
+// TestChatPassesTraceWithTracingOff: without a tracer provider the client
+// makes no span, and the model server gets the caller's trace context as it
+// came (an incoming request's traceparent), unchanged.
+func TestChatPassesTraceWithTracingOff(t *testing.T) {
+	fake := newFake(t)
+	fake.Enqueue(llmfake.Reply{Content: `{"verdict":"pass"}`})
+	c, _ := newClient(t, fake.URL(), nil)
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ctx := propagation.TraceContext{}.Extract(t.Context(), propagation.MapCarrier{"traceparent": parent})
+	if _, err := c.Chat(ctx, schemaRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.Requests()[0].Header.Get("traceparent"); got != parent {
+		t.Errorf("traceparent %q, want the caller's %q", got, parent)
+	}
+
+	fake.Enqueue(llmfake.Reply{Content: `{"verdict":"pass"}`})
+	if _, err := c.Chat(t.Context(), schemaRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.Requests()[1].Header.Values("traceparent"); len(got) != 0 {
+		t.Errorf("traceparent %q sent without a trace", got)
 	}
 }

@@ -7,6 +7,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -36,6 +37,14 @@ const (
 // Propagator is the W3C Trace Context propagator (traceparent, tracestate)
 // every transport uses, passed explicitly rather than set globally.
 func Propagator() propagation.TextMapPropagator { return propagation.TraceContext{} }
+
+// InjectHTTP sets h's traceparent and tracestate to the span context of ctx,
+// so that the server an outgoing request goes to continues its trace; h is
+// left as it is when ctx holds no valid span context. With tracing off the
+// context passed through (an incoming request's) is the one sent.
+func InjectHTTP(ctx context.Context, h http.Header) {
+	Propagator().Inject(ctx, propagation.HeaderCarrier(h))
+}
 
 // Noop is the provider used when tracing is off: its spans record nothing
 // and cost a context lookup; a parent's span context passes through them, so
