@@ -21,7 +21,10 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"rulevalidator/internal/backoff"
+	"rulevalidator/internal/tracing"
 )
 
 // minSecretBytes is the shortest secret accepted: HMAC-SHA256's block of
@@ -58,6 +61,10 @@ type Config struct {
 	// OnDone, when set, is told the outcome of every notification once it is
 	// delivered or given up (metrics, tests). It must not block.
 	OnDone func(Delivery)
+	// TracerProvider makes a CLIENT span per attempt (see trace.go), a child
+	// of the span in Deliver's context; nil makes none. Every attempt
+	// carries the trace context in traceparent either way.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) setDefaults() {
@@ -128,6 +135,7 @@ type Notifier struct {
 	cfg    Config
 	policy *targetPolicy
 	client *http.Client
+	tracer trace.Tracer
 }
 
 // maxIdleConns is how many idle connections the built-in client keeps
@@ -165,7 +173,7 @@ func New(cfg Config) (*Notifier, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Notifier{cfg: cfg, policy: policy, client: client}, nil
+	return &Notifier{cfg: cfg, policy: policy, client: client, tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
 }
 
 // CheckURL reports whether rawURL may receive callbacks, as Deliver checks
@@ -217,7 +225,7 @@ func (n *Notifier) deliver(ctx context.Context, j job, stopRetrying <-chan struc
 	policy := backoff.Policy{Initial: n.cfg.BaseDelay, Max: n.cfg.MaxDelay, MaxAttempts: n.cfg.MaxAttempts}
 	err := policy.Retry(ctx, func(int) error {
 		d.Attempts++
-		status, retryAfter, err := n.attempt(ctx, j)
+		status, retryAfter, err := n.attempt(ctx, j, d.Attempts)
 		d.Status = status
 		var retry retryableError
 		switch {
@@ -266,10 +274,13 @@ func (e retryableError) Unwrap() error { return e.err }
 // connection can be reused; receivers are not expected to say much.
 const maxDrainBytes = 64 << 10
 
-// attempt POSTs once. It returns the status (0 when none came back), the
-// receiver's Retry-After (0 when none) and nil on 2xx, a retryableError for
-// 408, 429, 5xx and network failures, any other error for the rest.
-func (n *Notifier) attempt(ctx context.Context, j job) (int, time.Duration, error) {
+// attempt POSTs once, the n-th time, in a span of its own. It returns the
+// status (0 when none came back), the receiver's Retry-After (0 when none)
+// and nil on 2xx, a retryableError for 408, 429, 5xx and network failures,
+// any other error for the rest.
+func (n *Notifier) attempt(ctx context.Context, j job, attempt int) (status int, wait time.Duration, err error) {
+	ctx, span := n.startSpan(ctx, j.url, attempt)
+	defer func() { endSpan(span, status, err) }()
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
 	defer cancel()
 	timestamp := strconv.FormatInt(n.cfg.Now().Unix(), 10)
@@ -282,8 +293,14 @@ func (n *Notifier) attempt(ctx context.Context, j job) (int, time.Duration, erro
 	req.Header.Set(HeaderEventID, j.eventID)
 	req.Header.Set(HeaderTimestamp, timestamp)
 	req.Header.Set(HeaderSignature, Sign(n.cfg.Secret, timestamp, j.payload))
+	tracing.InjectHTTP(ctx, req.Header)
 	resp, err := n.client.Do(req)
 	if err != nil {
+		// The client's error names the URL, query and all: the query is
+		// dropped before it reaches a log line or a span.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			ue.URL = logURL(j.url)
+		}
 		if errors.Is(err, ErrTargetRefused) {
 			return 0, 0, err
 		}

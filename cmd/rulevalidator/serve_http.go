@@ -181,14 +181,15 @@ func newServices(cfg serveConfig, store *objstore.Store, logger *slog.Logger) (*
 	}
 	if cfg.http.callbackSecret != "" {
 		s.notifier, err = callback.New(callback.Config{
-			Secret:       []byte(cfg.http.callbackSecret),
-			AllowHosts:   cfg.http.callbackHosts,
-			AllowPrivate: cfg.http.callbackLocal,
-			MaxAttempts:  cfg.http.callbackAttempts,
-			BaseDelay:    cfg.http.callbackBackoff,
-			MaxDelay:     cfg.http.callbackBackoffMax,
-			Logger:       logger,
-			OnDone:       m.ObserveCallback,
+			Secret:         []byte(cfg.http.callbackSecret),
+			AllowHosts:     cfg.http.callbackHosts,
+			AllowPrivate:   cfg.http.callbackLocal,
+			MaxAttempts:    cfg.http.callbackAttempts,
+			BaseDelay:      cfg.http.callbackBackoff,
+			MaxDelay:       cfg.http.callbackBackoffMax,
+			Logger:         logger,
+			OnDone:         m.ObserveCallback,
+			TracerProvider: cfg.tracer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: --callback-secret: %v", errConfig, err)
