@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -146,8 +147,9 @@ type Hooks struct {
 	// Fetched is called for every fetched record. highWaterMark-offset-1 is the partition's lag
 	// behind this record.
 	Fetched func(topic string, partition int, offset, highWaterMark int64)
-	// Handled is called when a handler returns, with one of the Outcome constants.
-	Handled func(outcome string, took time.Duration)
+	// Handled is called when a handler returns, with one of the Outcome constants and the
+	// context it ran in: its process span (Config.TracerProvider), still open.
+	Handled func(ctx context.Context, outcome string, took time.Duration)
 	// Committed is called after a successful commit, with the partition's committed offset:
 	// the next offset the group will read there.
 	Committed func(partition int, offset int64)
@@ -167,9 +169,9 @@ func (h Hooks) fetched(m *Message) {
 	}
 }
 
-func (h Hooks) handled(outcome string, took time.Duration) {
+func (h Hooks) handled(ctx context.Context, outcome string, took time.Duration) {
 	if h.Handled != nil {
-		h.Handled(outcome, took)
+		h.Handled(ctx, outcome, took)
 	}
 }
 

@@ -85,9 +85,11 @@ import (
 	"sync"
 	"time"
 
-	"rulevalidator/stream"
-
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
+
+	"rulevalidator/internal/tracing"
+	"rulevalidator/stream"
 )
 
 const (
@@ -106,6 +108,8 @@ type Consumer struct {
 	handler Handler
 	group   *stream.Group
 	log     *slog.Logger
+	// tracer makes each message's process span (see Trace); nil makes none.
+	tracer trace.Tracer
 }
 
 // New checks cfg, after filling in its defaults, and returns a Consumer that passes each
@@ -122,15 +126,16 @@ func New(cfg Config, h Handler) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
-	if cfg.TracerProvider != nil {
-		h = Trace(cfg.TracerProvider, cfg.GroupID)(h)
-	}
-	return &Consumer{
+	c := &Consumer{
 		cfg:     cfg,
 		handler: h,
 		group:   group,
 		log:     cfg.Logger.With("component", "consumer", "topic", cfg.Topic, "group", cfg.GroupID),
-	}, nil
+	}
+	if cfg.TracerProvider != nil {
+		c.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
+	return c, nil
 }
 
 // Run consumes until ctx is cancelled, then stops fetching, lets in-flight messages finish for
@@ -156,6 +161,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		r := &run{
 			cfg:       c.cfg,
 			handler:   c.handler,
+			tracer:    c.tracer,
 			log:       c.log.With("generation", gen.ID),
 			gen:       gen,
 			room:      room,
@@ -238,6 +244,7 @@ type keyQueue struct {
 type run struct {
 	cfg     Config
 	handler Handler
+	tracer  trace.Tracer
 	log     *slog.Logger
 	gen     *stream.Generation
 
@@ -321,10 +328,15 @@ func (r *run) handle(p *pending, res *reservation) (ok bool, deferral *DeferredE
 	// What the message's reservation lent while it waited is taken back first.
 	settled := res.settle(r.handlerCtx)
 	err := settled
+	ctx := r.handlerCtx
+	var span trace.Span
 	if err == nil {
-		ctx := WithReserver(r.handlerCtx, share)
+		ctx = WithReserver(ctx, share)
 		if r.cfg.Fairness != nil && !p.overHeld {
 			ctx = withMayDefer(ctx)
+		}
+		if r.tracer != nil {
+			ctx, span = startProcess(ctx, r.tracer, r.cfg.GroupID, m)
 		}
 		err = r.call(ctx, m)
 	}
@@ -364,7 +376,10 @@ func (r *run) handle(p *pending, res *reservation) (ok bool, deferral *DeferredE
 		outcome = OutcomeFailed
 		r.fail(fmt.Errorf("consumer: handling %s: %w", where(m), err))
 	}
-	r.cfg.Hooks.handled(outcome, took)
+	r.cfg.Hooks.handled(ctx, outcome, took)
+	if span != nil {
+		tracing.End(span, err) // after the hook, which sees the span
+	}
 	if outcome == OutcomeDeferred {
 		share.endHandler(false)
 		return false, d // still in flight: it keeps its room and its weight

@@ -497,7 +497,7 @@ func TestRunDrainsOnShutdown(t *testing.T) {
 	cfg.DrainTimeout = time.Second
 	revoked := make(chan struct{})
 	cfg.Hooks.Revoked = func([]int) { close(revoked) }
-	cfg.Hooks.Handled = func(outcome string, _ time.Duration) {
+	cfg.Hooks.Handled = func(_ context.Context, outcome string, _ time.Duration) {
 		n, _ := outcomes.LoadOrStore(outcome, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
 	}

@@ -484,7 +484,7 @@ func testRevocationLetsReadAheadGo(t *testing.T, revoke func(t *testing.T, e env
 				letGo[generation]++
 			}
 		},
-		Handled: func(string, time.Duration) {
+		Handled: func(context.Context, string, time.Duration) {
 			mu.Lock()
 			defer mu.Unlock()
 			attempts[generation]++

@@ -24,33 +24,36 @@ const tracerName = "rulevalidator/consumer"
 // the model calls and the events published share one trace. A redelivery
 // is another process span of the same trace.
 //
-// New puts it outermost when Config.TracerProvider is set.
+// A Consumer with Config.TracerProvider set makes the same span around its
+// handler itself, and ends it after Hooks.Handled, which sees it in its
+// context (an exemplar of the handler's time names its trace).
 func Trace(tp trace.TracerProvider, group string) Middleware {
 	tracer := tp.Tracer(tracerName)
 	return func(h Handler) Handler {
-		return traced(tracer, group, h)
+		return func(ctx context.Context, m *Message) error {
+			ctx, span := startProcess(ctx, tracer, group, m)
+			err := h(ctx, m)
+			tracing.End(span, err)
+			return err
+		}
 	}
 }
 
-func traced(tracer trace.Tracer, group string, h Handler) Handler {
-	return func(ctx context.Context, m *Message) error {
-		ctx = tracing.Propagator().Extract(ctx, headerCarrier(m.Headers))
-		ctx, span := tracer.Start(ctx, "process "+m.Topic,
-			trace.WithSpanKind(trace.SpanKindConsumer),
-			trace.WithAttributes(
-				semconv.MessagingSystemKafka,
-				semconv.MessagingOperationTypeProcess,
-				semconv.MessagingOperationName("process"),
-				semconv.MessagingDestinationName(m.Topic),
-				semconv.MessagingConsumerGroupName(group),
-				semconv.MessagingDestinationPartitionID(strconv.Itoa(m.Partition)),
-				semconv.MessagingKafkaOffset(int(m.Offset)),
-				semconv.MessagingMessageBodySize(len(m.Value)),
-			))
-		err := h(ctx, m)
-		tracing.End(span, err)
-		return err
-	}
+// startProcess starts m's process span, continuing the trace m carries.
+func startProcess(ctx context.Context, tracer trace.Tracer, group string, m *Message) (context.Context, trace.Span) {
+	ctx = tracing.Propagator().Extract(ctx, headerCarrier(m.Headers))
+	return tracer.Start(ctx, "process "+m.Topic,
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			semconv.MessagingSystemKafka,
+			semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationName("process"),
+			semconv.MessagingDestinationName(m.Topic),
+			semconv.MessagingConsumerGroupName(group),
+			semconv.MessagingDestinationPartitionID(strconv.Itoa(m.Partition)),
+			semconv.MessagingKafkaOffset(int(m.Offset)),
+			semconv.MessagingMessageBodySize(len(m.Value)),
+		))
 }
 
 // headerCarrier reads the trace context from a message's headers, the last

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -55,5 +56,47 @@ func TestTracedContinuesTheMessagesTrace(t *testing.T) {
 	}
 	if s.Status.Code.String() != "Error" {
 		t.Errorf("status %v, want Error", s.Status)
+	}
+}
+
+// TestRunHandlesInTheProcessSpan: with a TracerProvider, a consumer runs its
+// handler in the message's process span, and Hooks.Handled sees that span
+// still recording (so that the handler's time can name its trace), ended
+// after it.
+func TestRunHandlesInTheProcessSpan(t *testing.T) {
+	e := newEnv(t, 1)
+	rec := tracetest.NewSpanRecorder()
+	cfg := e.config(t)
+	cfg.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	type seen struct {
+		sc        trace.SpanContext
+		recording bool
+	}
+	handled := make(chan seen, 1)
+	var inner trace.SpanContext
+	cfg.Hooks.Handled = func(ctx context.Context, _ string, _ time.Duration) {
+		span := trace.SpanFromContext(ctx)
+		handled <- seen{span.SpanContext(), span.IsRecording()}
+	}
+	r := start(t, cfg, func(ctx context.Context, m *Message) error {
+		inner = trace.SpanContextFromContext(ctx)
+		return nil
+	})
+	e.produce(t, record{value: "v"})
+	var got seen
+	select {
+	case got = <-handled:
+	case <-time.After(waitTimeout):
+		t.Fatal("no message handled")
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if !got.recording || !got.sc.IsValid() || got.sc.SpanID() != inner.SpanID() {
+		t.Errorf("Handled saw span %v (recording %v), want the handler's %v, recording", got.sc.SpanID(), got.recording, inner.SpanID())
+	}
+	spans := tracetest.SpanStubsFromReadOnlySpans(rec.Ended())
+	if len(spans) != 1 || spans[0].Name != "process "+e.topic || spans[0].SpanContext.SpanID() != inner.SpanID() {
+		t.Errorf("ended spans %v, want the one process span", spans)
 	}
 }

@@ -290,7 +290,7 @@ func (e *Engine) chat(ctx context.Context, req ChatRequest) (ChatResponse, error
 	start := time.Now()
 	resp, err := e.llm.Chat(ctx, req)
 	if e.cfg.Hooks.LLMCall != nil {
-		e.cfg.Hooks.LLMCall(req.Model, time.Since(start), resp.Usage, err)
+		e.cfg.Hooks.LLMCall(ctx, req.Model, time.Since(start), resp.Usage, err)
 	}
 	return resp, err
 }

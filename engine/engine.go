@@ -127,8 +127,9 @@ type Config struct {
 // Hooks let the caller observe the engine without the engine knowing how it
 // is measured. They must be safe for concurrent use.
 type Hooks struct {
-	// LLMCall is called after every model call.
-	LLMCall func(model string, took time.Duration, usage verdict.Usage, err error)
+	// LLMCall is called after every model call, with the context it was
+	// made in (its caller's span still open).
+	LLMCall func(ctx context.Context, model string, took time.Duration, usage verdict.Usage, err error)
 	// OutputRetry is called once per problem that caused a re-ask.
 	OutputRetry func(reason string)
 	// Anchor is called once per evidence with how it was anchored.

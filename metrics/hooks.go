@@ -53,13 +53,13 @@ func (m *Metrics) observePlannedCalls(model string, calls int) {
 	m.plannedCalls.WithLabelValues(m.models.label(model), plan).Add(float64(calls))
 }
 
-func (m *Metrics) observeLLMCall(model string, took time.Duration, usage verdict.Usage, err error) {
+func (m *Metrics) observeLLMCall(ctx context.Context, model string, took time.Duration, usage verdict.Usage, err error) {
 	model = m.models.label(model)
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
 	}
-	m.llmDuration.WithLabelValues(model, outcome).Observe(took.Seconds())
+	observe(ctx, m.llmDuration.WithLabelValues(model, outcome), took.Seconds())
 	for kind, n := range map[string]int{
 		"prompt":     usage.PromptTokens,
 		"completion": usage.CompletionTokens,
@@ -94,8 +94,8 @@ func (m *Metrics) ConsumerHooks(topic string) consumer.Hooks {
 			// keeps Fetched's and Committed's series alike.
 			m.consumerLag.WithLabelValues(topic, strconv.Itoa(partition)).Set(float64(Lag(offset, highWaterMark)))
 		},
-		Handled: func(outcome string, took time.Duration) {
-			m.handlerTimings.WithLabelValues(handlerOutcomes.bound(outcome)).Observe(took.Seconds())
+		Handled: func(ctx context.Context, outcome string, took time.Duration) {
+			observe(ctx, m.handlerTimings.WithLabelValues(handlerOutcomes.bound(outcome)), took.Seconds())
 		},
 		Committed: func(partition int, offset int64) {
 			m.committedOffset.WithLabelValues(topic, strconv.Itoa(partition)).Set(float64(offset))
@@ -118,10 +118,10 @@ func Lag(offset, highWaterMark int64) int64 {
 // verdicts and report failures.
 func (m *Metrics) PipelineHooks() pipeline.Hooks {
 	return pipeline.Hooks{
-		RequestDone: func(outcome string, took time.Duration) {
+		RequestDone: func(ctx context.Context, outcome string, took time.Duration) {
 			outcome = requestOutcomes.bound(outcome)
 			m.requestsConsumed.WithLabelValues(outcome).Inc()
-			m.requestDuration.WithLabelValues(outcome).Observe(took.Seconds())
+			observe(ctx, m.requestDuration.WithLabelValues(outcome), took.Seconds())
 		},
 		VerdictsPublished: func(outcome string, n int) {
 			if n > 0 {

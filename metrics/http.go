@@ -17,11 +17,15 @@ func (m *Metrics) InstrumentHTTP(route string, h http.Handler) http.Handler {
 	requests := m.httpRequests.MustCurryWith(labels)
 	duration := m.httpDuration.MustCurryWith(labels)
 	duration.WithLabelValues() // the route's series exists before its first request
-	return promhttp.InstrumentHandlerCounter(requests, promhttp.InstrumentHandlerDuration(duration, h))
+	// The request's span is started outside h (api's traced): its trace
+	// is the exemplar of the request's time.
+	return promhttp.InstrumentHandlerCounter(requests, promhttp.InstrumentHandlerDuration(duration, h,
+		promhttp.WithExemplarFromContext(exemplar)))
 }
 
 // Handler serves g's metrics in the Prometheus text format, or OpenMetrics
-// when the scraper asks for it.
+// when the scraper asks for it (Accept: application/openmetrics-text): only
+// OpenMetrics carries the histograms' exemplars.
 func Handler(g prometheus.Gatherer) http.Handler {
 	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		// A collector that fails answers 500, naming the error, rather than a

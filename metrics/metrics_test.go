@@ -43,20 +43,20 @@ func newMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
 // exercise drives every hook once, so that every metric family has series.
 func exercise(m *Metrics) {
 	eh := m.EngineHooks()
-	eh.LLMCall("gemma-3-270m", 1200*time.Millisecond, verdict.Usage{PromptTokens: 900, CompletionTokens: 120, CachedTokens: 512, LLMCalls: 1}, nil)
+	eh.LLMCall(context.Background(), "gemma-3-270m", 1200*time.Millisecond, verdict.Usage{PromptTokens: 900, CompletionTokens: 120, CachedTokens: 512, LLMCalls: 1}, nil)
 	eh.OutputRetry(engine.ReasonMissingRule)
 	eh.Anchor(verdict.MatchFuzzy)
 
 	ch := m.ConsumerHooks("rulevalidator.requests")
 	ch.Fetched("rulevalidator.requests", 2, 40, 50)
 	ch.InFlight(1)
-	ch.Handled(consumer.OutcomeOK, 2*time.Second)
+	ch.Handled(context.Background(), consumer.OutcomeOK, 2*time.Second)
 	ch.InFlight(-1)
 	ch.Committed(2, 41)
 
 	ph := m.PipelineHooks()
 	ph.VerdictsPublished("pass", 3)
-	ph.RequestDone("completed", 2*time.Second)
+	ph.RequestDone(context.Background(), "completed", 2*time.Second)
 
 	m.ObserveReportUpload(80*time.Millisecond, nil)
 	m.ObserveCallback(callback.Delivery{Delivered: true, Attempts: 1, Status: 200})
@@ -193,30 +193,34 @@ func TestEngineHooks(t *testing.T) {
 			},
 			func(m *Metrics) prometheus.Collector { return m.rulesDecided.WithLabelValues(engine.DecidedFiltered) }, 4},
 		{"a successful call counts prompt tokens",
-			func(h engine.Hooks) { h.LLMCall("gemma", time.Second, usage, nil) },
+			func(h engine.Hooks) { h.LLMCall(context.Background(), "gemma", time.Second, usage, nil) },
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 1000},
 		{"a successful call counts completion tokens",
-			func(h engine.Hooks) { h.LLMCall("gemma", time.Second, usage, nil) },
+			func(h engine.Hooks) { h.LLMCall(context.Background(), "gemma", time.Second, usage, nil) },
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "completion") }, 200},
 		{"a successful call counts cached tokens",
-			func(h engine.Hooks) { h.LLMCall("gemma", time.Second, usage, nil) },
+			func(h engine.Hooks) { h.LLMCall(context.Background(), "gemma", time.Second, usage, nil) },
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "cached") }, 600},
 		{"tokens add up over calls",
 			func(h engine.Hooks) {
-				h.LLMCall("gemma", time.Second, usage, nil)
-				h.LLMCall("gemma", time.Second, usage, nil)
+				h.LLMCall(context.Background(), "gemma", time.Second, usage, nil)
+				h.LLMCall(context.Background(), "gemma", time.Second, usage, nil)
 			},
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 2000},
 		{"negative token counts are ignored, not a panic",
-			func(h engine.Hooks) { h.LLMCall("gemma", time.Second, verdict.Usage{PromptTokens: -5}, nil) },
+			func(h engine.Hooks) {
+				h.LLMCall(context.Background(), "gemma", time.Second, verdict.Usage{PromptTokens: -5}, nil)
+			},
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 0},
 		{"a failed call is timed as an error",
-			func(h engine.Hooks) { h.LLMCall("gemma", 3*time.Second, verdict.Usage{}, engine.ErrLLMUnavailable) },
+			func(h engine.Hooks) {
+				h.LLMCall(context.Background(), "gemma", 3*time.Second, verdict.Usage{}, engine.ErrLLMUnavailable)
+			},
 			func(m *Metrics) prometheus.Collector {
 				return histogramOf(m.llmDuration.WithLabelValues("gemma", "error"))
 			}, 3},
 		{"a successful call is timed as ok",
-			func(h engine.Hooks) { h.LLMCall("gemma", 1500*time.Millisecond, usage, nil) },
+			func(h engine.Hooks) { h.LLMCall(context.Background(), "gemma", 1500*time.Millisecond, usage, nil) },
 			func(m *Metrics) prometheus.Collector {
 				return histogramOf(m.llmDuration.WithLabelValues("gemma", "ok"))
 			}, 1.5},
@@ -292,7 +296,7 @@ func histogramOf(o prometheus.Observer) prometheus.Collector {
 
 func TestLLMCallPreinitialisesANewModel(t *testing.T) {
 	m, _ := newMetrics(t)
-	m.EngineHooks().LLMCall("gemma", time.Second, verdict.Usage{PromptTokens: 10}, nil)
+	m.EngineHooks().LLMCall(context.Background(), "gemma", time.Second, verdict.Usage{PromptTokens: 10}, nil)
 	if got := testutil.CollectAndCount(m.llmTokens); got != 3 {
 		t.Errorf("llm_tokens_total has %d series after one model's first call, want 3 (prompt, completion, cached)", got)
 	}
@@ -305,7 +309,7 @@ func TestModelLabelsAreCapped(t *testing.T) {
 	m, _ := newMetrics(t)
 	h := m.EngineHooks()
 	for i := range MaxModels + 5 {
-		h.LLMCall(fmt.Sprintf("model-%d", i), time.Second, verdict.Usage{PromptTokens: 1}, nil)
+		h.LLMCall(context.Background(), fmt.Sprintf("model-%d", i), time.Second, verdict.Usage{PromptTokens: 1}, nil)
 	}
 	// MaxModels named models plus "other", 3 token kinds each.
 	if got, want := testutil.CollectAndCount(m.llmTokens), (MaxModels+1)*3; got != want {
@@ -314,7 +318,7 @@ func TestModelLabelsAreCapped(t *testing.T) {
 	if got := testutil.ToFloat64(m.llmTokens.WithLabelValues("other", "prompt")); got != 5 {
 		t.Errorf(`llm_tokens_total{model="other",kind="prompt"} = %v, want 5`, got)
 	}
-	h.LLMCall("model-0", time.Second, verdict.Usage{PromptTokens: 1}, nil)
+	h.LLMCall(context.Background(), "model-0", time.Second, verdict.Usage{PromptTokens: 1}, nil)
 	if got := testutil.ToFloat64(m.llmTokens.WithLabelValues("model-0", "prompt")); got != 2 {
 		t.Errorf("a model seen before the cap keeps its own label: got %v, want 2", got)
 	}
@@ -362,7 +366,7 @@ rulevalidator_consumer_committed_offset{partition="1",topic="requests"} 96
 		{consumer.OutcomeInterrupted, "interrupted"},
 		{"something new", "other"},
 	} {
-		h.Handled(tt.outcome, 250*time.Millisecond)
+		h.Handled(context.Background(), tt.outcome, 250*time.Millisecond)
 		if got := sampleValue(t, histogramOf(m.handlerTimings.WithLabelValues(tt.label))); got != 0.25 {
 			t.Errorf("handler_duration_seconds{outcome=%q} sum = %v after Handled(%q, 250ms), want 0.25", tt.label, got, tt.outcome)
 		}
@@ -399,24 +403,24 @@ func TestPipelineHooks(t *testing.T) {
 		want   float64
 	}{
 		{"a completed request",
-			func(h pipeline.Hooks) { h.RequestDone("completed", 4*time.Second) },
+			func(h pipeline.Hooks) { h.RequestDone(context.Background(), "completed", 4*time.Second) },
 			func(m *Metrics) prometheus.Collector { return m.requestsConsumed.WithLabelValues("completed") }, 1},
 		{"a completed request is timed",
-			func(h pipeline.Hooks) { h.RequestDone("completed", 4*time.Second) },
+			func(h pipeline.Hooks) { h.RequestDone(context.Background(), "completed", 4*time.Second) },
 			func(m *Metrics) prometheus.Collector {
 				return histogramOf(m.requestDuration.WithLabelValues("completed"))
 			}, 4},
 		{"a failed request",
-			func(h pipeline.Hooks) { h.RequestDone("failed", time.Second) },
+			func(h pipeline.Hooks) { h.RequestDone(context.Background(), "failed", time.Second) },
 			func(m *Metrics) prometheus.Collector { return m.requestsConsumed.WithLabelValues("failed") }, 1},
 		{"a cached request",
-			func(h pipeline.Hooks) { h.RequestDone("cached", time.Millisecond) },
+			func(h pipeline.Hooks) { h.RequestDone(context.Background(), "cached", time.Millisecond) },
 			func(m *Metrics) prometheus.Collector { return m.requestsConsumed.WithLabelValues("cached") }, 1},
 		{"a retried request",
-			func(h pipeline.Hooks) { h.RequestDone("retry", time.Second) },
+			func(h pipeline.Hooks) { h.RequestDone(context.Background(), "retry", time.Second) },
 			func(m *Metrics) prometheus.Collector { return m.requestsConsumed.WithLabelValues("retry") }, 1},
 		{"an outcome outside the known set counts as other",
-			func(h pipeline.Hooks) { h.RequestDone("", time.Second) },
+			func(h pipeline.Hooks) { h.RequestDone(context.Background(), "", time.Second) },
 			func(m *Metrics) prometheus.Collector { return m.requestsConsumed.WithLabelValues("other") }, 1},
 		{"passing verdicts",
 			func(h pipeline.Hooks) { h.VerdictsPublished("pass", 7) },
@@ -684,11 +688,11 @@ func TestHooksAreSafeForConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			eh, ch, ph := m.EngineHooks(), m.ConsumerHooks("requests"), m.PipelineHooks()
 			for i := range rounds {
-				eh.LLMCall(fmt.Sprintf("model-%d", (w*rounds+i)%(2*MaxModels)), time.Millisecond, verdict.Usage{PromptTokens: 1}, nil)
+				eh.LLMCall(context.Background(), fmt.Sprintf("model-%d", (w*rounds+i)%(2*MaxModels)), time.Millisecond, verdict.Usage{PromptTokens: 1}, nil)
 				ch.InFlight(1)
 				ch.Fetched("requests", w, int64(i), int64(rounds))
 				ch.InFlight(-1)
-				ph.RequestDone("completed", time.Millisecond)
+				ph.RequestDone(context.Background(), "completed", time.Millisecond)
 			}
 		})
 	}

@@ -39,8 +39,9 @@ type Publisher interface {
 type Hooks struct {
 	// RequestDone is called once per handled request with its outcome:
 	// "completed", "failed" (a failed summary was published), "cached" (a
-	// redelivery answered from the cache) or "retry" (a transient error).
-	RequestDone func(outcome string, took time.Duration)
+	// redelivery answered from the cache) or "retry" (a transient error),
+	// and the context it was handled in (its spans still open).
+	RequestDone func(ctx context.Context, outcome string, took time.Duration)
 	// VerdictsPublished counts published verdicts by engine.Outcome: "pass",
 	// "fail", "score", "not_applicable" or "no_verdict".
 	VerdictsPublished func(outcome string, n int)
@@ -244,7 +245,7 @@ func (p *Pipeline) Handle(ctx context.Context, m *consumer.Message) error {
 	}
 	p.observeEnvironment(ctx, m, err)
 	if p.cfg.Hooks.RequestDone != nil {
-		p.cfg.Hooks.RequestDone(outcome, p.cfg.Now().Sub(start))
+		p.cfg.Hooks.RequestDone(ctx, outcome, p.cfg.Now().Sub(start))
 	}
 	return err
 }

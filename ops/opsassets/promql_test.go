@@ -1,6 +1,7 @@
 package opsassets
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -38,7 +39,7 @@ func exportedSeries(t *testing.T) map[string]series {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.EngineHooks().LLMCall("m", time.Second, verdict.Usage{PromptTokens: 1, CompletionTokens: 1, CachedTokens: 1}, nil)
+	m.EngineHooks().LLMCall(context.Background(), "m", time.Second, verdict.Usage{PromptTokens: 1, CompletionTokens: 1, CachedTokens: 1}, nil)
 	ch := m.ConsumerHooks("rulevalidator.requests")
 	ch.Fetched("rulevalidator.requests", 0, 1, 3)
 	ch.Committed(0, 2)
