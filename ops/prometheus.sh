@@ -96,8 +96,10 @@ start() {
   log "starting prometheus on 127.0.0.1:$PROM_PORT, scraping $(scrape_target) (config $CONF, data $DATA, log $LOGFILE)"
   local started=$SECONDS
   # setsid: the server outlives the shell (or test) that started it; 9>&- leaves the lock behind.
+  # exemplar-storage keeps the histograms' exemplars (trace ids), which the OpenMetrics scrape brings.
   nohup setsid prometheus --config.file="$CONF" --storage.tsdb.path="$DATA" \
     --storage.tsdb.retention.time="$PROM_RETENTION" --web.listen-address="127.0.0.1:$PROM_PORT" \
+    --enable-feature=exemplar-storage \
     </dev/null >"$LOGFILE" 2>&1 9>&- &
   echo $! >"$PIDFILE"
   echo "$PROM_PORT" >"$PORTFILE"
