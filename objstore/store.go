@@ -88,10 +88,12 @@ func (s *Store) EnsureBucket(ctx context.Context) error {
 }
 
 // Ping checks that the credentials work and the bucket exists, for readiness probes.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	ctx, span := s.startSpan(ctx, "ping", s.cfg.Bucket, "")
+	defer func() { endSpan(span, -1, err) }()
 	uri := "s3://" + s.cfg.Bucket
 	var exists bool
-	err := s.retry(ctx, "ping", uri, func() (err error) {
+	err = s.retry(ctx, "ping", uri, func() (err error) {
 		exists, err = s.client.BucketExists(ctx, s.cfg.Bucket)
 		return err
 	})

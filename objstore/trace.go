@@ -17,11 +17,13 @@ const tracerName = "rulevalidator/objstore"
 var s3Methods = map[string]string{
 	"put": "PutObject", "put-new": "PutObject", "put-if-match": "PutObject",
 	"get": "GetObject", "stat": "HeadObject", "delete": "DeleteObject",
+	"list": "ListObjectsV2", "ping": "HeadBucket",
 }
 
 // startSpan starts the CLIENT span of one operation, retries included,
 // "S3.<method>": the operation, the bucket and the key's length (a key can
-// name a tenant's document), never the content.
+// name a tenant's document; a listing's prefix, a ping's none), never the
+// content.
 func (s *Store) startSpan(ctx context.Context, op, bucket, key string) (context.Context, trace.Span) {
 	method := s3Methods[op]
 	return s.tracer.Start(ctx, "S3."+method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
@@ -33,6 +35,9 @@ func (s *Store) startSpan(ctx context.Context, op, bucket, key string) (context.
 		attribute.Int("rulevalidator.object.key_length", len(key)),
 	))
 }
+
+// attrListed is how many keys a listing passed on.
+const attrListed = "rulevalidator.object.listed"
 
 // endSpan ends an operation's span with the object's size, when known
 // (size >= 0), and its error.

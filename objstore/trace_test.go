@@ -16,7 +16,8 @@ import (
 
 // TestOperationSpans: a put and a get are CLIENT spans with the bucket, the
 // key's length and the size, never the content; a missing object's get is
-// an error span.
+// an error span; a ping and a listing (with the keys it listed) are spans
+// too.
 func TestOperationSpans(t *testing.T) {
 	endpoint, access, secret := s3test.Endpoint(t)
 	bucket := s3test.UniqueBucket(t)
@@ -42,6 +43,12 @@ func TestOperationSpans(t *testing.T) {
 	if _, err := store.GetBytes(ctx, "docs/missing.txt"); err == nil {
 		t.Fatal("a missing object was read")
 	}
+	if err := store.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.List(ctx, "docs/", func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	for _, s := range tracetest.SpanStubsFromReadOnlySpans(rec.Ended()) {
 		a := map[string]string{}
@@ -54,9 +61,9 @@ func TestOperationSpans(t *testing.T) {
 		if s.SpanKind != trace.SpanKindClient || a["aws.s3.bucket"] != bucket || a["rulevalidator.object.key_length"] == "" {
 			t.Errorf("span %s: kind %v attributes %v", s.Name, s.SpanKind, a)
 		}
-		got = append(got, s.Name+" "+a["rulevalidator.object.size"]+" "+s.Status.Code.String())
+		got = append(got, s.Name+" "+a["rulevalidator.object.size"]+a["rulevalidator.object.listed"]+" "+s.Status.Code.String())
 	}
-	want := []string{"S3.PutObject 24 Unset", "S3.GetObject 24 Unset", "S3.GetObject  Error"}
+	want := []string{"S3.PutObject 24 Unset", "S3.GetObject 24 Unset", "S3.GetObject  Error", "S3.HeadBucket  Unset", "S3.ListObjectsV2 1 Unset"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("spans %q, want %q", got, want)
 	}
