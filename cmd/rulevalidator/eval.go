@@ -15,6 +15,7 @@ import (
 	"rulevalidator/engine/openai"
 	"rulevalidator/engine/rulesetdiff"
 	"rulevalidator/eval"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/verdictcache"
 )
 
@@ -146,6 +147,15 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 			return exitInvalid
 		}
 	}
+
+	// Each case judged is a trace of its own when the OTEL_* variables ask.
+	tp, shutdown, err := tracing.Setup(ctx, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "eval: %v\n", err)
+		return exitInvalid
+	}
+	defer shutdownTracing(shutdown, logger)
+	llm.tracer = tp
 
 	// Every HTTP attempt is counted, retries and format fallbacks included.
 	attempts := &eval.Attempts{}

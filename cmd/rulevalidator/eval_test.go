@@ -12,6 +12,7 @@ import (
 
 	"rulevalidator/eval"
 	"rulevalidator/internal/llmfake"
+	"rulevalidator/internal/otlptest"
 	"rulevalidator/internal/pdftest"
 	"rulevalidator/internal/testtier"
 )
@@ -72,6 +73,12 @@ func labelledReplies(t *testing.T, ids []string, flip bool) []llmfake.Reply {
 
 func runEvalCLI(t *testing.T, fake *llmfake.Server, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runEvalCLIEnv(t, fake, nil, args...)
+}
+
+// runEvalCLIEnv is runEvalCLI with the variables of env set too.
+func runEvalCLIEnv(t *testing.T, fake *llmfake.Server, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	getenv := func(k string) string {
 		switch {
 		case k == "OPENAI_BASE_URL" && fake != nil:
@@ -79,7 +86,7 @@ func runEvalCLI(t *testing.T, fake *llmfake.Server, args ...string) (code int, s
 		case k == "RULEVALIDATOR_LLM_INSTRUCTIONS":
 			return "system" // scripted replies answer judging calls only
 		}
-		return ""
+		return env[k]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -213,6 +220,47 @@ func TestEvalCLIFirstCases(t *testing.T) {
 				t.Errorf("judged %v, want %v", judged, tt.want)
 			}
 		})
+	}
+}
+
+// With the OTEL_* variables set, eval traces as serve does: each case judged
+// is an evaluate span of a trace of its own, with its model calls, whose
+// requests carry that trace. A variable it cannot read is refused.
+func TestEvalCLITracesEachCase(t *testing.T) {
+	t.Parallel()
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.Enqueue(labelledReplies(t, evalCases, false)...)
+	rcv := otlptest.New(t)
+	otel := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL()}
+	code, _, stderr := runEvalCLIEnv(t, fake, otel, "--dataset", evalDataset, "--cases="+strings.Join(evalCases, ","), "--output-retries", "0")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	// Flushed at exit: the spans are there when run returns.
+	traces := map[string]bool{}
+	chats := map[string]string{}
+	for _, s := range rcv.Spans() {
+		switch {
+		case s.GetName() == "evaluate" && s.ParentID() == "":
+			traces[s.TraceID()] = true
+		case strings.HasPrefix(s.GetName(), "chat "):
+			chats[s.SpanID()] = s.TraceID()
+		}
+	}
+	if len(traces) != len(evalCases) || len(chats) != len(evalCases) {
+		t.Fatalf("%d evaluate traces and %d model call spans, want %d of each", len(traces), len(chats), len(evalCases))
+	}
+	for _, call := range fake.Requests() {
+		parts := strings.Split(call.Header.Get("traceparent"), "-")
+		if len(parts) != 4 || !traces[chats[parts[2]]] || chats[parts[2]] != parts[1] {
+			t.Errorf("a model request carries traceparent %q, not one of its call's span", call.Header.Get("traceparent"))
+		}
+	}
+
+	code, _, stderr = runEvalCLIEnv(t, fake, map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, "--dataset", evalDataset)
+	if code != exitInvalid || !strings.Contains(stderr, "OTEL_TRACES_EXPORTER") {
+		t.Errorf("exit %d, want %d naming the variable:\n%s", code, exitInvalid, stderr)
 	}
 }
 
