@@ -14,11 +14,15 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"rulevalidator/consumer"
 	"rulevalidator/engine"
 	"rulevalidator/internal/kafkatest"
+	"rulevalidator/internal/tracing"
 	"rulevalidator/judging"
 	"rulevalidator/pipeline"
 	"rulevalidator/producer"
@@ -192,10 +196,12 @@ func (f *fixture) requestMessages(b *testing.B, prefix string, n int) []kafka.Me
 		if err != nil {
 			b.Fatal(err)
 		}
-		headers := make([]kafka.Header, len(sh))
+		headers := make([]kafka.Header, len(sh), len(sh)+1)
 		for j, h := range sh {
 			headers[j] = kafka.Header{Key: h.Key, Value: h.Value}
 		}
+		// A trace of its own, as produce and the API give every request.
+		headers = append(headers, kafka.Header{Key: producer.HeaderTraceparent, Value: []byte(producer.NewTraceparent())})
 		msgs[i] = kafka.Message{Key: []byte(req.RequestID), Value: value, Headers: headers}
 	}
 	return msgs
@@ -264,12 +270,20 @@ func (r *running) stop(b *testing.B) {
 	}
 }
 
-// startService runs the service's consumer, pipeline and producer on f's topics.
+// startService runs the service's consumer, pipeline and producer on f's topics, making no
+// spans (no tracer provider).
 func startService(b *testing.B, f *fixture, model engine.LLM) *running {
+	return startTracedService(b, f, model, nil)
+}
+
+// startTracedService is startService with every part making its spans with tp, as serve
+// gives them the provider of its OTEL_* variables.
+func startTracedService(b *testing.B, f *fixture, model engine.LLM, tp trace.TracerProvider) *running {
 	b.Helper()
-	// Logged as serve logs, to JSON, so that the cost of a log line per request counts.
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	eng, err := engine.New(model, engine.Config{Model: "bench-model"})
+	// Logged as serve logs, to JSON, with the trace ids, so that the cost of a log line per
+	// request counts.
+	logger := slog.New(tracing.LogHandler(slog.NewJSONHandler(io.Discard, nil)))
+	eng, err := engine.New(model, engine.Config{Model: "bench-model", TracerProvider: tp})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -280,12 +294,13 @@ func startService(b *testing.B, f *fixture, model engine.LLM) *running {
 	client := f.client(b)
 	prod, err := producer.New(context.Background(), producer.Config{
 		Client: client, VerdictTopic: f.verdicts, SummaryTopic: f.summaries,
-		DeadLetterTopic: f.deadLetters, Logger: logger,
+		DeadLetterTopic: f.deadLetters, Logger: logger, TracerProvider: tp,
 	}, f.serde)
 	if err != nil {
 		b.Fatal(err)
 	}
-	pipe, err := pipeline.New(pipeline.Config{Judging: judging.Config{Engine: eng, Rulesets: rulesets}, Serde: f.serde, Publisher: prod, Logger: logger})
+	pipe, err := pipeline.New(pipeline.Config{Judging: judging.Config{Engine: eng, Rulesets: rulesets}, Serde: f.serde, Publisher: prod, Logger: logger,
+		TracerProvider: tp})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -297,9 +312,10 @@ func startService(b *testing.B, f *fixture, model engine.LLM) *running {
 		consumer.Recover(logger),
 	)
 	cons, err := consumer.New(consumer.Config{
-		GroupConfig: stream.GroupConfig{Client: client, GroupID: f.group, Topic: f.requests, Logger: logger},
-		Concurrency: concurrency,
-		Hooks:       consumer.Hooks{Committed: commits.committed},
+		GroupConfig:    stream.GroupConfig{Client: client, GroupID: f.group, Topic: f.requests, Logger: logger},
+		Concurrency:    concurrency,
+		Hooks:          consumer.Hooks{Committed: commits.committed},
+		TracerProvider: tp,
 	}, handler)
 	if err != nil {
 		b.Fatal(err)
@@ -521,6 +537,37 @@ func perSecond(n int, d time.Duration) float64 { return float64(n) / d.Seconds()
 func BenchmarkServeEndToEnd(b *testing.B) {
 	took := serveRun(b, b.N, &scriptedModel{answer: exampleAnswer})
 	b.ReportMetric(perSecond(b.N, took), "req/s")
+}
+
+// BenchmarkServeTracing is BenchmarkServeEndToEnd with the tracer provider serve gets from
+// its OTEL_* variables: "off" none set (the no-op provider: a request's traceparent passes
+// through, no span is made), "unsampled" the SDK with OTEL_TRACES_SAMPLER=always_off (spans
+// started, none recorded), "sampled" the SDK recording every span into a batch exporter that
+// sends nowhere.
+func BenchmarkServeTracing(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		tp   func() trace.TracerProvider
+	}{
+		{"off", tracing.Noop},
+		{"unsampled", func() trace.TracerProvider {
+			return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+		}},
+		{"sampled", func() trace.TracerProvider {
+			return sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			tp := mode.tp()
+			if sdk, ok := tp.(*sdktrace.TracerProvider); ok {
+				defer sdk.Shutdown(context.Background())
+			}
+			model := &scriptedModel{answer: exampleAnswer}
+			took := measure(b, b.N, func(f *fixture) *running { return startTracedService(b, f, model, tp) })
+			model.requireOneCallPerRequest(b, int64(warmup+b.N))
+			b.ReportMetric(perSecond(b.N, took), "req/s")
+		})
+	}
 }
 
 // BenchmarkPassThrough is the baseline for BenchmarkServeEndToEnd: the same records in and out

@@ -9,6 +9,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"rulevalidator/internal/tracing"
 	"rulevalidator/verdict"
 )
 
@@ -66,11 +71,39 @@ func BenchmarkEvaluate(b *testing.B) {
 		{"quote/paraphrased", EvidenceQuote, true},
 		{"cite/cited", EvidenceCite, false},
 	} {
-		b.Run(c.name, func(b *testing.B) { benchmarkEvaluate(b, c.mode, c.paraphrased) })
+		b.Run(c.name, func(b *testing.B) { benchmarkEvaluate(b, c.mode, c.paraphrased, nil) })
 	}
 }
 
-func benchmarkEvaluate(b *testing.B, mode EvidenceMode, paraphrased bool) {
+// BenchmarkEvaluateTracing is BenchmarkEvaluate's cite/cited request with the tracer
+// provider serve gets from its OTEL_* variables: "off" none set (the no-op provider),
+// "unsampled" the SDK with OTEL_TRACES_SAMPLER=always_off, "sampled" the SDK recording
+// every span into a batch exporter that sends nowhere. The request runs in a span, as it
+// does under the consumer's process span.
+func BenchmarkEvaluateTracing(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		tp   func() trace.TracerProvider
+	}{
+		{"off", tracing.Noop},
+		{"unsampled", func() trace.TracerProvider {
+			return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+		}},
+		{"sampled", func() trace.TracerProvider {
+			return sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			tp := mode.tp()
+			if sdk, ok := tp.(*sdktrace.TracerProvider); ok {
+				defer sdk.Shutdown(context.Background())
+			}
+			benchmarkEvaluate(b, EvidenceCite, false, tp)
+		})
+	}
+}
+
+func benchmarkEvaluate(b *testing.B, mode EvidenceMode, paraphrased bool, tp trace.TracerProvider) {
 	doc := benchDocument(100 << 10)
 	text := strings.Join(doc.Pages, "\f")
 	rs := &Ruleset{ID: "bench"}
@@ -122,11 +155,17 @@ func benchmarkEvaluate(b *testing.B, mode EvidenceMode, paraphrased bool) {
 	// A window that holds the whole request: one call, as the benchmark
 	// has always measured.
 	var calls atomic.Int64
-	eng, err := New(instantLLM{content: string(content), calls: &calls}, Config{Model: "bench", ContextTokens: 1 << 20, Evidence: mode})
+	eng, err := New(instantLLM{content: string(content), calls: &calls}, Config{Model: "bench", ContextTokens: 1 << 20, Evidence: mode,
+		TracerProvider: tp})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	if tp != nil {
+		var span trace.Span
+		ctx, span = tp.Tracer("bench").Start(ctx, "process requests")
+		defer span.End()
+	}
 	res, err := eng.Evaluate(ctx, Task{Ruleset: rs, Inputs: in})
 	if err != nil {
 		b.Fatal(err)
