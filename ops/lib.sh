@@ -14,14 +14,18 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # pid_alive FILE: true when FILE names a running process.
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# exited PID: true when PID runs no more: gone, or a zombie that no parent has reaped yet
+# (a server started with setsid is reparented, and an init that does not reap keeps it).
+exited() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+
 # stop_pid FILE NAME: stop the process recorded in FILE, politely then firmly.
 stop_pid() {
   local file=$1 name=$2 pid
   if ! pid_alive "$file"; then rm -f "$file"; log "$name not running"; return 0; fi
   pid=$(cat "$file")
   kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  kill -9 "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do exited "$pid" && break; sleep 0.2; done
+  exited "$pid" || kill -9 "$pid" 2>/dev/null || true
   rm -f "$file"
   log "$name stopped"
 }

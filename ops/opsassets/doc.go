@@ -2,8 +2,8 @@
 // operations assets: the Prometheus configuration and alert rules
 // (ops/prometheus), the Grafana dashboard (ops/grafana), the Kubernetes
 // manifests (ops/k8s) and the Helm chart of the same objects
-// (ops/helm/rulevalidator), docker-compose.yml, the Dockerfile and
-// ops/prometheus.sh.
+// (ops/helm/rulevalidator), docker-compose.yml, the Dockerfile,
+// ops/prometheus.sh and ops/jaeger.sh.
 //
 // The tests keep those files in step with the code and with each other:
 // every PromQL expression names only metrics the metrics package exports,

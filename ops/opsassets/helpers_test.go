@@ -3,6 +3,7 @@ package opsassets
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -235,4 +237,22 @@ func requestPartitions(t *testing.T) int {
 	}
 	t.Fatal("ops/kafka.sh creates no $TOPIC_REQUESTS topic")
 	return 0
+}
+
+// processRuns reports whether pid runs: it exists and is not a zombie, which an init that
+// does not reap the reparented server leaves behind.
+func processRuns(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(status)) {
+		if state, ok := strings.CutPrefix(line, "State:"); ok {
+			return !strings.HasPrefix(strings.TrimSpace(state), "Z")
+		}
+	}
+	return true
 }

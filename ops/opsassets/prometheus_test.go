@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -420,7 +419,7 @@ func TestPrometheusScript(t *testing.T) {
 		t.Fatalf("pid file %s: %v", pidFile, err)
 	}
 	run(t, time.Minute, env, "bash", "ops/prometheus.sh", "stop")
-	if err := syscall.Kill(pid, 0); err == nil {
+	if processRuns(pid) {
 		t.Errorf("prometheus (pid %d) still runs after stop", pid)
 	}
 	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
