@@ -3,8 +3,9 @@
 # stack (Kafka, S3, the local model, Prometheus), starts `rulevalidator serve`,
 # publishes the example ruleset and requests (a contract review, and one that
 # must dead-letter) and shows what comes out: verdicts as they arrive, the
-# summary with its aggregates, the report's download URL, the dead letter and
-# where the metrics are. The stack keeps running afterwards.
+# summary with its aggregates, the report's download URL, the dead letter,
+# where the metrics are and the contract request's trace (its spans, from a
+# local Jaeger when it can be built). The stack keeps running afterwards.
 #
 #   ops/demo.sh          start everything and run the demo (exit 0 once shown)
 #   ops/demo.sh stop     stop everything the demo started
@@ -16,7 +17,8 @@
 # RULEVALIDATOR_LLM_TIMEOUT (10m: one model call), RULEVALIDATOR_CONFIDENCE
 # (verify) and RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE (0.45), LLM_MODEL (the local model,
 # default qwen2.5-coder-1.5b; gemma-3-270m is fast and judges near chance), and
-# the ports of the other scripts (KAFKA_PORT, S3_PORT, LLM_PORT, PROM_PORT).
+# the ports of the other scripts (KAFKA_PORT, S3_PORT, LLM_PORT, PROM_PORT,
+# JAEGER_UI_PORT, JAEGER_OTLP_PORT). DEMO_TRACING=off leaves Jaeger out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ops/lib.sh
@@ -31,24 +33,47 @@ KEYS="$RV_CACHE/devkeys"
 BIN=bin/rulevalidator
 ISSUER=rulevalidator-dev
 TENANT=contoso
+# TRACING: the OTLP/HTTP endpoint serve sends its spans to (ops/jaeger.sh), "" for none.
+TRACING=""
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 stop_all() {
   stop_pid "$PIDFILE" "rulevalidator serve"
-  for s in prometheus llm s3 kafka; do bash "ops/$s.sh" stop || true; done
+  for s in jaeger prometheus llm s3 kafka; do bash "ops/$s.sh" stop || true; done
 }
 
 status_all() {
   if pid_alive "$PIDFILE"; then log "rulevalidator serve running (pid $(cat "$PIDFILE"), API http://$HTTP_ADDR, ops http://$OPS_ADDR)"; else log "rulevalidator serve not running"; fi
-  for s in kafka s3 llm prometheus; do bash "ops/$s.sh" status || true; done
+  for s in kafka s3 llm prometheus jaeger; do bash "ops/$s.sh" status || true; done
+}
+
+# start_tracing starts the local Jaeger and points serve at it; when Jaeger cannot be built
+# or started the demo says so and goes on without it (the trace id is still shown, and the
+# service's log lines carry it).
+start_tracing() {
+  if [ "${DEMO_TRACING:-on}" = off ]; then
+    log "DEMO_TRACING=off: no trace viewer"
+    return
+  fi
+  if bash ops/jaeger.sh start; then
+    TRACING=$(bash ops/jaeger.sh otlp)
+  else
+    log "Jaeger could not be installed or started (see above); the demo goes on without a trace viewer"
+  fi
+}
+
+# new_traceparent: a W3C traceparent of a new sampled trace.
+new_traceparent() {
+  printf '00-%s-%s-01' "$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 }
 
 start_serve() {
   # A serve left running by an earlier demo is kept while it runs the binary just built,
   # and restarted when the code changed since.
   local built
-  built=$(sha256sum "$BIN" | cut -d' ' -f1)
+  # The build and where its spans go: a change of either restarts it.
+  built="$(sha256sum "$BIN" | cut -d' ' -f1) tracing=$TRACING"
   if pid_alive "$PIDFILE"; then
     if [ "$(cat "$SUMFILE" 2>/dev/null)" = "$built" ]; then
       log "rulevalidator serve already running (pid $(cat "$PIDFILE"))"
@@ -73,7 +98,10 @@ start_serve() {
   # and the check is the source that orders its wrong verdicts first; its
   # confidences are lower than a token's, so the review threshold is too
   # (0.45 routed 28 of the 60 NDA verdicts and caught 22 of the 31 wrong ones).
-  nohup "$BIN" serve \
+  # Tracing from the standard variables, when a trace viewer runs.
+  local otel=()
+  [ -n "$TRACING" ] && otel=(OTEL_EXPORTER_OTLP_ENDPOINT="$TRACING" OTEL_SERVICE_NAME=rulevalidator)
+  nohup env "${otel[@]}" "$BIN" serve \
     --confidence "${RULEVALIDATOR_CONFIDENCE:-verify}" \
     --review-below-confidence "${RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE:-0.45}" \
     --kafka-brokers "$(bash ops/kafka.sh bootstrap)" \
@@ -93,7 +121,7 @@ start_serve() {
     tail -20 "$LOGFILE" >&2 || true
     die "rulevalidator serve did not become ready within 120 s (log: $LOGFILE)"
   fi
-  log "rulevalidator serve ready: API http://$HTTP_ADDR, metrics http://$OPS_ADDR/metrics (log: $LOGFILE)"
+  log "rulevalidator serve ready: API http://$HTTP_ADDR, metrics http://$OPS_ADDR/metrics (log: $LOGFILE)${TRACING:+, spans to $TRACING}"
 }
 
 demo() {
@@ -107,6 +135,7 @@ demo() {
   RULEVALIDATOR_KAFKA_BROKERS=$(bash ops/kafka.sh bootstrap)
   bash ops/s3.sh start
   bash ops/llm.sh start
+  start_tracing
 
   step "Building rulevalidator and a development signing key for API tokens"
   mkdir -p bin
@@ -135,7 +164,10 @@ demo() {
   sleep 2
   # The agreement goes as the PDF itself (request-pdf.json names the file; produce sends it
   # inline), read by the service page by page.
-  "$BIN" produce --file examples/contract-review/request-pdf.json --request-id "$good"
+  # The contract review starts a trace of its own, followed below.
+  traceparent=$(new_traceparent)
+  trace_id=$(cut -d- -f2 <<<"$traceparent")
+  "$BIN" produce --file examples/contract-review/request-pdf.json --request-id "$good" --traceparent "$traceparent"
   "$BIN" produce --file examples/contract-review/request-unknown-ruleset.json --request-id "$bad"
 
   step "Events as they arrive (the local model on two cores: a few minutes)"
@@ -183,6 +215,57 @@ for line in open(events):
         print(f"dead letter: reason {ev.get('reason')}: {ev.get('message')}")
         print(f"  original message kept byte for byte: {ev.get('original_topic')}/{ev.get('original_partition')}/{ev.get('original_offset')}")
 PY
+
+  step "The trace of $good"
+  echo "trace id: $trace_id (every log line of the request carries it: grep $trace_id $LOGFILE)"
+  if [ -n "$TRACING" ]; then
+    python3 - "$(bash ops/jaeger.sh url)" "$trace_id" <<'PY' || log "the trace could not be read from Jaeger"
+import json, sys, time, urllib.request
+base, trace_id = sys.argv[1], sys.argv[2]
+api = f"{base}/api/traces/{trace_id}"
+# Spans are exported in batches every few seconds; the trace is whole once the span of the
+# request's processing, which ends last, is in.
+spans, deadline = [], time.time() + 30
+while time.time() < deadline:
+    try:
+        with urllib.request.urlopen(api, timeout=5) as resp:
+            data = json.loads(resp.read())["data"]
+        spans = data[0]["spans"] if data else []
+    except Exception:
+        spans = []
+    if any(s["operationName"].startswith("process ") for s in spans):
+        break
+    time.sleep(1)
+if not spans:
+    print(f"Jaeger has no span of trace {trace_id} yet: {api}")
+    sys.exit(0)
+by_id = {s["spanID"]: s for s in spans}
+children = {}
+for s in spans:
+    parent = next((r["spanID"] for r in s.get("references", []) if r["refType"] == "CHILD_OF" and r["spanID"] in by_id), None)
+    children.setdefault(parent, []).append(s)
+start = min(s["startTime"] for s in spans)
+def show(s, depth):
+    tags = {t["key"]: t["value"] for t in s.get("tags", [])}
+    extra = ""
+    if "gen_ai.usage.input_tokens" in tags:
+        extra = f"  tokens {tags['gen_ai.usage.input_tokens']} in, {tags.get('gen_ai.usage.output_tokens', 0)} out"
+    if tags.get("error") is True or tags.get("otel.status_code") == "ERROR":
+        extra += "  ERROR"
+    print(f"{(s['startTime'] - start) / 1e6:8.2f}s {s['duration'] / 1e6:8.2f}s  {'  ' * depth}{s['operationName']}{extra}")
+    for c in sorted(children.get(s["spanID"], []), key=lambda c: c["startTime"]):
+        show(c, depth + 1)
+print(f"{len(spans)} spans (start, duration, span):")
+for root in sorted(children.get(None, []), key=lambda c: c["startTime"]):
+    show(root, 0)
+print(f"as JSON: {api}")
+PY
+    echo "in Jaeger: $(bash ops/jaeger.sh url)/trace/$trace_id (Jaeger built from the Go module proxy serves a"
+    echo "  placeholder page there: its web UI is not part of the module; a Jaeger UI or Grafana pointed at"
+    echo "  $(bash ops/jaeger.sh url) shows the trace)"
+  else
+    echo "no trace viewer runs (bash ops/jaeger.sh start builds one); the spans were not exported"
+  fi
 
   step "Metrics"
   curl -fsS "http://$OPS_ADDR/metrics" | grep -E '^rulevalidator_(requests_consumed_total|dead_letters_total|verdicts_published_total)' | grep -v ' 0$' || true
