@@ -19,7 +19,6 @@ import (
 
 	"rulevalidator/bucket"
 	"rulevalidator/consumer"
-	"rulevalidator/internal/tracing"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -206,7 +205,7 @@ func New(ctx context.Context, cfg Config, serde *schemas.Serde) (*Producer, erro
 		return nil, fmt.Errorf("producer: %w", err)
 	}
 	return &Producer{cfg: cfg, serde: serde, w: w, log: cfg.Logger.With("component", "producer"),
-		tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
+		tracer: tracerOf(cfg.TracerProvider)}, nil
 }
 
 // Close flushes and closes the writer.

@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"rulevalidator/internal/tracing"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -77,7 +76,7 @@ func NewRequestWriter(ctx context.Context, cfg RequestWriterConfig, serde *schem
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &RequestWriter{serde: serde, topic: cfg.Topic, writer: w, tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
+	return &RequestWriter{serde: serde, topic: cfg.Topic, writer: w, tracer: tracerOf(cfg.TracerProvider)}, nil
 }
 
 // Write encodes the requests and writes them in one call, returning once

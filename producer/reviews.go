@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"rulevalidator/internal/tracing"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
 )
@@ -62,7 +61,7 @@ func NewReviewWriter(ctx context.Context, cfg ReviewWriterConfig, serde *schemas
 	if err != nil {
 		return nil, fmt.Errorf("producer: %w", err)
 	}
-	return &ReviewWriter{serde: serde, writer: w, topic: cfg.Topic, source: cfg.Source, tracer: tracing.OrNoop(cfg.TracerProvider).Tracer(tracerName)}, nil
+	return &ReviewWriter{serde: serde, writer: w, topic: cfg.Topic, source: cfg.Source, tracer: tracerOf(cfg.TracerProvider)}, nil
 }
 
 // PublishReview writes r and returns once it is acknowledged.

@@ -15,14 +15,28 @@ import (
 // tracerName is the instrumentation scope of the producer's spans.
 const tracerName = "rulevalidator/producer"
 
+// tracerOf is tp's tracer for the producer, nil when tracing is off (tp nil
+// or the no-op provider): see send.
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if !tracing.Enabled(tp) {
+		return nil
+	}
+	return tp.Tracer(tracerName)
+}
+
 // send writes recs in one call within a PRODUCER span per topic, "send
 // <topic>" (messaging.system kafka, the topic, how many records), and
 // returns once all are acknowledged. Each record carries the trace context
 // of its topic's span in its traceparent and tracestate headers, in place of
 // any it had: a consumer of the events continues the trace of the request.
-// Without a valid span context (no tracing and no trace in ctx) the records
-// keep the headers they have. recs are not modified: a copy is written.
+// Without a valid span context (no trace in ctx), or without a tracer
+// (tracing off: the records already carry the trace that came in, which a
+// span that records nothing would only copy), the records keep the headers
+// they have. recs are not modified: a copy is written.
 func send(ctx context.Context, tracer trace.Tracer, w *stream.Writer, recs []stream.Record) error {
+	if tracer == nil {
+		return w.Write(ctx, recs...)
+	}
 	var topics []string
 	spans := map[string]trace.Span{}
 	count := map[string]int{}
