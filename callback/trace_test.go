@@ -81,11 +81,11 @@ func TestDeliverySpanHidesTheQuery(t *testing.T) {
 	s := spans[0]
 	texts := []string{s.Status.Description}
 	for _, kv := range s.Attributes {
-		texts = append(texts, kv.Value.Emit())
+		texts = append(texts, kv.Value.String())
 	}
 	for _, ev := range s.Events {
 		for _, kv := range ev.Attributes {
-			texts = append(texts, kv.Value.Emit())
+			texts = append(texts, kv.Value.String())
 		}
 	}
 	for _, text := range texts {
@@ -116,7 +116,7 @@ func TestDeliveryPassesTraceWithTracingOff(t *testing.T) {
 func spanAttrs(s tracetest.SpanStub) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value.Emit()
+		m[kv.Key] = kv.Value.String()
 	}
 	return m
 }

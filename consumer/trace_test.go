@@ -45,8 +45,8 @@ func TestTracedContinuesTheMessagesTrace(t *testing.T) {
 	}
 	for _, kv := range s.Attributes {
 		if w, ok := want[string(kv.Key)]; ok {
-			if kv.Value.Emit() != w {
-				t.Errorf("%s = %s, want %s", kv.Key, kv.Value.Emit(), w)
+			if kv.Value.String() != w {
+				t.Errorf("%s = %s, want %s", kv.Key, kv.Value.String(), w)
 			}
 			delete(want, string(kv.Key))
 		}

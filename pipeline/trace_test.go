@@ -125,7 +125,7 @@ func TestOneRequestSpanTree(t *testing.T) {
 		}
 		byName[s.Name] = s
 		for _, kv := range s.Attributes {
-			v := kv.Value.Emit()
+			v := kv.Value.String()
 			for _, secret := range []string{"SECRETDOC", "SECRETRULE", "SECRETRATIONALE", "thirty days"} {
 				if strings.Contains(v, secret) {
 					t.Errorf("span %q attribute %s holds text (%q)", s.Name, kv.Key, secret)
@@ -225,7 +225,7 @@ func names(spans tracetest.SpanStubs) []string {
 func attrMap(s tracetest.SpanStub) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

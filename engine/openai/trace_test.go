@@ -61,7 +61,7 @@ func TestChatSpans(t *testing.T) {
 			t.Errorf("attempt %d: attributes %v", i, s.Attributes)
 		}
 		for _, kv := range s.Attributes {
-			if v := kv.Value.Emit(); strings.Contains(v, "sky") || strings.Contains(v, "judge documents") || strings.Contains(v, `"verdict"`) {
+			if v := kv.Value.String(); strings.Contains(v, "sky") || strings.Contains(v, "judge documents") || strings.Contains(v, `"verdict"`) {
 				t.Errorf("attempt %d: attribute %s holds message text: %q", i, kv.Key, v)
 			}
 		}
