@@ -25,8 +25,9 @@ type Outcome struct {
 
 	// Answered is false when no verdict came back for the rule (the call
 	// failed, or the answer could not be read); the verdict counts as wrong.
-	// Boolean is the verdict's, or false where a boolean rule's verdict gave
-	// none because it said the material does not say (givenBoolean).
+	// Boolean is the verdict's as it gave it; where a boolean rule's verdict
+	// gave none because it said the material does not say, it is scored as
+	// false (scoredBoolean).
 	Answered      bool  `json:"answered"`
 	Boolean       *bool `json:"boolean_output,omitempty"`
 	Numerical     *int  `json:"numerical_output,omitempty"`
@@ -92,15 +93,23 @@ func (o Outcome) SaysNotMentioned() bool {
 	return o.Answered && (!o.DataSufficiency || o.NotApplicable)
 }
 
-// givenBoolean is the boolean a verdict gave; a verdict that gives none
-// because it says the material does not say reads as false: it does not
-// say the rule holds.
-func givenBoolean(v *engine.Verdict) *bool {
-	if v.BooleanOutput == nil && (v.NotApplicable || !v.DataSufficiency) {
+// scoredBoolean is the boolean a verdict is scored by: the one it gave; a
+// verdict that gives none because it says the material does not say reads
+// as false: it does not say the rule holds.
+func scoredBoolean(given *bool, notApplicable, dataSufficiency bool) *bool {
+	if given == nil && (notApplicable || !dataSufficiency) {
 		f := false
 		return &f
 	}
-	return v.BooleanOutput
+	return given
+}
+
+// scoredBoolean is o's boolean as scored (scoredBoolean); nil for no answer.
+func (o Outcome) scoredBoolean() *bool {
+	if !o.Answered {
+		return nil
+	}
+	return scoredBoolean(o.Boolean, o.NotApplicable, o.DataSufficiency)
 }
 
 // EvidenceCounts are the evidence tallies of one or more verdicts.
@@ -183,8 +192,9 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 			o.WithinOneStep = stepDistance(lab.Allowed, *lab.Numerical, *v.NumericalOutput) <= 1
 		}
 	default:
-		o.Boolean = givenBoolean(v)
-		o.OutputCorrect = o.Boolean != nil && lab.Boolean != nil && *o.Boolean == *lab.Boolean
+		o.Boolean = v.BooleanOutput
+		scored := scoredBoolean(v.BooleanOutput, v.NotApplicable, v.DataSufficiency)
+		o.OutputCorrect = scored != nil && lab.Boolean != nil && *scored == *lab.Boolean
 	}
 	// Where the material does not say, "not applicable" says so as well as
 	// data_sufficiency false does: neither flag is wrong there.
@@ -510,16 +520,17 @@ func summarise(outs []Outcome) Metrics {
 				b.Correct++
 			}
 			want := o.ExpectedBoolean != nil && *o.ExpectedBoolean
+			given := o.scoredBoolean()
 			switch {
-			case o.Boolean == nil && want:
+			case given == nil && want:
 				b.Confusion.NoAnswerPass++
-			case o.Boolean == nil:
+			case given == nil:
 				b.Confusion.NoAnswerFail++
-			case want && *o.Boolean:
+			case want && *given:
 				b.Confusion.TruePass++
 			case want:
 				b.Confusion.FalseFail++
-			case *o.Boolean:
+			case *given:
 				b.Confusion.FalsePass++
 			default:
 				b.Confusion.TrueFail++
