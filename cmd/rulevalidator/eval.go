@@ -103,6 +103,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	}
 
 	logger := commandLogger(stderr, *verbose)
+	llm.logProfile(logger)
 	// Checked now: the loader reports a document it cannot read as a
 	// problem of the dataset, and this is the environment's.
 	if err := docs.checkCacheDir(); err != nil {

@@ -85,6 +85,10 @@ func runEvalCLIEnv(t *testing.T, fake *llmfake.Server, env map[string]string, ar
 			return fake.URL()
 		case k == "RULEVALIDATOR_LLM_INSTRUCTIONS":
 			return "system" // scripted replies answer judging calls only
+		case k == "RULEVALIDATOR_MODEL_PROFILE":
+			// The default model's profile judges a rule a call; a scripted reply answers
+			// every rule of a case.
+			return "none"
 		}
 		return env[k]
 	}

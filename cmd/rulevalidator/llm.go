@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"rulevalidator/engine"
+	"rulevalidator/engine/modelprofile"
 	"rulevalidator/engine/openai"
 )
 
@@ -45,6 +47,62 @@ type llmConfig struct {
 	maxConcurrency     int
 	initialConcurrency int
 	adaptive           bool
+
+	// profileChoice is --model-profile; profile is what it did, for the start-up log.
+	profileChoice string
+	profile       profileOutcome
+}
+
+// profileOutcome is what the model profile did to the defaults.
+type profileOutcome struct {
+	name string   // the profile applied; empty: none
+	set  []string // the defaults it set, as setting=value
+	kept []string // the settings it has a default for that the user gave
+}
+
+// applyProfile sets the defaults of the profile --model-profile selects for
+// --model: a setting given by flag, environment or config file keeps its value,
+// and so does one whose default the profile ties to another setting's value
+// that the user changed.
+func (f *llmConfig) applyProfile(r *resolved) error {
+	f.profile = profileOutcome{}
+	p, ok, err := modelprofile.Choose(f.profileChoice, f.model)
+	if err != nil {
+		return fmt.Errorf("--model-profile: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	f.profile.name = p.Model
+	for _, d := range p.Defaults {
+		if d.When != nil && r.value(d.When.Setting) != d.When.Value {
+			continue
+		}
+		applied, err := r.setDefault(d.Setting, d.Value)
+		if err != nil {
+			return fmt.Errorf("model profile %s: %w", p.Model, err)
+		}
+		if applied {
+			f.profile.set = append(f.profile.set, d.Setting+"="+d.Value)
+		} else {
+			f.profile.kept = append(f.profile.kept, d.Setting)
+		}
+	}
+	return nil
+}
+
+// logProfile says at start which model profile applied and what it set.
+func (f *llmConfig) logProfile(logger *slog.Logger) {
+	if f.profile.name == "" {
+		reason := "no profile for this model: the global defaults"
+		if strings.EqualFold(strings.TrimSpace(f.profileChoice), modelprofile.None) {
+			reason = "--model-profile none: the global defaults"
+		}
+		logger.Info("model profile", "profile", modelprofile.None, "model", f.model, "reason", reason)
+		return
+	}
+	logger.Info("model profile", "profile", f.profile.name, "model", f.model,
+		"set", strings.Join(f.profile.set, " "), "given", strings.Join(f.profile.kept, " "))
 }
 
 // newEngine builds the model client and the engine from the settings.

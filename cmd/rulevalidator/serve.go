@@ -340,6 +340,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) error {
 		debug.SetMemoryLimit(limit)
 		logger.Info("memory limit set", "bytes", limit, "from", from)
 	}
+	cfg.llm.logProfile(logger)
 	// A cache directory set that cannot be written is said at start, not
 	// found by the first PDF (a read-only root filesystem, a wrong mount).
 	if err := cfg.docs.checkCacheDir(); err != nil {

@@ -30,7 +30,9 @@ type setting struct {
 	// aliases are deprecated flag spellings, still accepted with a warning
 	// where removing them would break what the documentation said.
 	aliases []string
-	apply   func(value string) error
+	// profiled: a model profile may change its default (--model-profile).
+	profiled bool
+	apply    func(value string) error
 }
 
 // describe is the setting's help with what every command says of it besides.
@@ -42,6 +44,9 @@ func (st *setting) describe() string {
 	for _, a := range st.aliases {
 		text += "; --" + a + " is a deprecated spelling of it"
 	}
+	if st.profiled {
+		text += "; a model profile may change its default (--model-profile)"
+	}
 	return text
 }
 
@@ -50,6 +55,23 @@ func (st *setting) describe() string {
 type settings struct {
 	list    []setting
 	current string // section of the settings added next
+	// late are the steps that set defaults from other settings' values (the
+	// model profile from --model), run in order once every source is applied.
+	late []func(*resolved) error
+}
+
+// lateDefaults adds a step that sets defaults from the resolved settings.
+func (s *settings) lateDefaults(step func(*resolved) error) { s.late = append(s.late, step) }
+
+// profiled marks the settings named as ones a model profile may give a default.
+func (s *settings) profiled(names []string) {
+	for _, name := range names {
+		for i := range s.list {
+			if s.list[i].name == name {
+				s.list[i].profiled = true
+			}
+		}
+	}
 }
 
 // section starts the heading the next settings are listed under.
@@ -141,11 +163,51 @@ type sources struct {
 	byFlag map[string]*setting // names and deprecated spellings
 	raw    map[string]*textFlag
 	config *string
+	text   map[string]string // by setting name, the value last applied
+	given  map[string]bool   // by setting name: the file, the environment or a flag gave it
+}
+
+// apply gives st the value, as its default or as given by the user.
+func (src *sources) apply(st *setting, value string, given bool) error {
+	if err := st.apply(value); err != nil {
+		return err
+	}
+	src.text[st.name] = value
+	if given {
+		src.given[st.name] = true
+	}
+	return nil
+}
+
+// resolved is the settings as their sources left them, for a step that sets
+// defaults from them.
+type resolved struct{ src *sources }
+
+// value is the setting's value as text: as given, else its default.
+func (r *resolved) value(name string) string { return r.src.text[name] }
+
+// given says whether the config file, the environment or a flag gave the setting.
+func (r *resolved) given(name string) bool { return r.src.given[name] }
+
+// setDefault makes value the setting's default. A setting the user gave keeps
+// their value: applied is false.
+func (r *resolved) setDefault(name, value string) (applied bool, err error) {
+	st, ok := r.src.byFlag[name]
+	if !ok || st.name != name {
+		return false, fmt.Errorf("no setting --%s", name)
+	}
+	if r.src.given[name] {
+		return false, nil
+	}
+	if err := r.src.apply(st, value, false); err != nil {
+		return false, fmt.Errorf("--%s: %w", name, err)
+	}
+	return true, nil
 }
 
 // register adds every setting, its deprecated spellings and --config to fs.
 func (s *settings) register(fs *flag.FlagSet) *sources {
-	src := &sources{set: s, byFlag: map[string]*setting{}, raw: map[string]*textFlag{}}
+	src := &sources{set: s, byFlag: map[string]*setting{}, raw: map[string]*textFlag{}, text: map[string]string{}, given: map[string]bool{}}
 	if len(s.list) == 0 {
 		return src
 	}
@@ -162,13 +224,15 @@ func (s *settings) register(fs *flag.FlagSet) *sources {
 }
 
 // resolve applies the defaults, then the config file named by --config, then
-// the environment, then the flags fs was given. Config keys that are settings
+// the environment, then the flags fs was given, and last the steps that set
+// defaults from those (late): a value given by any source wins. Config keys that are settings
 // of other commands (known) are left to them, so that one file can serve
 // every command; any other key is refused. Every error names the setting and
 // where its value came from. It returns the deprecated spellings used.
 func (src *sources) resolve(fs *flag.FlagSet, getenv env, known func(name string) bool) (deprecated []string, err error) {
-	for _, st := range src.set.list {
-		if err := st.apply(st.def); err != nil {
+	for i := range src.set.list {
+		st := &src.set.list[i]
+		if err := src.apply(st, st.def, false); err != nil {
 			return nil, fmt.Errorf("default of --%s: %w", st.name, err)
 		}
 	}
@@ -181,7 +245,7 @@ func (src *sources) resolve(fs *flag.FlagSet, getenv env, known func(name string
 			st, ok := src.byFlag[key]
 			switch {
 			case ok && st.name == key:
-				if err := st.apply(values[key]); err != nil {
+				if err := src.apply(st, values[key], true); err != nil {
 					return nil, fmt.Errorf("%s: %s: %w", *src.config, key, err)
 				}
 			case known(key):
@@ -190,12 +254,13 @@ func (src *sources) resolve(fs *flag.FlagSet, getenv env, known func(name string
 			}
 		}
 	}
-	for _, st := range src.set.list {
+	for i := range src.set.list {
+		st := &src.set.list[i]
 		if st.env == "" {
 			continue
 		}
 		if v, ok := lookup(getenv, st.env); ok {
-			if err := st.apply(v); err != nil {
+			if err := src.apply(st, v, true); err != nil {
 				return nil, fmt.Errorf("environment %s: %w", st.env, err)
 			}
 		}
@@ -208,11 +273,19 @@ func (src *sources) resolve(fs *flag.FlagSet, getenv env, known func(name string
 		if f.Name != st.name {
 			deprecated = append(deprecated, fmt.Sprintf("--%s is deprecated: use --%s", f.Name, st.name))
 		}
-		if e := st.apply(src.raw[f.Name].value); e != nil {
+		if e := src.apply(st, src.raw[f.Name].value, true); e != nil {
 			err = fmt.Errorf("--%s: %w", f.Name, e)
 		}
 	})
-	return deprecated, err
+	if err != nil {
+		return deprecated, err
+	}
+	for _, step := range src.set.late {
+		if err := step(&resolved{src: src}); err != nil {
+			return deprecated, err
+		}
+	}
+	return deprecated, nil
 }
 
 // lookup reads an environment variable; an empty value counts as unset.

@@ -155,14 +155,16 @@ func TestSettingsSources(t *testing.T) {
 		wantErr string
 		warn    string
 	}{
-		{name: "defaults", want: llmConfig{model: defaultModel, baseURL: defaultBaseURL, timeout: 120 * time.Second, outputRetries: 2}},
+		// The default model's profile gives the timeout its default (TestModelProfile).
+		{name: "defaults", want: llmConfig{model: defaultModel, baseURL: defaultBaseURL, timeout: 10 * time.Minute, outputRetries: 2}},
+		{name: "defaults without a profile", args: []string{"--model-profile", "none"}, want: llmConfig{model: defaultModel, baseURL: defaultBaseURL, timeout: 120 * time.Second, outputRetries: 2}},
 		{name: "file", args: []string{"--config", shared}, want: llmConfig{model: "from-file", baseURL: defaultBaseURL, timeout: 30 * time.Second, outputRetries: 1}},
 		{name: "environment over the file", args: []string{"--config", shared}, env: map[string]string{"RULEVALIDATOR_MODEL": "from-env", "RULEVALIDATOR_OUTPUT_RETRIES": "0"},
 			want: llmConfig{model: "from-env", baseURL: defaultBaseURL, timeout: 30 * time.Second, outputRetries: 0}},
 		{name: "flag over the environment", args: []string{"--config", shared, "--model", "from-flag"}, env: map[string]string{"RULEVALIDATOR_MODEL": "from-env"},
 			want: llmConfig{model: "from-flag", baseURL: defaultBaseURL, timeout: 30 * time.Second, outputRetries: 1}},
 		{name: "deprecated spelling", args: []string{"--base-url", "http://old/v1"}, warn: "--base-url is deprecated: use --llm-base-url",
-			want: llmConfig{model: defaultModel, baseURL: "http://old/v1", timeout: 120 * time.Second, outputRetries: 2}},
+			want: llmConfig{model: defaultModel, baseURL: "http://old/v1", timeout: 10 * time.Minute, outputRetries: 2}},
 		{name: "unknown key", args: []string{"--config", typo}, wantErr: typo + `: unknown setting "modle"`},
 		{name: "bad environment", env: map[string]string{"RULEVALIDATOR_LLM_TIMEOUT": "soon"}, wantErr: `environment RULEVALIDATOR_LLM_TIMEOUT: "soon" is not a duration`},
 	} {

@@ -8,6 +8,7 @@ import (
 
 	"rulevalidator/docread"
 	"rulevalidator/engine"
+	"rulevalidator/engine/modelprofile"
 	"rulevalidator/engine/openai"
 	"rulevalidator/schemas"
 	"rulevalidator/stream"
@@ -85,6 +86,8 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.deprecated("base-url") // validate's and eval's name, documented in docs/configuration.md
 	s.secret(&f.apiKey, "llm-api-key", "OPENAI_API_KEY", "API key (empty for local servers)")
 	s.str(&f.model, "model", "RULEVALIDATOR_MODEL", defaultModel, "model name")
+	s.str(&f.profileChoice, "model-profile", "RULEVALIDATOR_MODEL_PROFILE", modelprofile.Auto, "defaults measured best for the model: auto (the profile of the model --model names, where it has one: "+
+		strings.Join(modelprofile.Names(), ", ")+"; any other model keeps the global defaults), none (the global defaults) or a profile's name (its defaults, whatever --model says); a value given by flag, environment or --config always wins over a profile's")
 	s.str(&f.format, "llm-format", "RULEVALIDATOR_LLM_FORMAT", string(engine.FormatJSONSchema), "preferred response format: json_schema, grammar (a GBNF grammar, llama.cpp servers), json_object or text; weaker ones are tried in that order when the server refuses")
 	s.deprecated("format") // validate's and eval's name, documented in docs/configuration.md
 	s.str(&f.instructions, "llm-instructions", "RULEVALIDATOR_LLM_INSTRUCTIONS", string(engine.InstructionsAuto), "how the rules reach the model: system (a system message), user (folded into the user message, before the data) or auto (probe each model once)")
@@ -106,6 +109,9 @@ func llmSettings(s *settings, f *llmConfig) {
 	s.integer(&f.nearestPassages, "llm-nearest-passages", "RULEVALIDATOR_LLM_NEAREST_PASSAGES", "0", fmt.Sprintf("with one rule a call in cite mode: how many passages whose words are nearest the rule's are shown again after it (0 to %d; 0: none)", engine.MaxNearestPassages))
 	s.number(&f.reviewBelow, "review-below-confidence", "RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE", "0.8", "a verdict whose confidence is under it needs review (0 to 1; 0: none for its confidence); a ruleset's or rule's review_below_confidence overrides it")
 	s.integer(&f.maxInputBytes, "max-input-bytes", "RULEVALIDATOR_MAX_INPUT_BYTES", strconv.Itoa(engine.DefaultMaxInputBytes), "cap on a request's total input text; a larger request is refused (serve dead-letters it as oversized)")
+	// The one place a model profile is applied, for every command that judges.
+	s.profiled(modelprofile.Settings())
+	s.lateDefaults(f.applyProfile)
 }
 
 // documentMaxBytesSetting caps a document's file, read from disk by the CLI

@@ -82,6 +82,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, g
 	}
 
 	logger := commandLogger(stderr, *verbose)
+	llm.logProfile(logger)
 	reader, err := docs.reader(logger)
 	if err != nil {
 		return cl.invalid(err)
