@@ -13,12 +13,13 @@
 #
 # Env: RULEVALIDATOR_HTTP_ADDR (127.0.0.1:8080), RULEVALIDATOR_OPS_ADDR
 # (127.0.0.1:9464), DEMO_TIMEOUT (15m: how long to wait for the model),
-# RULEVALIDATOR_LLM_RULES_PER_CALL (1: rules judged per model call),
-# RULEVALIDATOR_LLM_TIMEOUT (10m: one model call), RULEVALIDATOR_CONFIDENCE
-# (verify) and RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE (0.45), LLM_MODEL (the local model,
-# default qwen2.5-coder-1.5b; gemma-3-270m is fast and judges near chance), and
-# the ports of the other scripts (KAFKA_PORT, S3_PORT, LLM_PORT, PROM_PORT,
-# JAEGER_UI_PORT, JAEGER_OTLP_PORT). DEMO_TRACING=off leaves Jaeger out.
+# LLM_MODEL (the local model, default qwen2.5-coder-1.5b; gemma-3-270m is fast
+# and judges near chance), any setting of serve by its variable (the model's
+# profile gives the judging ones: RULEVALIDATOR_LLM_RULES_PER_CALL 1,
+# RULEVALIDATOR_LLM_TIMEOUT 10m, and for Qwen RULEVALIDATOR_CONFIDENCE verify and
+# RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE 0.45), and the ports of the other
+# scripts (KAFKA_PORT, S3_PORT, LLM_PORT, PROM_PORT, JAEGER_UI_PORT,
+# JAEGER_OTLP_PORT). DEMO_TRACING=off leaves Jaeger out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ops/lib.sh
@@ -87,29 +88,19 @@ start_serve() {
   done
   # shellcheck disable=SC2046
   eval "$(bash ops/s3.sh env)"
-  # The local model (ops/llm.sh; LLM_MODEL picks another). One rule a call: a
-  # small model judges one rule better than six at once, and the calls share
-  # the material through the server's prompt cache. One call at a time:
-  # llama-cpp-python serves one request at once, and the requests waiting in
-  # it slow the one it serves. A long timeout: on two cores the first call
-  # reads the whole agreement, a minute or more (docs/local-model.md).
-  # Confidence from a check of each verdict against the passages it cites: on
-  # the local model the verdict's own token probability says next to nothing,
-  # and the check is the source that orders its wrong verdicts first; its
-  # confidences are lower than a token's, so the review threshold is too
-  # (0.45 routed 28 of the 60 NDA verdicts and caught 22 of the 31 wrong ones).
+  # The local model (ops/llm.sh; LLM_MODEL picks another). Its model profile
+  # gives the judging settings measured best for it: one rule a call, one call
+  # at a time, a long timeout, and for Qwen the confidence of a check of each
+  # verdict against its passages with the review threshold measured for it
+  # (docs/local-model.md#defaults-for-the-shipped-models). The environment
+  # still overrides any of them (RULEVALIDATOR_CONFIDENCE, ...).
   # Tracing from the standard variables, when a trace viewer runs.
   local otel=()
   [ -n "$TRACING" ] && otel=(OTEL_EXPORTER_OTLP_ENDPOINT="$TRACING" OTEL_SERVICE_NAME=rulevalidator)
   nohup env "${otel[@]}" "$BIN" serve \
-    --confidence "${RULEVALIDATOR_CONFIDENCE:-verify}" \
-    --review-below-confidence "${RULEVALIDATOR_REVIEW_BELOW_CONFIDENCE:-0.45}" \
     --kafka-brokers "$(bash ops/kafka.sh bootstrap)" \
     --llm-base-url "$(bash ops/llm.sh url)" \
     --model "$(bash ops/llm.sh alias)" \
-    --llm-timeout "${RULEVALIDATOR_LLM_TIMEOUT:-10m}" \
-    --llm-rules-per-call "${RULEVALIDATOR_LLM_RULES_PER_CALL:-1}" \
-    --llm-calls-per-request "${RULEVALIDATOR_LLM_CALLS_PER_REQUEST:-1}" \
     --http-addr "$HTTP_ADDR" --ops-addr "$OPS_ADDR" \
     --jwt-pem-files "$KEYS/devtoken.pem" --jwt-issuer "$ISSUER" --jwt-audience rulevalidator \
     --s3-endpoint "$S3_ENDPOINT" --s3-access-key "$S3_ACCESS_KEY" --s3-secret-key "$S3_SECRET_KEY" \

@@ -38,7 +38,7 @@ func TestDemoRequestCitesRealPassages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, serviceBinary(t), "validate", "--ruleset", exampleRuleset, "--input", request, "--json",
-		"--llm-base-url", baseURL, "--llm-timeout", "15m", "--llm-rules-per-call", "1", "--llm-calls-per-request", "1") // as ops/demo.sh serves it
+		"--llm-base-url", baseURL, "--llm-timeout", "15m") // the model's profile gives the rest, as ops/demo.sh serves it
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
