@@ -186,9 +186,6 @@ type resolved struct{ src *sources }
 // value is the setting's value as text: as given, else its default.
 func (r *resolved) value(name string) string { return r.src.text[name] }
 
-// given says whether the config file, the environment or a flag gave the setting.
-func (r *resolved) given(name string) bool { return r.src.given[name] }
-
 // setDefault makes value the setting's default. A setting the user gave keeps
 // their value: applied is false.
 func (r *resolved) setDefault(name, value string) (applied bool, err error) {
