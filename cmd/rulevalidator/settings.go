@@ -222,9 +222,9 @@ func (s *settings) register(fs *flag.FlagSet) *sources {
 
 // resolve applies the defaults, then the config file named by --config, then
 // the environment, then the flags fs was given, and last the steps that set
-// defaults from those (late): a value given by any source wins. Config keys that are settings
-// of other commands (known) are left to them, so that one file can serve
-// every command; any other key is refused. Every error names the setting and
+// defaults from those (late), where a value given by any source wins. Config
+// keys that are settings of other commands (known) are left to them, so that
+// one file can serve every command; any other key is refused. Every error names the setting and
 // where its value came from. It returns the deprecated spellings used.
 func (src *sources) resolve(fs *flag.FlagSet, getenv env, known func(name string) bool) (deprecated []string, err error) {
 	for i := range src.set.list {
