@@ -199,11 +199,6 @@ func (f *llmConfig) check() error {
 	return errors.Join(errs...)
 }
 
-// newClient builds the model client from the settings.
-func (f *llmConfig) newClient(logger *slog.Logger) (*openai.Client, error) {
-	return openai.New(f.clientConfig(logger))
-}
-
 // clientConfig is the model client configuration the settings describe.
 func (f *llmConfig) clientConfig(logger *slog.Logger) openai.Config {
 	return openai.Config{
