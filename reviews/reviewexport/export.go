@@ -179,6 +179,11 @@ func caseLabels(mat reviews.Material, verdicts []schemas.VerdictEvent, all []rev
 		default:
 			b := final.BooleanOutput != nil && *final.BooleanOutput
 			lab.BooleanOutput = &b
+			if !final.DataSufficiency && !final.NotApplicable {
+				// The final verdict says the material does not say (an
+				// override never does): the label's "not mentioned".
+				lab.DataSufficiency = new(false)
+			}
 		}
 		if cur != nil {
 			lab.Note = fmt.Sprintf("%s by %s at %s", cur.Decision, cur.Reviewer, cur.ReviewedAt.UTC().Format(time.RFC3339))

@@ -263,3 +263,47 @@ func TestExportLabelsNestedRules(t *testing.T) {
 		t.Errorf("eval does not load the export: %v", err)
 	}
 }
+
+// TestExportLabelsWhatTheMaterialDoesNotSay: a boolean verdict whose final
+// outcome says the material does not say (data_sufficiency false, confirmed
+// or not reviewed) is labelled data_sufficiency false, eval's "not
+// mentioned"; an override decides on sufficient data, and a rule that does
+// not apply needs none.
+func TestExportLabelsWhatTheMaterialDoesNotSay(t *testing.T) {
+	rs, err := engine.ParseRuleset([]byte(`{"id": "nda", "rules": [{"rule_id": "mutual", "rule_text": "Are both parties bound?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mat := reviews.Material{Ruleset: rs, Inputs: &engine.Inputs{PrimaryDocs: []engine.Document{{Name: "a.pdf", Pages: []string{"Text."}}}}}
+	pass := true
+	tests := []struct {
+		name    string
+		verdict schemas.VerdictEvent
+		review  *reviews.Review
+		want    *bool
+	}{
+		{"not mentioned, not reviewed", schemas.VerdictEvent{RuleID: "mutual", RuleType: verdict.Boolean, DataSufficiency: false}, nil, new(false)},
+		{"not mentioned, confirmed", schemas.VerdictEvent{RuleID: "mutual", RuleType: verdict.Boolean, DataSufficiency: false},
+			&reviews.Review{RuleID: "mutual", Decision: reviews.Confirm}, new(false)},
+		{"not mentioned, overridden", schemas.VerdictEvent{RuleID: "mutual", RuleType: verdict.Boolean, DataSufficiency: false},
+			&reviews.Review{RuleID: "mutual", Decision: reviews.Override, BooleanOutput: &pass}, nil},
+		{"judged on sufficient data", schemas.VerdictEvent{RuleID: "mutual", RuleType: verdict.Boolean, DataSufficiency: true, BooleanOutput: &pass}, nil, nil},
+		{"not applicable", schemas.VerdictEvent{RuleID: "mutual", RuleType: verdict.Boolean, DataSufficiency: false, NotApplicable: true}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var all []reviews.Review
+			if tt.review != nil {
+				all = append(all, *tt.review)
+			}
+			labels, why := caseLabels(mat, []schemas.VerdictEvent{tt.verdict}, all)
+			if why != "" || len(labels) != 1 {
+				t.Fatalf("caseLabels: %v, %q", labels, why)
+			}
+			got := labels[0].DataSufficiency
+			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Errorf("data_sufficiency %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
