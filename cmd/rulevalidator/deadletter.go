@@ -24,35 +24,10 @@ func deadLetterCommands() []command {
 }
 
 func runDeadLetter(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: rulevalidator deadletter <list|replay> [flags]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Acts on the dead-letter topic (--deadletter-topic): selects dead letters by reason,")
-		fmt.Fprintln(w, "tenant, ruleset and time, and sends their requests again once the cause is fixed.")
-		fmt.Fprintln(w)
-		for _, c := range deadLetterCommands() {
-			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-		}
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, `Run "rulevalidator deadletter <command> --help" for a command's flags.`)
-	}
-	if len(args) == 0 {
-		usage(stderr)
-		return exitInvalid
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		usage(stdout)
-		return exitOK
-	}
-	for _, c := range deadLetterCommands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr, getenv)
-		}
-	}
-	fmt.Fprintf(stderr, "deadletter: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return exitInvalid
+	return commandGroup{name: "deadletter", commands: deadLetterCommands(), about: []string{
+		"Acts on the dead-letter topic (--deadletter-topic): selects dead letters by reason,",
+		"tenant, ruleset and time, and sends their requests again once the cause is fixed.",
+	}}.run(ctx, args, stdout, stderr, getenv)
 }
 
 // deadLetterSelection is what both subcommands say about choosing dead letters.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"rulevalidator/internal/buildinfo"
@@ -31,6 +32,52 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int
+}
+
+// commandGroup is a command made of subcommands: `rulevalidator NAME <sub> [flags]`.
+type commandGroup struct {
+	name string
+	// about describes the group, a line each, under its usage line.
+	about    []string
+	commands []command
+}
+
+// run runs the subcommand args name, or prints the group's usage.
+func (g commandGroup) run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
+	usage := func(w io.Writer) {
+		names := make([]string, len(g.commands))
+		for i, c := range g.commands {
+			names[i] = c.name
+		}
+		fmt.Fprintf(w, "usage: rulevalidator %s <%s> [flags]\n", g.name, strings.Join(names, "|"))
+		fmt.Fprintln(w)
+		for _, line := range g.about {
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintln(w)
+		for _, c := range g.commands {
+			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Run \"rulevalidator %s <command> --help\" for a command's flags.\n", g.name)
+	}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitInvalid
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range g.commands {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr, getenv)
+		}
+	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", g.name, args[0])
+	usage(stderr)
+	return exitInvalid
 }
 
 func commands() []command {

@@ -28,35 +28,10 @@ func rulesetsCommands() []command {
 }
 
 func runRulesets(ctx context.Context, args []string, stdout, stderr io.Writer, getenv env) int {
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: rulevalidator rulesets <publish|list|check|diff> [flags]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Manages the rulesets the service resolves by reference: a compacted topic keyed by")
-		fmt.Fprintln(w, "ruleset id (--rulesets-topic).")
-		fmt.Fprintln(w)
-		for _, c := range rulesetsCommands() {
-			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-		}
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, `Run "rulevalidator rulesets <command> --help" for a command's flags.`)
-	}
-	if len(args) == 0 {
-		usage(stderr)
-		return exitInvalid
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		usage(stdout)
-		return exitOK
-	}
-	for _, c := range rulesetsCommands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr, getenv)
-		}
-	}
-	fmt.Fprintf(stderr, "rulesets: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return exitInvalid
+	return commandGroup{name: "rulesets", commands: rulesetsCommands(), about: []string{
+		"Manages the rulesets the service resolves by reference: a compacted topic keyed by",
+		"ruleset id (--rulesets-topic).",
+	}}.run(ctx, args, stdout, stderr, getenv)
 }
 
 // rulesetsPublishDoc is rulesets publish's --help.
