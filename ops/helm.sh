@@ -25,17 +25,12 @@ BIN="$BIN_DIR/helm"
 LOCKFILE="$HELM_DIR/install.lock"
 
 # installed_version: the module version the cached binary was built from, if any.
-installed_version() {
-  [ -x "$BIN" ] || return 0
-  go version -m "$BIN" 2>/dev/null | awk -v m="$HELM_MODULE" '$1 == "mod" && $2 == m {print $3}'
-}
+installed_version() { module_version "$BIN" "$HELM_MODULE"; }
 
 install() {
   command -v go >/dev/null || die "go not found; helm is built from source with the Go toolchain"
   mkdir -p "$HELM_DIR"
-  # Test packages running side by side build it once.
-  exec 9>"$LOCKFILE"
-  flock 9
+  with_lock # test packages running side by side build it once
   if [ "$(installed_version)" = "$HELM_VERSION" ]; then
     log "helm $HELM_VERSION already installed: $BIN"
     return 0

@@ -37,16 +37,8 @@ PORTSFILE="$RV_RUN/jaeger.ports"
 LOGFILE="$RV_RUN/jaeger.log"
 LOCKFILE="$RV_RUN/jaeger.lock"
 
-with_lock() {
-  exec 9>"$LOCKFILE"
-  flock 9
-}
-
 # installed_version: the jaeger module version the cached binary was built from, if any.
-installed_version() {
-  [ -x "$BIN" ] || return 0
-  go version -m "$BIN" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/jaegertracing/jaeger" {print $3}'
-}
+installed_version() { module_version "$BIN" github.com/jaegertracing/jaeger; }
 
 # install builds cmd/jaeger as a tool of a module of its own under the cache: `go install
 # module@version` refuses jaeger, whose go.mod replaces a dependency; the build module

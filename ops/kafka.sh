@@ -52,13 +52,6 @@ BOOTSTRAP="127.0.0.1:$KAFKA_PORT"
 TOOL_JAVA_OPTS=(-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
   -Dlog4j2.configurationFile="$OPS/kafka/log4j2.properties" -Drulevalidator.kafka.loglevel=WARN)
 
-# Start, stop and the like take a lock so that test packages running in parallel, each asking
-# for the broker, start it once instead of racing for the port.
-with_lock() {
-  exec 9>"$LOCKFILE"
-  flock 9
-}
-
 require_java() {
   command -v java >/dev/null || die "java not found; Kafka $KAFKA_VERSION needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)"
   local major

@@ -39,3 +39,17 @@ wait_http() {
   done
   return 1
 }
+
+# with_lock: hold $LOCKFILE (on fd 9) until the script exits, so that test packages running
+# in parallel, each asking for a service, start or build it once instead of racing.
+with_lock() {
+  exec 9>"$LOCKFILE"
+  flock 9
+}
+
+# module_version BIN MODULE: the version of Go module MODULE that the binary BIN was built
+# from; nothing when BIN is missing or was not built from it.
+module_version() {
+  [ -x "$1" ] || return 0
+  go version -m "$1" 2>/dev/null | awk -v m="$2" '$1 == "mod" && $2 == m {print $3}'
+}

@@ -33,11 +33,6 @@ PORTFILE="$RV_RUN/prometheus.port"
 LOGFILE="$RV_RUN/prometheus.log"
 LOCKFILE="$RV_RUN/prometheus.lock"
 
-with_lock() {
-  exec 9>"$LOCKFILE"
-  flock 9
-}
-
 # running: the pid file names a live prometheus (not some other process that reused the pid).
 running() {
   pid_alive "$PIDFILE" && grep -qa 'prometheus' "/proc/$(cat "$PIDFILE")/cmdline" 2>/dev/null

@@ -39,17 +39,8 @@ ENVFILE="$RV_RUN/s3.env"
 ENDPOINT="127.0.0.1:$S3_PORT"
 HEALTH_PATH="/health"
 
-# Start and stop take a lock so that test packages running in parallel start one server.
-with_lock() {
-  exec 9>"$LOCKFILE"
-  flock 9
-}
-
 # installed_version: the module version the cached binary was built from, if any.
-installed_version() {
-  [ -x "$BIN" ] || return 0
-  go version -m "$BIN" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/versity/versitygw" {print $3}'
-}
+installed_version() { module_version "$BIN" github.com/versity/versitygw; }
 
 install() {
   command -v go >/dev/null || die "go not found; versitygw is built from source with the Go toolchain"
