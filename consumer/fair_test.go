@@ -44,6 +44,23 @@ func (c *commitCheck) hook(partition int, offset int64) {
 	c.commits.hook(partition, offset)
 }
 
+// stopWhenAllCommitted waits until every partition is committed up to next (the offset its
+// next record would get), then stops r, which must return nil.
+func (c *commitCheck) stopWhenAllCommitted(t *testing.T, r *running, next []int64) {
+	t.Helper()
+	waitFor(t, "every message is committed", func() bool {
+		for p := range next {
+			if c.commits.get(p) != next[p] {
+				return false
+			}
+		}
+		return true
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+}
+
 func (c *commitCheck) check(t *testing.T) {
 	t.Helper()
 	c.mu.Lock()
@@ -161,17 +178,7 @@ func runFlood(t *testing.T, fairness *Fairness, sc floodScenario) floodResult {
 		mu.Unlock()
 		return nil
 	})
-	waitFor(t, "every message is committed", func() bool {
-		for p := range e.partitions {
-			if commits.commits.get(p) != next[p] {
-				return false
-			}
-		}
-		return true
-	})
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
+	commits.stopWhenAllCommitted(t, r, next)
 	counts := order.check(t)
 	commits.check(t)
 	total := 0
@@ -661,17 +668,7 @@ func TestFairMaxInFlight(t *testing.T) {
 				mu.Unlock()
 				return nil
 			})
-			waitFor(t, "every message is committed", func() bool {
-				for p := range e.partitions {
-					if commits.commits.get(p) != next[p] {
-						return false
-					}
-				}
-				return true
-			})
-			if err := r.stop(t); err != nil {
-				t.Fatalf("Run = %v, want nil", err)
-			}
+			commits.stopWhenAllCommitted(t, r, next)
 			counts := order.check(t)
 			commits.check(t)
 			handled := 0
@@ -770,17 +767,7 @@ func TestFairDeferral(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor(t, "every message is committed", func() bool {
-		for p := range e.partitions {
-			if commits.commits.get(p) != next[p] {
-				return false
-			}
-		}
-		return true
-	})
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run = %v, want nil", err)
-	}
+	commits.stopWhenAllCommitted(t, r, next)
 	order.check(t)
 	commits.check(t)
 
