@@ -49,18 +49,7 @@ func TestFeedFollowsAddedPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feedCtx, stopFeed := context.WithCancel(ctx)
-	feedDone := make(chan error, 1)
-	go func() { feedDone <- feed.Run(feedCtx) }()
-	defer func() {
-		stopFeed()
-		<-feedDone
-	}()
-	select {
-	case <-feed.Ready():
-	case <-ctx.Done():
-		t.Fatal("job feed not ready within a minute")
-	}
+	runFeed(t, ctx, feed)
 
 	const partitions = 3
 	kafkatest.AddPartitions(t, broker, summaries, partitions)
@@ -122,18 +111,7 @@ func TestFeedTellsOnVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feedCtx, stopFeed := context.WithCancel(ctx)
-	feedDone := make(chan error, 1)
-	go func() { feedDone <- feed.Run(feedCtx) }()
-	defer func() {
-		stopFeed()
-		<-feedDone
-	}()
-	select {
-	case <-feed.Ready():
-	case <-ctx.Done():
-		t.Fatal("job feed not ready within a minute")
-	}
+	runFeed(t, ctx, feed)
 	prod, err := producer.New(ctx, producer.Config{
 		Client: testClient(t, broker), SummaryTopic: summaries, VerdictTopic: verdicts, DeadLetterTopic: deadLetters, Logger: quietLogger(),
 	}, serde)
@@ -169,4 +147,22 @@ func verdictEvent(tenant, requestID, ruleID string, index int) schemas.VerdictEv
 
 func summary(tenant, requestID string, status schemas.Status, rules int) schemas.SummaryEvent {
 	return schemas.SummaryEvent{EventID: requestID, RequestID: requestID, TenantID: tenant, Status: status, Counts: schemas.Counts{Rules: rules}}
+}
+
+// runFeed runs feed until the end of the test and waits until it is ready (ctx bounds the
+// wait).
+func runFeed(t *testing.T, ctx context.Context, feed *Feed) {
+	t.Helper()
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	feedDone := make(chan error, 1)
+	go func() { feedDone <- feed.Run(feedCtx) }()
+	t.Cleanup(func() {
+		stopFeed()
+		<-feedDone
+	})
+	select {
+	case <-feed.Ready():
+	case <-ctx.Done():
+		t.Fatal("job feed not ready within a minute")
+	}
 }
