@@ -736,7 +736,7 @@ func TestServeSurvivesBrokerRestart(t *testing.T) {
 	afterRestart := summaryLog.len()
 	ids = append(ids, batch("after", 10)...)
 
-	waitUntil(t, 2*waitLimit, "every request has its summary", func() bool { return hasAll(summaryLog.keys(), ids) })
+	waitUntil(t, 3*waitLimit, "every request has its summary", func() bool { return hasAll(summaryLog.keys(), ids) })
 	e.waitCommittedToEnd(t)
 	if code := svc.stop(t); code != exitOK {
 		t.Fatalf("serve exited with %d, want %d", code, exitOK)

@@ -136,7 +136,9 @@ func (b *Own) Restart(t testing.TB) {
 	if _, _, err := opsscript.RunEnv(startTimeout, b.env, "kafka.sh", "restart"); err != nil {
 		t.Fatalf("restarting the test's broker on %s: %v", b.Addr, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	// As long as a start may take: on a loaded machine the restarted broker can take well
+	// over adminTimeout to lead its partitions again.
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := waitForLeaders(ctx, b.Addr, 0); err != nil {
 		t.Fatalf("the test's broker on %s after its restart: %v", b.Addr, err)
@@ -291,6 +293,7 @@ func sanitize(s string) string {
 // waitForLeaders waits until every partition of topics (of every topic when none is named) has a
 // leader and, when partitions is not 0, until there are that many of them.
 func waitForLeaders(ctx context.Context, bootstrap string, partitions int, topics ...string) error {
+	began := time.Now()
 	err := backoff.Policy{Initial: 100 * time.Millisecond}.Retry(ctx, func(int) error {
 		got, err := readPartitions(ctx, bootstrap, topics...)
 		if err != nil {
@@ -302,7 +305,7 @@ func waitForLeaders(ctx context.Context, bootstrap string, partitions int, topic
 		return everyLeader(got)
 	})
 	if err != nil {
-		return fmt.Errorf("partitions without a leader after %s: %w", adminTimeout, err)
+		return fmt.Errorf("partitions without a leader after %s: %w", time.Since(began).Round(time.Second), err)
 	}
 	return nil
 }
