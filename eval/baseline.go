@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,26 +143,49 @@ func rubric(r engine.Rule) string {
 	return b.String()
 }
 
-// rubricSchema constrains the answer where the server supports structured output.
+// rubricSchema constrains the answer where the server supports structured
+// output. Its properties are in promptfoo's order, the reason before the
+// verdict: servers generate them in schema order, and a verdict asked before
+// its reason is a guess (on the local Qwen model, every hypothesis of three
+// ContractNLI agreements failed with "pass" first; with "reason" first, 0.63
+// balanced accuracy on the same 51).
 func rubricSchema(r engine.Rule) json.RawMessage {
 	score := map[string]any{"type": "number"}
 	if r.Type == verdict.Numerical {
 		score = map[string]any{"type": "integer", "enum": r.AllowedScores()}
 	}
-	props := map[string]any{
-		"reason": map[string]any{"type": "string"},
-		"pass":   map[string]any{"type": "boolean"},
-		"score":  score,
+	type property struct {
+		name   string
+		schema any
 	}
-	required := []string{"reason", "pass", "score"}
+	props := []property{
+		{"reason", map[string]any{"type": "string"}},
+		{"pass", map[string]any{"type": "boolean"}},
+		{"score", score},
+	}
 	if r.NotApplicableText != "" {
-		props["not_applicable"] = map[string]any{"type": "boolean"}
-		required = append(required, "not_applicable")
+		props = append(props, property{"not_applicable", map[string]any{"type": "boolean"}})
 	}
-	data, _ := json.Marshal(map[string]any{
-		"type": "object", "properties": props, "required": required, "additionalProperties": false,
-	})
-	return data
+	// Written in order by hand: encoding/json sorts a map's keys.
+	var b bytes.Buffer
+	b.WriteString(`{"type":"object","properties":{`)
+	required := make([]string, len(props))
+	for i, p := range props {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(p.name)
+		schema, _ := json.Marshal(p.schema)
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(schema)
+		required[i] = p.name
+	}
+	req, _ := json.Marshal(required)
+	b.WriteString(`},"required":`)
+	b.Write(req)
+	b.WriteString(`,"additionalProperties":false}`)
+	return b.Bytes()
 }
 
 // parseBaseline reads the first JSON object of an answer, tolerating code

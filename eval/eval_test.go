@@ -654,6 +654,43 @@ func TestParseBaselineReadsRawLineBreaks(t *testing.T) {
 	}
 }
 
+// The rubric's schema asks for the reason before the verdict, in promptfoo's order: servers
+// generate properties in schema order, and a verdict written before its reason is a guess.
+func TestRubricSchemaAsksTheReasonBeforeTheVerdict(t *testing.T) {
+	tests := []struct {
+		name string
+		rule engine.Rule
+		want []string
+	}{
+		{"boolean", engine.Rule{RuleID: "b", Type: verdict.Boolean, RuleText: "Signed."}, []string{"reason", "pass", "score"}},
+		{"with an alternate", engine.Rule{RuleID: "a", Type: verdict.Boolean, RuleText: "Signed.", NotApplicableText: "Unsigned drafts say so."},
+			[]string{"reason", "pass", "score", "not_applicable"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := rubricSchema(tt.rule)
+			var schema struct {
+				Properties map[string]any `json:"properties"`
+				Required   []string       `json:"required"`
+			}
+			if err := json.Unmarshal(raw, &schema); err != nil {
+				t.Fatalf("%s: %v", raw, err)
+			}
+			if !slices.Equal(schema.Required, tt.want) || len(schema.Properties) != len(tt.want) {
+				t.Errorf("required %v, %d properties; want %v", schema.Required, len(schema.Properties), tt.want)
+			}
+			at := -1
+			for _, name := range tt.want {
+				i := strings.Index(string(raw), `"`+name+`":{`)
+				if i <= at {
+					t.Errorf("property %q is not after the one before it in %s", name, raw)
+				}
+				at = i
+			}
+		})
+	}
+}
+
 func TestConfidenceMetrics(t *testing.T) {
 	out := func(conf float64, correct bool) Outcome {
 		return Outcome{Answered: true, Confidence: &conf, Correct: correct}
