@@ -144,8 +144,8 @@ const (
 // Hooks are optional observers, called from the consumer's goroutines; they must be safe for
 // concurrent use and quick. Nil hooks are skipped.
 type Hooks struct {
-	// Fetched is called for every fetched record. highWaterMark-offset-1 is the partition's lag
-	// behind this record.
+	// Fetched is called for every fetched record, once it is taken on (it may start from
+	// then). highWaterMark-offset-1 is the partition's lag behind this record.
 	Fetched func(topic string, partition int, offset, highWaterMark int64)
 	// Handled is called when a handler returns, with one of the Outcome constants and the
 	// context it ran in: its process span (Config.TracerProvider), still open.

@@ -313,8 +313,10 @@ func (r *run) fetchLoop(ctx context.Context) {
 			<-r.room
 			return // not recorded as fetched: its next owner, or a restart, reads it again
 		}
-		r.cfg.Hooks.fetched(m)
 		r.take(m)
+		// After take: from here the message can be scheduled, so what the hook records
+		// (the fetch's position, and for the tests its moment) holds for the scheduler too.
+		r.cfg.Hooks.fetched(m)
 	}
 }
 
