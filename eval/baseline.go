@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,42 +149,34 @@ func rubric(r engine.Rule) string {
 // ContractNLI agreements failed with "pass" first; with "reason" first, 0.63
 // balanced accuracy on the same 51).
 func rubricSchema(r engine.Rule) json.RawMessage {
-	score := map[string]any{"type": "number"}
-	if r.Type == verdict.Numerical {
-		score = map[string]any{"type": "integer", "enum": r.AllowedScores()}
-	}
+	// Structs, not maps: encoding/json writes a struct's fields in their
+	// order and sorts a map's keys.
 	type property struct {
-		name   string
-		schema any
+		Type string `json:"type"`
+		Enum []int  `json:"enum,omitempty"`
 	}
-	props := []property{
-		{"reason", map[string]any{"type": "string"}},
-		{"pass", map[string]any{"type": "boolean"}},
-		{"score", score},
+	type properties struct {
+		Reason        property  `json:"reason"`
+		Pass          property  `json:"pass"`
+		Score         property  `json:"score"`
+		NotApplicable *property `json:"not_applicable,omitempty"`
 	}
+	props := properties{Reason: property{Type: "string"}, Pass: property{Type: "boolean"}, Score: property{Type: "number"}}
+	if r.Type == verdict.Numerical {
+		props.Score = property{Type: "integer", Enum: r.AllowedScores()}
+	}
+	required := []string{"reason", "pass", "score"}
 	if r.NotApplicableText != "" {
-		props = append(props, property{"not_applicable", map[string]any{"type": "boolean"}})
+		props.NotApplicable = &property{Type: "boolean"}
+		required = append(required, "not_applicable")
 	}
-	// Written in order by hand: encoding/json sorts a map's keys.
-	var b bytes.Buffer
-	b.WriteString(`{"type":"object","properties":{`)
-	required := make([]string, len(props))
-	for i, p := range props {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		name, _ := json.Marshal(p.name)
-		schema, _ := json.Marshal(p.schema)
-		b.Write(name)
-		b.WriteByte(':')
-		b.Write(schema)
-		required[i] = p.name
-	}
-	req, _ := json.Marshal(required)
-	b.WriteString(`},"required":`)
-	b.Write(req)
-	b.WriteString(`,"additionalProperties":false}`)
-	return b.Bytes()
+	data, _ := json.Marshal(struct {
+		Type                 string     `json:"type"`
+		Properties           properties `json:"properties"`
+		Required             []string   `json:"required"`
+		AdditionalProperties bool       `json:"additionalProperties"`
+	}{"object", props, required, false})
+	return data
 }
 
 // parseBaseline reads the first JSON object of an answer, tolerating code
