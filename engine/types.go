@@ -142,7 +142,8 @@ type Verdict struct {
 	Evidences       []verdict.Evidence `json:"evidences"`
 	// SufficiencyNote says why DataSufficiency was set to false by the
 	// engine rather than the model: the rule was judged on an excerpt of
-	// the material that held nothing supporting the verdict.
+	// the material that held nothing supporting the verdict, or its pass
+	// was overruled (Overruled).
 	SufficiencyNote string `json:"sufficiency_note,omitempty"`
 	// Problems lists, in the reader's terms, what was still wrong with the
 	// model's answer when it was kept after the re-ask budget ran out

@@ -100,16 +100,37 @@ func (e *Engine) verifyConfidences(ctx context.Context, model string, mode Instr
 // Config.OverrulePassesBelow, into a fail when it is a pass: its check found
 // that the passages it cites do not show the rule is met. Its confidence
 // becomes the check's probability of that; the rationale says what was
-// done before the model's own. Fails, scores and verdicts of rules that do
-// not apply stand: the contract asks a pass, not a fail, for evidence that
-// shows it.
+// done before the model's own. Its data is no longer sufficient: the
+// passages the model found best for the rule do not show what it asks, so
+// nothing found in the material addresses it, and the verdict says so
+// (SufficiencyNote). Fails, scores and verdicts of rules that do not apply
+// stand: the contract asks a pass, not a fail, for evidence that shows it.
 func overrulePass(v *Verdict) {
 	if v.NotApplicable || v.BooleanOutput == nil || !*v.BooleanOutput || v.Confidence == nil {
 		return
 	}
 	fail, notMet := false, 1-*v.Confidence
 	v.BooleanOutput, v.Confidence, v.Overruled = &fail, &notMet, true
-	v.Rationale = fmt.Sprintf("Not met: the model passed this rule, but a check of the passages it cites found that they do not show the rule is met (probability %.2f). The model's rationale was: %s", notMet, v.Rationale)
+	v.DataSufficiency = false
+	v.SufficiencyNote = "overruled: the passages the model cited for this rule, its best support for it, do not show what the rule asks; the material may not address it"
+	v.Rationale = fmt.Sprintf("Not met: the model passed this rule, but a check of the passages it cites found that they do not show the rule is met (probability %.2f). "+overruledRationaleLead+"%s", notMet, v.Rationale)
+}
+
+// overruledRationaleLead introduces, in an overruled verdict's rationale,
+// the model's own.
+const overruledRationaleLead = "The model's rationale was: "
+
+// ModelRationale is the rationale the model wrote for v: its rationale, or,
+// for an overruled verdict, the model's part of it, after what the engine
+// says of the overrule. What a rationale is worth is measured on it.
+func (v Verdict) ModelRationale() string {
+	if !v.Overruled {
+		return v.Rationale
+	}
+	if _, own, ok := strings.Cut(v.Rationale, overruledRationaleLead); ok {
+		return own
+	}
+	return v.Rationale
 }
 
 // verifyQuestion is the check of verdict v on rule: the rule, the passages

@@ -145,7 +145,9 @@ func TestVerifyConfidenceNoneWithoutProbabilities(t *testing.T) {
 // TestVerifyOverrulesUnsupportedPasses: with OverrulePassesBelow, a pass
 // whose check gives it a confidence under the setting becomes a fail,
 // marked, routed to review, its rationale saying so before the model's; a
-// pass above it, a fail the check doubts and a score stand.
+// pass above it, a fail the check doubts and a score stand. An overruled
+// pass rests on no passage that shows the rule, so its data is not
+// sufficient.
 func TestVerifyOverrulesUnsupportedPasses(t *testing.T) {
 	rs := testRuleset()
 	rs.Rules = append(rs.Rules, Rule{RuleID: "notice", Type: verdict.Boolean, RuleText: "Notice is given in writing."})
@@ -176,6 +178,9 @@ func TestVerifyOverrulesUnsupportedPasses(t *testing.T) {
 	}
 	if !strings.HasPrefix(cap.Rationale, "Not met: the model passed this rule, but a check of the passages it cites found that they do not show the rule is met (probability 0.70). The model's rationale was: ") {
 		t.Errorf("cap's rationale: %q", cap.Rationale)
+	}
+	if cap.DataSufficiency || !strings.HasPrefix(cap.SufficiencyNote, "overruled: ") {
+		t.Errorf("cap: data_sufficiency %v (%q), want false with the overrule's note", cap.DataSufficiency, cap.SufficiencyNote)
 	}
 	if !cap.NeedsReview || !slices.Contains(cap.ReviewReasons, ReviewOverruledPass) {
 		t.Errorf("cap: review %v %v, want overruled_pass", cap.NeedsReview, cap.ReviewReasons)
@@ -212,5 +217,22 @@ func TestOverrulePassesNeedsVerify(t *testing.T) {
 	ok.setDefaults()
 	if err := ok.Validate(); err != nil {
 		t.Errorf("verify with 0.4: %v", err)
+	}
+}
+
+// TestModelRationale: an overruled verdict's own rationale is the model's
+// part of it; any other verdict's is its rationale.
+func TestModelRationale(t *testing.T) {
+	pass := true
+	v := Verdict{Rationale: "Clause 4 caps liability at the fees paid.", BooleanOutput: &pass, Confidence: new(float64)}
+	if got := v.ModelRationale(); got != v.Rationale {
+		t.Errorf("a verdict standing: %q", got)
+	}
+	overrulePass(&v)
+	if !v.Overruled || v.Rationale == "Clause 4 caps liability at the fees paid." {
+		t.Fatalf("not overruled: %+v", v)
+	}
+	if got := v.ModelRationale(); got != "Clause 4 caps liability at the fees paid." {
+		t.Errorf("overruled: %q, want the model's rationale", got)
 	}
 }

@@ -180,7 +180,8 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o.ReviewReasons = v.ReviewReasons
 	o.Rationale = v.Rationale
 	o.DataSufficiency = v.DataSufficiency
-	o.RationaleRestates = restatesRule(v.Rationale, lab.RuleWords)
+	// The model's own words: an overrule's note before them would dilute a restatement.
+	o.RationaleRestates = restatesRule(v.ModelRationale(), lab.RuleWords)
 	o.RationaleUnended = strings.TrimSpace(v.Rationale) != "" && !endsSentence(v.Rationale)
 	o.Cached = v.Cached != nil
 	o.Numerical, o.NotApplicable = v.NumericalOutput, v.NotApplicable
