@@ -530,3 +530,58 @@ func TestCiteByIDAloneFollowsTheRationale(t *testing.T) {
 		})
 	}
 }
+
+// TestOneRuleCallsFitTheWholeMaterial: with one rule a call, a material
+// that one rule's call holds, but not a call of every rule and its answers,
+// is judged whole, each call sharing it as a prefix, not in an excerpt a
+// call for each rule.
+func TestOneRuleCallsFitTheWholeMaterial(t *testing.T) {
+	var paras []string
+	for i := range 60 {
+		paras = append(paras, fmt.Sprintf("Clause %d. The supplier shall keep records of the services delivered under order %d for audit by the customer.", i+1, i+1))
+	}
+	in := &Inputs{PrimaryDocs: []Document{{Name: "msa.pdf", Pages: []string{strings.Join(paras, "\n\n")}}}}
+	rs := testRuleset()
+	probe := newTestEngine(t, &ruleReader{}, Config{})
+	b, err := probe.budgetFor(context.Background(), "test-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := b.tokens(SystemPrompt(rs, EvidenceCite)) + b.tokens(UserPrompt(in, EvidenceCite)) + 3*perMessageTokens
+	one := prompt + b.tokens(longestRules(rs.Rules, 1)) + b.perRule
+	all := prompt + b.tokens(RulesPrompt(rs.Rules)) + len(rs.Rules)*b.perRule
+	window := one + 16
+	if window >= all {
+		t.Fatalf("the test's material fits every rule's call (%d >= %d tokens)", window, all)
+	}
+	for _, perCall := range []int{1, 0} {
+		llm := &ruleReader{}
+		var planned []int
+		e := newTestEngine(t, llm, Config{RulesPerCall: perCall, ContextTokens: window, Hooks: Hooks{PlannedCalls: func(_ string, n int) { planned = append(planned, n) }}})
+		res, err := e.Evaluate(context.Background(), Task{Ruleset: rs, Inputs: in})
+		if err != nil {
+			t.Fatalf("rules per call %d: %v", perCall, err)
+		}
+		whole := 0
+		for _, c := range llm.calls {
+			if strings.HasPrefix(c.Messages[1].Content, UserPrompt(in, EvidenceCite)) {
+				whole++
+			}
+		}
+		switch perCall {
+		case 1:
+			if len(llm.calls) != 3 || whole != 3 || fmt.Sprint(planned) != "[3]" {
+				t.Errorf("one rule a call: %d calls, %d on the whole material, planned %v; want 3 on the whole material", len(llm.calls), whole, planned)
+			}
+			for _, v := range res.Rules {
+				if v.PagesConsidered != nil {
+					t.Errorf("%s judged on %v, want the whole material", v.RuleID, v.PagesConsidered)
+				}
+			}
+		default: // every rule in one call does not fit: excerpts
+			if whole != 0 {
+				t.Errorf("as many rules a call as fit: %d calls on the whole material, want excerpts", whole)
+			}
+		}
+	}
+}

@@ -138,7 +138,7 @@ func (e *Engine) prepareCalls(ctx context.Context, model string, rs *Ruleset, in
 	if err != nil {
 		return nil, err
 	}
-	if splitCalls(p, e.cfg.RulesPerCall) {
+	if splitCalls(p, e.cfg.RulesPerCall) && whole.rules != "" {
 		whole = r.whole("") // each call adds its own rules
 	}
 	rc := &requestCalls{p: p, r: r, whole: whole, docs: in.Documents(), asked: make([][]int, len(p.Calls))}

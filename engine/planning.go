@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"rulevalidator/engine/plan"
 	"rulevalidator/verdict"
@@ -60,14 +61,27 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 	}
 	// Rendered with every rule: a request that fits one call sends it as it
 	// is; one split into calls renders the documents again for its calls.
-	whole = r.whole(first.rules)
+	// With at most RulesPerCall rules a call, the whole material fits when
+	// its largest call does: the material, that call's rules and their
+	// answers. Counted as one call of every rule, an agreement that one
+	// rule's call holds with room to spare was judged in excerpts, a call
+	// of its own for each rule, each reading its excerpt afresh where calls
+	// on the whole material share it as a prefix.
+	callRules, rulesText := len(rs.Rules), first.rules
+	if n := e.cfg.RulesPerCall; n > 0 && n < len(rs.Rules) {
+		callRules, rulesText = n, longestRules(rs.Rules, n)
+		whole = r.whole("") // each call adds its own rules
+	} else {
+		whole = r.whole(first.rules)
+	}
+	size := len(first.system) + len(whole.user) + len(rulesText) - len(whole.rules)
 	// plan.Count never exceeds a text's length in bytes: a request that
 	// fits by bytes needs no counting.
 	// A call of one rule on the whole material may show the rule's nearest
 	// passages again (nearRule): room is kept for them.
 	near := nearAllowance(b, e.cfg.Evidence, e.cfg.NearestPassages)
-	fitsBytes := b.fits(plan.Scale(len(first.system)+len(whole.user), b.ratio)+3*perMessageTokens+near, len(rs.Rules))
-	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.user)+3*perMessageTokens+near, len(rs.Rules)) {
+	fitsBytes := b.fits(plan.Scale(size, b.ratio)+3*perMessageTokens+near, callRules)
+	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.withoutRules().user)+b.tokens(rulesText)+3*perMessageTokens+near, callRules) {
 		all := make([]int, len(rs.Rules))
 		for i := range all {
 			all[i] = i
@@ -85,6 +99,17 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 		}
 	}
 	return p, material{}, nil
+}
+
+// longestRules is the rules prompt of the n rules of rules whose entries
+// are longest: the most rules text a call of n rules can carry.
+func longestRules(rules []Rule, n int) string {
+	entries := make([]string, len(rules))
+	for i, r := range rules {
+		entries[i] = RulesPrompt([]Rule{r})
+	}
+	slices.SortFunc(entries, func(a, b string) int { return len(b) - len(a) })
+	return strings.Join(entries[:n], "")
 }
 
 // splitCalls cuts every call of p into calls of at most n rules (n 0: as
