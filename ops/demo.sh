@@ -91,9 +91,9 @@ start_serve() {
   # The local model (ops/llm.sh; LLM_MODEL picks another). Its model profile
   # gives the judging settings measured best for it: one rule a call, one call
   # at a time, a long timeout, and for Qwen the confidence of a check of each
-  # verdict against its passages with the review threshold measured for it
-  # (docs/local-model.md#defaults-for-the-shipped-models). The environment
-  # still overrides any of them (RULEVALIDATOR_CONFIDENCE, ...).
+  # verdict against its passages, the review threshold measured for it and a pass
+  # its check does not support overruled (docs/local-model.md#defaults-for-the-shipped-models).
+  # The environment still overrides any of them (RULEVALIDATOR_CONFIDENCE, ...).
   # Tracing from the standard variables, when a trace viewer runs.
   local otel=()
   [ -n "$TRACING" ] && otel=(OTEL_EXPORTER_OTLP_ENDPOINT="$TRACING" OTEL_SERVICE_NAME=rulevalidator)

@@ -189,8 +189,8 @@ func TestModelProfileLogged(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"applied", nil, []string{`msg="model profile" profile=qwen2.5-coder-1.5b-instruct model=qwen2.5-coder-1.5b-instruct set="llm-rules-per-call=1 llm-calls-per-request=1 llm-timeout=10m confidence=verify review-below-confidence=0.45" given=""`}},
-		{"a setting given", []string{"--llm-timeout", "1m"}, []string{`set="llm-rules-per-call=1 llm-calls-per-request=1 confidence=verify review-below-confidence=0.45" given=llm-timeout`}},
+		{"applied", nil, []string{`msg="model profile" profile=qwen2.5-coder-1.5b-instruct model=qwen2.5-coder-1.5b-instruct set="llm-rules-per-call=1 llm-calls-per-request=1 llm-timeout=10m confidence=verify review-below-confidence=0.45 overrule-passes-below=0.45" given=""`}},
+		{"a setting given", []string{"--llm-timeout", "1m"}, []string{`set="llm-rules-per-call=1 llm-calls-per-request=1 confidence=verify review-below-confidence=0.45 overrule-passes-below=0.45" given=llm-timeout`}},
 		{"no profile for the model", []string{"--model", "gpt-4o-mini"}, []string{`profile=none model=gpt-4o-mini reason="no profile for this model: the global defaults"`}},
 		{"none", []string{"--model-profile", "none"}, []string{`profile=none model=qwen2.5-coder-1.5b-instruct reason="--model-profile none: the global defaults"`}},
 	} {

@@ -70,6 +70,13 @@ func Profiles() []Profile {
 				// verify's confidences run from 0.29 to 0.72, so 0.8 routes every verdict;
 				// 0.45 routed 28 of 60 and caught 22 of the 31 wrong ones (same page).
 				{Setting: "review-below-confidence", Value: "0.45", When: &Condition{Setting: "confidence", Value: "verify"}},
+				// The model passes what it is asked about (46 of 51 ContractNLI hypotheses, 18
+				// of the 19 that do not hold), while its check of the cited passages orders
+				// them well (AUROC 0.86): a pass whose check is under 0.45 becomes a fail.
+				// Chosen on the first three dev agreements (and the best for one half of
+				// edgar-nda before); on six others, 0.663 balanced accuracy against the rubric
+				// judge's 0.527 (docs/measurements/2026-12-contractnli-dev-overrule.md).
+				{Setting: "overrule-passes-below", Value: "0.45", When: &Condition{Setting: "confidence", Value: "verify"}},
 			},
 		},
 		{
