@@ -74,8 +74,8 @@ func Profiles() []Profile {
 				// of the 19 that do not hold), while its check of the cited passages orders
 				// them well (AUROC 0.86): a pass whose check is under 0.45 becomes a fail.
 				// Chosen on the first three dev agreements (and the best for one half of
-				// edgar-nda before); on six others, 0.663 balanced accuracy against the rubric
-				// judge's 0.527 (docs/measurements/2026-12-contractnli-dev-overrule.md).
+				// edgar-nda before); on ten others, 0.615 balanced accuracy against the rubric
+				// judge's 0.522 (docs/measurements/2026-12-contractnli-dev-overrule.md).
 				{Setting: "overrule-passes-below", Value: "0.45", When: &Condition{Setting: "confidence", Value: "verify"}},
 			},
 		},
