@@ -138,9 +138,7 @@ func (e *Engine) prepareCalls(ctx context.Context, model string, rs *Ruleset, in
 	if err != nil {
 		return nil, err
 	}
-	if splitCalls(p, e.cfg.RulesPerCall) && whole.rules != "" {
-		whole = r.whole("") // each call adds its own rules
-	}
+	splitCalls(p, e.cfg.RulesPerCall)
 	rc := &requestCalls{p: p, r: r, whole: whole, docs: in.Documents(), asked: make([][]int, len(p.Calls))}
 	// Page bounds are for excerpts only: counting every page's code points
 	// is a pass over the documents that a single call does not need.

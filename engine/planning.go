@@ -59,10 +59,10 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 	if err != nil {
 		return nil, material{}, err
 	}
-	// Rendered with every rule: a request that fits one call sends it as it
-	// is; one split into calls renders the documents again for its calls.
-	// With at most RulesPerCall rules a call, the whole material fits when
-	// its largest call does: the material, that call's rules and their
+	// A request that fits one call of every rule is rendered with them and
+	// sent as it is. With at most RulesPerCall rules a call, it is rendered
+	// without them (each call adds its own) and the whole material fits
+	// when its largest call does: the material, that call's rules and their
 	// answers. Counted as one call of every rule, an agreement that one
 	// rule's call holds with room to spare was judged in excerpts, a call
 	// of its own for each rule, each reading its excerpt afresh where calls
@@ -70,18 +70,18 @@ func (e *Engine) planCalls(rs *Ruleset, in *Inputs, r renderer, b budget) (p *pl
 	callRules, rulesText := len(rs.Rules), first.rules
 	if n := e.cfg.RulesPerCall; n > 0 && n < len(rs.Rules) {
 		callRules, rulesText = n, longestRules(rs.Rules, n)
-		whole = r.whole("") // each call adds its own rules
+		whole = r.whole("")
 	} else {
 		whole = r.whole(first.rules)
 	}
-	size := len(first.system) + len(whole.user) + len(rulesText) - len(whole.rules)
+	materialText := whole.withoutRules().user
 	// plan.Count never exceeds a text's length in bytes: a request that
 	// fits by bytes needs no counting.
 	// A call of one rule on the whole material may show the rule's nearest
 	// passages again (nearRule): room is kept for them.
 	near := nearAllowance(b, e.cfg.Evidence, e.cfg.NearestPassages)
-	fitsBytes := b.fits(plan.Scale(size, b.ratio)+3*perMessageTokens+near, callRules)
-	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(whole.withoutRules().user)+b.tokens(rulesText)+3*perMessageTokens+near, callRules) {
+	fitsBytes := b.fits(plan.Scale(len(first.system)+len(materialText)+len(rulesText), b.ratio)+3*perMessageTokens+near, callRules)
+	if fitsBytes || b.fits(b.tokens(first.system)+b.tokens(materialText)+b.tokens(rulesText)+3*perMessageTokens+near, callRules) {
 		all := make([]int, len(rs.Rules))
 		for i := range all {
 			all[i] = i
@@ -113,11 +113,11 @@ func longestRules(rules []Rule, n int) string {
 }
 
 // splitCalls cuts every call of p into calls of at most n rules (n 0: as
-// planned), each on the same material, keeping p.CallOf right. It reports
-// whether any call was cut.
-func splitCalls(p *plan.Plan, n int) bool {
+// planned), each on the same material, keeping p.CallOf right. The
+// material of a call that is cut was rendered without its rules (planCalls).
+func splitCalls(p *plan.Plan, n int) {
 	if n <= 0 {
-		return false
+		return
 	}
 	var out []plan.Call
 	for _, c := range p.Calls {
@@ -130,9 +130,7 @@ func splitCalls(p *plan.Plan, n int) bool {
 			out = append(out, part)
 		}
 	}
-	cut := len(out) != len(p.Calls)
 	p.Calls = out
-	return cut
 }
 
 func (e *Engine) observePlan(model string, calls int) {

@@ -102,7 +102,7 @@ func (e *Engine) verifyConfidences(ctx context.Context, model string, mode Instr
 // becomes the check's probability of that; the rationale says what was
 // done before the model's own. Its data is no longer sufficient: the
 // passages the model found best for the rule do not show what it asks, so
-// nothing found in the material addresses it, and the verdict says so
+// the material may not address it, and the verdict says so
 // (SufficiencyNote). Fails, scores and verdicts of rules that do not apply
 // stand: the contract asks a pass, not a fail, for evidence that shows it.
 func overrulePass(v *Verdict) {
