@@ -182,6 +182,9 @@ func TestRationaleReaskKeepsTheVerdict(t *testing.T) {
 	if len(llm.calls) != 2 || strings.Join(retried, ",") != ReasonPlaceholderRationale {
 		t.Fatalf("%d calls, re-asked for %v", len(llm.calls), retried)
 	}
+	if llm.calls[0].Purpose != PurposeJudge || llm.calls[1].Purpose != PurposeRationale {
+		t.Errorf("purposes %q, %q; want judge, then rationale", llm.calls[0].Purpose, llm.calls[1].Purpose)
+	}
 	if n := strings.Count(llm.calls[1].Messages[len(llm.calls[1].Messages)-1].Content, "\nRule "); n != 1 {
 		t.Errorf("the re-ask names %d rules, want the one without a rationale", n)
 	}
@@ -205,6 +208,11 @@ func TestCiteUnknownPassageKeptForTheReader(t *testing.T) {
 	res, err := newTestEngine(t, llm, Config{}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: citeInputs()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, want := range []CallPurpose{PurposeJudge, PurposeReask, PurposeReask} {
+		if got := llm.calls[i].Purpose; got != want {
+			t.Errorf("call %d's purpose is %q, want %q", i, got, want)
+		}
 	}
 	cap := res.Rules[0]
 	want := []string{`the model cited a passage that is not in the material ("d7p1s1")`, "no evidence found in the material supports the verdict"}

@@ -54,7 +54,11 @@ func (e *Engine) converse(ctx context.Context, model string, mode Instructions, 
 		if attempt == 0 {
 			asked = question{messages: messages, schema: schema, grammar: grammar}
 		}
-		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending), e.cfg.Temperature)
+		purpose := PurposeJudge
+		if attempt > 0 {
+			purpose = PurposeReask
+		}
+		resp, err := e.ask(ctx, purpose, model, messages, schema, grammar, len(pending), e.cfg.Temperature)
 		usage = usage.Add(resp.Usage)
 		if err != nil {
 			return nil, usage, err
@@ -264,8 +268,9 @@ func (e *Engine) reasking(ctx context.Context, problems []Problem) {
 // ask makes one call of a conversation and reports it to the hooks and the
 // token estimator; pending is how many rules it asks about.
 // temperature is the judge's, or the samples source's.
-func (e *Engine) ask(ctx context.Context, model string, messages []Message, schema, grammar []byte, pending int, temperature float32) (ChatResponse, error) {
+func (e *Engine) ask(ctx context.Context, purpose CallPurpose, model string, messages []Message, schema, grammar []byte, pending int, temperature float32) (ChatResponse, error) {
 	resp, err := e.chat(ctx, ChatRequest{
+		Purpose:       purpose,
 		Model:         model,
 		Messages:      messages,
 		Format:        e.cfg.Format,
@@ -290,7 +295,7 @@ func (e *Engine) chat(ctx context.Context, req ChatRequest) (ChatResponse, error
 	start := time.Now()
 	resp, err := e.llm.Chat(ctx, req)
 	if e.cfg.Hooks.LLMCall != nil {
-		e.cfg.Hooks.LLMCall(ctx, req.Model, time.Since(start), resp.Usage, err)
+		e.cfg.Hooks.LLMCall(ctx, req.Model, req.Purpose, time.Since(start), resp.Usage, err)
 	}
 	return resp, err
 }
@@ -325,7 +330,7 @@ func (e *Engine) explain(ctx context.Context, model string, mode Instructions, s
 			return usage, err
 		}
 		messages := buildPrompt(mode, system, materialText+rationaleNote(pending, unexplained))
-		resp, err := e.ask(ctx, model, messages, schema, grammar, len(pending), e.cfg.Temperature)
+		resp, err := e.ask(ctx, PurposeRationale, model, messages, schema, grammar, len(pending), e.cfg.Temperature)
 		usage = usage.Add(resp.Usage)
 		if err != nil {
 			return usage, err

@@ -128,8 +128,8 @@ type Config struct {
 // is measured. They must be safe for concurrent use.
 type Hooks struct {
 	// LLMCall is called after every model call, with the context it was
-	// made in (its caller's span still open).
-	LLMCall func(ctx context.Context, model string, took time.Duration, usage verdict.Usage, err error)
+	// made in (its caller's span still open) and what the call was for.
+	LLMCall func(ctx context.Context, model string, purpose CallPurpose, took time.Duration, usage verdict.Usage, err error)
 	// OutputRetry is called once per problem that caused a re-ask.
 	OutputRetry func(reason string)
 	// Anchor is called once per evidence with how it was anchored.

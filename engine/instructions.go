@@ -237,7 +237,7 @@ func refusesSystem(ctx context.Context, err error) bool {
 // shorter wait would fold the instructions of a request whose own calls go
 // through.
 func (e *Engine) probeCall(ctx context.Context, model string, messages []Message, maxTokens int) (ChatResponse, error) {
-	return e.chat(ctx, ChatRequest{Model: model, Messages: messages, Format: FormatText, MaxTokens: maxTokens, Temperature: Temperature(e.cfg.Temperature)})
+	return e.chat(ctx, ChatRequest{Purpose: PurposeProbe, Model: model, Messages: messages, Format: FormatText, MaxTokens: maxTokens, Temperature: Temperature(e.cfg.Temperature)})
 }
 
 func clipLog(s string) string {

@@ -197,7 +197,7 @@ func TestAutoInstructions(t *testing.T) {
 			var logs bytes.Buffer
 			var calls atomic.Int32
 			e := newTestEngine(t, tt.llm, Config{Instructions: InstructionsAuto, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-				Hooks: Hooks{LLMCall: func(context.Context, string, time.Duration, verdict.Usage, error) { calls.Add(1) }}})
+				Hooks: Hooks{LLMCall: func(context.Context, string, CallPurpose, time.Duration, verdict.Usage, error) { calls.Add(1) }}})
 			for range 2 {
 				res, err := e.Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
 				if tt.wantErr != nil {

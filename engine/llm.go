@@ -79,8 +79,31 @@ type Message struct {
 	Content string
 }
 
+// CallPurpose says what a model call is for, so that where a request's
+// model time goes can be told apart: its judging, its re-asks, its checks.
+type CallPurpose string
+
+// The purposes of the engine's calls.
+const (
+	// PurposeJudge is a call's first ask of its rules.
+	PurposeJudge CallPurpose = "judge"
+	// PurposeReask asks again for the rules whose answer failed the checks.
+	PurposeReask CallPurpose = "reask"
+	// PurposeRationale asks for the rationales of verdicts that stand.
+	PurposeRationale CallPurpose = "rationale"
+	// PurposeSample asks a call's question again at the sampling
+	// temperature (ConfidenceSamples).
+	PurposeSample CallPurpose = "sample"
+	// PurposeCheck is a verdict's check (ConfidenceVerify).
+	PurposeCheck CallPurpose = "check"
+	// PurposeProbe is a short call of the instruction-placement decision.
+	PurposeProbe CallPurpose = "probe"
+)
+
 // ChatRequest is one call to the model.
 type ChatRequest struct {
+	// Purpose says what the call is for; it is not sent to the server.
+	Purpose  CallPurpose
 	Model    string
 	Messages []Message
 	// Format is the preferred response format; an LLM may fall back to a weaker

@@ -44,7 +44,7 @@ func TestRealServerWindowIsLearned(t *testing.T) {
 		Model:         "gemma-3-270m",
 		OutputRetries: -1,
 		MaxTokens:     256,
-		Hooks: engine.Hooks{LLMCall: func(_ context.Context, _ string, _ time.Duration, _ verdict.Usage, err error) {
+		Hooks: engine.Hooks{LLMCall: func(_ context.Context, _ string, _ engine.CallPurpose, _ time.Duration, _ verdict.Usage, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++

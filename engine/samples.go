@@ -56,7 +56,7 @@ func (e *Engine) sampleConfidences(ctx context.Context, model string, q question
 	g.SetLimit(max(e.cfg.CallConcurrency, 1))
 	for range e.cfg.ConfidenceSamples - 1 {
 		g.Go(func() error {
-			resp, err := e.ask(gctx, model, q.messages, q.schema, q.grammar, len(rules), e.cfg.SampleTemperature)
+			resp, err := e.ask(gctx, PurposeSample, model, q.messages, q.schema, q.grammar, len(rules), e.cfg.SampleTemperature)
 			mu.Lock()
 			defer mu.Unlock()
 			usage = usage.Add(resp.Usage)

@@ -67,6 +67,7 @@ func (e *Engine) verifyConfidences(ctx context.Context, model string, mode Instr
 		}
 		g.Go(func() error {
 			resp, err := e.chat(gctx, ChatRequest{
+				Purpose:       PurposeCheck,
 				Model:         model,
 				Messages:      buildPrompt(mode, verifySystem, question),
 				Format:        e.cfg.Format,

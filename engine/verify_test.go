@@ -50,13 +50,16 @@ func TestEvaluateVerifyConfidence(t *testing.T) {
 	if llm.calls[0].LogProbs {
 		t.Error("the judging call asked for log-probabilities")
 	}
+	if llm.calls[0].Purpose != PurposeJudge {
+		t.Errorf("the judging call's purpose is %q", llm.calls[0].Purpose)
+	}
 	// The newline among the alternatives is no answer and weighs nothing.
 	want := map[string]float64{"cap": 0.7, "term": 0.4, "score": 0.2}
 	for i, check := range llm.calls[1:] {
 		rule := testRuleset().Rules[i]
 		user := check.Messages[len(check.Messages)-1].Content
-		if !check.LogProbs || check.SchemaName != "verdict_check" || check.MaxTokens != verifyMaxTokens {
-			t.Errorf("check %d: logprobs %v, schema %q, max tokens %d", i, check.LogProbs, check.SchemaName, check.MaxTokens)
+		if !check.LogProbs || check.SchemaName != "verdict_check" || check.MaxTokens != verifyMaxTokens || check.Purpose != PurposeCheck {
+			t.Errorf("check %d: logprobs %v, schema %q, max tokens %d, purpose %q", i, check.LogProbs, check.SchemaName, check.MaxTokens, check.Purpose)
 		}
 		if !strings.Contains(user, "Rule: "+rule.RuleText) {
 			t.Errorf("check %d does not show its rule: %s", i, user)

@@ -89,7 +89,8 @@ func (b *baseline) judge(ctx context.Context, c *Case) (map[string]*engine.Verdi
 
 func (b *baseline) ask(ctx context.Context, material string, r engine.Rule) (*engine.Verdict, error) {
 	resp, err := b.llm.Chat(ctx, engine.ChatRequest{
-		Model: b.model,
+		Purpose: engine.PurposeJudge,
+		Model:   b.model,
 		Messages: []engine.Message{
 			{Role: "system", Content: baselineSystem},
 			{Role: "user", Content: "<Output>\n" + material + "\n</Output>\n" + rubric(r)},

@@ -236,6 +236,10 @@ func TestAllCorrectAnswersScoreOne(t *testing.T) {
 	if c := s.Cost; c.Calls != 2 || c.PromptTokens != 2000 || c.CompletionTokens != 200 || c.CachedTokens != 400 || c.Wall <= 0 {
 		t.Errorf("cost %+v, want 2 calls, 2000 prompt, 200 completion, 400 cached tokens and some time", c)
 	}
+	if by := s.Cost.ByPurpose; len(by) != 1 || by[engine.PurposeJudge].Calls != 2 || by[engine.PurposeJudge].PromptTokens != 2000 ||
+		by[engine.PurposeJudge].CompletionTokens != 200 || by[engine.PurposeJudge].Time <= 0 {
+		t.Errorf("cost by purpose %+v, want the 2 judging calls with their tokens and time", by)
+	}
 	for _, rr := range s.PerRule {
 		wantRatio(t, "accuracy of rule "+rr.RuleID, rr.Metrics.Accuracy, 1)
 	}
@@ -398,13 +402,13 @@ func TestBaselineScoredTheSameWayAndDocumentsStayData(t *testing.T) {
 	ds := loadTest(t)
 	// The systems take turns case by case: the engine's answer, then the
 	// baseline's three.
-	engine := allCorrect()
-	replies := []llmfake.Reply{engine[0],
+	judged := allCorrect()
+	replies := []llmfake.Reply{judged[0],
 		// Case a: right, wrong, right (in a code fence, as weak models answer).
 		rubricReply(`{"reason": "Ohio law governs.", "pass": true, "score": 1}`),
 		rubricReply(`{"reason": "No term.", "pass": false, "score": 0}`),
 		rubricReply("```json\n{\"reason\": \"Three years.\", \"pass\": true, \"score\": 3}\n```"),
-		engine[1],
+		judged[1],
 		// Case b: unreadable, right, right.
 		rubricReply(`I think it passes.`),
 		rubricReply(`{"reason": "Forever.", "pass": false, "score": 0}`),
@@ -430,6 +434,9 @@ func TestBaselineScoredTheSameWayAndDocumentsStayData(t *testing.T) {
 	}
 	if b.Cost.Calls != 6 || b.Cost.PromptTokens != 2400 {
 		t.Errorf("baseline cost %+v, want 6 calls and 2400 prompt tokens", b.Cost)
+	}
+	if by := b.Cost.ByPurpose; len(by) != 1 || by[engine.PurposeJudge].Calls != 6 || by[engine.PurposeJudge].FailedCalls != 0 {
+		t.Errorf("baseline cost by purpose %+v, want its 6 judging calls", by)
 	}
 	wantRatio(t, "engine accuracy", rep.System(SystemEngine).Overall.Accuracy, 1)
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"rulevalidator/engine"
 	"rulevalidator/internal/llmfake"
@@ -441,5 +442,31 @@ func TestBaselineAsksAsPromptfooDoes(t *testing.T) {
 	}
 	if user := reqs[3].Messages[1].Content; !strings.Contains(user, "exactly one of: 0, 1, 2, 3, 4, 5") || !strings.Contains(user, `"not_applicable"`) {
 		t.Errorf("a numerical rule with an alternate names its scores and the alternate:\n%s", user)
+	}
+}
+
+func TestPurposeSummary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		by   map[engine.CallPurpose]PurposeCost
+		want string
+	}{
+		{"none", nil, "-"},
+		{"in the order calls come", map[engine.CallPurpose]PurposeCost{
+			engine.PurposeCheck:     {Calls: 17, Time: 97 * time.Second},
+			engine.PurposeJudge:     {Calls: 17, Time: 176400 * time.Millisecond},
+			engine.PurposeRationale: {Calls: 4, Time: 52 * time.Second},
+		}, "judge 17 (2m56s), rationale 4 (52s), check 17 (1m37s)"},
+		{"an unknown purpose last, an empty one as other", map[engine.CallPurpose]PurposeCost{
+			"":                  {Calls: 1, Time: time.Second},
+			"triage":            {Calls: 2, Time: 2 * time.Second},
+			engine.PurposeJudge: {Calls: 3, Time: 3 * time.Second},
+		}, "judge 3 (3s), other 1 (1s), triage 2 (2s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := purposeSummary(tc.by); got != tc.want {
+				t.Errorf("purposeSummary = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"rulevalidator/engine"
 )
 
 // WriteTable renders the report for a person: the systems side by side, then
@@ -225,6 +227,7 @@ func costRows(t metricTable) {
 	t.row("model calls (failed)", func(s *SystemReport) string {
 		return fmt.Sprintf("%d (%d)", s.Cost.Calls, s.Cost.FailedCalls)
 	})
+	t.row("  by purpose (time)", func(s *SystemReport) string { return purposeSummary(s.Cost.ByPurpose) })
 	t.row("  HTTP attempts (failed)", func(s *SystemReport) string {
 		if !s.Cost.AttemptsObserved {
 			return "-"
@@ -248,6 +251,40 @@ func costRows(t metricTable) {
 		return s.Cost.ModelTime.Round(100 * time.Millisecond).String()
 	})
 	t.row("wall time", func(s *SystemReport) string { return s.Cost.Wall.Round(100 * time.Millisecond).String() })
+}
+
+// purposeOrder is the order calls are listed in by purpose: a call's own
+// ask, what asks again, then the checks around it.
+var purposeOrder = []engine.CallPurpose{engine.PurposeJudge, engine.PurposeReask, engine.PurposeRationale,
+	engine.PurposeSample, engine.PurposeCheck, engine.PurposeProbe}
+
+// purposeSummary is the calls of each purpose with their time: "judge 17
+// (2m56s), check 17 (1m37s)"; "-" when none was counted.
+func purposeSummary(by map[engine.CallPurpose]PurposeCost) string {
+	if len(by) == 0 {
+		return "-"
+	}
+	order := slices.Clone(purposeOrder)
+	var rest []engine.CallPurpose
+	for p := range by {
+		if !slices.Contains(order, p) {
+			rest = append(rest, p)
+		}
+	}
+	slices.Sort(rest)
+	var parts []string
+	for _, p := range append(order, rest...) {
+		c, ok := by[p]
+		if !ok {
+			continue
+		}
+		name := string(p)
+		if name == "" {
+			name = "other"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d (%s)", name, c.Calls, c.Time.Round(time.Second)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // spreadRows: how much the runs agreed, and how far their accuracy and the

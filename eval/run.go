@@ -140,6 +140,28 @@ type Cost struct {
 	// filters and checks decided without the model: what they saved.
 	RulesFiltered int `json:"rules_filtered"`
 	RulesChecked  int `json:"rules_checked"`
+	// ByPurpose splits the calls by what they were for (engine.CallPurpose:
+	// judge, reask, rationale, check, ...): where the model time went.
+	ByPurpose map[engine.CallPurpose]PurposeCost `json:"by_purpose,omitempty"`
+}
+
+// PurposeCost is what the calls of one purpose took. Time is each call's
+// time as the judge waited for it, its client's retries included; calls
+// made at once each count in full.
+type PurposeCost struct {
+	Calls            int           `json:"calls"`
+	FailedCalls      int           `json:"failed_calls"`
+	PromptTokens     int           `json:"prompt_tokens"`
+	CompletionTokens int           `json:"completion_tokens"`
+	Time             time.Duration `json:"time_ns"`
+}
+
+func (p PurposeCost) add(o PurposeCost) PurposeCost {
+	return PurposeCost{
+		Calls: p.Calls + o.Calls, FailedCalls: p.FailedCalls + o.FailedCalls,
+		PromptTokens: p.PromptTokens + o.PromptTokens, CompletionTokens: p.CompletionTokens + o.CompletionTokens,
+		Time: p.Time + o.Time,
+	}
 }
 
 func (c Cost) add(o Cost) Cost {
@@ -150,6 +172,7 @@ func (c Cost) add(o Cost) Cost {
 		PromptTokens: c.PromptTokens + o.PromptTokens, CompletionTokens: c.CompletionTokens + o.CompletionTokens,
 		CachedTokens: c.CachedTokens + o.CachedTokens, ModelTime: c.ModelTime + o.ModelTime, Wall: c.Wall + o.Wall,
 		RulesFiltered: c.RulesFiltered + o.RulesFiltered, RulesChecked: c.RulesChecked + o.RulesChecked,
+		ByPurpose: addByPurpose(c.ByPurpose, o.ByPurpose),
 	}
 }
 
@@ -223,6 +246,20 @@ func newSeries(values []*float64) *Series {
 	return s
 }
 
+// addByPurpose sums two splits by purpose into a new one.
+func addByPurpose(a, b map[engine.CallPurpose]PurposeCost) map[engine.CallPurpose]PurposeCost {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	out := make(map[engine.CallPurpose]PurposeCost, len(a)+len(b))
+	for _, m := range []map[engine.CallPurpose]PurposeCost{a, b} {
+		for k, v := range m {
+			out[k] = out[k].add(v)
+		}
+	}
+	return out
+}
+
 // meter counts the calls and tokens going through an LLM, and the HTTP
 // attempts behind them when they are observed.
 type meter struct {
@@ -233,18 +270,27 @@ type meter struct {
 }
 
 func (m *meter) Chat(ctx context.Context, req engine.ChatRequest) (engine.ChatResponse, error) {
+	start := time.Now()
 	resp, err := m.llm.Chat(ctx, req)
+	took := time.Since(start)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.c.Calls++
+	p := PurposeCost{Calls: 1, Time: took}
 	if err != nil {
 		m.c.FailedCalls++
-		return resp, err
+		p.FailedCalls = 1
+	} else {
+		m.c.PromptTokens += resp.Usage.PromptTokens
+		m.c.CompletionTokens += resp.Usage.CompletionTokens
+		m.c.CachedTokens += resp.Usage.CachedTokens
+		p.PromptTokens, p.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 	}
-	m.c.PromptTokens += resp.Usage.PromptTokens
-	m.c.CompletionTokens += resp.Usage.CompletionTokens
-	m.c.CachedTokens += resp.Usage.CachedTokens
-	return resp, nil
+	if m.c.ByPurpose == nil {
+		m.c.ByPurpose = map[engine.CallPurpose]PurposeCost{}
+	}
+	m.c.ByPurpose[req.Purpose] = m.c.ByPurpose[req.Purpose].add(p)
+	return resp, err
 }
 
 // take returns the cost counted since the last take and starts afresh.

@@ -15,13 +15,14 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"rulevalidator/consumer"
+	"rulevalidator/engine"
 	"rulevalidator/verdict"
 )
 
 // observeLatencies makes one observation of each latency histogram in ctx:
 // a model call, a message handled, a request handled, an HTTP request.
 func observeLatencies(ctx context.Context, m *Metrics) {
-	m.EngineHooks().LLMCall(ctx, "gemma", 1200*time.Millisecond, verdict.Usage{PromptTokens: 1}, nil)
+	m.EngineHooks().LLMCall(ctx, "gemma", engine.PurposeJudge, 1200*time.Millisecond, verdict.Usage{PromptTokens: 1}, nil)
 	m.ConsumerHooks("requests").Handled(ctx, consumer.OutcomeOK, 2*time.Second)
 	m.PipelineHooks().RequestDone(ctx, "completed", 2*time.Second)
 	h := m.InstrumentHTTP("POST /v1/validations", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))

@@ -53,13 +53,13 @@ func (m *Metrics) observePlannedCalls(model string, calls int) {
 	m.plannedCalls.WithLabelValues(m.models.label(model), plan).Add(float64(calls))
 }
 
-func (m *Metrics) observeLLMCall(ctx context.Context, model string, took time.Duration, usage verdict.Usage, err error) {
+func (m *Metrics) observeLLMCall(ctx context.Context, model string, purpose engine.CallPurpose, took time.Duration, usage verdict.Usage, err error) {
 	model = m.models.label(model)
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
 	}
-	observe(ctx, m.llmDuration.WithLabelValues(model, outcome), took.Seconds())
+	observe(ctx, m.llmDuration.WithLabelValues(model, outcome, llmPurposes.bound(string(purpose))), took.Seconds())
 	for kind, n := range map[string]int{
 		"prompt":     usage.PromptTokens,
 		"completion": usage.CompletionTokens,

@@ -49,8 +49,10 @@ var (
 	requestOutcomes = newLabelSet("completed", "failed", "cached", "retry", "delayed")
 	verdictOutcomes = newLabelSet(string(engine.OutcomePass), string(engine.OutcomeFail), string(engine.OutcomeScore),
 		string(engine.OutcomeNotApplicable), string(engine.OutcomeNoVerdict))
-	deadLetterReasons  = newLabelSet(reasonLabels()...)
-	llmOutcomes        = newLabelSet("ok", "error")
+	deadLetterReasons = newLabelSet(reasonLabels()...)
+	llmOutcomes       = newLabelSet("ok", "error")
+	llmPurposes       = newLabelSet(string(engine.PurposeJudge), string(engine.PurposeReask), string(engine.PurposeRationale),
+		string(engine.PurposeSample), string(engine.PurposeCheck), string(engine.PurposeProbe))
 	tokenKinds         = newLabelSet("prompt", "completion", "cached")
 	outputRetryReasons = newLabelSet(
 		engine.ReasonMalformedJSON, engine.ReasonCodeFence, engine.ReasonMissingRule,
@@ -142,8 +144,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			"Messages published to the dead-letter topic, by reason.",
 			"reason"),
 		llmDuration: b.histogramVec("llm_request_duration_seconds",
-			"Time taken by one model call, the adapter's own retries included, by model and outcome (ok or error).",
-			llmBuckets, "model", "outcome"),
+			"Time taken by one model call, the adapter's own retries included, by model, outcome (ok or error) and purpose (judge, reask, rationale, sample, check, probe).",
+			llmBuckets, "model", "outcome", "purpose"),
 		llmTokens: b.counterVec("llm_tokens_total",
 			"Tokens reported by the model server, by model and kind: prompt, completion, or cached (the part of prompt served from the server's cache).",
 			"model", "kind"),
@@ -267,7 +269,9 @@ func (m *Metrics) preinitialise() {
 // initModel creates a newly seen model's series.
 func (m *Metrics) initModel(model string) {
 	for _, o := range llmOutcomes.values {
-		m.llmDuration.WithLabelValues(model, o)
+		for _, p := range llmPurposes.values {
+			m.llmDuration.WithLabelValues(model, o, p)
+		}
 	}
 	for _, k := range tokenKinds.values {
 		m.llmTokens.WithLabelValues(model, k)

@@ -43,7 +43,7 @@ func newMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
 // exercise drives every hook once, so that every metric family has series.
 func exercise(m *Metrics) {
 	eh := m.EngineHooks()
-	eh.LLMCall(context.Background(), "gemma-3-270m", 1200*time.Millisecond, verdict.Usage{PromptTokens: 900, CompletionTokens: 120, CachedTokens: 512, LLMCalls: 1}, nil)
+	eh.LLMCall(context.Background(), "gemma-3-270m", engine.PurposeJudge, 1200*time.Millisecond, verdict.Usage{PromptTokens: 900, CompletionTokens: 120, CachedTokens: 512, LLMCalls: 1}, nil)
 	eh.OutputRetry(engine.ReasonMissingRule)
 	eh.Anchor(verdict.MatchFuzzy)
 
@@ -193,37 +193,60 @@ func TestEngineHooks(t *testing.T) {
 			},
 			func(m *Metrics) prometheus.Collector { return m.rulesDecided.WithLabelValues(engine.DecidedFiltered) }, 4},
 		{"a successful call counts prompt tokens",
-			func(h engine.Hooks) { h.LLMCall(context.Background(), "gemma", time.Second, usage, nil) },
+			func(h engine.Hooks) {
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, time.Second, usage, nil)
+			},
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 1000},
 		{"a successful call counts completion tokens",
-			func(h engine.Hooks) { h.LLMCall(context.Background(), "gemma", time.Second, usage, nil) },
+			func(h engine.Hooks) {
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, time.Second, usage, nil)
+			},
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "completion") }, 200},
 		{"a successful call counts cached tokens",
-			func(h engine.Hooks) { h.LLMCall(context.Background(), "gemma", time.Second, usage, nil) },
+			func(h engine.Hooks) {
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, time.Second, usage, nil)
+			},
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "cached") }, 600},
 		{"tokens add up over calls",
 			func(h engine.Hooks) {
-				h.LLMCall(context.Background(), "gemma", time.Second, usage, nil)
-				h.LLMCall(context.Background(), "gemma", time.Second, usage, nil)
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, time.Second, usage, nil)
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, time.Second, usage, nil)
 			},
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 2000},
 		{"negative token counts are ignored, not a panic",
 			func(h engine.Hooks) {
-				h.LLMCall(context.Background(), "gemma", time.Second, verdict.Usage{PromptTokens: -5}, nil)
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, time.Second, verdict.Usage{PromptTokens: -5}, nil)
 			},
 			func(m *Metrics) prometheus.Collector { return m.llmTokens.WithLabelValues("gemma", "prompt") }, 0},
 		{"a failed call is timed as an error",
 			func(h engine.Hooks) {
-				h.LLMCall(context.Background(), "gemma", 3*time.Second, verdict.Usage{}, engine.ErrLLMUnavailable)
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, 3*time.Second, verdict.Usage{}, engine.ErrLLMUnavailable)
 			},
 			func(m *Metrics) prometheus.Collector {
-				return histogramOf(m.llmDuration.WithLabelValues("gemma", "error"))
+				return histogramOf(m.llmDuration.WithLabelValues("gemma", "error", "judge"))
 			}, 3},
 		{"a successful call is timed as ok",
-			func(h engine.Hooks) { h.LLMCall(context.Background(), "gemma", 1500*time.Millisecond, usage, nil) },
+			func(h engine.Hooks) {
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, 1500*time.Millisecond, usage, nil)
+			},
 			func(m *Metrics) prometheus.Collector {
-				return histogramOf(m.llmDuration.WithLabelValues("gemma", "ok"))
+				return histogramOf(m.llmDuration.WithLabelValues("gemma", "ok", "judge"))
 			}, 1.5},
+		{"a check is timed under its purpose",
+			func(h engine.Hooks) {
+				h.LLMCall(context.Background(), "gemma", engine.PurposeCheck, 5*time.Second, usage, nil)
+				h.LLMCall(context.Background(), "gemma", engine.PurposeJudge, 10*time.Second, usage, nil)
+			},
+			func(m *Metrics) prometheus.Collector {
+				return histogramOf(m.llmDuration.WithLabelValues("gemma", "ok", "check"))
+			}, 5},
+		{"an unknown purpose is timed as other",
+			func(h engine.Hooks) {
+				h.LLMCall(context.Background(), "gemma", "triage", 2*time.Second, usage, nil)
+			},
+			func(m *Metrics) prometheus.Collector {
+				return histogramOf(m.llmDuration.WithLabelValues("gemma", "ok", "other"))
+			}, 2},
 		{"an output retry counts its reason",
 			func(h engine.Hooks) { h.OutputRetry(engine.ReasonScoreNotAllowed) },
 			func(m *Metrics) prometheus.Collector {
@@ -296,12 +319,12 @@ func histogramOf(o prometheus.Observer) prometheus.Collector {
 
 func TestLLMCallPreinitialisesANewModel(t *testing.T) {
 	m, _ := newMetrics(t)
-	m.EngineHooks().LLMCall(context.Background(), "gemma", time.Second, verdict.Usage{PromptTokens: 10}, nil)
+	m.EngineHooks().LLMCall(context.Background(), "gemma", engine.PurposeJudge, time.Second, verdict.Usage{PromptTokens: 10}, nil)
 	if got := testutil.CollectAndCount(m.llmTokens); got != 3 {
 		t.Errorf("llm_tokens_total has %d series after one model's first call, want 3 (prompt, completion, cached)", got)
 	}
-	if got := testutil.CollectAndCount(m.llmDuration); got != 2 {
-		t.Errorf("llm_request_duration_seconds has %d series after one model's first call, want 2 (ok, error)", got)
+	if got, want := testutil.CollectAndCount(m.llmDuration), 2*len(llmPurposes.values); got != want {
+		t.Errorf("llm_request_duration_seconds has %d series after one model's first call, want %d (ok and error for each purpose)", got, want)
 	}
 }
 
@@ -309,7 +332,7 @@ func TestModelLabelsAreCapped(t *testing.T) {
 	m, _ := newMetrics(t)
 	h := m.EngineHooks()
 	for i := range MaxModels + 5 {
-		h.LLMCall(context.Background(), fmt.Sprintf("model-%d", i), time.Second, verdict.Usage{PromptTokens: 1}, nil)
+		h.LLMCall(context.Background(), fmt.Sprintf("model-%d", i), engine.PurposeJudge, time.Second, verdict.Usage{PromptTokens: 1}, nil)
 	}
 	// MaxModels named models plus "other", 3 token kinds each.
 	if got, want := testutil.CollectAndCount(m.llmTokens), (MaxModels+1)*3; got != want {
@@ -318,7 +341,7 @@ func TestModelLabelsAreCapped(t *testing.T) {
 	if got := testutil.ToFloat64(m.llmTokens.WithLabelValues("other", "prompt")); got != 5 {
 		t.Errorf(`llm_tokens_total{model="other",kind="prompt"} = %v, want 5`, got)
 	}
-	h.LLMCall(context.Background(), "model-0", time.Second, verdict.Usage{PromptTokens: 1}, nil)
+	h.LLMCall(context.Background(), "model-0", engine.PurposeJudge, time.Second, verdict.Usage{PromptTokens: 1}, nil)
 	if got := testutil.ToFloat64(m.llmTokens.WithLabelValues("model-0", "prompt")); got != 2 {
 		t.Errorf("a model seen before the cap keeps its own label: got %v, want 2", got)
 	}
@@ -688,7 +711,7 @@ func TestHooksAreSafeForConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			eh, ch, ph := m.EngineHooks(), m.ConsumerHooks("requests"), m.PipelineHooks()
 			for i := range rounds {
-				eh.LLMCall(context.Background(), fmt.Sprintf("model-%d", (w*rounds+i)%(2*MaxModels)), time.Millisecond, verdict.Usage{PromptTokens: 1}, nil)
+				eh.LLMCall(context.Background(), fmt.Sprintf("model-%d", (w*rounds+i)%(2*MaxModels)), engine.PurposeJudge, time.Millisecond, verdict.Usage{PromptTokens: 1}, nil)
 				ch.InFlight(1)
 				ch.Fetched("requests", w, int64(i), int64(rounds))
 				ch.InFlight(-1)

@@ -69,7 +69,7 @@ func TestSmokeLocalModel(t *testing.T) {
 	}
 	eng, err := engine.New(client, engine.Config{
 		Model: model, Instructions: mode, OutputRetries: 1, MaxTokens: 400, Confidence: engine.ConfidenceOff,
-		Hooks: engine.Hooks{LLMCall: func(_ context.Context, _ string, _ time.Duration, u verdict.Usage, err error) {
+		Hooks: engine.Hooks{LLMCall: func(_ context.Context, _ string, _ engine.CallPurpose, _ time.Duration, u verdict.Usage, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rulevalidator/engine"
 	"rulevalidator/metrics"
 	"rulevalidator/verdict"
 )
@@ -39,7 +40,7 @@ func exportedSeries(t *testing.T) map[string]series {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.EngineHooks().LLMCall(context.Background(), "m", time.Second, verdict.Usage{PromptTokens: 1, CompletionTokens: 1, CachedTokens: 1}, nil)
+	m.EngineHooks().LLMCall(context.Background(), "m", engine.PurposeJudge, time.Second, verdict.Usage{PromptTokens: 1, CompletionTokens: 1, CachedTokens: 1}, nil)
 	ch := m.ConsumerHooks("rulevalidator.requests")
 	ch.Fetched("rulevalidator.requests", 0, 1, 3)
 	ch.Committed(0, 2)
