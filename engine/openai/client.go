@@ -294,7 +294,7 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 	}
 	var last *failure // the last transient failure
 	err = c.retry.Retry(ctx, func(n int) error {
-		out, f := c.attempt(ctx, creq, req.Model, format, n, ext)
+		out, f := c.attempt(ctx, creq, req.Model, req.Purpose, format, n, ext)
 		if f == nil {
 			resp = c.toChatResponse(out, req.Model, format)
 			return nil
@@ -368,8 +368,8 @@ func (c *Client) callWithRetries(ctx context.Context, req engine.ChatRequest, fo
 // one request; n numbers it among the attempts of its call in this format.
 // A failure with queued set says ctx ended before a slot was free: nothing
 // was sent.
-func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, format engine.ResponseFormat, n int, ext extensions) (resp goopenai.ChatCompletionResponse, f *failure) {
-	ctx, span := c.startSpan(ctx, model, format, n)
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, model string, purpose engine.CallPurpose, format engine.ResponseFormat, n int, ext extensions) (resp goopenai.ChatCompletionResponse, f *failure) {
+	ctx, span := c.startSpan(ctx, model, purpose, format, n)
 	defer func() { endSpan(span, resp, f) }()
 	creq, contents := withPlaceholders(creq)
 	rec := &attemptRecord{extensions: ext, contents: contents}

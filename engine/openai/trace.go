@@ -21,14 +21,16 @@ const tracerName = "rulevalidator/engine/openai"
 // The project's own attributes of an attempt's span.
 const (
 	attrAttempt  = "rulevalidator.llm.attempt"
+	attrPurpose  = "rulevalidator.llm.purpose"
 	attrFormat   = "rulevalidator.llm.response_format"
 	attrQueuedMS = "rulevalidator.llm.queued_ms"
 )
 
 // startSpan starts the CLIENT span of one attempt, named "chat <model>" as
 // the GenAI semantic conventions name an inference span. It carries ids,
-// counts and settings; never a prompt or a completion.
-func (c *Client) startSpan(ctx context.Context, model string, format engine.ResponseFormat, n int) (context.Context, trace.Span) {
+// counts and settings, and what the call is for (judge, check, ...); never
+// a prompt or a completion.
+func (c *Client) startSpan(ctx context.Context, model string, purpose engine.CallPurpose, format engine.ResponseFormat, n int) (context.Context, trace.Span) {
 	name := "chat"
 	if model != "" {
 		name += " " + model
@@ -40,6 +42,9 @@ func (c *Client) startSpan(ctx context.Context, model string, format engine.Resp
 		semconv.ServerAddress(c.host),
 		attribute.Int(attrAttempt, n),
 		attribute.String(attrFormat, string(format)),
+	}
+	if purpose != "" {
+		attrs = append(attrs, attribute.String(attrPurpose, string(purpose)))
 	}
 	if c.port != 0 {
 		attrs = append(attrs, semconv.ServerPort(c.port))

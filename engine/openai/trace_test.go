@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"rulevalidator/engine"
 	"rulevalidator/engine/openai"
 	"rulevalidator/internal/llmfake"
 )
@@ -36,7 +37,9 @@ func TestChatSpans(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	c, _ := newClient(t, fake.URL(), func(cfg *openai.Config) { cfg.TracerProvider = tp })
 	ctx, parent := tp.Tracer("test").Start(t.Context(), "parent")
-	if _, err := c.Chat(ctx, schemaRequest()); err != nil {
+	req := schemaRequest()
+	req.Purpose = engine.PurposeCheck
+	if _, err := c.Chat(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	parent.End()
@@ -57,7 +60,8 @@ func TestChatSpans(t *testing.T) {
 			t.Errorf("attempt %d: kind %v parent %v, want a CLIENT child of the caller's span", i, s.SpanKind, s.Parent.SpanID())
 		}
 		if a["gen_ai.operation.name"].AsString() != "chat" || a["gen_ai.request.model"].AsString() != "test-model" ||
-			a["server.address"].AsString() != "127.0.0.1" || a["server.port"].AsInt64() == 0 || a["rulevalidator.llm.attempt"].AsInt64() != int64(i+1) {
+			a["server.address"].AsString() != "127.0.0.1" || a["server.port"].AsInt64() == 0 || a["rulevalidator.llm.attempt"].AsInt64() != int64(i+1) ||
+			a["rulevalidator.llm.purpose"].AsString() != string(engine.PurposeCheck) {
 			t.Errorf("attempt %d: attributes %v", i, s.Attributes)
 		}
 		for _, kv := range s.Attributes {
