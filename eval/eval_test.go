@@ -631,7 +631,7 @@ func TestReportRendersAndEncodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"METRIC", "ENGINE", "BASELINE", "verdict accuracy", "100.0% (6/6)", "evidence precision", "Per rule", "Per case", "law", "years"} {
+	for _, want := range []string{"METRIC", "ENGINE", "BASELINE", "verdict accuracy", "100.0% (6/6)", "evidence precision", "Per rule", "Per case", "law", "years", "by purpose (time)", "judge 2 (", "judge 6 ("} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
