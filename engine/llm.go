@@ -100,6 +100,12 @@ const (
 	PurposeProbe CallPurpose = "probe"
 )
 
+// CallPurposes is every purpose, in the order a request's calls come: its
+// own asks, what asks again, then the calls around them.
+func CallPurposes() []CallPurpose {
+	return []CallPurpose{PurposeJudge, PurposeReask, PurposeRationale, PurposeSample, PurposeCheck, PurposeProbe}
+}
+
 // ChatRequest is one call to the model.
 type ChatRequest struct {
 	// Purpose says what the call is for; it is not sent to the server.

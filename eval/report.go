@@ -253,18 +253,14 @@ func costRows(t metricTable) {
 	t.row("wall time", func(s *SystemReport) string { return s.Cost.Wall.Round(100 * time.Millisecond).String() })
 }
 
-// purposeOrder is the order calls are listed in by purpose: a call's own
-// ask, what asks again, then the checks around it.
-var purposeOrder = []engine.CallPurpose{engine.PurposeJudge, engine.PurposeReask, engine.PurposeRationale,
-	engine.PurposeSample, engine.PurposeCheck, engine.PurposeProbe}
-
-// purposeSummary is the calls of each purpose with their time: "judge 17
-// (2m56s), check 17 (1m37s)"; "-" when none was counted.
+// purposeSummary is the calls of each purpose with their time, in the
+// order a request's calls come (engine.CallPurposes): "judge 17 (2m56s),
+// check 17 (1m37s)"; "-" when none was counted.
 func purposeSummary(by map[engine.CallPurpose]PurposeCost) string {
 	if len(by) == 0 {
 		return "-"
 	}
-	order := slices.Clone(purposeOrder)
+	order := engine.CallPurposes()
 	var rest []engine.CallPurpose
 	for p := range by {
 		if !slices.Contains(order, p) {

@@ -12,6 +12,7 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -49,10 +50,9 @@ var (
 	requestOutcomes = newLabelSet("completed", "failed", "cached", "retry", "delayed")
 	verdictOutcomes = newLabelSet(string(engine.OutcomePass), string(engine.OutcomeFail), string(engine.OutcomeScore),
 		string(engine.OutcomeNotApplicable), string(engine.OutcomeNoVerdict))
-	deadLetterReasons = newLabelSet(reasonLabels()...)
-	llmOutcomes       = newLabelSet("ok", "error")
-	llmPurposes       = newLabelSet(string(engine.PurposeJudge), string(engine.PurposeReask), string(engine.PurposeRationale),
-		string(engine.PurposeSample), string(engine.PurposeCheck), string(engine.PurposeProbe))
+	deadLetterReasons  = newLabelSet(reasonLabels()...)
+	llmOutcomes        = newLabelSet("ok", "error")
+	llmPurposes        = newLabelSet(purposeLabels()...)
 	tokenKinds         = newLabelSet("prompt", "completion", "cached")
 	outputRetryReasons = newLabelSet(
 		engine.ReasonMalformedJSON, engine.ReasonCodeFence, engine.ReasonMissingRule,
@@ -144,7 +144,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			"Messages published to the dead-letter topic, by reason.",
 			"reason"),
 		llmDuration: b.histogramVec("llm_request_duration_seconds",
-			"Time taken by one model call, the adapter's own retries included, by model, outcome (ok or error) and purpose (judge, reask, rationale, sample, check, probe).",
+			"Time taken by one model call, the adapter's own retries included, by model, outcome (ok or error) and purpose ("+strings.Join(llmPurposes.values, ", ")+").",
 			llmBuckets, "model", "outcome", "purpose"),
 		llmTokens: b.counterVec("llm_tokens_total",
 			"Tokens reported by the model server, by model and kind: prompt, completion, or cached (the part of prompt served from the server's cache).",
@@ -264,6 +264,15 @@ func (m *Metrics) preinitialise() {
 	for _, c := range judging.Causes {
 		m.envFault.WithLabelValues(string(c)).Set(0)
 	}
+}
+
+// purposeLabels is the label value of every engine.CallPurpose.
+func purposeLabels() []string {
+	var out []string
+	for _, p := range engine.CallPurposes() {
+		out = append(out, string(p))
+	}
+	return out
 }
 
 // initModel creates a newly seen model's series.
