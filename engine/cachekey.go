@@ -63,9 +63,9 @@ func VerdictKeyRule(r Rule) string { return RulesPrompt([]Rule{r}) }
 // (the context window, rules per call) change the material itself, which
 // the key holds as its digest; the re-ask budget does not change what an
 // accepted answer is. The samples source's settings, and the verify
-// source's wording and the confidence under which it overrules a pass, are
-// written when it is on: they make the verdict's confidence, and may make
-// its value.
+// source's wording, the nearest passages its check adds and the confidence
+// under which it overrules a pass, are written when it is on: they make the
+// verdict's confidence, and may make its value.
 func (c *Config) cacheSettings() string {
 	sampling := ""
 	switch c.Confidence {
@@ -75,6 +75,9 @@ func (c *Config) cacheSettings() string {
 		sampling = ";confidence=" + VerifyVersion
 		if c.OverrulePassesBelow > 0 {
 			sampling += ";overrule_passes_below=" + strconv.FormatFloat(c.OverrulePassesBelow, 'g', -1, 64)
+		}
+		if c.VerifyNearestPassages > 0 {
+			sampling += ";verify_nearest=" + strconv.Itoa(c.VerifyNearestPassages)
 		}
 	}
 	nearest := "" // written only when set: verdicts judged without it keep their keys

@@ -65,6 +65,8 @@ func TestVerdictKey(t *testing.T) {
 		{"confidence from a check of the verdict", key(withCfg(func(c *Config) { c.Confidence = ConfidenceVerify }), "contoso", "m", rule, "digest-1"), want, false},
 		{"passes overruled by the check", key(withCfg(func(c *Config) { c.Confidence, c.OverrulePassesBelow = ConfidenceVerify, 0.4 }), "contoso", "m", rule, "digest-1"),
 			key(withCfg(func(c *Config) { c.Confidence = ConfidenceVerify }), "contoso", "m", rule, "digest-1"), false},
+		{"the check shows the nearest passages too", key(withCfg(func(c *Config) { c.Confidence, c.VerifyNearestPassages = ConfidenceVerify, 1 }), "contoso", "m", rule, "digest-1"),
+			key(withCfg(func(c *Config) { c.Confidence = ConfidenceVerify }), "contoso", "m", rule, "digest-1"), false},
 		{"confidence off", key(withCfg(func(c *Config) { c.Confidence = ConfidenceOff }), "contoso", "m", rule, "digest-1"), want, true},
 		{"another anchoring threshold", key(withCfg(func(c *Config) { c.FuzzyThreshold = 0.9 }), "contoso", "m", rule, "digest-1"), want, false},
 	} {

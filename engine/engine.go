@@ -96,6 +96,11 @@ type Config struct {
 	// contract asks a pass for evidence that shows it (0..1, with
 	// Confidence verify only; 0, the default: no verdict is changed).
 	OverrulePassesBelow float64
+	// VerifyNearestPassages has the verify source's check also show the
+	// document passages whose words are nearest the rule's, this many,
+	// beside those the verdict cites (0 to MaxNearestPassages, with
+	// Confidence verify only; 0, the default: the cited passages alone).
+	VerifyNearestPassages int
 	// SampleTemperature is the temperature of the samples source's extra
 	// calls (above 0, at most 2; default DefaultSampleTemperature): the
 	// model's own distribution, so that their agreement measures how much
@@ -251,6 +256,12 @@ func (c *Config) Validate() error {
 	}
 	if c.OverrulePassesBelow > 0 && c.Confidence != ConfidenceVerify {
 		return fmt.Errorf("engine: OverrulePassesBelow %v needs Confidence %s: it reads the verify check's confidence", c.OverrulePassesBelow, ConfidenceVerify)
+	}
+	if c.VerifyNearestPassages < 0 || c.VerifyNearestPassages > MaxNearestPassages {
+		return fmt.Errorf("engine: VerifyNearestPassages %d must be from 0 to %d", c.VerifyNearestPassages, MaxNearestPassages)
+	}
+	if c.VerifyNearestPassages > 0 && c.Confidence != ConfidenceVerify {
+		return fmt.Errorf("engine: VerifyNearestPassages %d needs Confidence %s: it is what the verify check shows", c.VerifyNearestPassages, ConfidenceVerify)
 	}
 	return checkReviewThreshold(c.ReviewBelowConfidence)
 }

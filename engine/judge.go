@@ -80,7 +80,7 @@ func (e *Engine) judgeWithin(ctx context.Context, model string, rs *Ruleset, in 
 		// After every call of the request: a check shows other text than
 		// the material, and a server that caches one prompt would read the
 		// documents again for the next call.
-		u, err := e.verifyConfidences(ctx, model, mode, rc.judged(rs, outcomes))
+		u, err := e.verifyConfidences(ctx, model, mode, an, rc.judged(rs, outcomes))
 		usage = usage.Add(u)
 		if err != nil {
 			return nil, usage, err

@@ -86,6 +86,41 @@ func TestEvaluateVerifyConfidence(t *testing.T) {
 
 func lastUser(req ChatRequest) string { return req.Messages[len(req.Messages)-1].Content }
 
+// TestEvaluateVerifyNearestPassages: with VerifyNearestPassages the check of
+// a verdict citing the wrong clause also shows the clause nearest its rule,
+// and the verdict's evidence stays what the model cited.
+func TestEvaluateVerifyNearestPassages(t *testing.T) {
+	judged := answer(t, boolRule("cap", true, capQuote), boolRule("term", true, capQuote), numRule("score", 2, capQuote))
+	var replies []scriptedReply
+	replies = append(replies, scriptedReply{content: judged})
+	for range 3 {
+		content, tokens := holdsTokens("true", 0.7)
+		replies = append(replies, scriptedReply{content: content, tokens: tokens})
+	}
+	llm := &scriptedLLM{replies: replies}
+	res, err := newTestEngine(t, llm, Config{Confidence: ConfidenceVerify, VerifyNearestPassages: 1, CallConcurrency: 1}).Evaluate(context.Background(), Task{Ruleset: testRuleset(), Inputs: testInputs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(llm.calls) != 4 {
+		t.Fatalf("%d calls, want the judging call and 3 checks", len(llm.calls))
+	}
+	term := lastUser(llm.calls[2])
+	if !strings.Contains(term, "Rule: The term is under 3 years.") || !strings.Contains(term, "two (2) years") || !strings.Contains(term, "capped at fees paid") {
+		t.Errorf("term's check does not show its cited and its nearest passage:\n%s", term)
+	}
+	// A quote (this engine's evidence mode) is shown as quoted, before the
+	// passages; the passage nearest cap is shown once.
+	if strings.Count(lastUser(llm.calls[1]), "The supplier's total liability") != 1 {
+		t.Errorf("cap's check shows its nearest passage other than once:\n%s", lastUser(llm.calls[1]))
+	}
+	for _, v := range res.Rules {
+		if v.RuleID == "term" && (len(v.Evidences) != 1 || !strings.Contains(v.Evidences[0].Text, "capped")) {
+			t.Errorf("term's evidence changed: %+v", v.Evidences)
+		}
+	}
+}
+
 // TestVerifyQuestion: what a check shows the model. The cited text is
 // document text, so it is neutralised and cannot close its marker; a
 // verdict that cites nothing is checked on nothing, and one without a value
@@ -110,7 +145,7 @@ func TestVerifyQuestion(t *testing.T) {
 		{"no value", Verdict{}, false, false, nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			q, agree, ok := verifyQuestion(rule, tt.verdict)
+			q, agree, ok := verifyQuestion(rule, checkedPassages(tt.verdict, nil, rule, 0), tt.verdict)
 			if ok != tt.wantOK || agree != tt.wantAgree {
 				t.Fatalf("agree %v ok %v, want %v %v", agree, ok, tt.wantAgree, tt.wantOK)
 			}
@@ -210,13 +245,20 @@ func TestOverrulePassesNeedsVerify(t *testing.T) {
 		{OverrulePassesBelow: 0.4},
 		{OverrulePassesBelow: 1, Confidence: ConfidenceVerify},
 		{OverrulePassesBelow: -0.1, Confidence: ConfidenceVerify},
+		{VerifyNearestPassages: 1, Confidence: ConfidenceLogProbs},
+		{VerifyNearestPassages: -1, Confidence: ConfidenceVerify},
+		{VerifyNearestPassages: MaxNearestPassages + 1, Confidence: ConfidenceVerify},
 	} {
 		cfg.setDefaults()
-		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "OverrulePassesBelow") {
-			t.Errorf("%+v: error %v, want one naming OverrulePassesBelow", cfg, err)
+		want := "OverrulePassesBelow"
+		if cfg.VerifyNearestPassages != 0 {
+			want = "VerifyNearestPassages"
+		}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: error %v, want one naming %s", cfg, err, want)
 		}
 	}
-	ok := Config{OverrulePassesBelow: 0.4, Confidence: ConfidenceVerify}
+	ok := Config{OverrulePassesBelow: 0.4, VerifyNearestPassages: MaxNearestPassages, Confidence: ConfidenceVerify}
 	ok.setDefaults()
 	if err := ok.Validate(); err != nil {
 		t.Errorf("verify with 0.4: %v", err)
@@ -237,5 +279,52 @@ func TestModelRationale(t *testing.T) {
 	}
 	if got := v.ModelRationale(); got != "Clause 4 caps liability at the fees paid." {
 		t.Errorf("overruled: %q, want the model's rationale", got)
+	}
+}
+
+// TestCheckedPassages: the check shows the cited passages, and with near
+// above 0 also the passages nearest the rule, each once, in the material's
+// order after cited text that is no passage.
+func TestCheckedPassages(t *testing.T) {
+	in := &Inputs{PrimaryDocs: []Document{{Name: "nda.txt", Pages: []string{
+		"This agreement is made today. The recipient shall return all confidential information on request. " +
+			"Notices are given in writing. The term is two years. The recipient may retain one archival copy.",
+	}}}}
+	an := &anchoring{in: in}
+	ps := an.passages()
+	rule := Rule{RuleID: "return", RuleText: "The recipient shall return or destroy confidential information."}
+	cite := func(ids ...string) Verdict {
+		v := Verdict{BooleanOutput: ptr(true)}
+		for _, id := range ids {
+			p, ok := ps.lookup(id)
+			if !ok {
+				t.Fatalf("no passage %s", id)
+			}
+			v.Evidences = append(v.Evidences, verdict.Evidence{Text: p.text, PassageID: p.id})
+		}
+		return v
+	}
+	text := func(id string) string { p, _ := ps.lookup(id); return p.text }
+	quoted := cite("d1p1s4")
+	quoted.Evidences = append([]verdict.Evidence{{Text: "a quote found nowhere"}}, quoted.Evidences...)
+	for _, tt := range []struct {
+		name string
+		v    Verdict
+		near int
+		an   *anchoring
+		want []string
+	}{
+		{"cited alone", cite("d1p1s4", "d1p1s3"), 0, an, []string{text("d1p1s4"), text("d1p1s3")}},
+		{"without the request's passages", cite("d1p1s4"), 2, nil, []string{text("d1p1s4")}},
+		{"nearest added in order", cite("d1p1s4"), 1, an, []string{text("d1p1s2"), text("d1p1s4")}},
+		{"a nearest passage cited is shown once", cite("d1p1s2"), 1, an, []string{text("d1p1s2")}},
+		{"text that is no passage first", quoted, 1, an, []string{"a quote found nowhere", text("d1p1s2"), text("d1p1s4")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := checkedPassages(tt.v, tt.an, rule, tt.near)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -42,6 +42,7 @@ type llmConfig struct {
 	nearestPassages int
 	reviewBelow     float64
 	overruleBelow   float64
+	verifyNearest   int
 	// maxConcurrency, initialConcurrency and adaptive set the limit on the
 	// calls in flight to the model endpoint.
 	maxConcurrency     int
@@ -187,6 +188,11 @@ func (f *llmConfig) check() error {
 	} else if f.overruleBelow > 0 && engine.ConfidenceSource(f.confidence) != engine.ConfidenceVerify {
 		errs = append(errs, fmt.Errorf("--overrule-passes-below: %v needs --confidence verify (it is %q): it reads the verify check's confidence", f.overruleBelow, f.confidence))
 	}
+	if f.verifyNearest < 0 || f.verifyNearest > engine.MaxNearestPassages {
+		errs = append(errs, fmt.Errorf("--verify-nearest-passages: %d must be from 0 to %d (0: the cited passages alone)", f.verifyNearest, engine.MaxNearestPassages))
+	} else if f.verifyNearest > 0 && engine.ConfidenceSource(f.confidence) != engine.ConfidenceVerify {
+		errs = append(errs, fmt.Errorf("--verify-nearest-passages: %d needs --confidence verify (it is %q): it is what the verify check shows", f.verifyNearest, f.confidence))
+	}
 	if f.maxConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--llm-max-concurrency: %d must be at least 1", f.maxConcurrency))
 	}
@@ -243,6 +249,7 @@ func (f *llmConfig) engineConfig(logger *slog.Logger, hooks engine.Hooks) engine
 		Hooks:                 hooks,
 		ReviewBelowConfidence: f.reviewBelow,
 		OverrulePassesBelow:   f.overruleBelow,
+		VerifyNearestPassages: f.verifyNearest,
 		TracerProvider:        f.tracer,
 	}
 }

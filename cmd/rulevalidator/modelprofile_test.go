@@ -33,11 +33,13 @@ type judged struct {
 	timeout                   time.Duration
 	confidence                string
 	reviewBelow               float64
+	overruleBelow             float64
+	verifyNearest             int
 	profile                   string
 }
 
 func judgedOf(f *llmConfig) judged {
-	return judged{f.rulesPerCall, f.callsPerReq, f.timeout, f.confidence, f.reviewBelow, f.profile.name}
+	return judged{f.rulesPerCall, f.callsPerReq, f.timeout, f.confidence, f.reviewBelow, f.overruleBelow, f.verifyNearest, f.profile.name}
 }
 
 // TestModelProfile: the profile of the model --model names sets the judging defaults of
@@ -60,9 +62,9 @@ func TestModelProfile(t *testing.T) {
 
 	const qwen = "qwen2.5-coder-1.5b-instruct"
 	var (
-		global    = judged{0, 4, 2 * time.Minute, "logprobs", 0.8, ""}
-		qwenDefs  = judged{1, 1, 10 * time.Minute, "verify", 0.45, qwen}
-		gemmaDefs = judged{1, 1, 10 * time.Minute, "logprobs", 0.8, "gemma-3-270m"}
+		global    = judged{0, 4, 2 * time.Minute, "logprobs", 0.8, 0, 0, ""}
+		qwenDefs  = judged{1, 1, 10 * time.Minute, "verify", 0.45, 0.48, 1, qwen}
+		gemmaDefs = judged{1, 1, 10 * time.Minute, "logprobs", 0.8, 0, 0, "gemma-3-270m"}
 	)
 	with := func(j judged, change func(*judged)) judged { change(&j); return j }
 	for _, tt := range []struct {
@@ -90,9 +92,11 @@ func TestModelProfile(t *testing.T) {
 		{name: "the file wins", args: []string{"--config", callsInFile},
 			want: with(qwenDefs, func(j *judged) { j.callsPerReq = 2 }), wantKept: []string{"llm-calls-per-request"}},
 		{name: "another confidence keeps the global threshold", args: []string{"--confidence", "logprobs"},
-			want: with(qwenDefs, func(j *judged) { j.confidence, j.reviewBelow = "logprobs", 0.8 }), wantKept: []string{"confidence"}},
+			want: with(qwenDefs, func(j *judged) { j.confidence, j.reviewBelow, j.overruleBelow, j.verifyNearest = "logprobs", 0.8, 0, 0 }), wantKept: []string{"confidence"}},
 		{name: "verify given keeps the profile's threshold", args: []string{"--confidence", "verify"},
 			want: qwenDefs, wantKept: []string{"confidence"}},
+		{name: "the check's passages given win", args: []string{"--verify-nearest-passages", "0"},
+			want: with(qwenDefs, func(j *judged) { j.verifyNearest = 0 }), wantKept: []string{"verify-nearest-passages"}},
 		{name: "a threshold given wins", args: []string{"--review-below-confidence", "0.6"},
 			want: with(qwenDefs, func(j *judged) { j.reviewBelow = 0.6 }), wantKept: []string{"review-below-confidence"}},
 		{name: "none", args: []string{"--model-profile", "none"}, want: global},
@@ -189,8 +193,8 @@ func TestModelProfileLogged(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"applied", nil, []string{`msg="model profile" profile=qwen2.5-coder-1.5b-instruct model=qwen2.5-coder-1.5b-instruct set="llm-rules-per-call=1 llm-calls-per-request=1 llm-timeout=10m confidence=verify review-below-confidence=0.45 overrule-passes-below=0.45" given=""`}},
-		{"a setting given", []string{"--llm-timeout", "1m"}, []string{`set="llm-rules-per-call=1 llm-calls-per-request=1 confidence=verify review-below-confidence=0.45 overrule-passes-below=0.45" given=llm-timeout`}},
+		{"applied", nil, []string{`msg="model profile" profile=qwen2.5-coder-1.5b-instruct model=qwen2.5-coder-1.5b-instruct set="llm-rules-per-call=1 llm-calls-per-request=1 llm-timeout=10m confidence=verify review-below-confidence=0.45 overrule-passes-below=0.48 verify-nearest-passages=1" given=""`}},
+		{"a setting given", []string{"--llm-timeout", "1m"}, []string{`set="llm-rules-per-call=1 llm-calls-per-request=1 confidence=verify review-below-confidence=0.45 overrule-passes-below=0.48 verify-nearest-passages=1" given=llm-timeout`}},
 		{"no profile for the model", []string{"--model", "gpt-4o-mini"}, []string{`profile=none model=gpt-4o-mini reason="no profile for this model: the global defaults"`}},
 		{"none", []string{"--model-profile", "none"}, []string{`profile=none model=qwen2.5-coder-1.5b-instruct reason="--model-profile none: the global defaults"`}},
 	} {

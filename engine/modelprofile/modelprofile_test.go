@@ -68,7 +68,7 @@ func TestChoose(t *testing.T) {
 func TestProfilesHoldTheMeasuredSettings(t *testing.T) {
 	t.Parallel()
 	want := map[string]map[string]string{
-		"qwen2.5-coder-1.5b-instruct": {"llm-rules-per-call": "1", "llm-calls-per-request": "1", "llm-timeout": "10m", "confidence": "verify", "review-below-confidence": "0.45", "overrule-passes-below": "0.45"},
+		"qwen2.5-coder-1.5b-instruct": {"llm-rules-per-call": "1", "llm-calls-per-request": "1", "llm-timeout": "10m", "confidence": "verify", "review-below-confidence": "0.45", "overrule-passes-below": "0.48", "verify-nearest-passages": "1"},
 		"gemma-3-270m":                {"llm-rules-per-call": "1", "llm-calls-per-request": "1", "llm-timeout": "10m"},
 	}
 	profiles := Profiles()
@@ -95,7 +95,7 @@ func TestProfilesHoldTheMeasuredSettings(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(Settings(), ","); got != "llm-rules-per-call,llm-calls-per-request,llm-timeout,confidence,review-below-confidence,overrule-passes-below" {
+	if got := strings.Join(Settings(), ","); got != "llm-rules-per-call,llm-calls-per-request,llm-timeout,confidence,review-below-confidence,overrule-passes-below,verify-nearest-passages" {
 		t.Errorf("Settings() = %s", got)
 	}
 }
