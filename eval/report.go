@@ -21,6 +21,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	r.writeTitle(ew)
 	r.writeSystems(ew)
 	r.writeMargins(ew)
+	r.writeOverruleSweeps(ew)
 	r.writeConfusion(ew)
 	r.writePerRule(ew)
 	r.writePerCase(ew)

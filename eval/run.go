@@ -83,7 +83,10 @@ type SystemReport struct {
 	// nothing.
 	Reasks map[string]int `json:"reasks_by_reason,omitempty"`
 	Spread *Spread        `json:"spread,omitempty"`
-	Errors []CaseFailure  `json:"errors,omitempty"`
+	// Overrule is what other --overrule-passes-below thresholds would have
+	// made of the engine's boolean verdicts; only with --confidence verify.
+	Overrule *OverruleSweep `json:"overrule_sweep,omitempty"`
+	Errors   []CaseFailure  `json:"errors,omitempty"`
 	// Outcomes are the scored verdicts, case by case, run by run.
 	Outcomes []Outcome `json:"outcomes"`
 }
@@ -454,6 +457,9 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	}
 	for i, sr := range srs {
 		summariseSystem(ds, sr, caseCosts[i], opts.Runs, runWalls[i])
+		if opts.Engine.Confidence == engine.ConfidenceVerify && sr.Name != SystemBaseline {
+			sr.Overrule = overruleSweep(sr.Outcomes, opts.Engine.OverrulePassesBelow)
+		}
 		if i < len(reasks) {
 			sr.Reasks = reasks[i]
 		}

@@ -52,6 +52,10 @@ type Outcome struct {
 	// ReviewReasons are why the verdict was routed to a person
 	// (engine.Verdict.ReviewReasons); empty when it was not.
 	ReviewReasons []engine.ReviewReason `json:"review_reasons,omitempty"`
+	// Overruled says the engine turned the model's pass into a fail
+	// (engine.Verdict.Overruled); Confidence is then the check's
+	// probability that the rule is not met.
+	Overruled bool `json:"overruled,omitempty"`
 	// Rationale and DataSufficiency are the verdict's, for reading a run's
 	// answers beside their scores.
 	Rationale       string `json:"rationale,omitempty"`
@@ -178,6 +182,7 @@ func scoreVerdict(caseID string, run int, lab Label, v *engine.Verdict) Outcome 
 	o.Problems = v.Problems
 	o.Confidence = v.Confidence
 	o.ReviewReasons = v.ReviewReasons
+	o.Overruled = v.Overruled
 	o.Rationale = v.Rationale
 	o.DataSufficiency = v.DataSufficiency
 	// The model's own words: an overrule's note before them would dilute a restatement.
@@ -405,6 +410,39 @@ type Confusion struct {
 	NoAnswerFail int `json:"expected_fail_no_answer"`
 }
 
+// count adds a verdict expected to pass (want) or fail, given as scored
+// (nil: no boolean).
+func (c *Confusion) count(want bool, given *bool) {
+	switch {
+	case given == nil && want:
+		c.NoAnswerPass++
+	case given == nil:
+		c.NoAnswerFail++
+	case want && *given:
+		c.TruePass++
+	case want:
+		c.FalseFail++
+	case *given:
+		c.FalsePass++
+	default:
+		c.TrueFail++
+	}
+}
+
+// recalls are the shares of the verdicts expected to pass that passed and
+// of those expected to fail that failed (a verdict with no boolean is
+// wrong for either), and their mean, the balanced accuracy: nil unless
+// both classes were expected.
+func (c Confusion) recalls() (pass, fail, balanced *float64) {
+	pass = ratio(c.TruePass, c.TruePass+c.FalseFail+c.NoAnswerPass)
+	fail = ratio(c.TrueFail, c.TrueFail+c.FalsePass+c.NoAnswerFail)
+	if pass != nil && fail != nil {
+		b := (*pass + *fail) / 2
+		balanced = &b
+	}
+	return pass, fail, balanced
+}
+
 // NumericalMetrics score numerical rules: exact, and within one step of the
 // rule's allowed scores.
 type NumericalMetrics struct {
@@ -520,22 +558,7 @@ func summarise(outs []Outcome) Metrics {
 			if o.OutputCorrect {
 				b.Correct++
 			}
-			want := o.ExpectedBoolean != nil && *o.ExpectedBoolean
-			given := o.scoredBoolean()
-			switch {
-			case given == nil && want:
-				b.Confusion.NoAnswerPass++
-			case given == nil:
-				b.Confusion.NoAnswerFail++
-			case want && *given:
-				b.Confusion.TruePass++
-			case want:
-				b.Confusion.FalseFail++
-			case *given:
-				b.Confusion.FalsePass++
-			default:
-				b.Confusion.TrueFail++
-			}
+			b.Confusion.count(o.ExpectedBoolean != nil && *o.ExpectedBoolean, o.scoredBoolean())
 		}
 		if o.SaysNotMentioned() {
 			m.NotMentioned.SaidTotal++
@@ -581,13 +604,7 @@ func summarise(outs []Outcome) Metrics {
 	m.Routing = routingMetrics(outs)
 	m.AccuracyWithoutProblems = ratio(m.Correct-m.KeptCorrect, m.Verdicts-m.KeptWithProblems)
 	m.Boolean.Accuracy = ratio(m.Boolean.Correct, m.Boolean.Verdicts)
-	c := m.Boolean.Confusion
-	m.Boolean.PassRecall = ratio(c.TruePass, c.TruePass+c.FalseFail+c.NoAnswerPass)
-	m.Boolean.FailRecall = ratio(c.TrueFail, c.TrueFail+c.FalsePass+c.NoAnswerFail)
-	if m.Boolean.PassRecall != nil && m.Boolean.FailRecall != nil {
-		b := (*m.Boolean.PassRecall + *m.Boolean.FailRecall) / 2
-		m.Boolean.BalancedAccuracy = &b
-	}
+	m.Boolean.PassRecall, m.Boolean.FailRecall, m.Boolean.BalancedAccuracy = m.Boolean.Confusion.recalls()
 	m.NotMentioned.Recall = ratio(m.NotMentioned.Said, m.NotMentioned.Labelled)
 	m.NotMentioned.Precision = ratio(m.NotMentioned.Said, m.NotMentioned.SaidTotal)
 	m.Rationales.RestatingShare = ratio(m.Rationales.Restating, m.Rationales.Rationales)
