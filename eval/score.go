@@ -429,6 +429,14 @@ func (c *Confusion) count(want bool, given *bool) {
 	}
 }
 
+func (c Confusion) add(o Confusion) Confusion {
+	return Confusion{
+		TruePass: c.TruePass + o.TruePass, FalseFail: c.FalseFail + o.FalseFail,
+		FalsePass: c.FalsePass + o.FalsePass, TrueFail: c.TrueFail + o.TrueFail,
+		NoAnswerPass: c.NoAnswerPass + o.NoAnswerPass, NoAnswerFail: c.NoAnswerFail + o.NoAnswerFail,
+	}
+}
+
 // recalls are the shares of the verdicts expected to pass that passed and
 // of those expected to fail that failed (a verdict with no boolean is
 // wrong for either), and their mean, the balanced accuracy: nil unless

@@ -28,7 +28,8 @@ var evalDoc = commandDoc{
 	about: []string{
 		"Judges every case of a labelled dataset with the model and scores the verdicts and their " +
 			"evidence against the labels; with --baseline per-rule, also a plain rubric judge (promptfoo's llm-rubric) " +
-			"on the same model, and the engine's margin over it.",
+			"on the same model, and the engine's margin over it with its 95% interval over the cases. With " +
+			"--confidence verify, what each --overrule-passes-below would have made of the engine's verdicts.",
 		"With --compare-ruleset FILE, judges the dataset with its own ruleset and then with FILE, a new " +
 			"version of it, through one verdict cache (the rules whose cached verdicts stay valid are not " +
 			"asked again), and reports what changed (as `rulesets diff` does) and, rule by rule, each " +
