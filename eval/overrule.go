@@ -52,8 +52,9 @@ const (
 )
 
 // overruleSweep is the sweep of outs' boolean verdicts, used being the
-// threshold they were judged with; nil when no pass carries a check's
-// probability. The confidences must be the verify check's.
+// threshold they were judged with; with no pass that a check gave a
+// probability, every point is the verdicts as they are. The confidences
+// must be the verify check's.
 func overruleSweep(outs []Outcome, used float64) *OverruleSweep {
 	type judged struct {
 		want  bool
@@ -77,9 +78,6 @@ func overruleSweep(outs []Outcome, used float64) *OverruleSweep {
 			checked++
 		}
 		verdicts = append(verdicts, j)
-	}
-	if checked == 0 {
-		return nil
 	}
 	sweep := &OverruleSweep{Used: used, Checked: checked}
 	for _, below := range overruleThresholds(used) {
@@ -142,7 +140,7 @@ func textThreshold(p OverrulePoint, used float64) bool {
 func (r *Report) writeOverruleSweeps(w io.Writer) {
 	for _, s := range r.Systems {
 		sw := s.Overrule
-		if sw == nil {
+		if sw == nil || sw.Checked == 0 {
 			continue
 		}
 		used := "off"

@@ -148,13 +148,20 @@ func containsFloat(xs []float64, x float64) bool {
 	return false
 }
 
-// Without a check's probability on any pass there is no sweep; the text
+// Without a check's probability on any pass nothing moves and no table is
+// written; the text
 // report shows off, the grid's twentieths from 0.30 to 0.70 and the run's
 // own threshold, marked.
 func TestOverruleSweepReport(t *testing.T) {
 	plain := []Outcome{scoreVerdict("case", 1, boolLabel(true, false), boolVerdict(ptr(true), true, false, "It says so."))}
-	if sw := overruleSweep(plain, 0.48); sw != nil {
-		t.Fatalf("a sweep of verdicts no check measured: %+v", sw)
+	sw := overruleSweep(plain, 0.48)
+	if sw.Checked != 0 || sw.Points[len(sw.Points)-1].Overruled != 0 {
+		t.Fatalf("a sweep of verdicts no check measured moved some: %+v", sw)
+	}
+	var none bytes.Buffer
+	(&Report{Systems: []SystemReport{{Name: SystemEngine, Overrule: sw}}}).writeOverruleSweeps(&none)
+	if none.Len() > 0 {
+		t.Errorf("a table with no pass checked:\n%s", none.String())
 	}
 	outs := []Outcome{
 		scoreVerdict("case", 1, boolLabel(true, false), checkedVerdict(true, 0.6, 0.48)),

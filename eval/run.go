@@ -455,8 +455,12 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 			}
 		}
 	}
+	rules, cases := ruleOrder(ds), make([]string, len(ds.Cases))
+	for i, c := range ds.Cases {
+		cases[i] = c.ID
+	}
 	for i, sr := range srs {
-		summariseSystem(ds, sr, caseCosts[i], opts.Runs, runWalls[i])
+		summariseSystem(sr, rules, cases, caseCosts[i], opts.Runs, runWalls[i])
 		if opts.Engine.Confidence == engine.ConfidenceVerify && sr.Name != SystemBaseline {
 			sr.Overrule = overruleSweep(sr.Outcomes, opts.Engine.OverrulePassesBelow)
 		}
@@ -516,17 +520,20 @@ func judgeCase(ctx context.Context, c *Case, run int, name string, j judge, m *m
 }
 
 // summariseSystem fills sr's overall, per-rule, per-case and spread figures
-// from its outcomes; runWalls is the wall time of each run.
-func summariseSystem(ds *Dataset, sr *SystemReport, caseCost map[string]Cost, runs int, runWalls []time.Duration) {
+// from its outcomes, the rules and cases in the order given; runWalls is
+// the wall time of each run.
+func summariseSystem(sr *SystemReport, rules []ruleKey, cases []string, caseCost map[string]Cost, runs int, runWalls []time.Duration) {
 	sr.Overall = summarise(sr.Outcomes)
-	for _, id := range ruleOrder(ds) {
+	sr.PerRule, sr.PerCase = nil, nil
+	for _, id := range rules {
 		outs := filter(sr.Outcomes, func(o Outcome) bool { return o.RuleID == id.id })
 		sr.PerRule = append(sr.PerRule, RuleReport{RuleID: id.id, Type: id.typ, Metrics: summarise(outs)})
 	}
-	for _, c := range ds.Cases {
-		outs := filter(sr.Outcomes, func(o Outcome) bool { return o.Case == c.ID })
-		sr.PerCase = append(sr.PerCase, CaseReport{Case: c.ID, Metrics: summarise(outs), Cost: caseCost[c.ID]})
+	for _, c := range cases {
+		outs := filter(sr.Outcomes, func(o Outcome) bool { return o.Case == c })
+		sr.PerCase = append(sr.PerCase, CaseReport{Case: c, Metrics: summarise(outs), Cost: caseCost[c]})
 	}
+	sr.Spread = nil
 	if runs > 1 {
 		sr.Spread = spread(sr.Outcomes, runs, runWalls)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ const exitBelowMinimum = 3
 
 // evalDoc is eval's --help.
 var evalDoc = commandDoc{
-	synopsis: "eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--cases A,B | --first N] [--min-accuracy X] [--compare-ruleset FILE] [settings]",
+	synopsis: "eval --dataset DIR [--json] [--baseline per-rule] [--runs N] [--cases A,B | --first N] [--min-accuracy X] [--compare-ruleset FILE] [settings] | eval --merge A.json,B.json [--json]",
 	about: []string{
 		"Judges every case of a labelled dataset with the model and scores the verdicts and their " +
 			"evidence against the labels; with --baseline per-rule, also a plain rubric judge (promptfoo's llm-rubric) " +
@@ -35,6 +36,9 @@ var evalDoc = commandDoc{
 			"asked again), and reports what changed (as `rulesets diff` does) and, rule by rule, each " +
 			"version's accuracy against the labels and the verdicts that flip, case by case; --min-accuracy " +
 			"then gates the new version.",
+		"With --merge A.json,B.json, judges nothing: reads reports that eval --json wrote for disjoint cases " +
+			"of one dataset (one run a server, say) and writes the report of all their cases, every figure, " +
+			"margin, interval and sweep computed again; --min-accuracy gates it.",
 	},
 	exit: "0 done, 2 invalid flags, settings or dataset (no model call made), 1 the model could not be " +
 		"reached, 3 accuracy below --min-accuracy.",
@@ -44,6 +48,7 @@ var evalDoc = commandDoc{
 		"rulevalidator eval --dataset DIR --min-accuracy 0.9",
 		"rulevalidator eval --dataset examples/eval/edgar-nda --inputs pdf",
 		"rulevalidator eval --dataset examples/eval/edgar-nda --compare-ruleset examples/eval/edgar-nda/ruleset-revised.yaml",
+		"rulevalidator eval --merge first-half.json,second-half.json",
 	},
 }
 
@@ -67,6 +72,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
 		revalidate  = fs.String("revalidate-ruleset", "", "judge the dataset, then judge it again with this ruleset (the dataset's with some rules changed) through a verdict cache both share, and report what the second run cost against the first")
 		compareRS   = fs.String("compare-ruleset", "", "judge the dataset with its ruleset, then with this new version of it through a verdict cache both share, and report the changes, each version's accuracy and the verdicts that flip")
+		merge       = fs.String("merge", "", "judge nothing: merge these comma-separated `files`, reports eval --json wrote for disjoint cases of one dataset, into one report, every figure computed again")
 	)
 	fs.Var(&minAccuracy, "min-accuracy", "exit 3 when the engine's verdict accuracy is below this `share` (0 to 1; 0.9 for 90%); unset, no gate")
 	if code, ok := cl.parse(args, getenv); !ok {
@@ -74,6 +80,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	}
 	if err := errors.Join(llm.check(), docs.check()); err != nil {
 		return cl.invalid(err)
+	}
+	if *merge != "" {
+		if *dir != "" || *baseline != "" || *runs != 1 || *cases != "" || *first != 0 || *compare != "" || *inputsDir != "" || *revalidate != "" || *compareRS != "" {
+			fmt.Fprintln(stderr, "eval: --merge judges nothing: it takes no --dataset, --baseline, --runs, --cases, --first, --compare-evidence-mode, --inputs, --revalidate-ruleset or --compare-ruleset")
+			return exitInvalid
+		}
+		if minAccuracy.set && !(minAccuracy.v >= 0 && minAccuracy.v <= 1) {
+			fmt.Fprintf(stderr, "eval: --min-accuracy %s: accuracy is a share between 0 and 1 (0.9 for 90%%)\n", minAccuracy.raw)
+			return exitInvalid
+		}
+		return mergeEvalReports(stdout, stderr, strings.Split(*merge, ","), *asJSON, minAccuracy)
 	}
 	switch {
 	case *dir == "":
@@ -215,18 +232,64 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitFailure
 	}
 
-	if minAccuracy.set {
-		acc := gated.System(eval.SystemEngine).Overall.Accuracy
-		if acc == nil || *acc < minAccuracy.v {
-			got := "none"
-			if acc != nil {
-				got = fmt.Sprintf("%.3f", *acc)
-			}
-			fmt.Fprintf(stderr, "eval: verdict accuracy %s is below --min-accuracy %.3f\n", got, minAccuracy.v)
-			return exitBelowMinimum
+	return gateAccuracy(stderr, gated, minAccuracy)
+}
+
+// gateAccuracy is eval's exit status for a report written: exitBelowMinimum
+// when --min-accuracy is set and the engine's verdict accuracy is below it.
+func gateAccuracy(stderr io.Writer, rep *eval.Report, minAccuracy share) int {
+	if !minAccuracy.set {
+		return exitOK
+	}
+	var acc *float64
+	if s := rep.System(eval.SystemEngine); s != nil {
+		acc = s.Overall.Accuracy
+	}
+	if acc == nil || *acc < minAccuracy.v {
+		got := "none"
+		if acc != nil {
+			got = fmt.Sprintf("%.3f", *acc)
 		}
+		fmt.Fprintf(stderr, "eval: verdict accuracy %s is below --min-accuracy %.3f\n", got, minAccuracy.v)
+		return exitBelowMinimum
 	}
 	return exitOK
+}
+
+// mergeEvalReports reads the reports eval --json wrote to files, merges them
+// (eval.Merge) and writes the merged report as a run writes one.
+func mergeEvalReports(stdout, stderr io.Writer, files []string, asJSON bool, minAccuracy share) int {
+	var reports []*eval.Report
+	for _, f := range files {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "eval: --merge: %v\n", err)
+			return exitInvalid
+		}
+		var rep eval.Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			fmt.Fprintf(stderr, "eval: --merge: %s is not a report eval --json wrote: %v\n", f, err)
+			return exitInvalid
+		}
+		if len(rep.Systems) == 0 {
+			fmt.Fprintf(stderr, "eval: --merge: %s is not a report eval --json wrote: it has no system\n", f)
+			return exitInvalid
+		}
+		reports = append(reports, &rep)
+	}
+	merged, err := eval.Merge(reports)
+	if err != nil {
+		fmt.Fprintf(stderr, "eval: --merge: %v\n", err)
+		return exitInvalid
+	}
+	if _, err := writeEvalReports(stdout, asJSON, merged, nil, false, nil); err != nil {
+		fmt.Fprintf(stderr, "eval: writing the report: %v\n", err)
+		return exitFailure
+	}
+	return gateAccuracy(stderr, merged, minAccuracy)
 }
 
 // writeEvalReports writes what the run measured: one report, a

@@ -138,6 +138,57 @@ func TestEvalCLIReportsAndGates(t *testing.T) {
 	}
 }
 
+// Two runs of disjoint cases, each written with --json, merge into the
+// report of both: no model call, the gate applied to the merged figures.
+func TestEvalCLIMergesReports(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var files []string
+	for i, c := range evalCases {
+		fake := llmfake.New()
+		defer fake.Close()
+		fake.Enqueue(labelledReplies(t, []string{c}, i == 1)...) // the second case answered all wrong
+		code, stdout, stderr := runEvalCLI(t, fake, "--dataset", evalDataset, "--cases", c, "--json", "--output-retries", "0")
+		if code != exitOK {
+			t.Fatalf("case %s: exit %d\n%s", c, code, stderr)
+		}
+		files = append(files, filepath.Join(dir, c+".json"))
+		if err := os.WriteFile(files[i], []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runEvalCLI(t, nil, "--merge", strings.Join(files, ","), "--json", "--min-accuracy", "0.4")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not one report: %v\n%s", err, stdout)
+	}
+	s := rep.System(eval.SystemEngine)
+	if rep.Cases != 2 || s == nil || len(s.PerCase) != 2 || s.Cost.Calls != 2 || s.Overall.Accuracy == nil || *s.Overall.Accuracy >= 1 || *s.Overall.Accuracy <= 0.4 {
+		t.Fatalf("merged report: %d cases, engine %+v", rep.Cases, s)
+	}
+	code, stdout, stderr = runEvalCLI(t, nil, "--merge", strings.Join(files, ","), "--min-accuracy", "0.9")
+	if code != exitBelowMinimum || !strings.Contains(stderr, "is below --min-accuracy 0.900") || !strings.Contains(stdout, "Per case") {
+		t.Errorf("merged table gated at 0.9: exit %d\n%s\n%s", code, stderr, stdout)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"with a dataset", []string{"--merge", files[0], "--dataset", evalDataset}, "--merge judges nothing: it takes no --dataset"},
+		{"the same case twice", []string{"--merge", files[0] + "," + files[0]}, "is in report 1 and report 2: merge reports of disjoint cases"},
+		{"a missing file", []string{"--merge", filepath.Join(dir, "none.json")}, "none.json: no such file"},
+		{"not a report", []string{"--merge", evalDataset + "/dataset.yaml"}, "dataset.yaml is not a report eval --json wrote"},
+	} {
+		if code, _, stderr := runEvalCLI(t, nil, tt.args...); code != exitInvalid || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: exit %d, want %d and %q:\n%s", tt.name, code, exitInvalid, tt.want, stderr)
+		}
+	}
+}
+
 // The bounds of --min-accuracy are gates too: 0 passes any run that
 // answered, 1 only a perfect one.
 func TestEvalCLIGateBounds(t *testing.T) {
