@@ -41,6 +41,13 @@ type Options struct {
 	CompareEvidence []engine.EvidenceMode
 	// Progress, when set, is told after each case of each run.
 	Progress func(system string, run int, caseID string, took time.Duration, err error)
+	// Recheck, when set, has the engine judge nothing: its verdicts are
+	// this recorded report's (one run, the cite evidence mode), each asked
+	// the verify check again with Engine's settings (Confidence must be
+	// verify), so that a check's settings are measured for the cost of the
+	// checks. It takes no Baseline, CompareEvidence or Runs over 1, and every
+	// case of the dataset must be in the report.
+	Recheck *Report
 	// Attempts, when set, counts the HTTP attempts behind LLM's calls (its
 	// Observe is the client's openai.Config.OnAttempt); the cost then
 	// counts every attempt, and its tokens are summed over them.
@@ -375,6 +382,24 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	if opts.Baseline != "" && opts.Baseline != BaselinePerRule {
 		return nil, fmt.Errorf("eval: unknown baseline %q (known: %s)", opts.Baseline, BaselinePerRule)
 	}
+	var recorded map[string][]Outcome
+	if opts.Recheck != nil {
+		if opts.Baseline != "" || len(opts.CompareEvidence) > 0 || opts.Runs > 1 {
+			return nil, errors.New("eval: a recheck judges no baseline, no other evidence mode and one run")
+		}
+		if opts.Engine.Confidence != engine.ConfidenceVerify {
+			return nil, errors.New("eval: a recheck asks the verify check: the engine's confidence must be verify")
+		}
+		var err error
+		if recorded, err = recordedVerdicts(opts.Recheck); err != nil {
+			return nil, fmt.Errorf("eval: recheck: %w", err)
+		}
+		for _, c := range ds.Cases {
+			if _, ok := recorded[c.ID]; !ok {
+				return nil, fmt.Errorf("eval: recheck: case %q is not in the recorded report", c.ID)
+			}
+		}
+	}
 	m := &meter{llm: opts.LLM, attempts: opts.Attempts}
 	// Each engine counts its re-asks by reason; the caller's hook is kept.
 	reasks := make([]map[string]int, 1+len(opts.CompareEvidence))
@@ -416,6 +441,9 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 		name  string
 		judge judge
 	}{{SystemEngine, engineJudge(eng)}}
+	if recorded != nil {
+		systems[0].judge = recheckJudge(eng, recorded)
+	}
 	for i, mode := range opts.CompareEvidence {
 		systems = append(systems, struct {
 			name  string

@@ -30,6 +30,16 @@ func Evaluate(ctx context.Context, eng Evaluator, rs *engine.Ruleset, req *schem
 	return eng.Evaluate(ctx, task)
 }
 
+// Recheck asks eng's verify check again of verdicts judged before on req against rs
+// (engine.Engine.Recheck), the task built as Evaluate builds it.
+func Recheck(ctx context.Context, eng *engine.Engine, rs *engine.Ruleset, req *schemas.Request, verdicts []engine.Verdict) (*engine.Result, error) {
+	task, err := newTask(req, rs, nil)
+	if err != nil {
+		return nil, err
+	}
+	return eng.Recheck(ctx, task, verdicts)
+}
+
 // newTask is what the engine is asked to judge of req against rs (see Evaluate); its inputs
 // are what was judged, kept beside the result (Events.Material).
 func newTask(req *schemas.Request, rs *engine.Ruleset, mediaTypes map[string]string) (engine.Task, error) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,9 @@ var evalDoc = commandDoc{
 			"asked again), and reports what changed (as `rulesets diff` does) and, rule by rule, each " +
 			"version's accuracy against the labels and the verdicts that flip, case by case; --min-accuracy " +
 			"then gates the new version.",
+		"With --recheck RUN.json, judges nothing: asks the verify check again, with the settings given, of the " +
+			"engine's verdicts in a report eval --json wrote of the dataset (one run, cite evidence mode): what a run " +
+			"with those check settings would have given, for the cost of the checks.",
 		"With --merge A.json,B.json, judges nothing: reads reports that eval --json wrote for disjoint cases " +
 			"of one dataset (one run a server, say) and writes the report of all their cases, every figure, " +
 			"margin, interval and sweep computed again; --min-accuracy gates it.",
@@ -49,6 +53,7 @@ var evalDoc = commandDoc{
 		"rulevalidator eval --dataset examples/eval/edgar-nda --inputs pdf",
 		"rulevalidator eval --dataset examples/eval/edgar-nda --compare-ruleset examples/eval/edgar-nda/ruleset-revised.yaml",
 		"rulevalidator eval --merge first-half.json,second-half.json",
+		"rulevalidator eval --dataset examples/eval/contractnli-dev --recheck run.json --verify-nearest-passages 2",
 	},
 }
 
@@ -72,6 +77,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		verbose     = fs.Bool("v", false, "log model calls and retries on stderr")
 		revalidate  = fs.String("revalidate-ruleset", "", "judge the dataset, then judge it again with this ruleset (the dataset's with some rules changed) through a verdict cache both share, and report what the second run cost against the first")
 		compareRS   = fs.String("compare-ruleset", "", "judge the dataset with its ruleset, then with this new version of it through a verdict cache both share, and report the changes, each version's accuracy and the verdicts that flip")
+		recheck     = fs.String("recheck", "", "judge nothing: ask the verify check again, with these settings, of the engine's verdicts in this `file`, a report eval --json wrote of the dataset (cite evidence mode, one run); needs --confidence verify")
 		merge       = fs.String("merge", "", "judge nothing: merge these comma-separated `files`, reports eval --json wrote for disjoint cases of one dataset, into one report, every figure computed again")
 	)
 	fs.Var(&minAccuracy, "min-accuracy", "exit 3 when the engine's verdict accuracy is below this `share` (0 to 1; 0.9 for 90%); unset, no gate")
@@ -115,6 +121,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	case *compareRS != "" && (*runs != 1 || *baseline != "" || *compare != "" || *revalidate != ""):
 		fmt.Fprintln(stderr, "eval: --compare-ruleset compares one run of the engine per version: it takes no --runs, --baseline, --compare-evidence-mode or --revalidate-ruleset")
 		return exitInvalid
+	case *recheck != "" && (*runs != 1 || *baseline != "" || *compare != "" || *revalidate != "" || *compareRS != ""):
+		fmt.Fprintln(stderr, "eval: --recheck asks the checks again of one recorded run of the engine: it takes no --runs, --baseline, --compare-evidence-mode, --revalidate-ruleset or --compare-ruleset")
+		return exitInvalid
 	case minAccuracy.set && !(minAccuracy.v >= 0 && minAccuracy.v <= 1): // NaN too
 		fmt.Fprintf(stderr, "eval: --min-accuracy %s: accuracy is a share between 0 and 1 (0.9 for 90%%)\n", minAccuracy.raw)
 		return exitInvalid
@@ -137,6 +146,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	if err != nil {
 		fmt.Fprintf(stderr, "eval: %s\n", strings.ReplaceAll(err.Error(), "\n", "\neval: "))
 		return exitInvalid
+	}
+	var recorded *eval.Report
+	if *recheck != "" {
+		if recorded, err = readEvalReport(*recheck); err != nil {
+			fmt.Fprintf(stderr, "eval: --recheck: %v\n", err)
+			return exitInvalid
+		}
+		if ds, err = recordedCases(ds, recorded); err != nil {
+			fmt.Fprintf(stderr, "eval: --recheck: %v\n", err)
+			return exitInvalid
+		}
 	}
 	if *cases != "" {
 		if ds, err = selectCases(ds, strings.Split(*cases, ",")); err != nil {
@@ -186,6 +206,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		return exitInvalid
 	}
 	engineCfg := llm.engineConfig(logger, engine.Hooks{})
+	if recorded != nil && engineCfg.Confidence != engine.ConfidenceVerify {
+		fmt.Fprintf(stderr, "eval: --recheck asks the verify check again: the engine's confidence must be verify, not %q (--confidence verify)\n", cmp.Or(engineCfg.Confidence, engine.ConfidenceLogProbs))
+		return exitInvalid
+	}
 	if variant != nil {
 		// Shared by both runs: the second asks only for what changed.
 		if engineCfg.Cache, err = verdictcache.NewMemory(verdictcache.MemoryConfig{}); err != nil {
@@ -199,6 +223,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		Runs:     *runs,
 		Baseline: *baseline,
 		Attempts: attempts,
+		Recheck:  recorded,
 		CompareEvidence: func() []engine.EvidenceMode {
 			if *compare == "" {
 				return nil
@@ -264,21 +289,12 @@ func mergeEvalReports(stdout, stderr io.Writer, files []string, asJSON bool, min
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
-		data, err := os.ReadFile(f)
+		rep, err := readEvalReport(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "eval: --merge: %v\n", err)
 			return exitInvalid
 		}
-		var rep eval.Report
-		if err := json.Unmarshal(data, &rep); err != nil {
-			fmt.Fprintf(stderr, "eval: --merge: %s is not a report eval --json wrote: %v\n", f, err)
-			return exitInvalid
-		}
-		if len(rep.Systems) == 0 {
-			fmt.Fprintf(stderr, "eval: --merge: %s is not a report eval --json wrote: it has no system\n", f)
-			return exitInvalid
-		}
-		reports = append(reports, &rep)
+		reports = append(reports, rep)
 	}
 	merged, err := eval.Merge(reports)
 	if err != nil {
@@ -490,4 +506,33 @@ func writeComparison(w io.Writer, asJSON bool, diffs []*rulesetdiff.Diff, cmp *e
 	_, err := fmt.Fprintf(w, "\nmodel calls: old %d, new %d (through the cache the old run filled); model tokens: old %d, new %d\n",
 		a.Calls, b.Calls, a.PromptTokens+a.CompletionTokens, b.PromptTokens+b.CompletionTokens)
 	return err
+}
+
+// readEvalReport reads a report eval --json wrote.
+func readEvalReport(file string) (*eval.Report, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var rep eval.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("%s is not a report eval --json wrote: %w", file, err)
+	}
+	if len(rep.Systems) == 0 {
+		return nil, fmt.Errorf("%s is not a report eval --json wrote: it has no system", file)
+	}
+	return &rep, nil
+}
+
+// recordedCases keeps the cases of ds that rec judged (--cases then chooses among them), in
+// the dataset's order; a case rec judged that ds does not have is refused.
+func recordedCases(ds *eval.Dataset, rec *eval.Report) (*eval.Dataset, error) {
+	if rec.Dataset != ds.Name {
+		return nil, fmt.Errorf("the report is of dataset %q, not %q", rec.Dataset, ds.Name)
+	}
+	var ids []string
+	for _, c := range rec.Systems[0].PerCase {
+		ids = append(ids, c.Case)
+	}
+	return selectCases(ds, ids)
 }

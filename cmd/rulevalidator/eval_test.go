@@ -189,6 +189,49 @@ func TestEvalCLIMergesReports(t *testing.T) {
 	}
 }
 
+// What --recheck cannot do is refused before any model call.
+func TestEvalCLIRecheckRefuses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fake := llmfake.New()
+	defer fake.Close()
+	fake.Enqueue(labelledReplies(t, evalCases[:1], false)...)
+	code, stdout, stderr := runEvalCLI(t, fake, "--dataset", evalDataset, "--cases", evalCases[0], "--json", "--output-retries", "0")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	recorded := filepath.Join(dir, "run.json")
+	if err := os.WriteFile(recorded, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.json")
+	if err := os.WriteFile(other, []byte(strings.Replace(stdout, `"dataset": "edgar-nda"`, `"dataset": "another"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"with a baseline", []string{"--recheck", recorded, "--baseline", "per-rule"}, "--recheck asks the checks again of one recorded run of the engine: it takes no --runs, --baseline"},
+		{"with runs", []string{"--recheck", recorded, "--runs", "2"}, "it takes no --runs"},
+		{"a missing report", []string{"--recheck", filepath.Join(dir, "none.json")}, "none.json: no such file"},
+		{"another dataset's report", []string{"--recheck", other}, `the report is of dataset "another", not "edgar-nda"`},
+		{"a case the report lacks", []string{"--recheck", recorded, "--cases", evalCases[1]}, "no case " + evalCases[1]},
+		{"another confidence source", []string{"--recheck", recorded, "--confidence", "logprobs"}, "the engine's confidence must be verify"},
+	} {
+		fake := llmfake.New()
+		code, _, stderr := runEvalCLI(t, fake, append([]string{"--dataset", evalDataset}, tt.args...)...)
+		if code != exitInvalid || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%s: exit %d, want %d saying %q:\n%s", tt.name, code, exitInvalid, tt.want, stderr)
+		}
+		if n := len(fake.Requests()); n != 0 {
+			t.Errorf("%s: %d model calls", tt.name, n)
+		}
+		fake.Close()
+	}
+}
+
 // The bounds of --min-accuracy are gates too: 0 passes any run that
 // answered, 1 only a perfect one.
 func TestEvalCLIGateBounds(t *testing.T) {
