@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"rulevalidator/engine"
 	"rulevalidator/eval"
 	"rulevalidator/internal/llmfake"
 	"rulevalidator/internal/otlptest"
@@ -463,6 +465,41 @@ func TestEvalAgainstRealModel(t *testing.T) {
 	}
 	if b := rep.System(eval.SystemBaseline); b.Cost.Calls < rep.Rules {
 		t.Errorf("baseline made %d calls for %d rules", b.Cost.Calls, rep.Rules)
+	}
+
+	// The shipped model's profile checks every verdict: the report sweeps
+	// the overrule, and the checks asked again of the same verdicts with the
+	// same settings give the same confidences (greedy decoding), with no
+	// judging call.
+	engineRep := rep.System(eval.SystemEngine)
+	if engineRep.Overrule == nil {
+		t.Fatal("no overrule sweep: the profile's verify check did not run")
+	}
+	recorded := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(recorded, []byte(stdout.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = run(ctx, []string{"eval", "--dataset", evalDataset, "--recheck", recorded, "--json", "--llm-timeout", "10m"}, &stdout, &stderr, os.Getenv)
+	t.Logf("recheck stderr:\n%s", stderr.String())
+	if code != exitOK {
+		t.Fatalf("recheck: exit %d", code)
+	}
+	var again eval.Report
+	if err := json.Unmarshal([]byte(stdout.String()), &again); err != nil {
+		t.Fatalf("the recheck's stdout is not a report: %v", err)
+	}
+	rechecked := again.System(eval.SystemEngine)
+	if by := rechecked.Cost.ByPurpose; by[engine.PurposeJudge].Calls != 0 || by[engine.PurposeCheck].Calls == 0 {
+		t.Errorf("the recheck's calls by purpose: %+v, want checks alone", by)
+	}
+	for i, o := range engineRep.Outcomes {
+		r := rechecked.Outcomes[i]
+		differs := (o.Confidence == nil) != (r.Confidence == nil) || (o.Confidence != nil && r.Confidence != nil && math.Abs(*o.Confidence-*r.Confidence) > 0.02)
+		if differs || o.Overruled != r.Overruled || o.Correct != r.Correct {
+			t.Errorf("%s: recorded %v (overruled %v), rechecked %v (overruled %v)", o.RuleID, o.Confidence, o.Overruled, r.Confidence, r.Overruled)
+		}
 	}
 }
 
