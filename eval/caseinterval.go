@@ -27,9 +27,14 @@ type CaseInterval struct {
 // seeded, so a report gives the same interval every time it is made.
 const CaseResamples = 4000
 
+// CaseIntervalMinCases is the fewest cases an interval is drawn from: drawn
+// from two or three, the interval is as narrow as the few margins there are
+// and says nothing of other documents.
+const CaseIntervalMinCases = 6
+
 // caseInterval is the interval of the margin of sys over base, from their
-// outcomes; nil with fewer than two cases or where a draw has no balanced
-// accuracy (one class only).
+// outcomes; nil with fewer than CaseIntervalMinCases cases or where a draw
+// has no balanced accuracy (one class only).
 func caseInterval(sys, base []Outcome) *CaseInterval {
 	confusions := func(outs []Outcome) map[string]Confusion {
 		by := map[string]Confusion{}
@@ -50,7 +55,7 @@ func caseInterval(sys, base []Outcome) *CaseInterval {
 			cases = append(cases, id)
 		}
 	}
-	if len(cases) < 2 {
+	if len(cases) < CaseIntervalMinCases {
 		return nil
 	}
 	slices.Sort(cases) // the draws depend on the order, not on a map's

@@ -61,8 +61,11 @@ func TestCaseInterval(t *testing.T) {
 			}
 		})
 	}
-	if c := caseInterval(outcomesOf(repeat(1, both)), outcomesOf(repeat(1, none))); c != nil {
-		t.Errorf("an interval over one case: %+v", c)
+	if c := caseInterval(outcomesOf(repeat(CaseIntervalMinCases-1, both)), outcomesOf(repeat(CaseIntervalMinCases-1, none))); c != nil {
+		t.Errorf("an interval over %d cases: %+v", CaseIntervalMinCases-1, c)
+	}
+	if c := caseInterval(outcomesOf(repeat(CaseIntervalMinCases, both)), outcomesOf(repeat(CaseIntervalMinCases, none))); c == nil {
+		t.Errorf("no interval over %d cases", CaseIntervalMinCases)
 	}
 	numerical := []Outcome{{Case: "a", Type: verdict.Numerical}, {Case: "b", Type: verdict.Numerical}}
 	if c := caseInterval(numerical, numerical); c != nil {

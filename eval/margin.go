@@ -16,7 +16,7 @@ type Margin struct {
 	// baseline's, over every run's verdicts; nil when either has none.
 	BalancedAccuracy *float64 `json:"balanced_accuracy"`
 	// Cases is the margin's 95% interval over the cases judged (drawn
-	// again with replacement); nil with fewer than two.
+	// again with replacement); nil with fewer than CaseIntervalMinCases.
 	Cases *CaseInterval `json:"cases_interval,omitempty"`
 	// Runs is that margin run by run, with two runs or more; nil when some
 	// run has none.
