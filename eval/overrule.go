@@ -126,8 +126,8 @@ func overruleThresholds(used float64) []float64 {
 // threshold given as 0.23.
 func roundThreshold(t float64) float64 { return math.Round(t*1e6) / 1e6 }
 
-// textThresholds are the sweep's points the text report shows: off, every
-// 0.05 of the grid from 0.30 to 0.70, and the run's own.
+// textThreshold says whether the text report shows a sweep's point: off,
+// every 0.05 of the grid from 0.30 to 0.70, and the run's own.
 func textThreshold(p OverrulePoint, used float64) bool {
 	if p.Below == 0 || p.Below == used {
 		return true
