@@ -12,8 +12,7 @@ import (
 )
 
 // judgedCases judges ds's cases (the engine, then the baseline's three
-// calls, case by case) and returns the report as --json prints it, read
-// back.
+// calls, case by case) and returns the report as --json prints it.
 func judgedCases(t *testing.T, ds *Dataset, cases ...int) *Report {
 	t.Helper()
 	engineReplies := allCorrect()
@@ -27,7 +26,13 @@ func judgedCases(t *testing.T, ds *Dataset, cases ...int) *Report {
 		replies = append(replies, rubric[i]...)
 	}
 	_, llm := newFake(t, replies...)
-	rep := run(t, &part, llm, 1, BaselinePerRule)
+	return asPrinted(t, run(t, &part, llm, 1, BaselinePerRule))
+}
+
+// asPrinted is rep as --json prints it, read back: what --merge and
+// --recheck read.
+func asPrinted(t *testing.T, rep *Report) *Report {
+	t.Helper()
 	data, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)

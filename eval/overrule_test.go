@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,7 +129,7 @@ func TestOverruleThresholds(t *testing.T) {
 			t.Fatalf("thresholds out of order at %d: %v", i, ts)
 		}
 	}
-	if !containsFloat(ts, 0.485) || !containsFloat(ts, 0.48) || !containsFloat(ts, 0.23) {
+	if !slices.Contains(ts, 0.485) || !slices.Contains(ts, 0.48) || !slices.Contains(ts, 0.23) {
 		t.Errorf("thresholds %v lack 0.485, 0.48 or 0.23", ts)
 	}
 	if n := len(overruleThresholds(0.48)); n != want-1 {
@@ -139,19 +140,9 @@ func TestOverruleThresholds(t *testing.T) {
 	}
 }
 
-func containsFloat(xs []float64, x float64) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
 // Without a check's probability on any pass nothing moves and no table is
-// written; the text
-// report shows off, the grid's twentieths from 0.30 to 0.70 and the run's
-// own threshold, marked.
+// written; the text report shows off, the grid's twentieths from 0.30 to
+// 0.70 and the run's own threshold, marked.
 func TestOverruleSweepReport(t *testing.T) {
 	plain := []Outcome{scoreVerdict("case", 1, boolLabel(true, false), boolVerdict(ptr(true), true, false, "It says so."))}
 	sw := overruleSweep(plain, 0.48)

@@ -68,17 +68,10 @@ func TestRecheckAsksOnlyTheChecks(t *testing.T) {
 	if law.RuleID != "law" || !law.Overruled {
 		t.Fatalf("the recorded run did not overrule law's pass: %+v", law)
 	}
-	data, err := json.Marshal(recorded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Report
-	if err := json.Unmarshal(data, &back); err != nil {
-		t.Fatal(err)
-	}
+	back := asPrinted(t, recorded)
 
 	again := &checkingLLM{holds: map[string]float64{"governing law": 0.9, "fixed number of years": 0.3, "Score the years": 0.6}}
-	rep := checkedRun(t, ds, again, 0.45, &back) // no judging answer queued: a judging call fails the case
+	rep := checkedRun(t, ds, again, 0.45, back) // no judging answer queued: a judging call fails the case
 	s := rep.System(SystemEngine)
 	if len(s.Errors) > 0 {
 		t.Fatalf("recheck failed: %+v", s.Errors)

@@ -73,6 +73,16 @@ func labelledReplies(t *testing.T, ids []string, flip bool) []llmfake.Reply {
 	return replies
 }
 
+// printedReport reads the one report eval --json printed.
+func printedReport(t *testing.T, stdout string) eval.Report {
+	t.Helper()
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not one report: %v\n%s", err, stdout)
+	}
+	return rep
+}
+
 func runEvalCLI(t *testing.T, fake *llmfake.Server, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	return runEvalCLIEnv(t, fake, nil, args...)
@@ -112,10 +122,7 @@ func TestEvalCLIReportsAndGates(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	var rep eval.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("stdout is not one report: %v\n%s", err, stdout)
-	}
+	rep := printedReport(t, stdout)
 	s := rep.System(eval.SystemEngine)
 	if rep.Cases != 2 || s == nil || s.Overall.Accuracy == nil || *s.Overall.Accuracy != 1 || s.Cost.Calls != 2 || s.Cost.PromptTokens != 6000 {
 		t.Fatalf("report %+v", rep)
@@ -163,10 +170,7 @@ func TestEvalCLIMergesReports(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	var rep eval.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("stdout is not one report: %v\n%s", err, stdout)
-	}
+	rep := printedReport(t, stdout)
 	s := rep.System(eval.SystemEngine)
 	if rep.Cases != 2 || s == nil || len(s.PerCase) != 2 || s.Cost.Calls != 2 || s.Overall.Accuracy == nil || *s.Overall.Accuracy >= 1 || *s.Overall.Accuracy <= 0.4 {
 		t.Fatalf("merged report: %d cases, engine %+v", rep.Cases, s)
@@ -267,10 +271,7 @@ func TestEvalCLICountsEveryHTTPAttempt(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	var rep eval.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("stdout is not one report: %v\n%s", err, stdout)
-	}
+	rep := printedReport(t, stdout)
 	c := rep.System(eval.SystemEngine).Cost
 	if sent := len(fake.Requests()); sent != 3 || c.Calls != 2 || !c.AttemptsObserved || c.Attempts != sent || c.FailedAttempts != 1 || c.FormatRefusals != 1 {
 		t.Errorf("the server saw %d requests; cost %+v, want 2 calls and 3 HTTP attempts, 1 of them a format refusal", sent, c)
@@ -308,10 +309,7 @@ func TestEvalCLIFirstCases(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}
-			var rep eval.Report
-			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-				t.Fatal(err)
-			}
+			rep := printedReport(t, stdout)
 			var judged []string
 			for _, c := range rep.System(eval.SystemEngine).PerCase {
 				judged = append(judged, c.Case)
@@ -428,10 +426,7 @@ func TestEvalAgainstRealModel(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	var rep eval.Report
-	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
-		t.Fatalf("stdout is not a report: %v\n%s", err, stdout.String())
-	}
+	rep := printedReport(t, stdout.String())
 	t.Logf("report:\n%s", stdout.String())
 	if len(rep.Systems) != 2 {
 		t.Fatalf("%d systems, want engine and baseline", len(rep.Systems))
@@ -487,10 +482,7 @@ func TestEvalAgainstRealModel(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("recheck: exit %d", code)
 	}
-	var again eval.Report
-	if err := json.Unmarshal([]byte(stdout.String()), &again); err != nil {
-		t.Fatalf("the recheck's stdout is not a report: %v", err)
-	}
+	again := printedReport(t, stdout.String())
 	rechecked := again.System(eval.SystemEngine)
 	if by := rechecked.Cost.ByPurpose; by[engine.PurposeJudge].Calls != 0 || by[engine.PurposeCheck].Calls == 0 {
 		t.Errorf("the recheck's calls by purpose: %+v, want checks alone", by)
@@ -524,10 +516,7 @@ func TestEvalCLIFromPDFInputs(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	var rep eval.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("stdout is not one report: %v\n%s", err, stdout)
-	}
+	rep := printedReport(t, stdout)
 	m := rep.System(eval.SystemEngine).Overall
 	if rep.Cases != len(ids) || m.Accuracy == nil || *m.Accuracy != 1 || m.Evidence.PagesRightShare == nil || *m.Evidence.PagesRightShare != 1 ||
 		m.Evidence.Recall == nil || *m.Evidence.Recall != 1 || m.Evidence.PagesCorrected != 0 {
