@@ -14,6 +14,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -316,30 +317,11 @@ type Task struct {
 func (e *Engine) Evaluate(ctx context.Context, req Task) (res *Result, err error) {
 	ctx, span := e.startEvaluate(ctx, req)
 	defer func() { endEvaluate(span, res, err) }()
+	model, err := e.checkTask(req)
+	if err != nil {
+		return nil, err
+	}
 	rs, in := req.Ruleset, req.Inputs
-	if rs == nil {
-		return nil, fmt.Errorf("%w: no ruleset given", ErrInvalidRuleset)
-	}
-	if err := rs.Validate(); err != nil {
-		return nil, err
-	}
-	if in == nil {
-		return nil, fmt.Errorf("%w: no inputs given", ErrInvalidInput)
-	}
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	if size := in.Size(); size > e.cfg.MaxInputBytes {
-		return nil, fmt.Errorf("%w: the inputs hold %d bytes of text, over the limit of %d", ErrInputTooLarge, size, e.cfg.MaxInputBytes)
-	}
-	model := req.Model
-	if model == "" {
-		model = e.cfg.Model
-	}
-	if model == "" {
-		return nil, errors.New("engine: no model configured")
-	}
-
 	if rs.tree != nil {
 		return e.evaluateTree(ctx, req, model)
 	}
@@ -352,7 +334,42 @@ func (e *Engine) Evaluate(ctx context.Context, req Task) (res *Result, err error
 	if cr != nil {
 		e.storeTraced(ctx, cr, model, in.Documents())
 	}
-	routeReviews(rs, rs.Rules, verdicts, e.cfg.ReviewBelowConfidence)
+	return flatResult(rs, model, verdicts, usage, e.cfg.ReviewBelowConfidence), nil
+}
+
+// checkTask makes the checks a task must pass before any model call (its
+// ruleset and inputs valid, the inputs within MaxInputBytes, a model to
+// ask) and returns the model it is judged with. Errors wrap
+// ErrInvalidRuleset or ErrInvalidInput.
+func (e *Engine) checkTask(req Task) (string, error) {
+	rs, in := req.Ruleset, req.Inputs
+	if rs == nil {
+		return "", fmt.Errorf("%w: no ruleset given", ErrInvalidRuleset)
+	}
+	if err := rs.Validate(); err != nil {
+		return "", err
+	}
+	if in == nil {
+		return "", fmt.Errorf("%w: no inputs given", ErrInvalidInput)
+	}
+	if err := in.Validate(); err != nil {
+		return "", err
+	}
+	if size := in.Size(); size > e.cfg.MaxInputBytes {
+		return "", fmt.Errorf("%w: the inputs hold %d bytes of text, over the limit of %d", ErrInputTooLarge, size, e.cfg.MaxInputBytes)
+	}
+	model := cmp.Or(req.Model, e.cfg.Model)
+	if model == "" {
+		return "", errors.New("engine: no model configured")
+	}
+	return model, nil
+}
+
+// flatResult is the result of a ruleset without groups, filters or checks
+// whose verdicts are judged: each routed under its rule's review threshold
+// (def the service's), the verdicts aggregated.
+func flatResult(rs *Ruleset, model string, verdicts []Verdict, usage verdict.Usage, def float64) *Result {
+	routeReviews(rs, rs.Rules, verdicts, def)
 	return &Result{
 		RulesetID:      rs.ID,
 		RulesetVersion: rs.Version,
@@ -361,7 +378,7 @@ func (e *Engine) Evaluate(ctx context.Context, req Task) (res *Result, err error
 		Aggregate:      aggregate(rs, verdicts),
 		Sources:        collectSources(verdicts),
 		Usage:          usage,
-	}, nil
+	}
 }
 
 // evaluateTree judges a ruleset with nested rulesets, filters or checks:

@@ -28,25 +28,13 @@ func (e *Engine) Recheck(ctx context.Context, req Task, verdicts []Verdict) (*Re
 	if e.cfg.Confidence != ConfidenceVerify {
 		return nil, errors.New("engine: a recheck asks the verify check: Confidence must be verify")
 	}
-	rs, in := req.Ruleset, req.Inputs
-	switch {
-	case rs == nil:
-		return nil, fmt.Errorf("%w: no ruleset given", ErrInvalidRuleset)
-	case in == nil:
-		return nil, fmt.Errorf("%w: no inputs given", ErrInvalidInput)
-	}
-	if err := rs.Validate(); err != nil {
+	model, err := e.checkTask(req)
+	if err != nil {
 		return nil, err
 	}
+	rs, in := req.Ruleset, req.Inputs
 	if rs.tree != nil {
 		return nil, fmt.Errorf("%w: a recheck takes a ruleset without groups, filters or checks", ErrInvalidRuleset)
-	}
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
-	model := req.Model
-	if model == "" {
-		model = e.cfg.Model
 	}
 	rules := make(map[string]Rule, len(rs.Rules))
 	for _, r := range rs.Rules {
@@ -91,14 +79,5 @@ func (e *Engine) Recheck(ctx context.Context, req Task, verdicts []Verdict) (*Re
 	if err != nil {
 		return nil, err
 	}
-	routeReviews(rs, rs.Rules, out, e.cfg.ReviewBelowConfidence)
-	return &Result{
-		RulesetID:      rs.ID,
-		RulesetVersion: rs.Version,
-		Model:          model,
-		Rules:          out,
-		Aggregate:      aggregate(rs, out),
-		Sources:        collectSources(out),
-		Usage:          usage,
-	}, nil
+	return flatResult(rs, model, out, usage, e.cfg.ReviewBelowConfidence), nil
 }

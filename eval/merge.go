@@ -21,10 +21,7 @@ func Merge(reports []*Report) (*Report, error) {
 	}
 	first := reports[0]
 	out := &Report{Dataset: first.Dataset, Model: first.Model, Runs: first.Runs}
-	names := make([]string, len(first.Systems))
-	for i, s := range first.Systems {
-		names[i] = s.Name
-	}
+	names := systemNames(first)
 	seen := map[string]int{} // case → the report that judged it
 	for i, r := range reports {
 		switch {

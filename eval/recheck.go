@@ -91,6 +91,7 @@ func recheckJudge(eng *engine.Engine, recorded map[string][]Outcome) judge {
 			return nil, verdict.Usage{}, err
 		}
 		out := make(map[string]*engine.Verdict, len(res.Rules))
+		order := engine.ReviewReasons()
 		for i := range res.Rules {
 			v := &res.Rules[i]
 			for _, r := range kept[v.RuleID] {
@@ -98,7 +99,6 @@ func recheckJudge(eng *engine.Engine, recorded map[string][]Outcome) judge {
 					v.ReviewReasons = append(v.ReviewReasons, r)
 				}
 			}
-			order := engine.ReviewReasons()
 			slices.SortFunc(v.ReviewReasons, func(a, b engine.ReviewReason) int { return slices.Index(order, a) - slices.Index(order, b) })
 			v.NeedsReview = len(v.ReviewReasons) > 0
 			out[v.RuleID] = v
